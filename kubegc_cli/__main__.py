@@ -1,0 +1,5 @@
+"""`python -m kubegc_cli` runs the kubegc command line."""
+
+from kubegc_cli.cli.main import main
+
+main()

@@ -1,0 +1,205 @@
+"""The core behind each command: settings in, plan out. No click, no rich.
+
+Every command follows observe → plan → show → act → report. `Settings` carries the global
+options; the `Ui` protocol is how the core shows a plan, asks for confirmation and reports
+diagnostics without knowing about terminals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from kubegc_cli.errors import BadInput
+from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.plan import Plan, Result
+from kubegc_cli.pods import NO_POD_SOURCE, PodInventory, load_pods_file
+from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
+from kubegc_cli.state import DEFAULT_STATE_DIR
+
+if TYPE_CHECKING:
+    from kubegc_cli.cri.client import CriClient
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Global options, already parsed. Durations in seconds, sizes in bytes, `now` in ns."""
+
+    runtime_endpoint: str | None = None
+    timeout: float = 10.0
+    max_recv_size: int = 256 * 1024 * 1024
+    host_root: Path = Path("/")
+    output: str = "table"
+    verbose: int = 0
+    quiet: bool = False
+    pod_source: str | None = None
+    pods_file: Path | None = None
+    state_dir: Path = Path(DEFAULT_STATE_DIR)
+    snapshot: Path | None = None
+    now: int | None = None
+    config: Path | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+class Ui(Protocol):
+    """How the core talks to the person or script running it."""
+
+    def info(self, message: str) -> None:
+        """A diagnostic line (stderr); shown with -v."""
+
+    def warn(self, message: str) -> None:
+        """A line the user must see (stderr), even without -v."""
+
+    def show_plan(self, plan: Plan) -> None:
+        """Render the plan before asking to act."""
+
+    def interactive(self) -> bool:
+        """True when a person can be asked (a terminal on stdin and stderr)."""
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question; only called when `interactive()`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActOptions:
+    """How a destructive command may act: `dry_run`, `yes`, `concurrency` (parallel calls)."""
+
+    dry_run: bool = False
+    yes: bool = False
+    concurrency: int = 4
+
+
+def load_pod_inventory(s: Settings) -> PodInventory:
+    """The pod source chosen by `--pod-source` / `--pods-file`. Raises `BadInput` if unusable."""
+    source = s.pod_source or ("file" if s.pods_file else "none")
+    if source == "none":
+        if s.pods_file:
+            raise BadInput("--pods-file given with --pod-source none; drop one of them")
+        return NO_POD_SOURCE
+    if source == "file":
+        if not s.pods_file:
+            raise BadInput("--pod-source file needs --pods-file PATH")
+        return load_pods_file(s.pods_file)
+    raise BadInput(f"unknown --pod-source {source!r} (use none or file)")
+
+
+def load_snapshot(path: Path) -> NodeSnapshot:
+    """Read a `kubegc snapshot` file. Raises `BadInput` naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"snapshot {path} is not valid JSON: {exc}") from None
+    return NodeSnapshot.from_dict(doc, source=f"snapshot {path}")
+
+
+def open_client(s: Settings, ui: Ui) -> CriClient:
+    """Resolve the endpoint (crictl's order), connect, and check it speaks CRI v1."""
+    from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.cri.endpoint import resolve_endpoint
+
+    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root)
+    ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
+    return CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
+
+
+def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
+    """`kubegc snapshot`: everything kubegc observes, with status for every container."""
+    client = open_client(s, ui)
+    try:
+        from kubegc_cli.observe import observe_node
+
+        return observe_node(client, s.host_root, statuses="all", images=True, sandboxes=True)
+    finally:
+        client.close()
+
+
+def decide_dry_run(s: Settings, act: ActOptions, ui: Ui) -> bool | None:
+    """True: dry run; False: act without asking; None: ask (interactive, no --yes)."""
+    if s.snapshot is not None:
+        if act.yes:
+            raise BadInput("--snapshot plans from a file and cannot act; drop --yes")
+        return True
+    if act.dry_run:
+        return True
+    if act.yes:
+        return False
+    if ui.interactive():
+        return None
+    ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
+    return True
+
+
+def gc_containers(
+    s: Settings, policy: ContainerGCPolicy, scope: Scope, act: ActOptions, ui: Ui
+) -> Plan:
+    """`kubegc gc containers`: plan the kubelet's container GC, then (if allowed) carry it out.
+
+    Raises `BadInput` (bad pod source, snapshot) before touching the runtime and
+    `RuntimeUnavailable` if the inventory cannot be read; nothing is removed in either case.
+    Returns the plan with results filled in (all `planned` for a dry run).
+    """
+    pods = load_pod_inventory(s)
+    if s.snapshot is not None:
+        decide_dry_run(s, act, ui)
+        snap = load_snapshot(s.snapshot)
+        now = s.now if s.now is not None else snap.captured_at
+        plan = plan_containers(snap.containers, policy, pods, now, scope)
+        plan.source = f"snapshot {s.snapshot}"
+        return plan
+
+    from kubegc_cli.execute import ContainerRemover
+    from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.host.logs import LogRoots
+    from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.observe import observe_node
+    from kubegc_cli.state import node_lock, record_audit
+
+    kcfg = load_kubelet_config(s.config, s.host_root)
+    dry = decide_dry_run(s, act, ui)
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(client, s.host_root, statuses="dead")
+        ui.info(
+            f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
+            f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
+        )
+        now = s.now if s.now is not None else snap.captured_at
+        plan = plan_containers(snap.containers, policy, pods, now, scope)
+        plan.source = snap.endpoint
+        if dry is None:
+            if not plan.actions:
+                return plan
+            ui.show_plan(plan)
+            if not ui.confirm(f"Remove {len(plan.actions)} container(s)?"):
+                ui.warn("nothing removed")
+                return plan
+        elif dry:
+            return plan
+        plan.dry_run = False
+        if not plan.actions:
+            return plan
+        with node_lock(s.state_dir):
+            fresh = client.list_containers()
+            recheck_guard(plan, fresh, policy)
+            todo = [a for a in plan.actions if a.result is Result.PLANNED]
+            ContainerRemover(
+                client,
+                LogRoots(s.host_root, kcfg.pod_logs_dir),
+                MountTable.read(),
+                concurrency=act.concurrency,
+            ).run(todo)
+            try:
+                record_audit(s.state_dir, "gc containers", now, plan.actions)
+            except Exception as exc:  # the audit log must never undo a finished run
+                ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+        return plan
+    finally:
+        client.close()

@@ -1,0 +1,1 @@
+"""The click command tree: options → one core call → render. No policy here."""

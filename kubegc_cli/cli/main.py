@@ -1,0 +1,276 @@
+"""`kubegc`: the root command, option parsing into `Settings`, and the one error wrapper.
+
+Start-up is part of the product: this module imports only click and kubegc's light modules;
+grpc, the Kubernetes client and rich are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from kubegc_cli import __version__
+from kubegc_cli.cli.options import KubegcGroup, collected, global_options
+from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def settings_from(ctx: click.Context) -> Any:
+    """Global option values → `kubegc_cli.app.Settings`. Raises `BadInput` for bad values."""
+    from kubegc_cli.app import Settings
+    from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
+
+    g = collected(ctx)
+    timeout = parse_duration(g["timeout"], flag="--timeout")
+    if timeout <= 0:
+        raise BadInput(f"invalid value for --timeout: {g['timeout']!r} must be positive")
+    host_root = Path(g["host_root"])
+    if not host_root.is_dir():
+        raise BadInput(f"invalid value for --host-root: {g['host_root']!r} is not a directory")
+    return Settings(
+        runtime_endpoint=g.get("runtime_endpoint"),
+        timeout=timeout,
+        max_recv_size=parse_bytes(g["max_recv_size"], flag="--max-recv-size"),
+        host_root=host_root,
+        output=g["output"],
+        verbose=g.get("verbose", 0),
+        quiet=bool(g.get("quiet")),
+        pod_source=g.get("pod_source"),
+        pods_file=Path(g["pods_file"]) if g.get("pods_file") else None,
+        state_dir=Path(g["state_dir"]),
+        snapshot=Path(g["snapshot"]) if g.get("snapshot") else None,
+        now=rfc3339_to_ns(g["now"], what="--now") if g.get("now") else None,
+        config=Path(g["config"]) if g.get("config") else None,
+        env=dict(os.environ),
+    )
+
+
+class ConsoleUi:
+    """The terminal side of `kubegc_cli.app.Ui`: diagnostics on stderr, prompts on a tty."""
+
+    def __init__(self, verbose: int, output: str) -> None:
+        self.verbose = verbose
+        self.output = output
+
+    def info(self, message: str) -> None:
+        if self.verbose:
+            click.echo(f"kubegc: {message}", err=True)
+
+    def warn(self, message: str) -> None:
+        click.echo(f"kubegc: {message}", err=True)
+
+    def show_plan(self, plan: Any) -> None:
+        from kubegc_cli.render import render_container_plan
+
+        out = sys.stdout if self.output == "table" else sys.stderr
+        render_container_plan(plan, verbose=self.verbose, out=out)
+
+    def interactive(self) -> bool:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+
+    def confirm(self, question: str) -> bool:
+        return click.confirm(question, default=False, err=True)
+
+
+@click.group(cls=KubegcGroup, context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="kubegc", message="%(prog)s %(version)s")
+@global_options
+def cli() -> None:
+    """kubegc: the kubelet's garbage collection for one Kubernetes node, shown before it is done.
+
+    \b
+    kubegc gc containers            dead containers, by the kubelet's container GC rules
+    kubegc snapshot > node.json     what kubegc observes, for planning off the node
+
+    Destructive commands print their plan first; --dry-run stops there, --yes acts.
+    Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,
+    4 another kubegc run holds the node lock.
+    """
+
+
+@cli.group(cls=KubegcGroup)
+@global_options
+def gc() -> None:
+    """Garbage-collect what the kubelet would: containers (more kinds to come)."""
+
+
+@gc.command("containers")
+@click.option(
+    "--minimum-container-ttl-duration",
+    default="0s",
+    show_default=True,
+    metavar="DURATION",
+    help="MinAge: only containers created at least this long ago are garbage.",
+)
+@click.option(
+    "--maximum-dead-containers-per-container",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="MaxPerPodContainer: dead containers kept per evict unit (pod, container); <0 no limit.",
+)
+@click.option(
+    "--maximum-dead-containers",
+    type=int,
+    default=-1,
+    show_default=True,
+    metavar="N",
+    help="MaxContainers: dead containers kept on the node; <0 no limit.",
+)
+@click.option(
+    "--match-kubelet",
+    is_flag=True,
+    help="Do exactly what the kubelet does, removing a live pod's newest dead container too.",
+)
+@click.option(
+    "--include-terminated-pods",
+    is_flag=True,
+    help="Also remove every dead container of pods in phase Succeeded/Failed (needs a pod source).",
+)
+@click.option("-n", "--namespace", multiple=True, metavar="NS", help="Only these namespaces.")
+@click.option("--exclude-namespace", multiple=True, metavar="NS", help="Never these namespaces.")
+@click.option("--pod", multiple=True, metavar="POD", help="Only these pods (name, ns/name or UID).")
+@click.option(
+    "--older-than",
+    metavar="DURATION",
+    help="Only containers that finished at least this long ago.",
+)
+@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
+@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Removals in flight at once.",
+)
+@global_options
+@click.pass_context
+def gc_containers(ctx: click.Context, **opts: Any) -> None:
+    """Remove dead containers as the kubelet's container GC would.
+
+    Dead means not running: EXITED, CREATED and UNKNOWN (stopped first). Containers are grouped
+    into evict units (pod UID, container name). The containers of deleted pods go (with a pod
+    source); each unit keeps its newest N; the node keeps at most M. kubegc never removes the
+    newest dead container of a live pod's unit unless --match-kubelet.
+
+    \b
+    Examples:
+      kubegc gc containers                                # plan only (no tty: dry run)
+      kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
+      kubectl get pods -A --field-selector spec.nodeName=$NODE -o json > pods.json
+      kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.app import gc_containers as run
+    from kubegc_cli.policy.containers import ContainerGCPolicy, Scope
+    from kubegc_cli.units import parse_duration
+
+    s = settings_from(ctx)
+    policy = ContainerGCPolicy(
+        min_age=parse_duration(
+            opts["minimum_container_ttl_duration"], flag="--minimum-container-ttl-duration"
+        ),
+        max_per_pod_container=opts["maximum_dead_containers_per_container"],
+        max_containers=opts["maximum_dead_containers"],
+        match_kubelet=opts["match_kubelet"],
+        include_terminated_pods=opts["include_terminated_pods"],
+    )
+    scope = Scope(
+        namespaces=frozenset(opts["namespace"]),
+        exclude_namespaces=frozenset(opts["exclude_namespace"]),
+        pods=frozenset(opts["pod"]),
+        older_than=(
+            parse_duration(opts["older_than"], flag="--older-than") if opts["older_than"] else None
+        ),
+    )
+    if policy.include_terminated_pods and not (s.pods_file or s.pod_source not in (None, "none")):
+        raise BadInput("--include-terminated-pods needs a pod source (--pods-file)")
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    ui = ConsoleUi(s.verbose, s.output)
+    plan = run(s, policy, scope, act, ui)
+    emit_plan(plan, s)
+    failed = plan.counts()["failed"]
+    if failed:
+        raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
+
+
+def emit_plan(plan: Any, s: Any) -> None:
+    """Write the plan in the chosen output format to stdout."""
+    from kubegc_cli import render
+
+    if s.output in ("json", "yaml"):
+        render.dump_document(plan.to_dict(), s.output)
+    elif s.quiet:
+        render.render_ids(plan)
+    else:
+        render.render_container_plan(plan, verbose=s.verbose)
+
+
+@cli.command("snapshot")
+@click.option("-f", "--file", "path", metavar="FILE", help="Write here instead of stdout.")
+@global_options
+@click.pass_context
+def snapshot(ctx: click.Context, path: str | None) -> None:
+    """Write what kubegc observes on this node as JSON (for tickets and offline planning).
+
+    The file holds every CRI container (with status), sandbox, image and image filesystem, and
+    the capture time. Any planning command reads it back with --snapshot FILE (dry run only).
+
+    \b
+    Examples:
+      kubegc snapshot -f /tmp/node-$(hostname).json
+      kubegc --snapshot node.json gc containers --maximum-dead-containers 0
+    """
+    import json
+
+    from kubegc_cli.app import snapshot_node
+
+    s = settings_from(ctx)
+    snap = snapshot_node(s, ConsoleUi(s.verbose, s.output))
+    text = json.dumps(snap.to_dict(), indent=2) + "\n"
+    if path:
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"cannot write snapshot {path}: {exc.strerror or exc}") from None
+        click.echo(f"kubegc: wrote {len(snap.containers)} containers to {path}", err=True)
+    else:
+        sys.stdout.write(text)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"kubegc: error: {message}", err=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the command; every error is one line on stderr and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="kubegc", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(2)
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        _fail(exc.format_message() + hint, 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code or 2)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except KubegcError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(0)

@@ -1,0 +1,296 @@
+"""A small, typed CRI v1 client over gRPC (unix socket).
+
+Every call has a deadline (`timeout` seconds). gRPC failures become `RuntimeUnavailable` with
+one line naming the endpoint, except where a method documents otherwise (a container that is
+gone is `None`, not an error). The receive limit defaults to 256 MiB, far above gRPC's 4 MiB,
+because nodes that leaked sandboxes have list replies larger than that.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import grpc
+
+from kubegc_cli.cri.endpoint import Endpoint
+from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
+from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.model import (
+    Container,
+    ContainerState,
+    FilesystemUsage,
+    Image,
+    RuntimeInfo,
+    Sandbox,
+    SandboxState,
+)
+
+DEFAULT_MAX_RECV = 256 * 1024 * 1024
+CRI_API_VERSION = "v1"
+
+_CONTAINER_STATES = {
+    api_pb2.CONTAINER_CREATED: ContainerState.CREATED,
+    api_pb2.CONTAINER_RUNNING: ContainerState.RUNNING,
+    api_pb2.CONTAINER_EXITED: ContainerState.EXITED,
+    api_pb2.CONTAINER_UNKNOWN: ContainerState.UNKNOWN,
+}
+_SANDBOX_STATES = {
+    api_pb2.SANDBOX_READY: SandboxState.READY,
+    api_pb2.SANDBOX_NOTREADY: SandboxState.NOTREADY,
+}
+
+
+def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: float) -> str:
+    """One line for a failed call: the endpoint, the call, and what the status code means."""
+    code = err.code() if hasattr(err, "code") else None
+    details = (err.details() if hasattr(err, "details") else "") or ""
+    details = details.splitlines()[0] if details else ""
+    if code == grpc.StatusCode.UNIMPLEMENTED and "unknown service" in details:
+        return f"{endpoint} is not a CRI v1 runtime ({details})"
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return f"{what} on {endpoint} timed out after {timeout:g}s (raise --timeout)"
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return f"{what} on {endpoint}: reply too large ({details}); raise --max-recv-size"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"cannot reach the CRI runtime at {endpoint}: {details or 'unavailable'}"
+    name = code.name if code is not None else "error"
+    return f"{what} on {endpoint} failed: {name}: {details}"
+
+
+def container_from_pb(c: Any) -> Container:
+    """CRI `Container` message → `Container` (status-only fields left empty)."""
+    return Container(
+        id=c.id,
+        pod_sandbox_id=c.pod_sandbox_id,
+        name=c.metadata.name,
+        attempt=c.metadata.attempt,
+        state=_CONTAINER_STATES.get(c.state, ContainerState.UNKNOWN),
+        created_at=c.created_at,
+        labels=dict(c.labels),
+        annotations=dict(c.annotations),
+        image=c.image.image,
+        image_ref=c.image_ref,
+        image_id=c.image_id,
+    )
+
+
+class ContainerStatusInfo:
+    """The fields of CRI `ContainerStatus` kubegc uses. Timestamps in nanoseconds."""
+
+    __slots__ = ("created_at", "exit_code", "finished_at", "id", "labels", "log_path", "state")
+
+    def __init__(self, s: Any) -> None:
+        self.id: str = s.id
+        self.state: ContainerState = _CONTAINER_STATES.get(s.state, ContainerState.UNKNOWN)
+        self.created_at: int = s.created_at
+        self.finished_at: int = s.finished_at
+        self.exit_code: int = s.exit_code
+        self.log_path: str = s.log_path
+        self.labels: dict[str, str] = dict(s.labels)
+
+
+class CriClient:
+    """CRI v1 RuntimeService and ImageService on one unix socket.
+
+    `timeout` is the per-call deadline in seconds; `max_recv_bytes` the largest reply accepted.
+    Construction only checks the socket path; the first call connects. Use `check()` to
+    verify the runtime answers and speaks CRI v1 (raises `RuntimeUnavailable` otherwise).
+    """
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float = 10.0,
+        max_recv_bytes: int = DEFAULT_MAX_RECV,
+    ) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self._check_socket()
+        self._channel = grpc.insecure_channel(
+            endpoint.address,
+            options=[
+                ("grpc.max_receive_message_length", max_recv_bytes),
+                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+                ("grpc.enable_http_proxy", 0),
+            ],
+        )
+        self.runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
+        self.images = api_pb2_grpc.ImageServiceStub(self._channel)
+
+    def _check_socket(self) -> None:
+        path = self.endpoint.path
+        where = f"{self.endpoint.display} (from {self.endpoint.source})"
+        if not os.path.exists(path):
+            raise RuntimeUnavailable(f"no CRI runtime socket at {where}: no such file")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise RuntimeUnavailable(f"permission denied on CRI runtime socket {where}")
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> CriClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Any, request: Any, what: str, timeout: float | None = None) -> Any:
+        t = self.timeout if timeout is None else timeout
+        try:
+            return method(request, timeout=t)
+        except grpc.RpcError as err:
+            raise RuntimeUnavailable(
+                describe_rpc_error(err, self.endpoint.display, what, t)
+            ) from None
+
+    # ---- runtime ----
+
+    def version(self) -> RuntimeInfo:
+        """`Version`: runtime name, version and CRI API version."""
+        r = self._call(
+            self.runtime.Version, api_pb2.VersionRequest(version=CRI_API_VERSION), "Version"
+        )
+        return RuntimeInfo(r.runtime_name, r.runtime_version, r.runtime_api_version)
+
+    def check(self) -> RuntimeInfo:
+        """Call `Version`; raises `RuntimeUnavailable` if the runtime is not a CRI v1 server."""
+        info = self.version()
+        if info.api_version and info.api_version != CRI_API_VERSION:
+            raise RuntimeUnavailable(
+                f"{self.endpoint.display} speaks CRI {info.api_version}, kubegc needs v1"
+            )
+        return info
+
+    def list_containers(self) -> list[Container]:
+        """`ListContainers` with no filter: every container in every state."""
+        r = self._call(
+            self.runtime.ListContainers, api_pb2.ListContainersRequest(), "ListContainers"
+        )
+        return [container_from_pb(c) for c in r.containers]
+
+    def list_sandboxes(self) -> list[Sandbox]:
+        """`ListPodSandbox` with no filter."""
+        r = self._call(
+            self.runtime.ListPodSandbox, api_pb2.ListPodSandboxRequest(), "ListPodSandbox"
+        )
+        return [
+            Sandbox(
+                id=s.id,
+                name=s.metadata.name,
+                namespace=s.metadata.namespace,
+                uid=s.metadata.uid,
+                attempt=s.metadata.attempt,
+                state=_SANDBOX_STATES.get(s.state, SandboxState.NOTREADY),
+                created_at=s.created_at,
+                labels=dict(s.labels),
+                annotations=dict(s.annotations),
+                runtime_handler=s.runtime_handler,
+            )
+            for s in r.items
+        ]
+
+    def container_status(self, container_id: str) -> ContainerStatusInfo | None:
+        """`ContainerStatus`; None when the runtime says the container does not exist."""
+        try:
+            r = self.runtime.ContainerStatus(
+                api_pb2.ContainerStatusRequest(container_id=container_id), timeout=self.timeout
+            )
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return None
+            raise RuntimeUnavailable(
+                describe_rpc_error(err, self.endpoint.display, "ContainerStatus", self.timeout)
+            ) from None
+        return ContainerStatusInfo(r.status)
+
+    def container_statuses(
+        self, ids: Iterable[str], *, window: int = 64
+    ) -> Iterator[tuple[str, ContainerStatusInfo | None]]:
+        """`ContainerStatus` for many containers, `window` calls in flight at a time.
+
+        Yields (id, status or None if gone). Raises `RuntimeUnavailable` on any other error.
+        """
+        pending: list[tuple[str, Any]] = []
+
+        def drain(
+            fut_list: list[tuple[str, Any]],
+        ) -> Iterator[tuple[str, ContainerStatusInfo | None]]:
+            for cid, fut in fut_list:
+                try:
+                    yield cid, ContainerStatusInfo(fut.result().status)
+                except grpc.RpcError as err:
+                    if _is_not_found(err):
+                        yield cid, None
+                        continue
+                    raise RuntimeUnavailable(
+                        describe_rpc_error(
+                            err, self.endpoint.display, "ContainerStatus", self.timeout
+                        )
+                    ) from None
+
+        for cid in ids:
+            req = api_pb2.ContainerStatusRequest(container_id=cid)
+            pending.append((cid, self.runtime.ContainerStatus.future(req, timeout=self.timeout)))
+            if len(pending) >= window:
+                yield from drain(pending)
+                pending = []
+        yield from drain(pending)
+
+    def stop_container(self, container_id: str, grace_seconds: int) -> None:
+        """`StopContainer` with `grace_seconds` before the runtime kills it."""
+        self._call(
+            self.runtime.StopContainer,
+            api_pb2.StopContainerRequest(container_id=container_id, timeout=grace_seconds),
+            "StopContainer",
+            timeout=self.timeout + grace_seconds,
+        )
+
+    def remove_container(self, container_id: str) -> None:
+        """`RemoveContainer` (idempotent on the runtime side)."""
+        self._call(
+            self.runtime.RemoveContainer,
+            api_pb2.RemoveContainerRequest(container_id=container_id),
+            "RemoveContainer",
+        )
+
+    # ---- images ----
+
+    def list_images(self) -> list[Image]:
+        """`ListImages` with no filter."""
+        r = self._call(self.images.ListImages, api_pb2.ListImagesRequest(), "ListImages")
+        return [
+            Image(
+                id=i.id,
+                repo_tags=tuple(i.repo_tags),
+                repo_digests=tuple(i.repo_digests),
+                size=i.size,
+                pinned=i.pinned,
+            )
+            for i in r.images
+        ]
+
+    def image_fs_info(self) -> tuple[list[FilesystemUsage], list[FilesystemUsage]]:
+        """`ImageFsInfo`: (image filesystems, container filesystems)."""
+        r = self._call(self.images.ImageFsInfo, api_pb2.ImageFsInfoRequest(), "ImageFsInfo")
+
+        def conv(f: Any) -> FilesystemUsage:
+            return FilesystemUsage(
+                mountpoint=f.fs_id.mountpoint,
+                used_bytes=f.used_bytes.value if f.HasField("used_bytes") else None,
+                inodes_used=f.inodes_used.value if f.HasField("inodes_used") else None,
+                timestamp=f.timestamp,
+            )
+
+        return [conv(f) for f in r.image_filesystems], [conv(f) for f in r.container_filesystems]
+
+
+def _is_not_found(err: grpc.RpcError) -> bool:
+    code = err.code() if hasattr(err, "code") else None
+    if code == grpc.StatusCode.NOT_FOUND:
+        return True
+    details = (err.details() if hasattr(err, "details") else "") or ""
+    # containerd 1.6 reports some missing objects as UNKNOWN with "not found" text.
+    return code == grpc.StatusCode.UNKNOWN and "not found" in details.lower()

@@ -1,0 +1,125 @@
+"""Finding the CRI runtime's socket the way crictl does.
+
+Order (the first that gives an answer wins; `Endpoint.source` says which):
+
+1. `--runtime-endpoint` / `-r`
+2. the `CONTAINER_RUNTIME_ENDPOINT` environment variable
+3. `runtime-endpoint` in `/etc/crictl.yaml` (crictl's config file), read under `--host-root`
+4. the first of the well-known sockets that exists under `--host-root`: containerd, CRI-O,
+   cri-dockerd, k3s/rke2's containerd, microk8s's containerd
+
+Values from 1–2 are used as given; values from 3–4 are host paths and are looked up under
+`--host-root` (so the same command works inside a DaemonSet pod with the host at `/host`).
+The `unix://` prefix is optional everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubegc_cli.errors import BadInput, RuntimeUnavailable
+
+ENV_VAR = "CONTAINER_RUNTIME_ENDPOINT"
+CRICTL_CONFIG = "/etc/crictl.yaml"
+KNOWN_SOCKETS: tuple[str, ...] = (
+    "/run/containerd/containerd.sock",
+    "/run/crio/crio.sock",
+    "/var/run/cri-dockerd.sock",
+    "/run/k3s/containerd/containerd.sock",
+    "/var/snap/microk8s/common/run/containerd.sock",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A resolved runtime endpoint.
+
+    `path` is the socket path on this machine (under the host root where that applies),
+    `address` the gRPC target (`unix:///...`), `source` where it came from, and `tried` the
+    candidates looked at before it (for messages).
+    """
+
+    path: str
+    source: str
+    tried: tuple[str, ...] = field(default=())
+
+    @property
+    def address(self) -> str:
+        return "unix://" + self.path
+
+    @property
+    def display(self) -> str:
+        return "unix://" + self.path
+
+
+def socket_path(value: str, *, what: str) -> str:
+    """`unix:///x`, `unix://x` or `/x` → the socket path. Raises `BadInput` for other schemes."""
+    v = value.strip()
+    if v.startswith("unix://"):
+        v = v[len("unix://") :]
+    elif "://" in v:
+        scheme = v.split("://", 1)[0]
+        raise BadInput(f"{what} {value!r}: unsupported scheme {scheme!r} (use unix:///path)")
+    if not v:
+        raise BadInput(f"{what} {value!r}: empty socket path")
+    return v
+
+
+def under_root(host_root: Path, host_path: str) -> str:
+    """A host absolute path as seen from here: `host_root / host_path` (`/` leaves it as is)."""
+    if str(host_root) in ("", "/"):
+        return host_path
+    return str(host_root / host_path.lstrip("/"))
+
+
+def _from_crictl_yaml(host_root: Path) -> str | None:
+    path = Path(under_root(host_root, CRICTL_CONFIG))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    import yaml  # deferred: only needed when the file exists
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BadInput(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path}: expected a mapping with runtime-endpoint")
+    value = doc.get("runtime-endpoint")
+    return str(value) if value else None
+
+
+def resolve_endpoint(flag: str | None, env: Mapping[str, str], host_root: Path) -> Endpoint:
+    """Pick the runtime endpoint (see the module docstring for the order).
+
+    Raises `BadInput` for a malformed value and `RuntimeUnavailable` when nothing is given and
+    none of the well-known sockets exists (the message lists what was tried).
+    """
+    if flag:
+        return Endpoint(socket_path(flag, what="--runtime-endpoint"), "--runtime-endpoint")
+    if env.get(ENV_VAR):
+        return Endpoint(socket_path(env[ENV_VAR], what=ENV_VAR), ENV_VAR)
+    from_cfg = _from_crictl_yaml(host_root)
+    if from_cfg:
+        path = under_root(
+            host_root, socket_path(from_cfg, what=f"{CRICTL_CONFIG} runtime-endpoint")
+        )
+        return Endpoint(path, CRICTL_CONFIG)
+    tried = []
+    for sock in KNOWN_SOCKETS:
+        path = under_root(host_root, sock)
+        tried.append(path)
+        if Path(path).exists():
+            return Endpoint(path, "well-known socket", tuple(tried))
+    raise RuntimeUnavailable(
+        "no CRI runtime socket found; tried "
+        + ", ".join(tried)
+        + " (give one with -r/--runtime-endpoint or CONTAINER_RUNTIME_ENDPOINT)"
+    )

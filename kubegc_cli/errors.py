@@ -1,0 +1,48 @@
+"""Typed errors that carry their exit code.
+
+The core raises these; the command-line wrapper (`kubegc_cli.cli.main`) turns each into one
+line on stderr and its exit code. Nothing in the core calls `sys.exit`.
+
+Exit codes (documented in the README):
+
+====  =============================================================================
+ 0    done, or nothing to do
+ 1    some actions failed (`PartialFailure`)
+ 2    bad input: usage, a bad duration, an unreadable pods file (`BadInput`);
+      nothing is removed
+ 3    runtime unreachable or inventory unreadable (`RuntimeUnavailable`)
+ 4    another kubegc run holds the node lock (`Busy`)
+====  =============================================================================
+"""
+
+from __future__ import annotations
+
+
+class KubegcError(Exception):
+    """Base class: `str(err)` is the one-line message, `exit_code` the process exit code."""
+
+    exit_code = 1
+
+
+class BadInput(KubegcError):
+    """Input kubegc cannot use (a flag value, a file). Exit code 2; nothing was changed."""
+
+    exit_code = 2
+
+
+class RuntimeUnavailable(KubegcError):
+    """The CRI runtime cannot be reached or its full inventory cannot be read. Exit code 3."""
+
+    exit_code = 3
+
+
+class Busy(KubegcError):
+    """Another kubegc run holds this node's lock. Exit code 4."""
+
+    exit_code = 4
+
+
+class PartialFailure(KubegcError):
+    """Some planned actions failed; the others were carried out. Exit code 1."""
+
+    exit_code = 1

@@ -1,0 +1,1 @@
+"""Readers and careful writers of host files, always under `--host-root`."""

@@ -1,0 +1,68 @@
+"""The node's kubelet configuration file (KubeletConfiguration), the fields kubegc uses.
+
+Default location `/var/lib/kubelet/config.yaml` under `--host-root`; `--config` names another.
+A missing default file is fine (kubelet defaults apply); a named file that cannot be read or
+parsed is `BadInput`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.errors import BadInput
+
+DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
+DEFAULT_POD_LOGS_DIR = "/var/log/pods"
+CONTAINER_LOGS_DIR = "/var/log/containers"
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
+
+    `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the file,
+    or `defaults` when none was read.
+    """
+
+    pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
+    source: str = "defaults"
+
+
+def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
+    """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source`."""
+    if doc is None:
+        return KubeletConfig(source=source)
+    if not isinstance(doc, dict):
+        raise BadInput(f"{source}: not a KubeletConfiguration (expected a mapping)")
+    kind = doc.get("kind")
+    if kind not in (None, "KubeletConfiguration"):
+        raise BadInput(f"{source}: kind is {kind!r}, expected KubeletConfiguration")
+    logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
+    if not isinstance(logs, str) or not logs.startswith("/"):
+        raise BadInput(f"{source}: podLogsDir {logs!r} must be an absolute path")
+    return KubeletConfig(pod_logs_dir=logs.rstrip("/") or "/", source=source)
+
+
+def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig:
+    """Read `explicit` (as given) or the default file under `host_root` if it exists."""
+    if explicit is None:
+        path = host_root / DEFAULT_CONFIG.lstrip("/")
+        if not path.exists():
+            return KubeletConfig()
+    else:
+        path = explicit
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read kubelet config {path}: {exc.strerror or exc}") from None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BadInput(
+            f"kubelet config {path} is not valid YAML: {str(exc).splitlines()[0]}"
+        ) from None
+    return parse_kubelet_config(doc, source=str(path))

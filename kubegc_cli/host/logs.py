@@ -1,0 +1,146 @@
+"""Container log files: how big they are and removing them as the kubelet does.
+
+When the kubelet removes a container it first removes the container's log file (ContainerStatus
+`log_path`) with its rotated siblings (`<log>.<timestamp>`, `.gz`), then the legacy symlink
+`/var/log/containers/<pod>_<namespace>_<container>-<id>.log` (the part before `.log` cut to
+251 characters); if removing the log fails, the container is not removed
+(kuberuntime_container.go `removeContainer`, `removeContainerLog`).
+
+kubegc adds its safety rules: it only deletes files whose directory lies inside the kubelet's
+`podLogsDir` (after resolving symlinks), never a file that is a mount point, never follows a
+symlink (a link is removed, not its target), and only removes a legacy entry that is a symlink.
+All host paths are resolved under `host_root`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
+from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.model import Container
+
+LEGACY_NAME_MAX = 251
+
+
+class LogRemovalError(Exception):
+    """A log file could not be removed; the container must then be left in place."""
+
+
+def on_host(host_root: Path, host_path: str) -> str:
+    """A host absolute path as seen from this process (under `host_root`)."""
+    root = str(host_root)
+    if root in ("", "/"):
+        return os.path.normpath(host_path)
+    return os.path.normpath(os.path.join(root, host_path.lstrip("/")))
+
+
+def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid: str) -> str:
+    """`<pod>_<namespace>_<container>-<id>.log`, the part before `.log` cut to 251 characters."""
+    return f"{pod_name}_{namespace}_{container_name}-{cid}"[:LEGACY_NAME_MAX] + ".log"
+
+
+def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:
+    """The log file and its rotated siblings that exist, with their lstat results.
+
+    Only regular files and symlinks are returned (never directories).
+    """
+    out: list[tuple[str, os.stat_result]] = []
+    directory, base = os.path.split(local_log)
+    try:
+        with os.scandir(directory) as it:
+            names = [e.name for e in it if e.name == base or e.name.startswith(base + ".")]
+    except OSError:
+        return out
+    for name in sorted(names):
+        p = os.path.join(directory, name)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            out.append((p, st))
+    return out
+
+
+def log_bytes(host_root: Path, log_path: str) -> int | None:
+    """Bytes the container's log file and rotated siblings take (apparent size, regular files).
+
+    None when the runtime reported no log path.
+    """
+    if not log_path:
+        return None
+    return sum(
+        st.st_size for _, st in log_files(on_host(host_root, log_path)) if stat.S_ISREG(st.st_mode)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LogRoots:
+    """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`."""
+
+    host_root: Path
+    pod_logs_dir: str
+    container_logs_dir: str = CONTAINER_LOGS_DIR
+
+    def inside_pod_logs(self, local_path: str) -> bool:
+        """True if the real directory of `local_path` is inside the real podLogsDir."""
+        root = os.path.realpath(on_host(self.host_root, self.pod_logs_dir))
+        parent = os.path.realpath(os.path.dirname(local_path))
+        return parent == root or parent.startswith(root.rstrip("/") + "/")
+
+
+def remove_container_logs(
+    roots: LogRoots, container: Container, log_path: str, mounts: MountTable
+) -> tuple[int, str]:
+    """Remove a container's log files and legacy symlink. Returns (bytes freed, note).
+
+    The note is "" when everything expected was removed, else it says what was left and why
+    (outside podLogsDir, a mount point). Raises `LogRemovalError` when a deletion fails for
+    another reason, in which case the container must not be removed.
+    """
+    freed = 0
+    notes: list[str] = []
+    if log_path:
+        local = on_host(roots.host_root, log_path)
+        if not roots.inside_pod_logs(local):
+            notes.append(f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left")
+        else:
+            for path, st in log_files(local):
+                if mounts.is_mount_point(os.path.realpath(path)):
+                    notes.append(f"{path} is a mount point; left")
+                    continue
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise LogRemovalError(
+                        f"cannot remove log {path}: {exc.strerror or exc}"
+                    ) from None
+                if stat.S_ISREG(st.st_mode):
+                    freed += st.st_size
+    link_dir = on_host(roots.host_root, roots.container_logs_dir)
+    link = os.path.join(
+        link_dir,
+        legacy_symlink_name(
+            container.pod_name, container.pod_namespace, container.container_name, container.id
+        ),
+    )
+    try:
+        st = os.lstat(link)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        try:
+            os.unlink(link)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise LogRemovalError(f"cannot remove symlink {link}: {exc.strerror or exc}") from None
+    elif st is not None:
+        notes.append(f"{link} is not a symlink; left")
+    return freed, "; ".join(notes)

@@ -1,0 +1,57 @@
+"""Mount points from `/proc/self/mountinfo` (proc(5)), for the "never delete into a mount" rule."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as octal (\040 ...).
+    out = []
+    i = 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) + 0 and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text: str) -> frozenset[str]:
+    """The mount points (5th field) of a mountinfo text, unescaped."""
+    points = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 5:
+            points.add(_unescape(parts[4]))
+    return frozenset(points)
+
+
+class MountTable:
+    """The mount points visible to this process, read once.
+
+    `is_mount_point(p)` and `has_mount_below(p)` take real (symlink-free) absolute paths.
+    """
+
+    def __init__(self, points: frozenset[str]) -> None:
+        self.points = points
+
+    @classmethod
+    def read(cls, path: Path = MOUNTINFO) -> MountTable:
+        """Read `/proc/self/mountinfo`; an unreadable file yields an empty table."""
+        try:
+            return cls(parse_mountinfo(path.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            return cls(frozenset())
+
+    def is_mount_point(self, path: str) -> bool:
+        return os.path.normpath(path) in self.points
+
+    def has_mount_below(self, path: str) -> bool:
+        prefix = os.path.normpath(path).rstrip("/") + "/"
+        return any(p.startswith(prefix) for p in self.points)

@@ -1,0 +1,300 @@
+"""Plain data for what kubegc observes on a node (the `NodeSnapshot`).
+
+Everything here is immutable data with no I/O. CRI timestamps are kept as integer nanoseconds
+since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_dict`) is the
+`kubegc snapshot` file format documented in docs/SNAPSHOT.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kubegc_cli.errors import BadInput
+from kubegc_cli.units import ns_to_rfc3339, rfc3339_to_ns
+
+# The kubelet's labels on every sandbox and container it creates.
+LABEL_POD_NAME = "io.kubernetes.pod.name"
+LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"
+LABEL_POD_UID = "io.kubernetes.pod.uid"
+LABEL_CONTAINER_NAME = "io.kubernetes.container.name"
+ANNOTATION_RESTART_COUNT = "io.kubernetes.container.restartCount"
+
+SNAPSHOT_KIND = "NodeSnapshot"
+API_VERSION = "kubegc.io/v1alpha1"
+
+
+class ContainerState(StrEnum):
+    """CRI `ContainerState`, named without the `CONTAINER_` prefix."""
+
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    EXITED = "EXITED"
+    UNKNOWN = "UNKNOWN"
+
+
+class SandboxState(StrEnum):
+    """CRI `PodSandboxState`, named without the `SANDBOX_` prefix."""
+
+    READY = "READY"
+    NOTREADY = "NOTREADY"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One CRI container as `ListContainers` reports it, plus status facts kubegc needs.
+
+    `created_at` and `finished_at` are nanoseconds since the epoch (`finished_at` 0 when unknown
+    or not finished). `log_path` is the runtime's absolute host path of the container's log file
+    (empty when the runtime has none); `log_bytes` the bytes that file and its rotated siblings
+    take on disk, or None when kubegc did not read it.
+    """
+
+    id: str
+    pod_sandbox_id: str
+    name: str
+    attempt: int
+    state: ContainerState
+    created_at: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    image: str = ""
+    image_ref: str = ""
+    image_id: str = ""
+    finished_at: int = 0
+    exit_code: int = 0
+    log_path: str = ""
+    log_bytes: int | None = None
+
+    @property
+    def pod_uid(self) -> str:
+        """Pod UID from the kubelet's `io.kubernetes.pod.uid` label ("" when unlabelled)."""
+        return self.labels.get(LABEL_POD_UID, "")
+
+    @property
+    def pod_name(self) -> str:
+        return self.labels.get(LABEL_POD_NAME, "")
+
+    @property
+    def pod_namespace(self) -> str:
+        return self.labels.get(LABEL_POD_NAMESPACE, "")
+
+    @property
+    def container_name(self) -> str:
+        """The pod spec's container name: the kubelet label, else CRI metadata `name`."""
+        return self.labels.get(LABEL_CONTAINER_NAME) or self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "pod_sandbox_id": self.pod_sandbox_id,
+            "name": self.name,
+            "attempt": self.attempt,
+            "state": self.state.value,
+            "created_at": ns_to_rfc3339(self.created_at),
+            "finished_at": ns_to_rfc3339(self.finished_at) if self.finished_at else None,
+            "exit_code": self.exit_code,
+            "image": self.image,
+            "image_ref": self.image_ref,
+            "image_id": self.image_id,
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "log_path": self.log_path,
+            "log_bytes": self.log_bytes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Container:
+        fin = d.get("finished_at")
+        return cls(
+            id=str(d["id"]),
+            pod_sandbox_id=str(d.get("pod_sandbox_id", "")),
+            name=str(d.get("name", "")),
+            attempt=int(d.get("attempt", 0)),
+            state=ContainerState(d["state"]),
+            created_at=rfc3339_to_ns(str(d["created_at"]), what="container created_at"),
+            finished_at=rfc3339_to_ns(str(fin), what="container finished_at") if fin else 0,
+            exit_code=int(d.get("exit_code", 0)),
+            image=str(d.get("image", "")),
+            image_ref=str(d.get("image_ref", "")),
+            image_id=str(d.get("image_id", "")),
+            labels=dict(d.get("labels") or {}),
+            annotations=dict(d.get("annotations") or {}),
+            log_path=str(d.get("log_path", "")),
+            log_bytes=None if d.get("log_bytes") is None else int(d["log_bytes"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """One CRI pod sandbox (`ListPodSandbox`). `created_at` in nanoseconds since the epoch."""
+
+    id: str
+    name: str
+    namespace: str
+    uid: str
+    attempt: int
+    state: SandboxState
+    created_at: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    runtime_handler: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "attempt": self.attempt,
+            "state": self.state.value,
+            "created_at": ns_to_rfc3339(self.created_at),
+            "labels": dict(self.labels),
+            "annotations": dict(self.annotations),
+            "runtime_handler": self.runtime_handler,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Sandbox:
+        return cls(
+            id=str(d["id"]),
+            name=str(d.get("name", "")),
+            namespace=str(d.get("namespace", "")),
+            uid=str(d.get("uid", "")),
+            attempt=int(d.get("attempt", 0)),
+            state=SandboxState(d["state"]),
+            created_at=rfc3339_to_ns(str(d["created_at"]), what="sandbox created_at"),
+            labels=dict(d.get("labels") or {}),
+            annotations=dict(d.get("annotations") or {}),
+            runtime_handler=str(d.get("runtime_handler", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """One CRI image (`ListImages`). `size` in bytes; `pinned` is the runtime's GC exemption."""
+
+    id: str
+    repo_tags: tuple[str, ...] = ()
+    repo_digests: tuple[str, ...] = ()
+    size: int = 0
+    pinned: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "repo_tags": list(self.repo_tags),
+            "repo_digests": list(self.repo_digests),
+            "size": self.size,
+            "pinned": self.pinned,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Image:
+        return cls(
+            id=str(d["id"]),
+            repo_tags=tuple(d.get("repo_tags") or ()),
+            repo_digests=tuple(d.get("repo_digests") or ()),
+            size=int(d.get("size", 0)),
+            pinned=bool(d.get("pinned", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FilesystemUsage:
+    """CRI `FilesystemUsage` (`ImageFsInfo`): bytes and inodes used, None when not reported."""
+
+    mountpoint: str
+    used_bytes: int | None
+    inodes_used: int | None
+    timestamp: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mountpoint": self.mountpoint,
+            "used_bytes": self.used_bytes,
+            "inodes_used": self.inodes_used,
+            "timestamp": ns_to_rfc3339(self.timestamp) if self.timestamp else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FilesystemUsage:
+        ts = d.get("timestamp")
+        return cls(
+            mountpoint=str(d.get("mountpoint", "")),
+            used_bytes=None if d.get("used_bytes") is None else int(d["used_bytes"]),
+            inodes_used=None if d.get("inodes_used") is None else int(d["inodes_used"]),
+            timestamp=rfc3339_to_ns(str(ts), what="filesystem timestamp") if ts else 0,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeInfo:
+    """What the runtime's `Version` call says about itself."""
+
+    name: str = ""
+    version: str = ""
+    api_version: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "api_version": self.api_version}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSnapshot:
+    """Everything kubegc observed on the node at `captured_at` (nanoseconds since the epoch)."""
+
+    captured_at: int
+    endpoint: str = ""
+    runtime: RuntimeInfo = field(default_factory=RuntimeInfo)
+    containers: tuple[Container, ...] = ()
+    sandboxes: tuple[Sandbox, ...] = ()
+    images: tuple[Image, ...] = ()
+    image_filesystems: tuple[FilesystemUsage, ...] = ()
+    container_filesystems: tuple[FilesystemUsage, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": SNAPSHOT_KIND,
+            "apiVersion": API_VERSION,
+            "captured_at": ns_to_rfc3339(self.captured_at),
+            "endpoint": self.endpoint,
+            "runtime": self.runtime.to_dict(),
+            "containers": [c.to_dict() for c in self.containers],
+            "sandboxes": [s.to_dict() for s in self.sandboxes],
+            "images": [i.to_dict() for i in self.images],
+            "image_filesystems": [f.to_dict() for f in self.image_filesystems],
+            "container_filesystems": [f.to_dict() for f in self.container_filesystems],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str = "snapshot") -> NodeSnapshot:
+        """Build from the JSON form; raises `BadInput` naming `source` when it does not fit."""
+        if not isinstance(d, Mapping) or d.get("kind") != SNAPSHOT_KIND:
+            raise BadInput(f"{source}: not a kubegc snapshot (expected kind {SNAPSHOT_KIND})")
+        try:
+            rt = d.get("runtime") or {}
+            return cls(
+                captured_at=rfc3339_to_ns(str(d["captured_at"]), what=f"{source} captured_at"),
+                endpoint=str(d.get("endpoint", "")),
+                runtime=RuntimeInfo(
+                    name=str(rt.get("name", "")),
+                    version=str(rt.get("version", "")),
+                    api_version=str(rt.get("api_version", "")),
+                ),
+                containers=tuple(Container.from_dict(c) for c in d.get("containers") or ()),
+                sandboxes=tuple(Sandbox.from_dict(s) for s in d.get("sandboxes") or ()),
+                images=tuple(Image.from_dict(i) for i in d.get("images") or ()),
+                image_filesystems=tuple(
+                    FilesystemUsage.from_dict(f) for f in d.get("image_filesystems") or ()
+                ),
+                container_filesystems=tuple(
+                    FilesystemUsage.from_dict(f) for f in d.get("container_filesystems") or ()
+                ),
+            )
+        except BadInput:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadInput(f"{source}: malformed snapshot: {type(exc).__name__}: {exc}") from None

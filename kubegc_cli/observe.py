@@ -1,0 +1,87 @@
+"""Observe: read the node into a `NodeSnapshot` (the only step of a plan that does I/O)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kubegc_cli.host.logs import log_bytes
+from kubegc_cli.model import Container, ContainerState, NodeSnapshot
+
+if TYPE_CHECKING:
+    from kubegc_cli.cri.client import CriClient
+
+Clock = Callable[[], int]
+
+
+def wall_clock_ns() -> int:
+    """Nanoseconds since the epoch, the real clock."""
+    return time.time_ns()
+
+
+def observe_node(
+    client: CriClient,
+    host_root: Path,
+    *,
+    statuses: str = "dead",
+    images: bool = False,
+    sandboxes: bool = False,
+    clock: Clock = wall_clock_ns,
+) -> NodeSnapshot:
+    """Read containers (and, if asked, sandboxes, images and image filesystems) from the runtime.
+
+    `statuses` chooses which containers get a `ContainerStatus` call for their log path, finish
+    time and exit code: `"dead"` (all but RUNNING), `"all"` or `"none"`. Log sizes are read from
+    the host under `host_root`. Containers that vanish between the list and their status call
+    are left out. Raises `RuntimeUnavailable` if any list or status call fails: a partial
+    inventory must never be planned on.
+    """
+    info = client.check()
+    now = clock()
+    listed = client.list_containers()
+    if statuses == "none":
+        wanted: list[Container] = []
+    elif statuses == "all":
+        wanted = listed
+    else:
+        wanted = [c for c in listed if c.state is not ContainerState.RUNNING]
+    found = dict(client.container_statuses([c.id for c in wanted]))
+    containers: list[Container] = []
+    for c in listed:
+        if c.id not in found:
+            containers.append(c)
+            continue
+        st = found[c.id]
+        if st is None:
+            continue
+        containers.append(
+            replace(
+                c,
+                state=st.state,
+                finished_at=st.finished_at,
+                exit_code=st.exit_code,
+                log_path=st.log_path,
+                log_bytes=log_bytes(host_root, st.log_path),
+            )
+        )
+    sbx = tuple(client.list_sandboxes()) if sandboxes else ()
+    imgs: tuple = ()
+    img_fs: tuple = ()
+    ctr_fs: tuple = ()
+    if images:
+        imgs = tuple(client.list_images())
+        ifs, cfs = client.image_fs_info()
+        img_fs, ctr_fs = tuple(ifs), tuple(cfs)
+    return NodeSnapshot(
+        captured_at=now,
+        endpoint=client.endpoint.display,
+        runtime=info,
+        containers=tuple(containers),
+        sandboxes=sbx,
+        images=imgs,
+        image_filesystems=img_fs,
+        container_filesystems=ctr_fs,
+    )

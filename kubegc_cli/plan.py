@@ -1,0 +1,131 @@
+"""The `Plan`: what a command will do, why, and (after acting) what happened.
+
+One `Plan` object is both the dry-run output and the executor's work list, so a dry run is
+exactly what `--yes` executes. Planners (`kubegc_cli.policy`) build plans without I/O; the
+executor (`kubegc_cli.execute`) fills in `result`, `error` and `bytes_freed`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kubegc_cli.model import API_VERSION, Container
+from kubegc_cli.units import ns_to_rfc3339
+
+
+class Result(StrEnum):
+    """What became of an action. `kept` is used for objects the plan deliberately leaves."""
+
+    PLANNED = "planned"
+    REMOVED = "removed"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    KEPT = "kept"
+
+
+@dataclass(slots=True)
+class ContainerAction:
+    """Remove one container (or, in `Plan.kept`, why it stays).
+
+    `rule` is a short stable code for the rule that selected or kept it (`deleted-pod`,
+    `max-per-pod-container`, `max-containers`, `guard-newest-record`, ...); `reason` the same
+    in words. `stop_first` is set for UNKNOWN containers, which the kubelet stops before removing.
+    `bytes_freed` counts log bytes actually removed (0 until acted on).
+    """
+
+    container: Container
+    rule: str
+    reason: str
+    result: Result = Result.PLANNED
+    error: str = ""
+    stop_first: bool = False
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "container"
+
+    @property
+    def id(self) -> str:
+        return self.container.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.container.log_bytes or 0
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.container
+        return {
+            "kind": self.kind,
+            "id": c.id,
+            "pod_uid": c.pod_uid,
+            "pod_namespace": c.pod_namespace,
+            "pod_name": c.pod_name,
+            "pod_sandbox_id": c.pod_sandbox_id,
+            "name": c.container_name,
+            "attempt": c.attempt,
+            "state": c.state.value,
+            "created_at": ns_to_rfc3339(c.created_at),
+            "finished_at": ns_to_rfc3339(c.finished_at) if c.finished_at else None,
+            "image": c.image,
+            "log_path": c.log_path,
+            "log_bytes": c.log_bytes,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+            "log_note": self.log_note,
+        }
+
+
+@dataclass(slots=True)
+class Plan:
+    """A command's plan. `now` is the planning time in nanoseconds since the epoch.
+
+    `actions` are the removals (always a list, possibly empty); `kept` the garbage candidates
+    deliberately left, each with its reason; `notes` human lines explaining the plan as a whole.
+    `out_of_scope` counts removals the policy selected that scope filters dropped.
+    """
+
+    kind: str
+    policy: dict[str, Any]
+    now: int
+    actions: list[ContainerAction] = field(default_factory=list)
+    kept: list[ContainerAction] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    out_of_scope: int = 0
+    dry_run: bool = True
+    source: str = ""
+
+    def counts(self) -> dict[str, int]:
+        """Counts of actions by result, every result present (0 when none)."""
+        c = Counter(a.result.value for a in self.actions)
+        return {r.value: c.get(r.value, 0) for r in Result if r is not Result.KEPT}
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "total": len(self.actions),
+            "by_result": self.counts(),
+            "kept": len(self.kept),
+            "kept_by_rule": dict(sorted(Counter(k.rule for k in self.kept).items())),
+            "out_of_scope": self.out_of_scope,
+            "bytes_planned": sum(a.planned_bytes for a in self.actions),
+            "bytes_freed": sum(a.bytes_freed for a in self.actions),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "apiVersion": API_VERSION,
+            "now": ns_to_rfc3339(self.now),
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "policy": self.policy,
+            "actions": [a.to_dict() for a in self.actions],
+            "kept": [k.to_dict() for k in self.kept],
+            "notes": list(self.notes),
+            "summary": self.summary(),
+        }

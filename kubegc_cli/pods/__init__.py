@@ -1,0 +1,118 @@
+"""Desired state: which pods the API server still has, from a pod source.
+
+The kubelet removes a deleted pod's containers once every pod source has been seen
+(`allSourcesReady`) and the pod is gone (`ShouldPodContentBeRemoved`); with
+`evictNonDeletedPods` also when it has terminated (`ShouldPodRuntimeBeRemoved`). kubegc has no
+pod workers, so it asks a pod source instead:
+
+- `none` (the default when nothing else is configured): kubegc knows nothing about pods, so no
+  pod is ever treated as deleted or terminated (`PodInventory.known` is False).
+- `file`: a PodList as printed by `kubectl get pods -o json` (for example with
+  `--field-selector spec.nodeName=NODE`); a pod UID not in the list is deleted.
+
+A later source (the Kubernetes API) plugs in by returning a `PodInventory` too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.errors import BadInput
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """One desired pod: identity and `status.phase` ("" when the source did not say)."""
+
+    uid: str
+    namespace: str
+    name: str
+    phase: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodInventory:
+    """What a pod source says about the node's pods.
+
+    `known` False means no source was consulted: nothing may be treated as deleted.
+    `source` is a short human description (`none`, `file:/path`).
+    """
+
+    known: bool
+    pods: Mapping[str, PodInfo] = field(default_factory=dict)
+    source: str = "none"
+
+    def is_deleted(self, uid: str) -> bool:
+        """The pod is known to be gone from the API (the kubelet's ShouldPodContentBeRemoved).
+
+        Containers without a pod UID label (`uid == ""`) are never treated as deleted: kubegc
+        cannot know whose they are.
+        """
+        return self.known and uid != "" and uid not in self.pods
+
+    def is_terminated(self, uid: str) -> bool:
+        """Deleted, or still in the API in phase Succeeded/Failed (ShouldPodRuntimeBeRemoved)."""
+        if self.is_deleted(uid):
+            return True
+        pod = self.pods.get(uid)
+        return self.known and pod is not None and pod.phase in TERMINAL_PHASES
+
+    def phase(self, uid: str) -> str:
+        pod = self.pods.get(uid)
+        return pod.phase if pod else ""
+
+
+NO_POD_SOURCE = PodInventory(known=False, source="none")
+
+
+def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
+    """Build a `PodInventory` from a decoded PodList (`kind` PodList or List of Pods).
+
+    Raises `BadInput` naming `source` when the document is not a list of pods with
+    `metadata.uid`.
+    """
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("items"), list):
+        raise BadInput(f"{source}: not a PodList (expected an object with an 'items' list)")
+    kind = doc.get("kind")
+    if kind not in (None, "PodList", "List"):
+        raise BadInput(f"{source}: expected kind PodList or List, got {kind!r}")
+    pods: dict[str, PodInfo] = {}
+    for i, item in enumerate(doc["items"]):
+        meta = item.get("metadata") if isinstance(item, Mapping) else None
+        if not isinstance(meta, Mapping) or not meta.get("uid"):
+            raise BadInput(f"{source}: items[{i}] has no metadata.uid")
+        if item.get("kind") not in (None, "Pod"):
+            raise BadInput(f"{source}: items[{i}] is a {item.get('kind')}, not a Pod")
+        status = item.get("status") if isinstance(item.get("status"), Mapping) else {}
+        uid = str(meta["uid"])
+        pods[uid] = PodInfo(
+            uid=uid,
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta.get("name", "")),
+            phase=str(status.get("phase", "")),
+        )
+    return PodInventory(known=True, pods=pods, source=source)
+
+
+def load_pods_file(path: Path) -> PodInventory:
+    """Read a PodList JSON file (`kubectl get pods -o json`). Raises `BadInput` naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read pods file {path}: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"pods file {path} is not valid JSON: {exc}") from None
+    return inventory_from_podlist(doc, source=f"file:{path}")
+
+
+def inventory_of(pods: Iterable[PodInfo], source: str = "test") -> PodInventory:
+    """A known inventory holding exactly `pods` (handy for callers building one in code)."""
+    return PodInventory(known=True, pods={p.uid: p for p in pods}, source=source)

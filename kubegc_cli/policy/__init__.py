@@ -1,0 +1,1 @@
+"""Pure planners: snapshot + policy + pod inventory + now → `Plan`. No clocks, sockets or files."""

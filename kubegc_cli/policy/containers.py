@@ -1,0 +1,321 @@
+"""The kubelet's container garbage collection, as a pure planner.
+
+Source of the rules: kubelet `kuberuntime_gc.go` (`evictContainers`, `evictableContainers`,
+`enforceMaxContainersPerEvictUnit`), described in KUBELET-SEMANTICS §a. In short:
+
+1. Candidates: every container not RUNNING (EXITED, CREATED and UNKNOWN alike) created at or
+   before `now - MinAge`. Age counts from creation, not exit.
+2. Candidates are grouped into evict units, keyed by (pod UID label, CRI metadata name), newest
+   first.
+3. If the pod source is known (`allSourcesReady`): units of deleted pods — and with
+   `include_terminated_pods` (the kubelet's `evictNonDeletedPods`) units of pods in phase
+   Succeeded/Failed — lose every candidate and drop out of the counting below.
+4. MaxPerPodContainer (if >= 0): each unit keeps its newest N.
+5. MaxContainers (if >= 0) and more candidates than that remain: every unit is cut to
+   `max(1, MaxContainers // units)` (units emptied in step 4 still count), then, if still too
+   many, the oldest overall go until MaxContainers remain.
+
+kubegc adds one safety rule on top (off with `match_kubelet`): the newest dead container of an
+evict unit whose pod is not known to be gone is never removed by steps 4–5. It is the record
+that stops the kubelet from running a finished init container again.
+
+Ties between equal creation times are broken by attempt, then ID (the kubelet's sort is
+unstable, so any order is faithful; this one is deterministic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegc_cli.model import Container, ContainerState
+from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.pods import PodInventory
+from kubegc_cli.units import NS_PER_SECOND, format_duration, format_go_duration
+
+EvictUnit = tuple[str, str]
+
+RULE_DELETED = "deleted-pod"
+RULE_TERMINATED = "terminated-pod"
+RULE_PER_UNIT = "max-per-pod-container"
+RULE_SHARE = "max-containers-share"
+RULE_GLOBAL = "max-containers"
+KEEP_MIN_AGE = "min-age"
+KEEP_WITHIN = "within-limits"
+KEEP_GUARD = "guard-newest-record"
+KEEP_OLDER_THAN = "older-than"
+LIMIT_RULES = frozenset({RULE_PER_UNIT, RULE_SHARE, RULE_GLOBAL})
+GUARD_REASON = (
+    "newest record of a live pod's container; the kubelet needs it (--match-kubelet removes it)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerGCPolicy:
+    """The kubelet's ContainerGCPolicy plus kubegc's options.
+
+    `min_age` seconds (`--minimum-container-ttl-duration`, default 0 = no age limit);
+    `max_per_pod_container` (`--maximum-dead-containers-per-container`, default 1, negative =
+    unlimited); `max_containers` (`--maximum-dead-containers`, default -1 = unlimited).
+    """
+
+    min_age: float = 0.0
+    max_per_pod_container: int = 1
+    max_containers: int = -1
+    match_kubelet: bool = False
+    include_terminated_pods: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "minimum_container_ttl_duration": format_go_duration(self.min_age),
+            "maximum_dead_containers_per_container": self.max_per_pod_container,
+            "maximum_dead_containers": self.max_containers,
+            "match_kubelet": self.match_kubelet,
+            "include_terminated_pods": self.include_terminated_pods,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which containers a run may act on. Empty sets mean "all".
+
+    Scope narrows the kubelet's node-wide plan; it never changes what the policy selects.
+    `pods` matches a pod name, `namespace/name` or UID. `older_than` seconds: only containers
+    that finished (or, never started, were created) at least that long ago.
+    """
+
+    namespaces: frozenset[str] = field(default_factory=frozenset)
+    exclude_namespaces: frozenset[str] = field(default_factory=frozenset)
+    pods: frozenset[str] = field(default_factory=frozenset)
+    older_than: float | None = None
+
+    def selects(self, c: Container) -> bool:
+        """Namespace and pod filters (not `older_than`, which `plan_containers` reports)."""
+        ns = c.pod_namespace
+        if self.namespaces and ns not in self.namespaces:
+            return False
+        if ns in self.exclude_namespaces:
+            return False
+        if self.pods:
+            names = {c.pod_name, f"{ns}/{c.pod_name}", c.pod_uid}
+            if not names & self.pods:
+                return False
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespaces": sorted(self.namespaces),
+            "exclude_namespaces": sorted(self.exclude_namespaces),
+            "pods": sorted(self.pods),
+            "older_than": None if self.older_than is None else format_go_duration(self.older_than),
+        }
+
+
+def _newest_first_key(c: Container) -> tuple[int, int, str]:
+    return (c.created_at, c.attempt, c.id)
+
+
+def plan_containers(
+    containers: Iterable[Container],
+    policy: ContainerGCPolicy,
+    pods: PodInventory,
+    now: int,
+    scope: Scope | None = None,
+) -> Plan:
+    """Plan the kubelet's container GC for one node.
+
+    `containers` are every container the runtime lists (any state); `now` is nanoseconds since
+    the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals (in
+    removal order: oldest first) and whose `kept` lists every dead container left, with why.
+    """
+    scope = scope or Scope()
+    min_age_ns = int(policy.min_age * NS_PER_SECOND)
+    cutoff = now - min_age_ns
+
+    dead = [c for c in containers if c.state is not ContainerState.RUNNING]
+    removed: dict[str, tuple[str, str]] = {}
+    kept: dict[str, tuple[str, str]] = {}
+
+    units: dict[EvictUnit, list[Container]] = {}
+    for c in dead:
+        if c.created_at > cutoff:
+            kept[c.id] = (
+                KEEP_MIN_AGE,
+                f"created {format_duration((now - c.created_at) / NS_PER_SECOND)} ago, "
+                f"younger than MinAge {format_go_duration(policy.min_age)}",
+            )
+            continue
+        units.setdefault((c.pod_uid, c.name), []).append(c)
+    for members in units.values():
+        members.sort(key=_newest_first_key, reverse=True)
+
+    # Step 1: deleted (and, if asked, terminated) pods lose every candidate.
+    released: set[EvictUnit] = set()
+    if pods.known:
+        for key in list(units):
+            uid = key[0]
+            if pods.is_deleted(uid):
+                rule, why = RULE_DELETED, f"pod {uid} is not in the pod source ({pods.source})"
+            elif policy.include_terminated_pods and pods.is_terminated(uid):
+                rule, why = RULE_TERMINATED, f"pod is {pods.phase(uid)} (--include-terminated-pods)"
+            else:
+                continue
+            for c in units.pop(key):
+                removed[c.id] = (rule, why)
+            released.add(key)
+
+    def cut_units(limit: int, rule: str, why: str) -> None:
+        for key, members in units.items():
+            if len(members) > limit:
+                for c in members[limit:]:
+                    removed[c.id] = (rule, why)
+                units[key] = members[:limit]
+
+    # Step 2: MaxPerPodContainer.
+    if policy.max_per_pod_container >= 0:
+        n = policy.max_per_pod_container
+        cut_units(n, RULE_PER_UNIT, f"beyond the newest {n} of its evict unit (MaxPerPodContainer)")
+
+    # Step 3: MaxContainers, first an equal share per unit, then oldest overall.
+    if policy.max_containers >= 0:
+        limit = policy.max_containers
+        total = sum(len(m) for m in units.values())
+        if total > limit:
+            share = max(1, limit // len(units))
+            cut_units(
+                share,
+                RULE_SHARE,
+                f"beyond its evict unit's share {share} of MaxContainers {limit}",
+            )
+            rest = [c for m in units.values() for c in m]
+            if len(rest) > limit:
+                rest.sort(key=_newest_first_key, reverse=True)
+                for c in rest[limit:]:
+                    removed[c.id] = (RULE_GLOBAL, f"oldest beyond MaxContainers {limit} node-wide")
+
+    for members in units.values():
+        for c in members:
+            if c.id not in removed:
+                kept[c.id] = (KEEP_WITHIN, "within MaxPerPodContainer/MaxContainers")
+
+    # kubegc's guard: the newest dead container of a live pod's evict unit stays.
+    if not policy.match_kubelet:
+        for c in _newest_dead_by_unit(dead, exclude=released).values():
+            if c.id in removed:
+                del removed[c.id]
+                kept[c.id] = (KEEP_GUARD, GUARD_REASON)
+
+    by_id = {c.id: c for c in dead}
+    plan = Plan(
+        kind="ContainerGCPlan",
+        policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
+        now=now,
+    )
+    for cid, (rule, why) in removed.items():
+        c = by_id[cid]
+        if not scope.selects(c):
+            plan.out_of_scope += 1
+            continue
+        if scope.older_than is not None:
+            since = c.finished_at or c.created_at
+            if now - since < int(scope.older_than * NS_PER_SECOND):
+                plan.kept.append(
+                    ContainerAction(
+                        c,
+                        KEEP_OLDER_THAN,
+                        f"newer than --older-than {format_go_duration(scope.older_than)}",
+                        result=Result.KEPT,
+                    )
+                )
+                continue
+        plan.actions.append(
+            ContainerAction(c, rule, why, stop_first=c.state is ContainerState.UNKNOWN)
+        )
+    for cid, (rule, why) in kept.items():
+        c = by_id[cid]
+        if scope.selects(c):
+            plan.kept.append(ContainerAction(c, rule, why, result=Result.KEPT))
+
+    plan.actions.sort(key=_newest_first_key_of_action)
+    plan.kept.sort(key=_newest_first_key_of_action)
+    plan.notes.extend(_notes(plan, policy, pods))
+    return plan
+
+
+def _newest_dead_by_unit(
+    containers: Iterable[Container], exclude: set[EvictUnit] | frozenset[EvictUnit] = frozenset()
+) -> dict[EvictUnit, Container]:
+    newest: dict[EvictUnit, Container] = {}
+    for c in containers:
+        if c.state is ContainerState.RUNNING:
+            continue
+        key = (c.pod_uid, c.name)
+        if key in exclude:
+            continue
+        best = newest.get(key)
+        if best is None or _newest_first_key(c) > _newest_first_key(best):
+            newest[key] = c
+    return newest
+
+
+def recheck_guard(plan: Plan, fresh: Iterable[Container], policy: ContainerGCPolicy) -> None:
+    """Re-apply kubegc's guard to a fresh container list right before acting.
+
+    If a unit's kept record vanished since the plan (the kubelet removed it, say), the newest
+    remaining dead container of that unit is now its record: a planned limit-rule removal of it
+    is marked `skipped`. Removals of deleted or terminated pods are not affected.
+    """
+    if policy.match_kubelet:
+        return
+    limited = {
+        (a.container.pod_uid, a.container.name): a
+        for a in plan.actions
+        if a.rule in LIMIT_RULES and a.result is Result.PLANNED
+    }
+    if not limited:
+        return
+    by_id = {a.id: a for a in plan.actions if a.rule in LIMIT_RULES}
+    for key, c in _newest_dead_by_unit(fresh).items():
+        if key in limited and c.id in by_id:
+            a = by_id[c.id]
+            a.result = Result.SKIPPED
+            a.error = "now the newest record of its evict unit (the kept one is gone)"
+
+
+def _newest_first_key_of_action(a: ContainerAction) -> tuple[str, str, str, int, int]:
+    c = a.container
+    return (c.pod_namespace, c.pod_name, c.container_name, c.attempt, c.created_at)
+
+
+def _notes(plan: Plan, policy: ContainerGCPolicy, pods: PodInventory) -> list[str]:
+    notes: list[str] = []
+    if not pods.known:
+        notes.append(
+            "No pod source: no pod is treated as deleted (give --pods-file to remove "
+            "the containers of deleted pods)."
+        )
+    by_rule: dict[str, int] = {}
+    for k in plan.kept:
+        by_rule[k.rule] = by_rule.get(k.rule, 0) + 1
+    if by_rule.get(KEEP_MIN_AGE):
+        notes.append(
+            f"{by_rule[KEEP_MIN_AGE]} dead container(s) kept: younger than MinAge "
+            f"(--minimum-container-ttl-duration {format_go_duration(policy.min_age)})."
+        )
+    if by_rule.get(KEEP_WITHIN):
+        notes.append(
+            f"{by_rule[KEEP_WITHIN]} dead container(s) kept within the limits "
+            f"(MaxPerPodContainer {policy.max_per_pod_container}, "
+            f"MaxContainers {policy.max_containers})."
+        )
+    if by_rule.get(KEEP_GUARD):
+        notes.append(
+            f"{by_rule[KEEP_GUARD]} dead container(s) kept as the newest record of a live pod's "
+            "container (--match-kubelet removes them as the kubelet would)."
+        )
+    if by_rule.get(KEEP_OLDER_THAN):
+        notes.append(f"{by_rule[KEEP_OLDER_THAN]} dead container(s) kept: newer than --older-than.")
+    if plan.out_of_scope:
+        notes.append(f"{plan.out_of_scope} removal(s) outside the selected namespaces/pods left.")
+    return notes

@@ -1,0 +1,112 @@
+"""Show: a plan as a rich table, JSON or YAML. The only module that imports rich.
+
+stdout carries the result (the table or the document); diagnostics go to stderr elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO, Any
+
+from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
+
+RESULT_STYLE = {
+    Result.PLANNED: "yellow",
+    Result.REMOVED: "green",
+    Result.SKIPPED: "cyan",
+    Result.FAILED: "bold red",
+    Result.KEPT: "dim",
+}
+
+
+def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
+    """Write `doc` as JSON (indented, stable key order) or YAML."""
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        import yaml
+
+        out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+
+
+def _short(cid: str) -> str:
+    return cid[:13]
+
+
+def _row(a: ContainerAction, now: int) -> list[str]:
+    c = a.container
+    pod = f"{c.pod_namespace}/{c.pod_name}" if c.pod_name else f"(sandbox {c.pod_sandbox_id[:13]})"
+    logs = "-" if c.log_bytes is None else format_bytes(c.log_bytes)
+    if a.result is Result.REMOVED:
+        logs = format_bytes(a.bytes_freed)
+    result = a.result.value
+    if a.error:
+        result = f"{result}: {a.error}"
+    elif a.log_note:
+        result = f"{result} ({a.log_note})"
+    return [
+        _short(c.id),
+        pod,
+        c.container_name,
+        str(c.attempt),
+        c.state.value,
+        format_duration((now - c.created_at) / NS_PER_SECOND),
+        a.rule,
+        logs,
+        result,
+    ]
+
+
+def render_container_plan(plan: Plan, *, verbose: int = 0, out: IO[str] | None = None) -> None:
+    """The container GC plan (or its results) as a table, then notes and a summary line.
+
+    Kept containers are shown when the guard kept them, all of them with `verbose`.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out or sys.stdout, soft_wrap=False)
+    acted = any(a.result is not Result.PLANNED for a in plan.actions)
+    title = "Container GC" + (" (dry run)" if plan.dry_run else "")
+    table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
+    for col in ("CONTAINER", "POD", "NAME", "ATTEMPT", "STATE", "AGE", "REASON", "LOG", "RESULT"):
+        table.add_column(col, no_wrap=col not in ("RESULT", "POD"))
+    for a in plan.actions:
+        table.add_row(*_row(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
+    shown_kept = [k for k in plan.kept if verbose or k.rule == "guard-newest-record"]
+    for k in shown_kept:
+        table.add_row(*_row(k, plan.now), style="dim")
+    if plan.actions or shown_kept:
+        console.print(table)
+    else:
+        console.print(f"[bold]{title}[/bold]: nothing to remove.")
+    for note in plan.notes:
+        console.print(f"  {note}", style="dim", highlight=False)
+    console.print(summary_line(plan), highlight=False)
+
+
+def summary_line(plan: Plan) -> str:
+    """`3 to remove, 1.2Mi of logs; 5 kept` before acting, result counts after."""
+    s = plan.summary()
+    if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
+        return (
+            f"{s['total']} container(s) to remove, {format_bytes(s['bytes_planned'])} of logs; "
+            f"{s['kept']} dead container(s) kept."
+        )
+    by = s["by_result"]
+    return (
+        f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}; "
+        f"freed {format_bytes(s['bytes_freed'])} of logs."
+    )
+
+
+def render_ids(plan: Plan, out: IO[str] | None = None) -> None:
+    """`-q`: the IDs of the plan's actions, one a line (removed ones only after acting)."""
+    out = out or sys.stdout
+    acted = not plan.dry_run
+    for a in plan.actions:
+        if not acted or a.result is Result.REMOVED:
+            out.write(a.id + "\n")

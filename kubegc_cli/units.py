@@ -1,0 +1,183 @@
+"""Parsing and formatting of durations, byte sizes and timestamps.
+
+Durations use Go's `time.ParseDuration` grammar, as the kubelet's flags do (`90s`, `2m`,
+`1h30m`, `1.5h`, `300ms`); a bare `0` is accepted, as in Go. Timestamps from CRI are integer
+nanoseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from fractions import Fraction
+
+from kubegc_cli.errors import BadInput
+
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+NS_PER_SECOND = 1_000_000_000
+
+
+def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = False) -> float:
+    """Parse a Go duration string into seconds (float).
+
+    `flag` names the option in the error. Raises `BadInput` for anything Go would reject
+    (`"5"`, `"1d"`, `""`, `"1h-2m"`) and for negative values unless `allow_negative`.
+    """
+    s = text.strip()
+    orig = text
+    if not s:
+        raise BadInput(f"invalid value for {flag}: empty duration (use e.g. 30s, 5m, 1h30m)")
+    sign = 1.0
+    if s[0] in "+-":
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    pos = 0
+    total = 0.0
+    while pos < len(s):
+        m = _PART.match(s, pos)
+        if not m:
+            raise BadInput(
+                f"invalid value for {flag}: {orig!r} is not a duration (use e.g. 30s, 5m, 1h30m)"
+            )
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    if not s:
+        raise BadInput(f"invalid value for {flag}: {orig!r} is not a duration")
+    value = sign * total
+    if value < 0 and not allow_negative:
+        raise BadInput(f"invalid value for {flag}: {orig!r} must not be negative")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Render seconds compactly the way kubectl shows ages: `45s`, `12m`, `3h4m`, `2d5h`."""
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m" if s == 0 or m >= 10 else f"{m}m{s}s"
+    h, m = divmod(m, 60)
+    if h < 48:
+        return f"{h}h" if m == 0 else f"{h}h{m}m"
+    d, h = divmod(h, 24)
+    return f"{d}d" if h == 0 else f"{d}d{h}h"
+
+
+def format_go_duration(seconds: float) -> str:
+    """Render seconds as Go's `time.Duration.String()` would for whole seconds: `0s`, `1h0m0s`."""
+    s = round(seconds)
+    if s == 0:
+        return "0s"
+    sign = "-" if s < 0 else ""
+    s = abs(s)
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{sign}{h}h{m}m{sec}s"
+    if m:
+        return f"{sign}{m}m{sec}s"
+    return f"{sign}{sec}s"
+
+
+def format_bytes(n: int) -> str:
+    """Binary units as kubectl prints quantities: `0`, `512B`, `1.5Ki`, `20Mi`, `3.1Gi`."""
+    if n == 0:
+        return "0"
+    value = float(n)
+    for unit in ("B", "Ki", "Mi", "Gi", "Ti"):
+        if abs(value) < 1024 or unit == "Ti":
+            if unit == "B":
+                return f"{int(value)}B"
+            return f"{value:.1f}{unit}".replace(".0" + unit, unit)
+        value /= 1024
+    return f"{n}B"
+
+
+def ns_to_rfc3339(ns: int) -> str:
+    """CRI nanoseconds since the epoch → RFC 3339 UTC with nanosecond precision (`...Z`)."""
+    secs, frac = divmod(ns, NS_PER_SECOND)
+    base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{frac:09d}Z" if frac else f"{base}Z"
+
+
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
+)
+
+
+def rfc3339_to_ns(text: str, *, what: str = "timestamp") -> int:
+    """RFC 3339 text (`2026-11-29T10:00:00.5Z`, offsets allowed) → nanoseconds since the epoch.
+
+    Raises `BadInput` naming `what` when the text is not RFC 3339.
+    """
+    m = _RFC3339.match(text.strip())
+    if not m:
+        raise BadInput(f"invalid {what}: {text!r} is not an RFC 3339 time (2026-01-02T15:04:05Z)")
+    date, clock, frac, zone = m.groups()
+    zone = "+00:00" if zone in ("Z", "z") else zone
+    try:
+        dt = datetime.fromisoformat(f"{date}T{clock}{zone}")
+    except ValueError as exc:
+        raise BadInput(f"invalid {what}: {text!r}: {exc}") from None
+    return int(dt.timestamp()) * NS_PER_SECOND + int((frac or "0").ljust(9, "0"))
+
+
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$"
+)
+_SUFFIX_FACTOR = {
+    "Ki": 1024,
+    "Mi": 1024**2,
+    "Gi": 1024**3,
+    "Ti": 1024**4,
+    "Pi": 1024**5,
+    "Ei": 1024**6,
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
+
+
+def parse_quantity(text: str, *, flag: str = "quantity") -> Fraction:
+    """Parse a Kubernetes resource quantity (`100Mi`, `1.5Gi`, `5000`, `1e3`, `500m`) exactly.
+
+    Returns a `Fraction` (no rounding). Raises `BadInput` naming `flag` and the value.
+    """
+    m = _QUANTITY.match(text.strip())
+    if not m:
+        raise BadInput(f"invalid value for {flag}: {text!r} is not a quantity (e.g. 100Mi, 1Gi)")
+    number, suffix = m.group(1), m.group(2) or ""
+    value = Fraction(number)
+    if suffix[:1] in ("e", "E") and suffix not in ("E",):
+        return value * Fraction(10) ** int(suffix[1:])
+    return value * _SUFFIX_FACTOR[suffix]
+
+
+def parse_bytes(text: str, *, flag: str = "size") -> int:
+    """A quantity as whole bytes, rounded up as Kubernetes' `Quantity.Value()` does; must be > 0."""
+    q = parse_quantity(text, flag=flag)
+    if q <= 0:
+        raise BadInput(f"invalid value for {flag}: {text!r} must be positive")
+    return math.ceil(q)

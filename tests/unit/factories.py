@@ -1,0 +1,45 @@
+"""Builders for plain kubegc data used by the pure tests."""
+
+from __future__ import annotations
+
+from kubegc_cli.model import (
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+)
+
+NOW = 1_800_000_000 * 1_000_000_000  # a fixed "now", ns since the epoch
+S = 1_000_000_000
+
+
+def ctr(
+    cid: str,
+    uid: str = "uid-p",
+    name: str = "app",
+    attempt: int = 0,
+    state: str = "EXITED",
+    age_s: float = 600,
+    ns: str = "default",
+    pod: str | None = None,
+    finished_age_s: float | None = None,
+    log_bytes: int | None = None,
+) -> Container:
+    """A kubelet-labelled container created `age_s` seconds before NOW."""
+    labels = {LABEL_CONTAINER_NAME: name, LABEL_POD_NAMESPACE: ns}
+    if uid:
+        labels[LABEL_POD_UID] = uid
+        labels[LABEL_POD_NAME] = pod or f"pod-{uid}"
+    return Container(
+        id=cid,
+        pod_sandbox_id=f"sb-{uid}",
+        name=name,
+        attempt=attempt,
+        state=ContainerState(state),
+        created_at=NOW - int(age_s * S),
+        finished_at=0 if finished_age_s is None else NOW - int(finished_age_s * S),
+        labels=labels,
+        log_bytes=log_bytes,
+    )
