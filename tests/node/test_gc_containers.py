@@ -1,0 +1,304 @@
+"""`kubegc gc containers` end to end against a real containerd (tests/node/localnode.py).
+
+Each test builds its own small node state in a namespace of its own, runs the real command,
+and then asks the runtime itself which containers are left.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubegc_cli.app import ActOptions, Settings, gc_containers
+from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.plan import Plan, Result
+from kubegc_cli.policy.containers import ContainerGCPolicy, Scope
+from tests.node.localnode import LocalNode, Pod
+
+
+def kubegc(node: LocalNode, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real `kubegc` command against the test node."""
+    return subprocess.run(
+        [
+            sys.executable, "-m", "kubegc_cli",
+            "-r", node.endpoint,
+            "--config", str(node.kubelet_config),
+            "--state-dir", str(tmp_path / "state"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def ids(node: LocalNode, ns: str) -> set[str]:
+    return node.container_ids(namespace=ns)
+
+
+def pod_with_init(node: LocalNode, ns: str) -> tuple[Pod, str, str, str]:
+    """Case 1's node: init exited attempts 0 and 1, app running."""
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    init1 = node.add_container(p, "init", attempt=1)
+    app = node.add_container(p, "app", state="running")
+    return p, init0, init1, app
+
+
+def test_default_policy_keeps_newest_init_record(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Case 1: attempt 0 of init goes, attempt 1 (the newest record) stays, app untouched."""
+    _, init0, init1, app = pod_with_init(node, ns)
+    log0 = Path(node.container_status(init0).log_path)
+    assert log0.exists()
+
+    dry = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dry_run"] is True
+    assert [(a["id"], a["rule"], a["result"]) for a in plan["actions"]] == [
+        (init0, "max-per-pod-container", "planned")
+    ]
+    assert plan["actions"][0]["log_bytes"] > 0
+    assert ids(node, ns) == {init0, init1, app}  # a dry run removes nothing
+
+    done = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [(a["id"], a["result"]) for a in result["actions"]] == [(init0, "removed")]
+    assert result["summary"]["bytes_freed"] == plan["actions"][0]["log_bytes"]
+    assert ids(node, ns) == {init1, app}
+    assert not log0.exists()
+    assert Path(node.container_status(init1).log_path).exists()
+
+
+def test_maximum_dead_containers_zero_and_the_guard(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Case 2: with MaxContainers 0 the guard keeps init's newest record; --match-kubelet not."""
+    _, init0, init1, app = pod_with_init(node, ns)
+    guarded = kubegc(
+        node, tmp_path, "gc", "containers", "-n", ns, "--maximum-dead-containers", "0", "--yes",
+        "-o", "json",
+    )  # fmt: skip
+    assert guarded.returncode == 0, guarded.stderr
+    doc = json.loads(guarded.stdout)
+    assert {a["id"] for a in doc["actions"]} == {init0}
+    kept = {k["id"]: k["rule"] for k in doc["kept"]}
+    assert kept[init1] == "guard-newest-record"
+    assert ids(node, ns) == {init1, app}
+
+    table = kubegc(
+        node, tmp_path, "gc", "containers", "-n", ns, "--maximum-dead-containers", "0",
+        "--dry-run",
+    )  # fmt: skip
+    assert "guard-newest-record" in table.stdout and init1[:13] in table.stdout
+
+    exact = kubegc(
+        node, tmp_path, "gc", "containers", "-n", ns, "--maximum-dead-containers", "0",
+        "--match-kubelet", "--yes", "-o", "json",
+    )  # fmt: skip
+    assert exact.returncode == 0, exact.stderr
+    assert [a["id"] for a in json.loads(exact.stdout)["actions"]] == [init1]
+    assert ids(node, ns) == {app}
+
+
+def write_pods_file(path: Path, *pods: Pod) -> Path:
+    items = [
+        {
+            "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid},
+            "status": {"phase": "Running"},
+        }
+        for p in pods
+    ]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_deleted_pod_loses_all_dead_containers(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Case 3: pod Q is not in --pods-file: all its dead containers go, its running one stays."""
+    p, _, p_init1, p_app = pod_with_init(node, ns)
+    q = node.run_pod("q", namespace=ns)
+    q0 = node.add_container(q, "work", attempt=0)
+    q1 = node.add_container(q, "work", attempt=1)
+    qc = node.add_container(q, "never", state="created")
+    qr = node.add_container(q, "web", state="running")
+    pods = write_pods_file(tmp_path / "pods.json", p)
+
+    res = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns, "--yes",
+                 "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    rules = {a["id"]: a["rule"] for a in doc["actions"]}
+    assert rules[q0] == rules[q1] == rules[qc] == "deleted-pod"
+    assert ids(node, ns) == {p_init1, p_app, qr}
+
+
+def test_invalid_pods_file_removes_nothing(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Case 4: a pods file with invalid JSON: exit 2, one line naming the file, nothing removed."""
+    _, init0, init1, app = pod_with_init(node, ns)
+    bad = tmp_path / "pods.json"
+    bad.write_text('{"items": [')
+    res = kubegc(node, tmp_path, "--pods-file", str(bad), "gc", "containers", "-n", ns, "--yes")
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert res.stderr.count("\n") == 1 and str(bad) in res.stderr
+    assert ids(node, ns) == {init0, init1, app}
+
+
+def test_min_age_plans_nothing_and_says_why(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Case 5: MinAge 1h on seconds-old containers: nothing planned, exit 0, the table says why."""
+    _, init0, init1, app = pod_with_init(node, ns)
+    res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes",
+                 "--minimum-container-ttl-duration", "1h")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "nothing to remove" in res.stdout
+    assert "younger than MinAge" in res.stdout and "1h0m0s" in res.stdout
+    assert ids(node, ns) == {init0, init1, app}
+
+
+class RacingUi:
+    """A Ui whose confirmation starts a planned CREATED container before saying yes."""
+
+    def __init__(self, node: LocalNode, start_id: str) -> None:
+        self.node, self.start_id, self.shown = node, start_id, 0
+
+    def info(self, message: str) -> None:
+        pass
+
+    def warn(self, message: str) -> None:
+        pass
+
+    def show_plan(self, plan: Plan) -> None:
+        self.shown = len(plan.actions)
+
+    def interactive(self) -> bool:
+        return True
+
+    def confirm(self, question: str) -> bool:
+        self.node.runtime.StartContainer(
+            api_pb2.StartContainerRequest(container_id=self.start_id), timeout=10
+        )
+        return True
+
+
+def test_container_that_starts_between_plan_and_act_is_skipped(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Case 6: the executor re-reads each container; one now running is skipped, not removed."""
+    p = node.run_pod("p", namespace=ns)
+    c0 = node.add_container(p, "app", attempt=0, state="created")
+    c1 = node.add_container(p, "app", attempt=1)
+    settings = Settings(
+        runtime_endpoint=node.endpoint,
+        config=node.kubelet_config,
+        state_dir=tmp_path / "state",
+    )
+    ui = RacingUi(node, c0)
+    plan = gc_containers(
+        settings,
+        ContainerGCPolicy(),
+        Scope(namespaces=frozenset({ns})),
+        ActOptions(),
+        ui,  # type: ignore[arg-type]
+    )
+    assert ui.shown == 1
+    (action,) = plan.actions
+    assert action.id == c0
+    assert action.result is Result.SKIPPED and "running" in action.error
+    assert ids(node, ns) == {c0, c1}
+    assert node.container_status(c0).state == api_pb2.CONTAINER_RUNNING
+
+
+def test_unreachable_runtime_is_exit_3(tmp_path: Path) -> None:
+    """Case 7: -r unix:///nonexistent.sock: exit 3 and one line naming the endpoint."""
+    res = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "-r", "unix:///nonexistent.sock", "gc", "containers"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 3
+    assert res.stderr.count("\n") == 1 and "unix:///nonexistent.sock" in res.stderr
+
+
+def test_runtime_that_dies_is_exit_3_and_removes_nothing(tmp_path: Path) -> None:
+    """A runtime that stops answering: exit 3 naming the endpoint, nothing planned or removed."""
+    with LocalNode(tmp_path / "dying") as dying:
+        p = dying.run_pod("p", namespace="ns1")
+        dying.add_container(p, "app", attempt=0)
+        dying.add_container(p, "app", attempt=1)
+        endpoint = dying.endpoint
+        import os
+        import signal
+
+        assert dying.pid is not None
+        os.kill(dying.pid, signal.SIGSTOP)  # alive but silent: every call times out
+        try:
+            res = subprocess.run(
+                [sys.executable, "-m", "kubegc_cli", "-r", endpoint, "--timeout", "1s",
+                 "--state-dir", str(tmp_path / "state"), "gc", "containers", "--yes"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+        finally:
+            os.kill(dying.pid, signal.SIGCONT)
+        assert res.returncode == 3, res.stderr
+        assert "timed out after 1s" in res.stderr and res.stderr.count("\n") == 1
+        assert len(dying.container_ids(namespace="ns1")) == 2
+
+
+def test_snapshot_then_plan_offline(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """`kubegc snapshot` captures the node; `--snapshot` plans the same as the live dry run."""
+    _, init0, _, _ = pod_with_init(node, ns)
+    snap = tmp_path / "node.json"
+    res = kubegc(node, tmp_path, "snapshot", "-f", str(snap))
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(snap.read_text())
+    assert doc["kind"] == "NodeSnapshot" and doc["runtime"]["api_version"] == "v1"
+    mine = [c for c in doc["containers"] if c["labels"].get("io.kubernetes.pod.namespace") == ns]
+    assert {c["state"] for c in mine} == {"EXITED", "RUNNING"}
+    assert all(c["log_path"] for c in mine)
+    assert any(i["repo_tags"] for i in doc["images"])
+    assert doc["image_filesystems"] and doc["image_filesystems"][0]["mountpoint"]
+
+    off = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--snapshot", str(snap), "gc", "containers",
+         "-n", ns, "-o", "json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert off.returncode == 0, off.stderr
+    assert [a["id"] for a in json.loads(off.stdout)["actions"]] == [init0]
+
+
+@pytest.mark.skipif(not Path("/usr/bin/unshare").exists(), reason="needs util-linux unshare")
+def test_legacy_symlink_goes_with_the_container(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """The kubelet's /var/log/containers symlink is removed with the container.
+
+    kubegc looks for it at the kubelet's fixed path, so the command runs in a private mount
+    namespace where /var/log/containers is the test node's own directory.
+    """
+    p = node.run_pod("p", namespace=ns)
+    c0 = node.add_container(p, "app", attempt=0)
+    c1 = node.add_container(p, "app", attempt=1)
+    links = {path.name: path for path in node.container_logs_dir.iterdir() if ns in path.name}
+    assert len(links) == 2
+    Path("/var/log/containers").mkdir(parents=True, exist_ok=True)
+    script = (
+        f"mount --bind {node.container_logs_dir} /var/log/containers && "
+        f"exec {sys.executable} -m kubegc_cli -r {node.endpoint} --config {node.kubelet_config} "
+        f"--state-dir {tmp_path / 'state'} gc containers -n {ns} --yes -o json"
+    )
+    res = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert [a["id"] for a in json.loads(res.stdout)["actions"]] == [c0]
+    left = {path.name for path in node.container_logs_dir.iterdir() if ns in path.name}
+    assert len(left) == 1 and c1 in next(iter(left))
+    assert ids(node, ns) == {c1}
