@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -121,20 +122,29 @@ def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
         client.close()
 
 
-def decide_dry_run(s: Settings, act: ActOptions, ui: Ui) -> bool | None:
-    """True: dry run; False: act without asking; None: ask (interactive, no --yes)."""
+class Mode(StrEnum):
+    """How a destructive command proceeds once it has a plan."""
+
+    DRY_RUN = "dry-run"
+    ACT = "act"
+    ASK = "ask"
+    NO_TTY = "no-tty"  # would ask, but nobody can answer: a dry run that says so
+
+
+def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
+    """`--dry-run` and `--snapshot` plan only; `--yes` acts; else ask a terminal, or dry-run.
+
+    Raises `BadInput` for `--snapshot` with `--yes` (a snapshot cannot be acted on).
+    """
     if s.snapshot is not None:
         if act.yes:
             raise BadInput("--snapshot plans from a file and cannot act; drop --yes")
-        return True
+        return Mode.DRY_RUN
     if act.dry_run:
-        return True
+        return Mode.DRY_RUN
     if act.yes:
-        return False
-    if ui.interactive():
-        return None
-    ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
-    return True
+        return Mode.ACT
+    return Mode.ASK if ui.interactive() else Mode.NO_TTY
 
 
 def gc_containers(
@@ -147,8 +157,8 @@ def gc_containers(
     Returns the plan with results filled in (all `planned` for a dry run).
     """
     pods = load_pod_inventory(s)
+    mode = decide_mode(s, act, ui)
     if s.snapshot is not None:
-        decide_dry_run(s, act, ui)
         snap = load_snapshot(s.snapshot)
         now = s.now if s.now is not None else snap.captured_at
         plan = plan_containers(snap.containers, policy, pods, now, scope)
@@ -163,7 +173,6 @@ def gc_containers(
     from kubegc_cli.state import node_lock, record_audit
 
     kcfg = load_kubelet_config(s.config, s.host_root)
-    dry = decide_dry_run(s, act, ui)
     client = open_client(s, ui)
     try:
         snap = observe_node(client, s.host_root, statuses="dead")
@@ -174,15 +183,17 @@ def gc_containers(
         now = s.now if s.now is not None else snap.captured_at
         plan = plan_containers(snap.containers, policy, pods, now, scope)
         plan.source = snap.endpoint
-        if dry is None:
+        if mode is Mode.NO_TTY and plan.actions:
+            ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
+        if mode in (Mode.DRY_RUN, Mode.NO_TTY):
+            return plan
+        if mode is Mode.ASK:
             if not plan.actions:
                 return plan
             ui.show_plan(plan)
             if not ui.confirm(f"Remove {len(plan.actions)} container(s)?"):
                 ui.warn("nothing removed")
                 return plan
-        elif dry:
-            return plan
         plan.dry_run = False
         if not plan.actions:
             return plan

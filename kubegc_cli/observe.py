@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubegc_cli.host.logs import log_bytes
-from kubegc_cli.model import Container, ContainerState, NodeSnapshot
+from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, NodeSnapshot
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -68,9 +68,9 @@ def observe_node(
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()
-    imgs: tuple = ()
-    img_fs: tuple = ()
-    ctr_fs: tuple = ()
+    imgs: tuple[Image, ...] = ()
+    img_fs: tuple[FilesystemUsage, ...] = ()
+    ctr_fs: tuple[FilesystemUsage, ...] = ()
     if images:
         imgs = tuple(client.list_images())
         ifs, cfs = client.image_fs_info()

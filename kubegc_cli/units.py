@@ -140,7 +140,7 @@ def rfc3339_to_ns(text: str, *, what: str = "timestamp") -> int:
 _QUANTITY = re.compile(
     r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$"
 )
-_SUFFIX_FACTOR = {
+_SUFFIX_FACTOR: dict[str, int | Fraction] = {
     "Ki": 1024,
     "Mi": 1024**2,
     "Gi": 1024**3,

@@ -152,7 +152,7 @@ def gc() -> None:
 )
 @global_options
 @click.pass_context
-def gc_containers(ctx: click.Context, **opts: Any) -> None:
+def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
     """Remove dead containers as the kubelet's container GC would.
 
     Dead means not running: EXITED, CREATED and UNKNOWN (stopped first). Containers are grouped

@@ -17,18 +17,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 META_KEY = "kubegc.globals"
 
 
+def _depth(ctx: click.Context) -> int:
+    n = 0
+    while ctx.parent is not None:
+        ctx, n = ctx.parent, n + 1
+    return n
+
+
 def _store(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     assert param.name is not None
-    store: dict[str, Any] = ctx.find_root().meta.setdefault(META_KEY, {})
-    explicit = ctx.get_parameter_source(param.name) not in (
-        ParameterSource.DEFAULT,
-        ParameterSource.DEFAULT_MAP,
-        None,
-    )
-    if param.name == "verbose":
-        store["verbose"] = store.get("verbose", 0) + (value or 0)
-    elif explicit or param.name not in store:
-        store[param.name] = value
+    levels: dict[int, dict[str, Any]] = ctx.find_root().meta.setdefault(META_KEY, {})
+    levels.setdefault(_depth(ctx), {})[param.name] = value
     return value
 
 
@@ -130,15 +129,35 @@ def global_options(f: F) -> F:
 
 
 def collected(ctx: click.Context) -> dict[str, Any]:
-    """The global option values gathered from every level of the command line."""
-    return dict(ctx.find_root().meta.get(META_KEY, {}))
+    """The global option values gathered from every level of the command line.
+
+    Walks from the root to `ctx`: an explicitly given value replaces what a higher level said;
+    a default only fills a gap. `-v` counts add up across levels.
+    """
+    chain: list[click.Context] = []
+    c: click.Context | None = ctx
+    while c is not None:
+        chain.append(c)
+        c = c.parent
+    levels: dict[int, dict[str, Any]] = ctx.find_root().meta.get(META_KEY, {})
+    out: dict[str, Any] = {}
+    for depth, level_ctx in enumerate(reversed(chain)):
+        for name, value in levels.get(depth, {}).items():
+            source = level_ctx.get_parameter_source(name)
+            explicit = source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+            if name == "verbose":
+                out["verbose"] = out.get("verbose", 0) + (value or 0)
+            elif explicit or name not in out:
+                out[name] = value
+    return out
 
 
 class KubegcCommand(click.Command):
     """A command whose help lists its own options first and the global ones after."""
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        own, glob = [], []
+        own: list[tuple[str, str]] = []
+        glob: list[tuple[str, str]] = []
         for p in self.get_params(ctx):
             rec = p.get_help_record(ctx)
             if rec is None:

@@ -117,8 +117,9 @@ class CriClient:
                 ("grpc.enable_http_proxy", 0),
             ],
         )
-        self.runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
-        self.images = api_pb2_grpc.ImageServiceStub(self._channel)
+        stubs: Any = api_pb2_grpc
+        self.runtime: Any = stubs.RuntimeServiceStub(self._channel)
+        self.images: Any = stubs.ImageServiceStub(self._channel)
 
     def _check_socket(self) -> None:
         path = self.endpoint.path

@@ -130,17 +130,18 @@ def remove_container_logs(
             container.pod_name, container.pod_namespace, container.container_name, container.id
         ),
     )
+    link_st: os.stat_result | None
     try:
-        st = os.lstat(link)
+        link_st = os.lstat(link)
     except OSError:
-        st = None
-    if st is not None and stat.S_ISLNK(st.st_mode):
+        link_st = None
+    if link_st is not None and stat.S_ISLNK(link_st.st_mode):
         try:
             os.unlink(link)
         except FileNotFoundError:
             pass
         except OSError as exc:
             raise LogRemovalError(f"cannot remove symlink {link}: {exc.strerror or exc}") from None
-    elif st is not None:
+    elif link_st is not None:
         notes.append(f"{link} is not a symlink; left")
     return freed, "; ".join(notes)

@@ -1,0 +1,203 @@
+"""The command line without a runtime: option handling, errors, exit codes, snapshot planning."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.cli.main import main
+from kubegc_cli.model import NodeSnapshot
+from tests.unit.factories import NOW, ctr
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+@pytest.fixture
+def snapshot_file(tmp_path: Path) -> Path:
+    snap = NodeSnapshot(
+        captured_at=NOW,
+        endpoint="unix:///run/containerd/containerd.sock",
+        containers=(
+            ctr("i0" * 8, name="init", attempt=0, age_s=300, log_bytes=1000),
+            ctr("i1" * 8, name="init", attempt=1, age_s=200, log_bytes=500),
+            ctr("ap" * 8, name="app", state="RUNNING", age_s=190),
+            ctr("g0" * 8, uid="gone", name="app", age_s=900),
+        ),
+    )
+    f = tmp_path / "snap.json"
+    f.write_text(json.dumps(snap.to_dict()))
+    return f
+
+
+def test_global_options_before_or_after_the_subcommand(
+    snapshot_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code1, out1, _ = run(
+        ["-o", "json", "--snapshot", str(snapshot_file), "gc", "containers"], capsys
+    )
+    code2, out2, _ = run(
+        ["gc", "containers", "--snapshot", str(snapshot_file), "-o", "json"], capsys
+    )
+    code3, out3, _ = run(
+        ["gc", "-o", "json", "containers", "--snapshot", str(snapshot_file)], capsys
+    )
+    assert code1 == code2 == code3 == 0
+    assert json.loads(out1) == json.loads(out2) == json.loads(out3)
+
+
+def test_snapshot_plan_is_a_dry_run_with_the_kubelet_rules(
+    snapshot_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["--snapshot", str(snapshot_file), "-o", "json", "gc", "containers"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["dry_run"] is True
+    assert [a["id"] for a in doc["actions"]] == ["i0" * 8]
+    assert doc["actions"][0]["rule"] == "max-per-pod-container"
+    assert doc["summary"]["bytes_planned"] == 1000
+    assert doc["now"] == "2027-01-15T08:00:00Z"
+
+
+def test_pods_file_marks_missing_pods_deleted(
+    snapshot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": [{"metadata": {"uid": "uid-p"}}]}))
+    code, out, _ = run(
+        [
+            "--snapshot",
+            str(snapshot_file),
+            "--pods-file",
+            str(pods),
+            "-o",
+            "yaml",
+            "gc",
+            "containers",
+        ],
+        capsys,
+    )
+    assert code == 0
+    import yaml
+
+    doc = yaml.safe_load(out)
+    assert {a["id"]: a["rule"] for a in doc["actions"]} == {
+        "i0" * 8: "max-per-pod-container",
+        "g0" * 8: "deleted-pod",
+    }
+
+
+def test_table_says_why_nothing_is_planned(
+    snapshot_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        [
+            "--snapshot", str(snapshot_file), "gc", "containers",
+            "--minimum-container-ttl-duration", "1h",
+        ],
+        capsys,
+    )  # fmt: skip
+    assert code == 0
+    assert "nothing to remove" in out
+    assert "younger than MinAge" in out and "1h0m0s" in out
+
+
+def test_quiet_prints_ids(snapshot_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["-q", "--snapshot", str(snapshot_file), "gc", "containers"], capsys)
+    assert code == 0 and out.split() == ["i0" * 8]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["gc", "containers", "--minimum-container-ttl-duration", "5"], "'5'"),
+        (["gc", "containers", "--maximum-dead-containers", "many"], "many"),
+        (["gc", "containers", "--older-than", "1d"], "'1d'"),
+        (["gc", "containers", "--concurrency", "0"], "--concurrency"),
+        (["gc", "containers", "--bogus"], "--bogus"),
+        (["-o", "xml", "gc", "containers"], "xml"),
+        (["--timeout", "0s", "gc", "containers"], "--timeout"),
+        (["--max-recv-size", "lots", "gc", "containers"], "lots"),
+        (["--host-root", "/does/not/exist", "gc", "containers"], "/does/not/exist"),
+        (["--now", "yesterday", "gc", "containers"], "yesterday"),
+        (["--pods-file", "/no/such/pods.json", "gc", "containers"], "/no/such/pods.json"),
+        (["--pod-source", "file", "gc", "containers"], "--pods-file"),
+        (["gc", "containers", "--include-terminated-pods"], "pod source"),
+        (["gc", "sandboxes"], "sandboxes"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["-r", "unix:///nonexistent.sock", *argv], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert needle in err
+
+
+def test_invalid_pods_file_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "pods.json"
+    bad.write_text("{oops")
+    code, _, err = run(["--pods-file", str(bad), "gc", "containers", "--yes"], capsys)
+    assert code == 2 and str(bad) in err and err.count("\n") == 1
+
+
+def test_snapshot_cannot_act(snapshot_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["--snapshot", str(snapshot_file), "gc", "containers", "--yes"], capsys)
+    assert code == 2 and "--yes" in err
+
+
+def test_bad_snapshot_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.json"
+    f.write_text('{"kind": "PodList"}')
+    code, _, err = run(["--snapshot", str(f), "gc", "containers"], capsys)
+    assert code == 2 and "not a kubegc snapshot" in err
+
+
+def test_unreachable_runtime_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["-r", "unix:///nonexistent.sock", "gc", "containers"], capsys)
+    assert code == 3 and out == ""
+    assert "unix:///nonexistent.sock" in err and err.count("\n") == 1
+
+
+def test_socket_that_is_not_a_server_is_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sock = tmp_path / "dead.sock"
+    sock.touch()  # a file, not a listening socket
+    code, _, err = run(["-r", str(sock), "--timeout", "2s", "gc", "containers"], capsys)
+    assert code == 3 and str(sock) in err and err.count("\n") == 1
+
+
+def test_no_socket_anywhere_lists_candidates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CONTAINER_RUNTIME_ENDPOINT", raising=False)
+    code, _, err = run(["--host-root", str(tmp_path), "gc", "containers"], capsys)
+    assert code == 3
+    assert "containerd.sock" in err and "crio.sock" in err
+
+
+def test_help_and_version_do_not_import_heavy_modules() -> None:
+    for args in (["--version"], ["--help"], ["gc", "containers", "--help"]):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "kubegc_cli", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+        for heavy in ("grpc", "kubernetes", "rich", "google.protobuf", "yaml"):
+            assert heavy not in imported, f"{args} imported {heavy}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--version"], capture_output=True, text=True
+    )
+    assert proc.stdout.strip().startswith("kubegc ")

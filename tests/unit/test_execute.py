@@ -1,0 +1,170 @@
+"""The executor's re-checks and failure handling, with a scripted runtime for fault injection.
+
+(The same executor runs against a real containerd in tests/node/test_gc_containers.py.)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.execute import UNKNOWN_STOP_GRACE_SECONDS, ContainerRemover
+from kubegc_cli.host.logs import LogRoots
+from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.model import Container, ContainerState
+from kubegc_cli.plan import ContainerAction, Result
+from tests.unit.factories import ctr
+
+
+@dataclass
+class Status:
+    state: ContainerState
+    created_at: int
+    log_path: str = ""
+
+
+@dataclass
+class ScriptedCri:
+    """Answers ContainerStatus from `statuses`; fails the calls named in `fail`."""
+
+    statuses: dict[str, Status]
+    fail: set[tuple[str, str]] = field(default_factory=set)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _record(self, call: str, cid: str) -> None:
+        with self.lock:
+            self.calls.append((call, cid))
+        if (call, cid) in self.fail:
+            raise RuntimeUnavailable(f"{call} {cid}: injected failure")
+
+    def container_status(self, cid: str) -> Status | None:
+        self._record("status", cid)
+        return self.statuses.get(cid)
+
+    def stop_container(self, cid: str, grace: int) -> None:
+        assert grace == UNKNOWN_STOP_GRACE_SECONDS
+        self._record("stop", cid)
+
+    def remove_container(self, cid: str) -> None:
+        self._record("remove", cid)
+        self.statuses.pop(cid, None)
+
+
+def remover(cri: ScriptedCri, tmp_path: Path, concurrency: int = 4) -> ContainerRemover:
+    client: Any = cri
+    return ContainerRemover(
+        client, LogRoots(tmp_path, "/var/log/pods"), MountTable(frozenset()), concurrency
+    )
+
+
+def action(c: Container) -> ContainerAction:
+    return ContainerAction(
+        c, "max-per-pod-container", "test", stop_first=c.state.value == "UNKNOWN"
+    )
+
+
+def test_removes_and_frees_log_bytes(tmp_path: Path) -> None:
+    log = tmp_path / "var/log/pods/default_p_u/app/0.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"x" * 42)
+    c = ctr("a0")
+    cri = ScriptedCri(
+        {"a0": Status(ContainerState.EXITED, c.created_at, "/var/log/pods/default_p_u/app/0.log")}
+    )
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert (a.result, a.bytes_freed, a.error) == (Result.REMOVED, 42, "")
+    assert not log.exists()
+    assert cri.calls == [("status", "a0"), ("remove", "a0")]
+
+
+def test_rechecks_skip_gone_running_and_changed(tmp_path: Path) -> None:
+    gone, running, changed = ctr("gone"), ctr("run", attempt=1), ctr("chg", attempt=2)
+    cri = ScriptedCri(
+        {
+            "run": Status(ContainerState.RUNNING, running.created_at),
+            "chg": Status(ContainerState.EXITED, changed.created_at + 1),
+        }
+    )
+    acts = [action(gone), action(running), action(changed)]
+    remover(cri, tmp_path).run(acts)
+    assert [a.result for a in acts] == [Result.SKIPPED] * 3
+    assert "gone" in acts[0].error and "running" in acts[1].error and "changed" in acts[2].error
+    assert not [c for c in cri.calls if c[0] == "remove"]
+
+
+def test_unknown_is_stopped_before_removal(tmp_path: Path) -> None:
+    c = ctr("u0", state="UNKNOWN")
+    cri = ScriptedCri({"u0": Status(ContainerState.UNKNOWN, c.created_at)})
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert a.result is Result.REMOVED
+    assert cri.calls == [("status", "u0"), ("stop", "u0"), ("remove", "u0")]
+
+
+def test_failed_stop_of_unknown_leaves_it(tmp_path: Path) -> None:
+    c = ctr("u0", state="UNKNOWN")
+    cri = ScriptedCri({"u0": Status(ContainerState.UNKNOWN, c.created_at)}, fail={("stop", "u0")})
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert a.result is Result.FAILED and "stop" in a.error
+    assert ("remove", "u0") not in cri.calls
+
+
+def test_unremovable_log_keeps_the_container(tmp_path: Path, monkeypatch: Any) -> None:
+    log = tmp_path / "var/log/pods/default_p_u/app/0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("x")
+    c = ctr("a0")
+    cri = ScriptedCri(
+        {"a0": Status(ContainerState.EXITED, c.created_at, "/var/log/pods/default_p_u/app/0.log")}
+    )
+    import os
+
+    def refuse(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert a.result is Result.FAILED and "container left in place" in a.error
+    assert ("remove", "a0") not in cri.calls
+
+
+def test_one_failure_never_stops_the_run(tmp_path: Path) -> None:
+    cs = [ctr(f"c{i}", attempt=i) for i in range(20)]
+    cri = ScriptedCri(
+        {c.id: Status(ContainerState.EXITED, c.created_at) for c in cs},
+        fail={("remove", "c3"), ("status", "c7")},
+    )
+    acts = [action(c) for c in cs]
+    remover(cri, tmp_path, concurrency=3).run(acts)
+    results = {a.id: a.result for a in acts}
+    assert results.pop("c3") is Result.FAILED and results.pop("c7") is Result.FAILED
+    assert set(results.values()) == {Result.REMOVED}
+    assert "injected failure" in next(a.error for a in acts if a.id == "c3")
+
+
+def test_concurrency_is_bounded(tmp_path: Path) -> None:
+    in_flight, peak = 0, 0
+    guard = threading.Lock()
+    barrier = threading.Event()
+
+    class Slow(ScriptedCri):
+        def remove_container(self, cid: str) -> None:
+            nonlocal in_flight, peak
+            with guard:
+                in_flight += 1
+                peak = max(peak, in_flight)
+            barrier.wait(0.02)
+            with guard:
+                in_flight -= 1
+
+    cs = [ctr(f"c{i}", attempt=i) for i in range(16)]
+    cri = Slow({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
+    remover(cri, tmp_path, concurrency=3).run([action(c) for c in cs])
+    assert 1 < peak <= 3

@@ -1,0 +1,215 @@
+"""Host readers and the log remover, against fixture trees under a --host-root."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.errors import BadInput
+from kubegc_cli.host.kubelet import load_kubelet_config
+from kubegc_cli.host.logs import (
+    LogRemovalError,
+    LogRoots,
+    legacy_symlink_name,
+    log_bytes,
+    remove_container_logs,
+)
+from kubegc_cli.host.mounts import MountTable, parse_mountinfo
+from kubegc_cli.pods import load_pods_file
+from tests.unit.factories import ctr
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 0:26 / /var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/cache rw - tmpfs tmpfs rw
+31 22 0:27 / /mnt/with\\040space rw - tmpfs tmpfs rw
+"""
+
+
+def test_mountinfo_parsing() -> None:
+    pts = parse_mountinfo(MOUNTINFO)
+    assert "/mnt/with space" in pts
+    t = MountTable(pts)
+    assert t.is_mount_point("/var/lib/kubelet/pods/u1/volumes/kubernetes.io~empty-dir/cache")
+    assert t.has_mount_below("/var/lib/kubelet/pods/u1")
+    assert not t.has_mount_below("/var/lib/kubelet/pods/u2")
+    assert not t.is_mount_point("/var/lib/kubelet")
+
+
+def make_logs(root: Path, uid: str = "u1") -> tuple[str, Path]:
+    """A pod log dir with 0.log and two rotated files; returns (host log_path, local dir)."""
+    d = root / f"var/log/pods/default_web_{uid}/app"
+    d.mkdir(parents=True)
+    (d / "0.log").write_bytes(b"x" * 100)
+    (d / "0.log.20261129-101010").write_bytes(b"y" * 50)
+    (d / "0.log.20261128-101010.gz").write_bytes(b"z" * 25)
+    (d / "1.log").write_bytes(b"other attempt")
+    return f"/var/log/pods/default_web_{uid}/app/0.log", d
+
+
+def test_log_bytes_counts_rotated_siblings(tmp_path: Path) -> None:
+    log_path, _ = make_logs(tmp_path)
+    assert log_bytes(tmp_path, log_path) == 175
+    assert log_bytes(tmp_path, "") is None
+    assert log_bytes(tmp_path, "/var/log/pods/missing/app/0.log") == 0
+
+
+def test_remove_logs_and_legacy_symlink(tmp_path: Path) -> None:
+    log_path, d = make_logs(tmp_path)
+    c = ctr("abcdef0123456789", uid="u1", pod="web", name="app")
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    link = links / legacy_symlink_name("web", "default", "app", c.id)
+    link.symlink_to(log_path)
+    other = links / legacy_symlink_name("web", "default", "app", "fff")
+    other.symlink_to("/nowhere")
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    freed, note = remove_container_logs(roots, c, log_path, MountTable(frozenset()))
+    assert (freed, note) == (175, "")
+    assert sorted(os.listdir(d)) == ["1.log"]
+    assert not os.path.lexists(link)
+    assert os.path.lexists(other)
+
+
+def test_legacy_symlink_name_is_cut_to_251() -> None:
+    name = legacy_symlink_name("p" * 200, "ns", "c" * 60, "0123456789abcdef")
+    assert len(name) == 255 and name.endswith(".log")
+
+
+def test_log_outside_pod_logs_dir_is_left(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/passwd").write_text("root:x:0:0")
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    freed, note = remove_container_logs(roots, ctr("a"), "/etc/passwd", MountTable(frozenset()))
+    assert freed == 0 and "outside podLogsDir" in note
+    assert (tmp_path / "etc/passwd").exists()
+
+
+def test_symlinked_dir_escaping_the_root_is_left(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "0.log").write_text("precious")
+    pods = tmp_path / "root/var/log/pods/default_web_u1"
+    pods.mkdir(parents=True)
+    (pods / "app").symlink_to(outside)
+    roots = LogRoots(tmp_path / "root", "/var/log/pods")
+    freed, note = remove_container_logs(
+        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", MountTable(frozenset())
+    )
+    assert freed == 0 and "outside" in note
+    assert (outside / "0.log").read_text() == "precious"
+
+
+def test_log_that_is_a_mount_point_is_left(tmp_path: Path) -> None:
+    log_path, d = make_logs(tmp_path)
+    mounted = os.path.realpath(d / "0.log")
+    freed, note = remove_container_logs(
+        LogRoots(tmp_path, "/var/log/pods"), ctr("a"), log_path, MountTable(frozenset({mounted}))
+    )
+    assert "mount point" in note
+    assert (d / "0.log").exists()
+    assert freed == 75  # the rotated siblings went
+
+
+def test_log_symlink_is_unlinked_not_followed(tmp_path: Path) -> None:
+    target = tmp_path / "target.log"
+    target.write_text("keep me")
+    d = tmp_path / "var/log/pods/default_web_u1/app"
+    d.mkdir(parents=True)
+    (d / "0.log").symlink_to(target)
+    freed, _ = remove_container_logs(
+        LogRoots(tmp_path, "/var/log/pods"),
+        ctr("a"),
+        "/var/log/pods/default_web_u1/app/0.log",
+        MountTable(frozenset()),
+    )
+    assert freed == 0
+    assert not os.path.lexists(d / "0.log")
+    assert target.read_text() == "keep me"
+
+
+def test_legacy_entry_that_is_not_a_symlink_is_left(tmp_path: Path) -> None:
+    c = ctr("abcdef", uid="u1", pod="web", name="app")
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    f = links / legacy_symlink_name("web", "default", "app", c.id)
+    f.write_text("a real file")
+    _, note = remove_container_logs(
+        LogRoots(tmp_path, "/var/log/pods"), c, "", MountTable(frozenset())
+    )
+    assert "not a symlink" in note and f.exists()
+
+
+def test_unremovable_log_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log_path, _ = make_logs(tmp_path)
+
+    def refuse(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(os, "unlink", refuse)
+    with pytest.raises(LogRemovalError, match="Permission denied"):
+        remove_container_logs(
+            LogRoots(tmp_path, "/var/log/pods"), ctr("a"), log_path, MountTable(frozenset())
+        )
+
+
+def test_kubelet_config(tmp_path: Path) -> None:
+    assert load_kubelet_config(None, tmp_path).pod_logs_dir == "/var/log/pods"
+    cfg = tmp_path / "var/lib/kubelet/config.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "podLogsDir: /data/pod-logs/\n"
+    )
+    got = load_kubelet_config(None, tmp_path)
+    assert got.pod_logs_dir == "/data/pod-logs" and got.source == str(cfg)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Pod\n")
+    with pytest.raises(BadInput, match="KubeletConfiguration"):
+        load_kubelet_config(bad, tmp_path)
+    with pytest.raises(BadInput, match="cannot read"):
+        load_kubelet_config(tmp_path / "missing.yaml", tmp_path)
+
+
+def test_pods_file(tmp_path: Path) -> None:
+    f = tmp_path / "pods.json"
+    f.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {
+                        "kind": "Pod",
+                        "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+                        "status": {"phase": "Running"},
+                    },
+                    {"metadata": {"name": "job", "namespace": "ci", "uid": "u2"},
+                     "status": {"phase": "Succeeded"}},
+                ],
+            }
+        )
+    )  # fmt: skip
+    inv = load_pods_file(f)
+    assert inv.known and not inv.is_deleted("u1") and inv.is_deleted("u3")
+    assert inv.is_terminated("u2") and not inv.is_terminated("u1")
+    assert not inv.is_deleted("")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"kind": "PodList"}', "not a PodList"),
+        ('{"kind": "NodeList", "items": []}', "expected kind PodList"),
+        ('{"items": [{"metadata": {"name": "x"}}]}', "no metadata.uid"),
+    ],
+)
+def test_bad_pods_file(tmp_path: Path, content: str, message: str) -> None:
+    f = tmp_path / "pods.json"
+    f.write_text(content)
+    with pytest.raises(BadInput) as err:
+        load_pods_file(f)
+    assert message in str(err.value) and str(f) in str(err.value)

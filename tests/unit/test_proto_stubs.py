@@ -1,0 +1,57 @@
+"""The committed CRI stubs are exactly what regenerating them from proto/ gives."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTO = "kubegc_cli/cri/v1/api.proto"
+GENERATED = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
+PINNED_TOOLS = "1.85.1"  # the dev extra in pyproject.toml pins grpcio-tools to this
+
+
+def test_stubs_are_fresh(tmp_path: Path) -> None:
+    protoc = pytest.importorskip("grpc_tools.protoc", reason="install the dev extra")
+    version = importlib.metadata.version("grpcio-tools")
+    assert version == PINNED_TOOLS, (
+        f"grpcio-tools {version} installed; the stubs are generated with {PINNED_TOOLS} "
+        "(pip install -e '.[dev]')"
+    )
+    rc = protoc.main(
+        [
+            "protoc",
+            f"-I{ROOT / 'proto'}",
+            f"--python_out={tmp_path}",
+            f"--pyi_out={tmp_path}",
+            f"--grpc_python_out={tmp_path}",
+            str(ROOT / "proto" / PROTO),
+        ]
+    )
+    assert rc == 0
+    for name in GENERATED:
+        fresh = (tmp_path / "kubegc_cli/cri/v1" / name).read_text()
+        committed = (ROOT / "kubegc_cli/cri/v1" / name).read_text()
+        assert fresh == committed, f"{name} is stale: run scripts/regen-proto"
+
+
+def test_wire_names_match_cri_v1() -> None:
+    """Package, services and methods carry CRI v1's real names (what the wire uses)."""
+    from kubegc_cli.cri.v1 import api_pb2
+
+    d = api_pb2.DESCRIPTOR
+    assert d.package == "runtime.v1"
+    rs = d.services_by_name["RuntimeService"]
+    for method in ("Version", "ListContainers", "ContainerStatus", "RemoveContainer",
+                   "StopContainer", "ListPodSandbox", "RunPodSandbox", "CreateContainer",
+                   "StartContainer", "StopPodSandbox", "RemovePodSandbox"):  # fmt: skip
+        assert method in rs.methods_by_name
+    fields = {f.name: f.number for f in d.message_types_by_name["Container"].fields}
+    assert fields == {
+        "id": 1, "pod_sandbox_id": 2, "metadata": 3, "image": 4, "image_ref": 5, "state": 6,
+        "created_at": 7, "labels": 8, "annotations": 9, "image_id": 10,
+    }  # fmt: skip
+    status = {f.name: f.number for f in d.message_types_by_name["ContainerStatus"].fields}
+    assert status["log_path"] == 15 and status["finished_at"] == 6 and status["image_id"] == 17

@@ -1,0 +1,103 @@
+"""Durations (Go syntax), quantities (Kubernetes syntax) and timestamps."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from kubegc_cli.errors import BadInput
+from kubegc_cli.units import (
+    format_bytes,
+    format_duration,
+    format_go_duration,
+    ns_to_rfc3339,
+    parse_bytes,
+    parse_duration,
+    parse_quantity,
+    rfc3339_to_ns,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("0", 0),
+        ("0s", 0),
+        ("90s", 90),
+        ("2m", 120),
+        ("1h30m", 5400),
+        ("1.5h", 5400),
+        ("300ms", 0.3),
+        ("1m30.5s", 90.5),
+        ("2h0m0s", 7200),
+        ("+5s", 5),
+    ],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "5", "1d", "1h-2m", "abc", "m", "1.h2", "-5s"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(BadInput) as err:
+        parse_duration(text, flag="--older-than")
+    assert "--older-than" in str(err.value)
+
+
+def test_negative_duration_allowed_when_asked() -> None:
+    assert parse_duration("-5s", allow_negative=True) == -5
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("100Mi", 100 * 2**20),
+        ("1Gi", 2**30),
+        ("1.5Gi", 3 * 2**29),
+        ("5000", 5000),
+        ("1e3", 1000),
+        ("1E3", 1000),
+        ("2E", 2 * 10**18),
+        ("500m", Fraction(1, 2)),
+        ("1k", 1000),
+        ("1M", 10**6),
+    ],
+)
+def test_parse_quantity(text: str, value: Fraction | int) -> None:
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "Mi", "1.2.3", "1mi", "1KB", "ten"])
+def test_parse_quantity_rejects(text: str) -> None:
+    with pytest.raises(BadInput):
+        parse_quantity(text, flag="--max-recv-size")
+
+
+def test_parse_bytes_rounds_up_and_must_be_positive() -> None:
+    assert parse_bytes("1500m") == 2
+    with pytest.raises(BadInput):
+        parse_bytes("0")
+
+
+def test_rfc3339_round_trip() -> None:
+    ns = 1_700_000_000_123_456_789
+    text = ns_to_rfc3339(ns)
+    assert text == "2023-11-14T22:13:20.123456789Z"
+    assert rfc3339_to_ns(text) == ns
+    assert rfc3339_to_ns("2023-11-14T23:13:20+01:00") == 1_700_000_000 * 10**9
+    with pytest.raises(BadInput):
+        rfc3339_to_ns("yesterday", what="--now")
+
+
+def test_formatting() -> None:
+    assert format_go_duration(0) == "0s"
+    assert format_go_duration(3600) == "1h0m0s"
+    assert format_go_duration(90) == "1m30s"
+    assert format_duration(45) == "45s"
+    assert format_duration(3 * 3600 + 240) == "3h4m"
+    assert format_duration(2 * 86400 + 5 * 3600) == "2d5h"
+    assert format_bytes(0) == "0"
+    assert format_bytes(512) == "512B"
+    assert format_bytes(1536) == "1.5Ki"
+    assert format_bytes(20 * 2**20) == "20Mi"
