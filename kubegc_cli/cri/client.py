@@ -47,8 +47,10 @@ def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: fl
     code = err.code() if hasattr(err, "code") else None
     details = (err.details() if hasattr(err, "details") else "") or ""
     details = details.splitlines()[0] if details else ""
-    if code == grpc.StatusCode.UNIMPLEMENTED and "unknown service" in details:
-        return f"{endpoint} is not a CRI v1 runtime ({details})"
+    if code == grpc.StatusCode.UNIMPLEMENTED and (
+        what == "Version" or "unknown service" in details
+    ):
+        return f"{endpoint} is not a CRI v1 runtime ({what}: {details or 'unimplemented'})"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"{what} on {endpoint} timed out after {timeout:g}s (raise --timeout)"
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:

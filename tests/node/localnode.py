@@ -564,6 +564,7 @@ class LocalNode:
                     ("grpc.min_reconnect_backoff_ms", 50),
                     ("grpc.max_reconnect_backoff_ms", 500),
                     ("grpc.enable_http_proxy", 0),
+                    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
                 ],
             )
         return self._channel

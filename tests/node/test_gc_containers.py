@@ -302,3 +302,84 @@ def test_legacy_symlink_goes_with_the_container(node: LocalNode, ns: str, tmp_pa
     left = {path.name for path in node.container_logs_dir.iterdir() if ns in path.name}
     assert len(left) == 1 and c1 in next(iter(left))
     assert ids(node, ns) == {c1}
+
+
+def test_list_bigger_than_grpc_default_is_read(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """A container list over gRPC's 4 MiB default is still listed (the default limit is 256Mi);
+    a too-small --max-recv-size is a clear exit 3 that says what to raise."""
+    p = node.run_pod("big", namespace=ns)
+    bulky = {"kubegc.test/padding": "x" * (600 * 1024)}
+    made = []
+    for attempt in range(8):  # 8 x 600 KiB of annotations: about 4.7 MiB in one ListContainers
+        cfg = api_pb2.ContainerConfig(
+            metadata=api_pb2.ContainerMetadata(name="bulky", attempt=attempt),
+            image=api_pb2.ImageSpec(image="docker.io/library/busybox:kubegc-test"),
+            command=["/bin/true"],
+            labels={
+                "io.kubernetes.container.name": "bulky",
+                "io.kubernetes.pod.name": p.name,
+                "io.kubernetes.pod.namespace": ns,
+                "io.kubernetes.pod.uid": p.uid,
+            },
+            annotations=bulky,
+            log_path=f"bulky/{attempt}.log",
+        )
+        made.append(
+            node.runtime.CreateContainer(
+                api_pb2.CreateContainerRequest(
+                    pod_sandbox_id=p.sandbox_id, config=cfg, sandbox_config=p.config
+                ),
+                timeout=30,
+            ).container_id
+        )
+    res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--dry-run", "-o", "json")
+    assert res.returncode == 0, res.stderr
+    planned = {a["id"] for a in json.loads(res.stdout)["actions"]}
+    assert planned == set(made[:-1])  # CREATED attempts 0-6 go, the newest stays
+
+    small = kubegc(node, tmp_path, "--max-recv-size", "1Mi", "gc", "containers", "-n", ns,
+                   "--yes")  # fmt: skip
+    assert small.returncode == 3
+    assert "--max-recv-size" in small.stderr and small.stderr.count("\n") == 1
+    assert ids(node, ns) == set(made)
+
+
+def test_second_run_waits_for_the_lock(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """One changing run at a time: with the lock held, --yes exits 4 and removes nothing."""
+    import fcntl
+    import os
+
+    _, init0, init1, app = pod_with_init(node, ns)
+    state = tmp_path / "state"
+    state.mkdir()
+    fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes")
+    finally:
+        os.close(fd)
+    assert res.returncode == 4 and "lock" in res.stderr
+    assert ids(node, ns) == {init0, init1, app}
+    again = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes")
+    assert again.returncode == 0, again.stderr
+    assert ids(node, ns) == {init1, app}
+
+
+def test_audit_log_records_what_was_done(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Every removal is written to audit.db with its rule, result and bytes."""
+    import sqlite3
+
+    _, init0, _, _ = pod_with_init(node, ns)
+    res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes")
+    assert res.returncode == 0, res.stderr
+    con = sqlite3.connect(tmp_path / "state" / "audit.db")
+    rows = con.execute(
+        "SELECT command, kind, object_id, rule, result, bytes_freed FROM audit"
+    ).fetchall()
+    con.close()
+    assert len(rows) == 1
+    command, kind, object_id, rule, result, freed = rows[0]
+    assert (command, kind, object_id, rule, result) == (
+        "gc containers", "container", init0, "max-per-pod-container", "removed",
+    )  # fmt: skip
+    assert freed > 0

@@ -201,3 +201,34 @@ def test_help_and_version_do_not_import_heavy_modules() -> None:
         [sys.executable, "-m", "kubegc_cli", "--version"], capture_output=True, text=True
     )
     assert proc.stdout.strip().startswith("kubegc ")
+
+
+def test_grpc_server_without_cri_is_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A gRPC server that does not serve runtime.v1: one line saying it is not CRI v1."""
+    from concurrent import futures
+
+    import grpc
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    sock = tmp_path / "other.sock"
+    server.add_insecure_port(f"unix://{sock}")
+    server.start()
+    try:
+        code, _, err = run(["-r", f"unix://{sock}", "gc", "containers"], capsys)
+    finally:
+        server.stop(None)
+    assert code == 3 and "not a CRI v1 runtime" in err and err.count("\n") == 1
+
+
+def test_permission_denied_on_socket(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    sock = tmp_path / "cri.sock"
+    sock.touch()
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    code, _, err = run(["-r", str(sock), "gc", "containers"], capsys)
+    assert code == 3 and "permission denied" in err and str(sock) in err
