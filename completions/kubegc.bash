@@ -26,4 +26,3 @@ _kubegc_completion_setup() {
 }
 
 _kubegc_completion_setup;
-

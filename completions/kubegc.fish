@@ -2,22 +2,16 @@ function _kubegc_completion;
     set -l response (env _KUBEGC_COMPLETE=fish_complete COMP_WORDS=(commandline -cp) COMP_CWORD=(commandline -t) kubegc);
 
     for completion in $response;
-        set -l metadata (string split 
- $completion);
+        set -l metadata (string split "," $completion);
 
         if test $metadata[1] = "dir";
             __fish_complete_directories $metadata[2];
         else if test $metadata[1] = "file";
             __fish_complete_path $metadata[2];
         else if test $metadata[1] = "plain";
-            if test $metadata[3] != "_";
-                echo $metadata[2]	$metadata[3];
-            else;
-                echo $metadata[2];
-            end;
+            echo $metadata[2];
         end;
     end;
 end;
 
 complete --no-files --command kubegc --arguments "(_kubegc_completion)";
-
