@@ -165,7 +165,7 @@ def gc_containers(
         plan.source = f"snapshot {s.snapshot}"
         return plan
 
-    from kubegc_cli.execute import ContainerRemover
+    from kubegc_cli.execute import ContainerRemover, Interrupted
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
@@ -201,12 +201,15 @@ def gc_containers(
             fresh = client.list_containers()
             recheck_guard(plan, fresh, policy)
             todo = [a for a in plan.actions if a.result is Result.PLANNED]
-            ContainerRemover(
-                client,
-                LogRoots(s.host_root, kcfg.pod_logs_dir),
-                MountTable.read(),
-                concurrency=act.concurrency,
-            ).run(todo)
+            try:
+                ContainerRemover(
+                    client,
+                    LogRoots(s.host_root, kcfg.pod_logs_dir),
+                    MountTable.read(),
+                    concurrency=act.concurrency,
+                ).run(todo)
+            except Interrupted:
+                plan.interrupted = True
             try:
                 record_audit(s.state_dir, "gc containers", now, plan.actions)
             except Exception as exc:  # the audit log must never undo a finished run

@@ -16,10 +16,15 @@ from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import ContainerState
-from kubegc_cli.plan import ContainerAction, Result
+from kubegc_cli.plan import INTERRUPTED, ContainerAction, Result
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
+
+
+class Interrupted(Exception):
+    """The run was interrupted (Ctrl-C); actions not attempted are marked `skipped`."""
+
 
 # The kubelet kills an UNKNOWN container with its minimum grace period (2 s).
 UNKNOWN_STOP_GRACE_SECONDS = 2
@@ -40,11 +45,26 @@ class ContainerRemover:
     concurrency: int = 4
 
     def run(self, actions: list[ContainerAction]) -> None:
-        """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`."""
+        """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
+
+        On Ctrl-C, calls in flight finish, nothing new starts, every action not attempted is
+        marked `skipped` ("interrupted"), and `Interrupted` is raised.
+        """
         if not actions:
             return
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
-            list(pool.map(self._one, actions))
+        pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency))
+        futures = [pool.submit(self._one, a) for a in actions]
+        try:
+            for f in futures:
+                f.result()
+        except KeyboardInterrupt:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for a in actions:
+                if a.result is Result.PLANNED:
+                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+            raise Interrupted from None
+        finally:
+            pool.shutdown(wait=True)
 
     def _one(self, a: ContainerAction) -> None:
         try:

@@ -15,6 +15,8 @@ from typing import Any
 from kubegc_cli.model import API_VERSION, Container
 from kubegc_cli.units import ns_to_rfc3339
 
+INTERRUPTED = "interrupted before removal"
+
 
 class Result(StrEnum):
     """What became of an action. `kept` is used for objects the plan deliberately leaves."""
@@ -99,6 +101,7 @@ class Plan:
     out_of_scope: int = 0
     dry_run: bool = True
     source: str = ""
+    interrupted: bool = False
 
     def counts(self) -> dict[str, int]:
         """Counts of actions by result, every result present (0 when none)."""
@@ -123,6 +126,7 @@ class Plan:
             "now": ns_to_rfc3339(self.now),
             "source": self.source,
             "dry_run": self.dry_run,
+            "interrupted": self.interrupted,
             "policy": self.policy,
             "actions": [a.to_dict() for a in self.actions],
             "kept": [k.to_dict() for k in self.kept],

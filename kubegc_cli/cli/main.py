@@ -196,6 +196,11 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
     ui = ConsoleUi(s.verbose, s.output)
     plan = run(s, policy, scope, act, ui)
     emit_plan(plan, s)
+    if plan.interrupted:
+        from kubegc_cli.plan import INTERRUPTED
+
+        skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
+        _fail(f"interrupted; {skipped} planned removal(s) not attempted", 130)
     failed = plan.counts()["failed"]
     if failed:
         raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")

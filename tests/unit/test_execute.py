@@ -168,3 +168,56 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
     cri = Slow({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
     remover(cri, tmp_path, concurrency=3).run([action(c) for c in cs])
     assert 1 < peak <= 3
+
+
+CTRL_C_SCRIPT = """
+import json, os, signal, sys, time
+from pathlib import Path
+from kubegc_cli.execute import Interrupted
+from kubegc_cli.model import ContainerState
+from tests.unit.factories import ctr
+from tests.unit.test_execute import ScriptedCri, Status, action, remover
+
+class InterruptAtC2(ScriptedCri):
+    def remove_container(self, cid):
+        time.sleep(0.05)  # a real RemoveContainer takes milliseconds
+        super().remove_container(cid)
+        if cid == "c2":
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+
+cs = [ctr(f"c{i}", attempt=i) for i in range(10)]
+cri = InterruptAtC2({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
+acts = [action(c) for c in cs]
+try:
+    remover(cri, Path(sys.argv[1]), concurrency=1).run(acts)
+    raised = False
+except Interrupted:
+    raised = True
+print(json.dumps({"raised": raised, "results": [a.result.value for a in acts],
+                  "errors": [a.error for a in acts],
+                  "removes": [c for k, c in cri.calls if k == "remove"]}))
+"""
+
+
+def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path) -> None:
+    """A real SIGINT in a separate process: in-flight removals finish, queued ones never start."""
+    import json
+    import subprocess
+    import sys
+
+    from kubegc_cli.plan import INTERRUPTED
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
+        capture_output=True, text=True, cwd=root, timeout=60, check=True,
+    )  # fmt: skip
+    out = json.loads(proc.stdout)
+    assert out["raised"] is True
+    results = out["results"]
+    done = results.count("removed")
+    # c0-c2, plus at most the one the single worker had already started when Ctrl-C landed.
+    assert done in (3, 4)
+    assert results == ["removed"] * done + ["skipped"] * (10 - done)
+    assert out["errors"][done:] == [INTERRUPTED] * (10 - done)
+    assert out["removes"] == [f"c{i}" for i in range(done)]
