@@ -383,3 +383,60 @@ def test_audit_log_records_what_was_done(node: LocalNode, ns: str, tmp_path: Pat
         "gc containers", "container", init0, "max-per-pod-container", "removed",
     )  # fmt: skip
     assert freed > 0
+
+
+def _run_on_tty(argv: list[str], answer: bytes, timeout: float = 60) -> tuple[int, str]:
+    """Run `argv` with a pseudo-terminal as stdin/stdout/stderr; answer the first prompt."""
+    import os
+    import pty
+    import select
+    import time
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, close_fds=True)
+    os.close(follower)
+    out = b""
+    answered = False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not answered and b"[y/N]" in out:
+                os.write(leader, answer)
+                answered = True
+        elif proc.poll() is not None:
+            break
+    code = proc.wait(timeout=10)
+    os.close(leader)
+    return code, out.decode(errors="replace")
+
+
+@pytest.mark.parametrize(("answer", "removed"), [(b"y\n", True), (b"n\n", False)])
+def test_terminal_is_asked_before_acting(
+    node: LocalNode, ns: str, tmp_path: Path, answer: bytes, removed: bool
+) -> None:
+    """Without --yes a terminal sees the plan and is asked; only "y" removes."""
+    _, init0, init1, app = pod_with_init(node, ns)
+    code, screen = _run_on_tty(
+        [
+            sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+            "--config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),
+            "gc", "containers", "-n", ns,
+        ]
+    , answer)  # fmt: skip
+    assert code == 0, screen
+    assert "Container GC" in screen and init0[:13] in screen
+    assert "Remove 1 container(s)? [y/N]" in screen
+    if removed:
+        assert "removed 1" in screen
+        assert ids(node, ns) == {init1, app}
+    else:
+        assert "nothing removed" in screen
+        assert ids(node, ns) == {init0, init1, app}
