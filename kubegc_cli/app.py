@@ -89,15 +89,24 @@ def load_pod_inventory(s: Settings) -> PodInventory:
 
 
 def load_snapshot(path: Path) -> NodeSnapshot:
-    """Read a `kubegc snapshot` file. Raises `BadInput` naming the file."""
+    """Read a `kubegc snapshot` file (JSON, or YAML from `-o yaml`). Raises `BadInput`."""
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(
+            f"cannot read snapshot {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput(f"snapshot {path} is not valid JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        if text.lstrip().startswith(("{", "[")):
+            raise BadInput(f"snapshot {path} is not valid JSON: {exc}") from None
+        import yaml
+
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise BadInput(f"snapshot {path} is neither JSON nor YAML") from None
     return NodeSnapshot.from_dict(doc, source=f"snapshot {path}")
 
 
@@ -190,8 +199,10 @@ def gc_containers(
         if mode is Mode.ASK:
             if not plan.actions:
                 return plan
+            plan.dry_run = False  # shown as what is about to happen
             ui.show_plan(plan)
             if not ui.confirm(f"Remove {len(plan.actions)} container(s)?"):
+                plan.dry_run, plan.declined = True, True
                 ui.warn("nothing removed")
                 return plan
         plan.dry_run = False

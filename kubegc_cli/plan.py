@@ -102,6 +102,7 @@ class Plan:
     dry_run: bool = True
     source: str = ""
     interrupted: bool = False
+    declined: bool = False
 
     def counts(self) -> dict[str, int]:
         """Counts of actions by result, every result present (0 when none)."""

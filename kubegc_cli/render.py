@@ -60,32 +60,69 @@ def _row(a: ContainerAction, now: int) -> list[str]:
     ]
 
 
+def _console(out: IO[str]) -> Any:
+    """A rich console: the terminal's width on a tty; 200 columns into files, pipes and logs."""
+    from rich.console import Console
+
+    isatty = hasattr(out, "isatty") and out.isatty()
+    return Console(file=out, width=None if isatty else 200, soft_wrap=False)
+
+
+def _table(title: str) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for col, wrap in (
+        ("CONTAINER", False),
+        ("POD", True),
+        ("NAME", True),
+        ("ATT", False),
+        ("STATE", False),
+        ("AGE", False),
+        ("REASON", True),
+        ("LOG", False),
+        ("RESULT", True),
+    ):
+        table.add_column(col, no_wrap=not wrap, overflow="fold", min_width=7 if wrap else None)
+    return table
+
+
 def render_container_plan(plan: Plan, *, verbose: int = 0, out: IO[str] | None = None) -> None:
     """The container GC plan (or its results) as a table, then notes and a summary line.
 
-    Kept containers are shown when the guard kept them, all of them with `verbose`.
+    Containers the guard kept follow in a second table ("Kept"); with `verbose`, every kept
+    dead container is listed there with its reason.
     """
-    from rich.console import Console
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
-    console = Console(file=out or sys.stdout, soft_wrap=False)
+    console = _console(out or sys.stdout)
     acted = any(a.result is not Result.PLANNED for a in plan.actions)
     title = "Container GC" + (" (dry run)" if plan.dry_run else "")
-    table = Table(title=title, title_justify="left", box=None, header_style="bold", pad_edge=False)
-    for col in ("CONTAINER", "POD", "NAME", "ATTEMPT", "STATE", "AGE", "REASON", "LOG", "RESULT"):
-        table.add_column(col, no_wrap=col not in ("RESULT", "POD"))
-    for a in plan.actions:
-        table.add_row(*_row(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
-    shown_kept = [k for k in plan.kept if verbose or k.rule == "guard-newest-record"]
-    for k in shown_kept:
-        table.add_row(*_row(k, plan.now), style="dim")
-    if plan.actions or shown_kept:
+    if plan.actions:
+        table = _table(title)
+        for a in plan.actions:
+            table.add_row(*_row(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
         console.print(table)
     else:
-        console.print(f"[bold]{title}[/bold]: nothing to remove.")
+        console.print(Text(f"{title}: nothing to remove.", style="bold"))
+    shown_kept = [k for k in plan.kept if verbose or k.rule == "guard-newest-record"]
+    if shown_kept:
+        kept = _table("Kept (not removed)")
+        for k in shown_kept:
+            kept.add_row(*_row(k, plan.now), style="dim")
+        console.print(kept)
     for note in plan.notes:
-        console.print(f"  {note}", style="dim", highlight=False)
-    console.print(summary_line(plan), highlight=False)
+        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 2), expand=False))
+    console.print(Text(summary_line(plan)))
 
 
 def summary_line(plan: Plan) -> str:

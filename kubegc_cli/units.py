@@ -94,10 +94,19 @@ def format_go_duration(seconds: float) -> str:
     return f"{sign}{sec}s"
 
 
+def format_seconds(seconds: float) -> str:
+    """A timeout for messages: `10s`, `1.5s`, `250ms`, `1µs`."""
+    if seconds >= 1:
+        return f"{seconds:g}s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:g}ms"
+    return f"{seconds * 1e6:g}µs"
+
+
 def format_bytes(n: int) -> str:
     """Binary units as kubectl prints quantities: `0`, `512B`, `1.5Ki`, `20Mi`, `3.1Gi`."""
     if n == 0:
-        return "0"
+        return "0B"
     value = float(n)
     for unit in ("B", "Ki", "Mi", "Gi", "Ti"):
         if abs(value) < 1024 or unit == "Ti":

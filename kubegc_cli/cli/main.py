@@ -162,9 +162,9 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
 
     \b
     Examples:
-      kubegc gc containers                                # plan only (no tty: dry run)
-      kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
+      kubegc gc containers                                # plan, then ask (no tty: dry run)
       kubectl get pods -A --field-selector spec.nodeName=$NODE -o json > pods.json
+      kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
       kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
     """
     from kubegc_cli.app import ActOptions
@@ -212,6 +212,8 @@ def emit_plan(plan: Any, s: Any) -> None:
 
     if s.output in ("json", "yaml"):
         render.dump_document(plan.to_dict(), s.output)
+    elif plan.declined:
+        return  # the table was shown right before the question
     elif s.quiet:
         render.render_ids(plan)
     else:
@@ -225,6 +227,8 @@ def emit_plan(plan: Any, s: Any) -> None:
 def snapshot(ctx: click.Context, path: str | None) -> None:
     """Write what kubegc observes on this node as JSON (for tickets and offline planning).
 
+    JSON, or YAML with -o yaml; --snapshot reads either.
+
     The file holds every CRI container (with status), sandbox, image and image filesystem, and
     the capture time. Any planning command reads it back with --snapshot FILE (dry run only).
 
@@ -233,13 +237,16 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
       kubegc snapshot -f /tmp/node-$(hostname).json
       kubegc --snapshot node.json gc containers --maximum-dead-containers 0
     """
-    import json
+    import io
 
     from kubegc_cli.app import snapshot_node
+    from kubegc_cli.render import dump_document
 
     s = settings_from(ctx)
     snap = snapshot_node(s, ConsoleUi(s.verbose, s.output))
-    text = json.dumps(snap.to_dict(), indent=2) + "\n"
+    buf = io.StringIO()
+    dump_document(snap.to_dict(), "yaml" if s.output == "yaml" else "json", buf)
+    text = buf.getvalue()
     if path:
         try:
             Path(path).write_text(text, encoding="utf-8")

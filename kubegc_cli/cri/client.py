@@ -26,6 +26,7 @@ from kubegc_cli.model import (
     Sandbox,
     SandboxState,
 )
+from kubegc_cli.units import format_seconds
 
 DEFAULT_MAX_RECV = 256 * 1024 * 1024
 CRI_API_VERSION = "v1"
@@ -52,7 +53,12 @@ def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: fl
     ):
         return f"{endpoint} is not a CRI v1 runtime ({what}: {details or 'unimplemented'})"
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return f"{what} on {endpoint} timed out after {timeout:g}s (raise --timeout)"
+        if what == "Version":
+            return (
+                f"no CRI answer from {endpoint} within {format_seconds(timeout)}: not a CRI v1 "
+                "gRPC socket, or the runtime is hung"
+            )
+        return f"{what} on {endpoint} timed out after {format_seconds(timeout)} (raise --timeout)"
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
         return f"{what} on {endpoint}: reply too large ({details}); raise --max-recv-size"
     if code == grpc.StatusCode.UNAVAILABLE:

@@ -119,7 +119,8 @@ def resolve_endpoint(flag: str | None, env: Mapping[str, str], host_root: Path) 
         if Path(path).exists():
             return Endpoint(path, "well-known socket", tuple(tried))
     raise RuntimeUnavailable(
-        "no CRI runtime socket found; tried "
+        "no CRI runtime socket found: no -r/--runtime-endpoint, no CONTAINER_RUNTIME_ENDPOINT, "
+        f"no runtime-endpoint in {under_root(host_root, CRICTL_CONFIG)}, and none of "
         + ", ".join(tried)
-        + " (give one with -r/--runtime-endpoint or CONTAINER_RUNTIME_ENDPOINT)"
+        + " exists"
     )

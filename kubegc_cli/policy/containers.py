@@ -133,7 +133,8 @@ def plan_containers(
     min_age_ns = int(policy.min_age * NS_PER_SECOND)
     cutoff = now - min_age_ns
 
-    dead = [c for c in containers if c.state is not ContainerState.RUNNING]
+    containers_seen = list(containers)
+    dead = [c for c in containers_seen if c.state is not ContainerState.RUNNING]
     removed: dict[str, tuple[str, str]] = {}
     kept: dict[str, tuple[str, str]] = {}
 
@@ -240,6 +241,7 @@ def plan_containers(
     plan.actions.sort(key=_newest_first_key_of_action)
     plan.kept.sort(key=_newest_first_key_of_action)
     plan.notes.extend(_notes(plan, policy, pods))
+    plan.notes.extend(_unmatched_scope(containers_seen, scope))
     return plan
 
 
@@ -286,6 +288,21 @@ def recheck_guard(plan: Plan, fresh: Iterable[Container], policy: ContainerGCPol
 def _newest_first_key_of_action(a: ContainerAction) -> tuple[str, str, str, int, int]:
     c = a.container
     return (c.pod_namespace, c.pod_name, c.container_name, c.attempt, c.created_at)
+
+
+def _unmatched_scope(containers: list[Container], scope: Scope) -> list[str]:
+    """Notes for -n/--pod values that match no container at all (a typo looks like no garbage)."""
+    notes = []
+    namespaces = {c.pod_namespace for c in containers}
+    for ns in sorted(scope.namespaces - namespaces):
+        notes.append(f"No container on this node is in namespace {ns!r} (-n).")
+    if scope.pods:
+        known: set[str] = set()
+        for c in containers:
+            known.update((c.pod_name, f"{c.pod_namespace}/{c.pod_name}", c.pod_uid))
+        for pod in sorted(scope.pods - known):
+            notes.append(f"No container on this node belongs to pod {pod!r} (--pod).")
+    return notes
 
 
 def _notes(plan: Plan, policy: ContainerGCPolicy, pods: PodInventory) -> list[str]:

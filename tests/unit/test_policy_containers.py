@@ -419,3 +419,18 @@ def test_invariants(cs: list[Container], policy: ContainerGCPolicy, known: bool)
             assert all(v <= policy.max_per_pod_container for v in per.values())
         if policy.max_containers >= 0:
             assert len(left) <= policy.max_containers
+
+
+def test_scope_that_matches_nothing_says_so() -> None:
+    cs = [ctr("a0", ns="shop", pod="web"), ctr("a1", ns="shop", pod="web", attempt=1)]
+    plan = plan_containers(
+        cs,
+        ContainerGCPolicy(),
+        NO_POD_SOURCE,
+        NOW,
+        Scope(namespaces=frozenset({"shpo"}), pods=frozenset({"wbe", "shop/web"})),
+    )
+    assert plan.actions == []
+    assert "No container on this node is in namespace 'shpo' (-n)." in plan.notes
+    assert "No container on this node belongs to pod 'wbe' (--pod)." in plan.notes
+    assert not any("shop/web" in n for n in plan.notes)

@@ -97,7 +97,7 @@ def test_formatting() -> None:
     assert format_duration(45) == "45s"
     assert format_duration(3 * 3600 + 240) == "3h4m"
     assert format_duration(2 * 86400 + 5 * 3600) == "2d5h"
-    assert format_bytes(0) == "0"
+    assert format_bytes(0) == "0B"
     assert format_bytes(512) == "512B"
     assert format_bytes(1536) == "1.5Ki"
     assert format_bytes(20 * 2**20) == "20Mi"
