@@ -441,3 +441,33 @@ def test_terminal_is_asked_before_acting(
     else:
         assert "nothing removed" in screen
         assert ids(node, ns) == {init0, init1, app}
+
+
+def test_failed_removal_is_exit_1_and_the_rest_goes_on(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A log that cannot be deleted (read-only mount of its directory): that container fails and
+    stays (the kubelet keeps a container whose log it cannot remove); the others are removed;
+    exit 1."""
+    p = node.run_pod("p", namespace=ns)
+    a0 = node.add_container(p, "a", attempt=0)
+    a1 = node.add_container(p, "a", attempt=1)
+    b0 = node.add_container(p, "b", attempt=0)
+    b1 = node.add_container(p, "b", attempt=1)
+    ro_dir = Path(node.container_status(a0).log_path).parent
+    subprocess.run(["mount", "--bind", str(ro_dir), str(ro_dir)], check=True)
+    try:
+        subprocess.run(
+            ["mount", "-o", "remount,ro,bind", str(ro_dir)], check=True, capture_output=True
+        )
+        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    finally:
+        subprocess.run(["umount", "-l", str(ro_dir)], check=True)
+    assert res.returncode == 1, res.stderr
+    doc = json.loads(res.stdout)  # the report is still one valid document on stdout
+    results = {a["id"]: (a["result"], a["error"]) for a in doc["actions"]}
+    assert results[b0] == ("removed", "")
+    assert results[a0][0] == "failed" and "Read-only file system" in results[a0][1]
+    assert doc["summary"]["by_result"]["failed"] == 1
+    assert "1 of 2 removal(s) failed" in res.stderr
+    assert ids(node, ns) == {a0, a1, b1}
