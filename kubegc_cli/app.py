@@ -7,7 +7,6 @@ diagnostics without knowing about terminals.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import NodeSnapshot
 from kubegc_cli.plan import Plan, Result
 from kubegc_cli.pods import NO_POD_SOURCE, PodInventory, load_pods_file
@@ -90,23 +90,11 @@ def load_pod_inventory(s: Settings) -> PodInventory:
 
 def load_snapshot(path: Path) -> NodeSnapshot:
     """Read a `kubegc snapshot` file (JSON, or YAML from `-o yaml`). Raises `BadInput`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(
-            f"cannot read snapshot {path}: {getattr(exc, 'strerror', None) or exc}"
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if text.lstrip().startswith(("{", "[")):
-            raise BadInput(f"snapshot {path} is not valid JSON: {exc}") from None
-        import yaml
-
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise BadInput(f"snapshot {path} is neither JSON nor YAML") from None
+    text = read_text(path, "snapshot")
+    if text.lstrip().startswith(("{", "[")):
+        doc = parse_json(text, path, "snapshot")
+    else:
+        doc = parse_yaml(text, path, "snapshot")
     return NodeSnapshot.from_dict(doc, source=f"snapshot {path}")
 
 

@@ -4,7 +4,7 @@ Layout under `--state-dir` (default `/var/lib/kubegc`):
 
 - `lock`: held (flock, exclusive) for the whole of any run that changes the node, so two
   kubegc runs (a cron job and a person) never act at once.
-- `audit.db`: SQLite, table `audit` — one row per action a run carried out or tried: run id,
+- `state.db`: SQLite, table `audit` — one row per action a run carried out or tried: run id,
   time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed.
 """
 
@@ -71,7 +71,7 @@ def node_lock(state_dir: Path) -> Iterator[None]:
 def record_audit(
     state_dir: Path, command: str, at_ns: int, actions: Iterable[ContainerAction]
 ) -> str:
-    """Append one audit row per action to `audit.db`; returns the run id."""
+    """Append one audit row per action to `state.db`; returns the run id."""
     _ensure_dir(state_dir)
     run_id = uuid.uuid4().hex[:12]
     at = ns_to_rfc3339(at_ns)
@@ -90,8 +90,9 @@ def record_audit(
         )
         for a in actions
     ]
-    con = sqlite3.connect(state_dir / "audit.db", timeout=5)
+    con = sqlite3.connect(state_dir / "state.db", timeout=10)
     try:
+        con.execute("PRAGMA journal_mode=WAL")
         with con:
             con.execute(_SCHEMA)
             con.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", rows)

@@ -105,7 +105,7 @@ def man_page() -> str:
         "the kubelet configuration (podLogsDir), read under \\-\\-host\\-root.",
         ".TP",
         ".B /var/lib/kubegc",
-        "the run lock and the audit log (audit.db).",
+        "the run lock and the audit log (state.db).",
         ".SH SEE ALSO",
         "crictl(1), kubelet(8)",
         "",

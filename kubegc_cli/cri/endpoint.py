@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.inputs import parse_yaml, read_text
 
 ENV_VAR = "CONTAINER_RUNTIME_ENDPOINT"
 CRICTL_CONFIG = "/etc/crictl.yaml"
@@ -76,22 +77,13 @@ def under_root(host_root: Path, host_path: str) -> str:
 
 def _from_crictl_yaml(host_root: Path) -> str | None:
     path = Path(under_root(host_root, CRICTL_CONFIG))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
-    import yaml  # deferred: only needed when the file exists
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    doc = parse_yaml(read_text(path, "crictl config"), path, "crictl config")
     if doc is None:
         return None
     if not isinstance(doc, dict):
-        raise BadInput(f"{path}: expected a mapping with runtime-endpoint")
+        raise BadInput(f"crictl config {path}: expected a mapping with runtime-endpoint")
     value = doc.get("runtime-endpoint")
     return str(value) if value else None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import parse_yaml, read_text
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -53,16 +54,5 @@ def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig
             return KubeletConfig()
     else:
         path = explicit
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read kubelet config {path}: {exc.strerror or exc}") from None
-    import yaml
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadInput(
-            f"kubelet config {path} is not valid YAML: {str(exc).splitlines()[0]}"
-        ) from None
+    doc = parse_yaml(read_text(path, "kubelet config"), path, "kubelet config")
     return parse_kubelet_config(doc, source=str(path))

@@ -15,13 +15,13 @@ A later source (the Kubernetes API) plugs in by returning a `PodInventory` too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import parse_json, read_text
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -102,14 +102,7 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
 
 def load_pods_file(path: Path) -> PodInventory:
     """Read a PodList JSON file (`kubectl get pods -o json`). Raises `BadInput` naming the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read pods file {path}: {exc.strerror or exc}") from None
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput(f"pods file {path} is not valid JSON: {exc}") from None
+    doc = parse_json(read_text(path, "pods file"), path, "pods file")
     return inventory_from_podlist(doc, source=f"file:{path}")
 
 

@@ -367,13 +367,13 @@ def test_second_run_waits_for_the_lock(node: LocalNode, ns: str, tmp_path: Path)
 
 
 def test_audit_log_records_what_was_done(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """Every removal is written to audit.db with its rule, result and bytes."""
+    """Every removal is written to state.db with its rule, result and bytes."""
     import sqlite3
 
     _, init0, _, _ = pod_with_init(node, ns)
     res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes")
     assert res.returncode == 0, res.stderr
-    con = sqlite3.connect(tmp_path / "state" / "audit.db")
+    con = sqlite3.connect(tmp_path / "state" / "state.db")
     rows = con.execute(
         "SELECT command, kind, object_id, rule, result, bytes_freed FROM audit"
     ).fetchall()

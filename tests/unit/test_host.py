@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -213,3 +214,38 @@ def test_bad_pods_file(tmp_path: Path, content: str, message: str) -> None:
     with pytest.raises(BadInput) as err:
         load_pods_file(f)
     assert message in str(err.value) and str(f) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "not UTF-8"),
+        (lambda p: p.symlink_to("/dev/zero"), "not a regular file or pipe"),
+    ],
+)
+def test_odd_input_files_are_bad_input(tmp_path: Path, make: Any, message: str) -> None:
+    f = tmp_path / "pods.json"
+    make(f)
+    with pytest.raises(BadInput) as err:
+        load_pods_file(f)
+    assert message in str(err.value) and str(f) in str(err.value)
+
+
+def test_pods_file_from_a_pipe(tmp_path: Path) -> None:
+    """`--pods-file <(kubectl get pods -o json)` hands kubegc a pipe."""
+    import threading
+
+    fifo = tmp_path / "pods.fifo"
+    os.mkfifo(fifo)
+    doc = json.dumps({"kind": "PodList", "items": [{"metadata": {"uid": "u1"}}]})
+
+    def writer() -> None:
+        with open(fifo, "w") as w:
+            w.write(doc)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    inv = load_pods_file(fifo)
+    t.join()
+    assert set(inv.pods) == {"u1"}
