@@ -242,6 +242,7 @@ def plan_containers(
     plan.kept.sort(key=_newest_first_key_of_action)
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
+    plan.notes.extend(_deleted_but_running(containers_seen, pods))
     return plan
 
 
@@ -288,6 +289,20 @@ def recheck_guard(plan: Plan, fresh: Iterable[Container], policy: ContainerGCPol
 def _newest_first_key_of_action(a: ContainerAction) -> tuple[str, str, str, int, int]:
     c = a.container
     return (c.pod_namespace, c.pod_name, c.container_name, c.attempt, c.created_at)
+
+
+def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
+    """A pod the source calls deleted that still runs containers here: maybe a stale pods file."""
+    running = {
+        (c.pod_namespace, c.pod_name)
+        for c in containers
+        if c.state is ContainerState.RUNNING and pods.is_deleted(c.pod_uid)
+    }
+    return [
+        f"Pod {ns}/{name} is not in the pod source but still runs containers on this node "
+        "(deleted just now, or is the pod source stale?)."
+        for ns, name in sorted(running)
+    ]
 
 
 def _unmatched_scope(containers: list[Container], scope: Scope) -> list[str]:

@@ -434,3 +434,13 @@ def test_scope_that_matches_nothing_says_so() -> None:
     assert "No container on this node is in namespace 'shpo' (-n)." in plan.notes
     assert "No container on this node belongs to pod 'wbe' (--pod)." in plan.notes
     assert not any("shop/web" in n for n in plan.notes)
+
+
+def test_deleted_pod_that_still_runs_is_pointed_out() -> None:
+    cs = [
+        ctr("q0", uid="q", pod="q", ns="ci", age_s=300),
+        ctr("qr", uid="q", pod="q", ns="ci", name="web", state="RUNNING"),
+    ]
+    plan = plan_containers(cs, ContainerGCPolicy(), pods("p"), NOW)
+    assert [a.id for a in plan.actions] == ["q0"]
+    assert any("ci/q is not in the pod source but still runs" in n for n in plan.notes)
