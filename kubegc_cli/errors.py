@@ -31,9 +31,23 @@ class BadInput(KubegcError):
 
 
 class RuntimeUnavailable(KubegcError):
-    """The CRI runtime cannot be reached or its full inventory cannot be read. Exit code 3."""
+    """The CRI runtime cannot be reached, refused a call, or its full inventory cannot be read.
+
+    Exit code 3. `code` is the gRPC status name of the failed call ("" when no call was made),
+    so callers can tell a runtime that stopped answering (`UNAVAILABLE`, `DEADLINE_EXCEEDED`)
+    from one that refused one object (`NOT_FOUND`, `FAILED_PRECONDITION`, ...).
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def unreachable(self) -> bool:
+        """The runtime did not answer at all (as opposed to refusing this one call)."""
+        return self.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "")
 
 
 class Busy(KubegcError):

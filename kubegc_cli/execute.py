@@ -3,13 +3,17 @@
 State may change between plan and act (a container restarts, someone else removes it), so
 the executor asks the runtime again for each container and skips it, with the reason, if it
 is gone, now running, or no longer the container that was planned. Calls run with bounded
-concurrency; one failure never stops the run.
+concurrency; one failure never stops the run — but a runtime that stops answering does: after
+`max(3, concurrency)` calls in a row found it unreachable, nothing new is started and the rest
+is marked skipped, so a hung runtime costs seconds, not hours.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kubegc_cli.errors import RuntimeUnavailable
@@ -30,19 +34,29 @@ class Interrupted(Exception):
 UNKNOWN_STOP_GRACE_SECONDS = 2
 
 
+# What an action not attempted because the runtime stopped answering says.
+HALTED = "not attempted: the runtime stopped answering"
+
+
 @dataclass
 class ContainerRemover:
-    """Removes containers the way the kubelet's container GC does.
+    """Removes containers as the kubelet's container GC does, with kubegc's re-checks.
 
-    For each action: re-read `ContainerStatus`; stop it first if it is UNKNOWN (failure → the
-    action fails, as the kubelet skips it); remove its log files and legacy symlink (failure →
-    the action fails and the container stays); then `RemoveContainer`.
+    For each action: re-read `ContainerStatus` (gone → skipped; RUNNING or re-created →
+    skipped); stop it first if it is UNKNOWN (failure → failed, as the kubelet skips it);
+    `RemoveContainer`; then remove its log files and legacy symlink. kubegc removes the
+    container before its log (the kubelet does the opposite), so a container that starts
+    between the re-check and the removal is refused by the runtime and keeps its log; a log
+    that cannot be removed after its container is gone is reported in `log_note`.
     """
 
     client: CriClient
     log_roots: LogRoots
     mounts: MountTable
     concurrency: int = 4
+    _halt: threading.Event = field(default_factory=threading.Event, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _unreachable_in_a_row: int = field(default=0, init=False)
 
     def run(self, actions: list[ContainerAction]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
@@ -58,7 +72,11 @@ class ContainerRemover:
             for f in futures:
                 f.result()
         except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+            finally:
+                signal.signal(signal.SIGINT, previous)
             for a in actions:
                 if a.result is Result.PLANNED:
                     a.result, a.error = Result.SKIPPED, INTERRUPTED
@@ -66,13 +84,30 @@ class ContainerRemover:
         finally:
             pool.shutdown(wait=True)
 
+    @property
+    def halted(self) -> bool:
+        """True once the runtime stopped answering and the rest of the run was given up."""
+        return self._halt.is_set()
+
     def _one(self, a: ContainerAction) -> None:
+        if self._halt.is_set():
+            a.result, a.error = Result.SKIPPED, HALTED
+            return
         try:
             self._act(a)
         except RuntimeUnavailable as exc:
             a.result, a.error = Result.FAILED, str(exc)
+            self._count(unreachable=exc.unreachable)
+            return
         except Exception as exc:  # one failure never stops the run
             a.result, a.error = Result.FAILED, f"{type(exc).__name__}: {exc}"
+        self._count(unreachable=False)
+
+    def _count(self, *, unreachable: bool) -> None:
+        with self._lock:
+            self._unreachable_in_a_row = self._unreachable_in_a_row + 1 if unreachable else 0
+            if self._unreachable_in_a_row >= max(3, self.concurrency):
+                self._halt.set()
 
     def _act(self, a: ContainerAction) -> None:
         planned = a.container
@@ -90,14 +125,24 @@ class ContainerRemover:
             try:
                 self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS)
             except RuntimeUnavailable as exc:
+                if exc.unreachable:
+                    raise
                 a.result, a.error = Result.FAILED, f"stop of UNKNOWN container failed: {exc}"
                 return
+        try:
+            existed = self.client.remove_container(planned.id)
+        except RuntimeUnavailable as exc:
+            if "removing state" in str(exc):
+                a.result, a.error = Result.SKIPPED, "already being removed by someone else"
+                return
+            raise
+        if not existed:
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
         try:
             freed, note = remove_container_logs(
                 self.log_roots, planned, status.log_path, self.mounts
             )
         except LogRemovalError as exc:
-            a.result, a.error = Result.FAILED, f"{exc}; container left in place"
-            return
-        self.client.remove_container(planned.id)
+            freed, note = 0, f"container removed, log left: {exc}"
         a.result, a.bytes_freed, a.log_note = Result.REMOVED, freed, note

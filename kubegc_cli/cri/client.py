@@ -151,9 +151,7 @@ class CriClient:
         try:
             return method(request, timeout=t)
         except grpc.RpcError as err:
-            raise RuntimeUnavailable(
-                describe_rpc_error(err, self.endpoint.display, what, t)
-            ) from None
+            raise self._error(err, what, t) from None
 
     # ---- runtime ----
 
@@ -201,18 +199,23 @@ class CriClient:
             for s in r.items
         ]
 
+    def _error(
+        self, err: grpc.RpcError, what: str, timeout: float | None = None
+    ) -> RuntimeUnavailable:
+        t = self.timeout if timeout is None else timeout
+        return RuntimeUnavailable(
+            describe_rpc_error(err, self.endpoint.display, what, t), _code_name(err)
+        )
+
     def container_status(self, container_id: str) -> ContainerStatusInfo | None:
         """`ContainerStatus`; None when the runtime says the container does not exist."""
+        req = api_pb2.ContainerStatusRequest(container_id=container_id)
         try:
-            r = self.runtime.ContainerStatus(
-                api_pb2.ContainerStatusRequest(container_id=container_id), timeout=self.timeout
-            )
+            r = self.runtime.ContainerStatus(req, timeout=self.timeout)
         except grpc.RpcError as err:
             if _is_not_found(err):
                 return None
-            raise RuntimeUnavailable(
-                describe_rpc_error(err, self.endpoint.display, "ContainerStatus", self.timeout)
-            ) from None
+            raise self._error(err, "ContainerStatus") from None
         return ContainerStatusInfo(r.status)
 
     def container_statuses(
@@ -224,21 +227,14 @@ class CriClient:
         """
         pending: list[tuple[str, Any]] = []
 
-        def drain(
-            fut_list: list[tuple[str, Any]],
-        ) -> Iterator[tuple[str, ContainerStatusInfo | None]]:
-            for cid, fut in fut_list:
+        def drain(batch: list[tuple[str, Any]]) -> Iterator[tuple[str, ContainerStatusInfo | None]]:
+            for cid, fut in batch:
                 try:
                     yield cid, ContainerStatusInfo(fut.result().status)
                 except grpc.RpcError as err:
-                    if _is_not_found(err):
-                        yield cid, None
-                        continue
-                    raise RuntimeUnavailable(
-                        describe_rpc_error(
-                            err, self.endpoint.display, "ContainerStatus", self.timeout
-                        )
-                    ) from None
+                    if not _is_not_found(err):
+                        raise self._error(err, "ContainerStatus") from None
+                    yield cid, None
 
         for cid in ids:
             req = api_pb2.ContainerStatusRequest(container_id=cid)
@@ -257,13 +253,16 @@ class CriClient:
             timeout=self.timeout + grace_seconds,
         )
 
-    def remove_container(self, container_id: str) -> None:
-        """`RemoveContainer` (idempotent on the runtime side)."""
-        self._call(
-            self.runtime.RemoveContainer,
-            api_pb2.RemoveContainerRequest(container_id=container_id),
-            "RemoveContainer",
-        )
+    def remove_container(self, container_id: str) -> bool:
+        """`RemoveContainer`. False when the runtime says the container is already gone."""
+        req = api_pb2.RemoveContainerRequest(container_id=container_id)
+        try:
+            self.runtime.RemoveContainer(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return False
+            raise self._error(err, "RemoveContainer") from None
+        return True
 
     # ---- images ----
 
@@ -294,6 +293,11 @@ class CriClient:
             )
 
         return [conv(f) for f in r.image_filesystems], [conv(f) for f in r.container_filesystems]
+
+
+def _code_name(err: grpc.RpcError) -> str:
+    code = err.code() if hasattr(err, "code") else None
+    return code.name if code is not None else "UNKNOWN"
 
 
 def _is_not_found(err: grpc.RpcError) -> bool:

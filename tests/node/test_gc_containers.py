@@ -443,31 +443,55 @@ def test_terminal_is_asked_before_acting(
         assert ids(node, ns) == {init0, init1, app}
 
 
-def test_failed_removal_is_exit_1_and_the_rest_goes_on(
-    node: LocalNode, ns: str, tmp_path: Path
-) -> None:
-    """A log that cannot be deleted (read-only mount of its directory): that container fails and
-    stays (the kubelet keeps a container whose log it cannot remove); the others are removed;
-    exit 1."""
+def _read_only(path: Path) -> None:
+    subprocess.run(["mount", "--bind", str(path), str(path)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], check=True, capture_output=True)
+
+
+def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
+    """containerd cannot remove one container (its state dir is read-only): that action fails
+    with the runtime's words, it and its log stay, the others are removed, exit 1.
+
+    (A node of its own: the half-failed removal leaves containerd unable to remove that pod.)
+    """
+    with LocalNode(tmp_path / "broken") as node:
+        p = node.run_pod("p", namespace="ns1")
+        a0 = node.add_container(p, "a", attempt=0)
+        a1 = node.add_container(p, "a", attempt=1)
+        b0 = node.add_container(p, "b", attempt=0)
+        b1 = node.add_container(p, "b", attempt=1)
+        a0_log = Path(node.container_status(a0).log_path)
+        state_dir = node.root / "io.containerd.grpc.v1.cri/containers" / a0
+        _read_only(state_dir)
+        try:
+            res = kubegc(node, tmp_path, "gc", "containers", "--yes", "-o", "json")
+        finally:
+            subprocess.run(["umount", "-l", str(state_dir)], check=True)
+        assert res.returncode == 1, res.stderr
+        doc = json.loads(res.stdout)  # the report is still one valid document on stdout
+        results = {a["id"]: (a["result"], a["error"]) for a in doc["actions"]}
+        assert results[b0] == ("removed", "")
+        assert results[a0][0] == "failed" and "RemoveContainer" in results[a0][1]
+        assert doc["summary"]["by_result"]["failed"] == 1
+        assert "1 of 2 removal(s) failed" in res.stderr
+        assert ids(node, "ns1") == {a0, a1, b1}
+        assert a0_log.exists()  # the container stayed, so its log did too
+
+
+def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """A read-only pod log dir: the container goes, its log stays, and the report says so."""
     p = node.run_pod("p", namespace=ns)
     a0 = node.add_container(p, "a", attempt=0)
     a1 = node.add_container(p, "a", attempt=1)
-    b0 = node.add_container(p, "b", attempt=0)
-    b1 = node.add_container(p, "b", attempt=1)
-    ro_dir = Path(node.container_status(a0).log_path).parent
-    subprocess.run(["mount", "--bind", str(ro_dir), str(ro_dir)], check=True)
+    log = Path(node.container_status(a0).log_path)
+    _read_only(log.parent)
     try:
-        subprocess.run(
-            ["mount", "-o", "remount,ro,bind", str(ro_dir)], check=True, capture_output=True
-        )
         res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
     finally:
-        subprocess.run(["umount", "-l", str(ro_dir)], check=True)
-    assert res.returncode == 1, res.stderr
-    doc = json.loads(res.stdout)  # the report is still one valid document on stdout
-    results = {a["id"]: (a["result"], a["error"]) for a in doc["actions"]}
-    assert results[b0] == ("removed", "")
-    assert results[a0][0] == "failed" and "Read-only file system" in results[a0][1]
-    assert doc["summary"]["by_result"]["failed"] == 1
-    assert "1 of 2 removal(s) failed" in res.stderr
-    assert ids(node, ns) == {a0, a1, b1}
+        subprocess.run(["umount", "-l", str(log.parent)], check=True)
+    assert res.returncode == 0, res.stderr
+    (action,) = json.loads(res.stdout)["actions"]
+    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
+    assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
+    assert log.exists()
+    assert ids(node, ns) == {a1}

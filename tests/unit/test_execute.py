@@ -32,6 +32,7 @@ class ScriptedCri:
 
     statuses: dict[str, Status]
     fail: set[tuple[str, str]] = field(default_factory=set)
+    fail_code: str = "INTERNAL"
     calls: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -39,7 +40,7 @@ class ScriptedCri:
         with self.lock:
             self.calls.append((call, cid))
         if (call, cid) in self.fail:
-            raise RuntimeUnavailable(f"{call} {cid}: injected failure")
+            raise RuntimeUnavailable(f"{call} {cid}: injected failure", self.fail_code)
 
     def container_status(self, cid: str) -> Status | None:
         self._record("status", cid)
@@ -49,9 +50,9 @@ class ScriptedCri:
         assert grace == UNKNOWN_STOP_GRACE_SECONDS
         self._record("stop", cid)
 
-    def remove_container(self, cid: str) -> None:
+    def remove_container(self, cid: str) -> bool:
         self._record("remove", cid)
-        self.statuses.pop(cid, None)
+        return self.statuses.pop(cid, None) is not None
 
 
 def remover(cri: ScriptedCri, tmp_path: Path, concurrency: int = 4) -> ContainerRemover:
@@ -115,7 +116,9 @@ def test_failed_stop_of_unknown_leaves_it(tmp_path: Path) -> None:
     assert ("remove", "u0") not in cri.calls
 
 
-def test_unremovable_log_keeps_the_container(tmp_path: Path, monkeypatch: Any) -> None:
+def test_unremovable_log_is_reported_after_the_container_goes(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     log = tmp_path / "var/log/pods/default_p_u/app/0.log"
     log.parent.mkdir(parents=True)
     log.write_text("x")
@@ -131,8 +134,11 @@ def test_unremovable_log_keeps_the_container(tmp_path: Path, monkeypatch: Any) -
     monkeypatch.setattr(os, "unlink", refuse)
     a = action(c)
     remover(cri, tmp_path).run([a])
-    assert a.result is Result.FAILED and "container left in place" in a.error
-    assert ("remove", "a0") not in cri.calls
+    # The container goes first (so a container that just started keeps its log); the log
+    # that could not be removed is reported.
+    assert a.result is Result.REMOVED and a.bytes_freed == 0
+    assert "log left" in a.log_note and "Permission denied" in a.log_note
+    assert cri.calls == [("status", "a0"), ("remove", "a0")]
 
 
 def test_one_failure_never_stops_the_run(tmp_path: Path) -> None:
@@ -155,7 +161,7 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
     barrier = threading.Event()
 
     class Slow(ScriptedCri):
-        def remove_container(self, cid: str) -> None:
+        def remove_container(self, cid: str) -> bool:
             nonlocal in_flight, peak
             with guard:
                 in_flight += 1
@@ -163,6 +169,7 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
             barrier.wait(0.02)
             with guard:
                 in_flight -= 1
+            return True
 
     cs = [ctr(f"c{i}", attempt=i) for i in range(16)]
     cri = Slow({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
@@ -181,9 +188,10 @@ from tests.unit.test_execute import ScriptedCri, Status, action, remover
 class InterruptAtC2(ScriptedCri):
     def remove_container(self, cid):
         time.sleep(0.05)  # a real RemoveContainer takes milliseconds
-        super().remove_container(cid)
+        existed = super().remove_container(cid)
         if cid == "c2":
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+        return existed
 
 cs = [ctr(f"c{i}", attempt=i) for i in range(10)]
 cri = InterruptAtC2({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
@@ -221,3 +229,60 @@ def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path) -> Non
     assert results == ["removed"] * done + ["skipped"] * (10 - done)
     assert out["errors"][done:] == [INTERRUPTED] * (10 - done)
     assert out["removes"] == [f"c{i}" for i in range(done)]
+
+
+def test_a_runtime_that_stops_answering_halts_the_run(tmp_path: Path) -> None:
+    """After max(3, concurrency) unreachable calls in a row, nothing new is started."""
+    from kubegc_cli.execute import HALTED
+
+    cs = [ctr(f"c{i}", attempt=i) for i in range(50)]
+    cri = ScriptedCri(
+        {c.id: Status(ContainerState.EXITED, c.created_at) for c in cs},
+        fail={("status", c.id) for c in cs[5:]},
+        fail_code="DEADLINE_EXCEEDED",
+    )
+    acts = [action(c) for c in cs]
+    r = remover(cri, tmp_path, concurrency=1)
+    r.run(acts)
+    assert r.halted
+    assert [a.result for a in acts[:5]] == [Result.REMOVED] * 5
+    assert [a.result for a in acts[5:8]] == [Result.FAILED] * 3
+    assert all(a.result is Result.SKIPPED and a.error == HALTED for a in acts[8:])
+    assert len(cri.calls) == 5 * 2 + 3
+
+
+def test_refusals_do_not_halt_the_run(tmp_path: Path) -> None:
+    """Per-object refusals (not an unreachable runtime) never stop the others."""
+    cs = [ctr(f"c{i}", attempt=i) for i in range(10)]
+    cri = ScriptedCri(
+        {c.id: Status(ContainerState.EXITED, c.created_at) for c in cs},
+        fail={("remove", c.id) for c in cs[:6]},
+        fail_code="FAILED_PRECONDITION",
+    )
+    acts = [action(c) for c in cs]
+    r = remover(cri, tmp_path, concurrency=1)
+    r.run(acts)
+    assert not r.halted
+    assert [a.result for a in acts] == [Result.FAILED] * 6 + [Result.REMOVED] * 4
+
+
+def test_removed_meanwhile_is_skipped_not_failed(tmp_path: Path) -> None:
+    """Another remover (the kubelet, a second kubegc) got there between the re-check and us."""
+
+    class Racing(ScriptedCri):
+        def remove_container(self, cid: str) -> bool:
+            self._record("remove", cid)
+            if cid == "busy":
+                raise RuntimeUnavailable(
+                    "RemoveContainer busy: already in removing state", "UNKNOWN"
+                )
+            return False  # NOT_FOUND
+
+    cs = [ctr("gone"), ctr("busy", attempt=1)]
+    cri = Racing({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
+    acts = [action(c) for c in cs]
+    remover(cri, tmp_path).run(acts)
+    assert [(a.result, a.error) for a in acts] == [
+        (Result.SKIPPED, "gone before removal"),
+        (Result.SKIPPED, "already being removed by someone else"),
+    ]
