@@ -110,11 +110,20 @@ def open_client(s: Settings, ui: Ui) -> CriClient:
 
 def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
     """`kubegc snapshot`: everything kubegc observes, with status for every container."""
+    from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.observe import observe_node
+
+    kcfg = load_kubelet_config(s.config, s.host_root)
     client = open_client(s, ui)
     try:
-        from kubegc_cli.observe import observe_node
-
-        return observe_node(client, s.host_root, statuses="all", images=True, sandboxes=True)
+        return observe_node(
+            client,
+            s.host_root,
+            statuses="all",
+            images=True,
+            sandboxes=True,
+            pod_logs_dir=kcfg.pod_logs_dir,
+        )
     finally:
         client.close()
 
@@ -172,7 +181,14 @@ def gc_containers(
     kcfg = load_kubelet_config(s.config, s.host_root)
     client = open_client(s, ui)
     try:
-        snap = observe_node(client, s.host_root, statuses="dead")
+        mounts = MountTable.read()
+        snap = observe_node(
+            client,
+            s.host_root,
+            statuses="dead",
+            pod_logs_dir=kcfg.pod_logs_dir,
+            mounts=mounts,
+        )
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
@@ -204,7 +220,7 @@ def gc_containers(
                 ContainerRemover(
                     client,
                     LogRoots(s.host_root, kcfg.pod_logs_dir),
-                    MountTable.read(),
+                    mounts,
                     concurrency=act.concurrency,
                 ).run(todo)
             except Interrupted:

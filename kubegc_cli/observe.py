@@ -8,7 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubegc_cli.host.logs import log_bytes
+from kubegc_cli.host.kubelet import DEFAULT_POD_LOGS_DIR
+from kubegc_cli.host.logs import LogRoots, log_bytes
+from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, NodeSnapshot
 
 if TYPE_CHECKING:
@@ -29,15 +31,18 @@ def observe_node(
     statuses: str = "dead",
     images: bool = False,
     sandboxes: bool = False,
+    pod_logs_dir: str = DEFAULT_POD_LOGS_DIR,
+    mounts: MountTable | None = None,
     clock: Clock = wall_clock_ns,
 ) -> NodeSnapshot:
     """Read containers (and, if asked, sandboxes, images and image filesystems) from the runtime.
 
     `statuses` chooses which containers get a `ContainerStatus` call for their log path, finish
     time and exit code: `"dead"` (all but RUNNING), `"all"` or `"none"`. Log sizes are read from
-    the host under `host_root`. Containers that vanish between the list and their status call
-    are left out. Raises `RuntimeUnavailable` if any list or status call fails: a partial
-    inventory must never be planned on.
+    the host under `host_root`: only files kubegc may delete count (inside `pod_logs_dir`, not
+    mount points; `mounts` defaults to this process's mount table). Containers that vanish
+    between the list and their status call are left out. Raises `RuntimeUnavailable` if any
+    list or status call fails: a partial inventory must never be planned on.
     """
     info = client.check()
     now = clock()
@@ -49,6 +54,8 @@ def observe_node(
     else:
         wanted = [c for c in listed if c.state is not ContainerState.RUNNING]
     found = dict(client.container_statuses([c.id for c in wanted]))
+    roots = LogRoots(host_root, pod_logs_dir)
+    mounts = mounts if mounts is not None else MountTable.read()
     containers: list[Container] = []
     for c in listed:
         if c.id not in found:
@@ -64,7 +71,7 @@ def observe_node(
                 finished_at=st.finished_at,
                 exit_code=st.exit_code,
                 log_path=st.log_path,
-                log_bytes=log_bytes(host_root, st.log_path),
+                log_bytes=log_bytes(roots, st.log_path, mounts),
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()

@@ -66,18 +66,6 @@ def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def log_bytes(host_root: Path, log_path: str) -> int | None:
-    """Bytes the container's log file and rotated siblings take (apparent size, regular files).
-
-    None when the runtime reported no log path.
-    """
-    if not log_path:
-        return None
-    return sum(
-        st.st_size for _, st in log_files(on_host(host_root, log_path)) if stat.S_ISREG(st.st_mode)
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class LogRoots:
     """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`."""
@@ -93,6 +81,39 @@ class LogRoots:
         return parent == root or parent.startswith(root.rstrip("/") + "/")
 
 
+def deletable_log_files(
+    roots: LogRoots, log_path: str, mounts: MountTable
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """The log files of `log_path` kubegc may delete, and notes on those it may not.
+
+    Files must lie in a directory inside podLogsDir (after resolving symlinks) and must not be
+    mount points. Used both to plan (bytes to free) and to remove, so the two agree.
+    """
+    if not log_path:
+        return [], []
+    local = on_host(roots.host_root, log_path)
+    if not roots.inside_pod_logs(local):
+        return [], [f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left"]
+    files, notes = [], []
+    for path, st in log_files(local):
+        if mounts.is_mount_point(os.path.realpath(path)):
+            notes.append(f"{path} is a mount point; left")
+        else:
+            files.append((path, st))
+    return files, notes
+
+
+def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
+    """Bytes removing the container's logs would free (regular files kubegc may delete).
+
+    None when the runtime reported no log path.
+    """
+    if not log_path:
+        return None
+    files, _ = deletable_log_files(roots, log_path, mounts)
+    return sum(st.st_size for _, st in files if stat.S_ISREG(st.st_mode))
+
+
 def remove_container_logs(
     roots: LogRoots, container: Container, log_path: str, mounts: MountTable
 ) -> tuple[int, str]:
@@ -100,29 +121,19 @@ def remove_container_logs(
 
     The note is "" when everything expected was removed, else it says what was left and why
     (outside podLogsDir, a mount point). Raises `LogRemovalError` when a deletion fails for
-    another reason, in which case the container must not be removed.
+    another reason.
     """
     freed = 0
-    notes: list[str] = []
-    if log_path:
-        local = on_host(roots.host_root, log_path)
-        if not roots.inside_pod_logs(local):
-            notes.append(f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left")
-        else:
-            for path, st in log_files(local):
-                if mounts.is_mount_point(os.path.realpath(path)):
-                    notes.append(f"{path} is a mount point; left")
-                    continue
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    raise LogRemovalError(
-                        f"cannot remove log {path}: {exc.strerror or exc}"
-                    ) from None
-                if stat.S_ISREG(st.st_mode):
-                    freed += st.st_size
+    files, notes = deletable_log_files(roots, log_path, mounts)
+    for path, st in files:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise LogRemovalError(f"cannot remove log {path}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(st.st_mode):
+            freed += st.st_size
     link_dir = on_host(roots.host_root, roots.container_logs_dir)
     link = os.path.join(
         link_dir,

@@ -50,11 +50,19 @@ def make_logs(root: Path, uid: str = "u1") -> tuple[str, Path]:
     return f"/var/log/pods/default_web_{uid}/app/0.log", d
 
 
-def test_log_bytes_counts_rotated_siblings(tmp_path: Path) -> None:
-    log_path, _ = make_logs(tmp_path)
-    assert log_bytes(tmp_path, log_path) == 175
-    assert log_bytes(tmp_path, "") is None
-    assert log_bytes(tmp_path, "/var/log/pods/missing/app/0.log") == 0
+def test_log_bytes_counts_what_would_be_freed(tmp_path: Path) -> None:
+    log_path, d = make_logs(tmp_path)
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    none = MountTable(frozenset())
+    assert log_bytes(roots, log_path, none) == 175
+    assert log_bytes(roots, "", none) is None
+    assert log_bytes(roots, "/var/log/pods/missing/app/0.log", none) == 0
+    # A bind-mounted log file and a log outside podLogsDir would not be freed.
+    mounted = MountTable(frozenset({os.path.realpath(d / "0.log")}))
+    assert log_bytes(roots, log_path, mounted) == 75
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/0.log").write_bytes(b"x" * 10)
+    assert log_bytes(roots, "/elsewhere/0.log", none) == 0
 
 
 def test_remove_logs_and_legacy_symlink(tmp_path: Path) -> None:
