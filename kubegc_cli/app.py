@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
-from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.model import ContainerState, NodeSnapshot
 from kubegc_cli.plan import Plan, Result
-from kubegc_cli.pods import NO_POD_SOURCE, PodInventory, load_pods_file
+from kubegc_cli.pods import (
+    NO_POD_SOURCE,
+    PodInventory,
+    check_source_covers_node,
+    load_pods_file,
+)
 from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
 from kubegc_cli.state import DEFAULT_STATE_DIR
 
@@ -86,6 +91,10 @@ def load_pod_inventory(s: Settings) -> PodInventory:
             raise BadInput("--pod-source file needs --pods-file PATH")
         return load_pods_file(s.pods_file)
     raise BadInput(f"unknown --pod-source {source!r} (use none or file)")
+
+
+def _running_pod_uids(snap: NodeSnapshot) -> set[str]:
+    return {c.pod_uid for c in snap.containers if c.state is ContainerState.RUNNING}
 
 
 def load_snapshot(path: Path) -> NodeSnapshot:
@@ -167,6 +176,7 @@ def gc_containers(
     if s.snapshot is not None:
         snap = load_snapshot(s.snapshot)
         now = s.now if s.now is not None else snap.captured_at
+        check_source_covers_node(pods, _running_pod_uids(snap))
         plan = plan_containers(snap.containers, policy, pods, now, scope)
         plan.source = f"snapshot {s.snapshot}"
         return plan
@@ -194,6 +204,7 @@ def gc_containers(
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
         )
         now = s.now if s.now is not None else snap.captured_at
+        check_source_covers_node(pods, _running_pod_uids(snap))
         plan = plan_containers(snap.containers, policy, pods, now, scope)
         plan.source = snap.endpoint
         if mode is Mode.NO_TTY and plan.actions:
@@ -223,8 +234,8 @@ def gc_containers(
                     mounts,
                     concurrency=act.concurrency,
                 ).run(todo)
-            except Interrupted:
-                plan.interrupted = True
+            except Interrupted as exc:
+                plan.interrupted = exc.signal_name
             try:
                 record_audit(s.state_dir, "gc containers", now, plan.actions)
             except Exception as exc:  # the audit log must never undo a finished run

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
 
 class Interrupted(Exception):
-    """The run was interrupted (Ctrl-C); actions not attempted are marked `skipped`."""
+    """The run was interrupted (Ctrl-C, SIGTERM); actions not attempted are marked `skipped`.
+
+    `signal_name` says which ("SIGINT" or "SIGTERM").
+    """
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
 
 
 # The kubelet kills an UNKNOWN container with its minimum grace period (2 s).
@@ -71,7 +78,7 @@ class ContainerRemover:
         try:
             for f in futures:
                 f.result()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
@@ -80,7 +87,7 @@ class ContainerRemover:
             for a in actions:
                 if a.result is Result.PLANNED:
                     a.result, a.error = Result.SKIPPED, INTERRUPTED
-            raise Interrupted from None
+            raise Interrupted(getattr(exc, "signal_name", "SIGINT")) from None
         finally:
             pool.shutdown(wait=True)
 

@@ -46,6 +46,8 @@ def parse_json(text: str, path: Path, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{what} {path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None
 
 
 def parse_yaml(text: str, path: Path, what: str) -> Any:
@@ -56,3 +58,5 @@ def parse_yaml(text: str, path: Path, what: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BadInput(f"{what} {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None

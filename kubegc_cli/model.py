@@ -26,6 +26,15 @@ SNAPSHOT_KIND = "NodeSnapshot"
 API_VERSION = "kubegc.io/v1alpha1"
 
 
+def _str_map(value: Any) -> dict[str, str]:
+    """Labels/annotations from JSON: a mapping of strings (other scalars are turned to text)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a mapping of strings, got {type(value).__name__}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
 class ContainerState(StrEnum):
     """CRI `ContainerState`, named without the `CONTAINER_` prefix."""
 
@@ -120,8 +129,8 @@ class Container:
             image=str(d.get("image", "")),
             image_ref=str(d.get("image_ref", "")),
             image_id=str(d.get("image_id", "")),
-            labels=dict(d.get("labels") or {}),
-            annotations=dict(d.get("annotations") or {}),
+            labels=_str_map(d.get("labels")),
+            annotations=_str_map(d.get("annotations")),
             log_path=str(d.get("log_path", "")),
             log_bytes=None if d.get("log_bytes") is None else int(d["log_bytes"]),
         )
@@ -166,8 +175,8 @@ class Sandbox:
             attempt=int(d.get("attempt", 0)),
             state=SandboxState(d["state"]),
             created_at=rfc3339_to_ns(str(d["created_at"]), what="sandbox created_at"),
-            labels=dict(d.get("labels") or {}),
-            annotations=dict(d.get("annotations") or {}),
+            labels=_str_map(d.get("labels")),
+            annotations=_str_map(d.get("annotations")),
             runtime_handler=str(d.get("runtime_handler", "")),
         )
 
@@ -296,5 +305,5 @@ class NodeSnapshot:
             )
         except BadInput:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise BadInput(f"{source}: malformed snapshot: {type(exc).__name__}: {exc}") from None

@@ -101,7 +101,7 @@ class Plan:
     out_of_scope: int = 0
     dry_run: bool = True
     source: str = ""
-    interrupted: bool = False
+    interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
     declined: bool = False
 
     def counts(self) -> dict[str, int]:
@@ -127,7 +127,7 @@ class Plan:
             "now": ns_to_rfc3339(self.now),
             "source": self.source,
             "dry_run": self.dry_run,
-            "interrupted": self.interrupted,
+            "interrupted": bool(self.interrupted),
             "policy": self.policy,
             "actions": [a.to_dict() for a in self.actions],
             "kept": [k.to_dict() for k in self.kept],

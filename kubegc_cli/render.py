@@ -32,8 +32,23 @@ def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
         out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
 
 
+def safe_text(value: str) -> str:
+    """Runtime-supplied text made harmless for a terminal: control characters (escape
+    sequences, newlines) are shown as `\\xNN` instead of being sent to the screen."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in value)
+
+
 def _short(cid: str) -> str:
     return cid[:13]
+
+
+def _cells(a: ContainerAction, now: int) -> list[Any]:
+    """A table row as rich `Text` (never parsed as markup: pod names may contain `[`)."""
+    from rich.text import Text
+
+    return [Text(safe_text(v)) for v in _row(a, now)]
 
 
 def _row(a: ContainerAction, now: int) -> list[str]:
@@ -64,8 +79,12 @@ def _console(out: IO[str]) -> Any:
     """A rich console: the terminal's width on a tty; 200 columns into files, pipes and logs."""
     from rich.console import Console
 
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError  # kubegc's entry point turns it into exit 141, like SIGPIPE
+
     isatty = hasattr(out, "isatty") and out.isatty()
-    return Console(file=out, width=None if isatty else 200, soft_wrap=False)
+    return PipeAwareConsole(file=out, width=None if isatty else 200, soft_wrap=False)
 
 
 def _table(title: str) -> Any:
@@ -110,7 +129,7 @@ def render_container_plan(plan: Plan, *, verbose: int = 0, out: IO[str] | None =
     if plan.actions:
         table = _table(title)
         for a in plan.actions:
-            table.add_row(*_row(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
+            table.add_row(*_cells(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
         console.print(table)
     else:
         console.print(Text(f"{title}: nothing to remove.", style="bold"))
@@ -118,10 +137,10 @@ def render_container_plan(plan: Plan, *, verbose: int = 0, out: IO[str] | None =
     if shown_kept:
         kept = _table("Kept (not removed)")
         for k in shown_kept:
-            kept.add_row(*_row(k, plan.now), style="dim")
+            kept.add_row(*_cells(k, plan.now), style="dim")
         console.print(kept)
     for note in plan.notes:
-        console.print(Padding(Text(note, style="dim"), (0, 0, 0, 2), expand=False))
+        console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
     console.print(Text(summary_line(plan)))
 
 
@@ -146,4 +165,4 @@ def render_ids(plan: Plan, out: IO[str] | None = None) -> None:
     acted = not plan.dry_run
     for a in plan.actions:
         if not acted or a.result is Result.REMOVED:
-            out.write(a.id + "\n")
+            out.write(safe_text(a.id) + "\n")

@@ -24,9 +24,11 @@ _UNIT_SECONDS = {
     "m": 60.0,
     "h": 3600.0,
 }
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+MAX_DURATION_SECONDS = 9_223_372_036.854775807  # Go's time.Duration maximum
 
 NS_PER_SECOND = 1_000_000_000
+MAX_TIMESTAMP_NS = 253_402_300_800 * NS_PER_SECOND  # 10000-01-01T00:00:00Z
 
 
 def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = False) -> float:
@@ -58,6 +60,8 @@ def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = 
     if not s:
         raise BadInput(f"invalid value for {flag}: {orig!r} is not a duration")
     value = sign * total
+    if not abs(value) <= MAX_DURATION_SECONDS:
+        raise BadInput(f"invalid value for {flag}: {orig!r} is too large (at most about 292 years)")
     if value < 0 and not allow_negative:
         raise BadInput(f"invalid value for {flag}: {orig!r} must not be negative")
     return value
@@ -119,13 +123,14 @@ def format_bytes(n: int) -> str:
 
 def ns_to_rfc3339(ns: int) -> str:
     """CRI nanoseconds since the epoch → RFC 3339 UTC with nanosecond precision (`...Z`)."""
-    secs, frac = divmod(ns, NS_PER_SECOND)
+    secs, frac = divmod(min(max(ns, 0), MAX_TIMESTAMP_NS - 1), NS_PER_SECOND)
     base = datetime.fromtimestamp(secs, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{base}.{frac:09d}Z" if frac else f"{base}Z"
 
 
 _RFC3339 = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$"
+    r"^([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt ]([0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]{1,9}))?"
+    r"(Z|z|[+-][0-9]{2}:[0-9]{2})$"
 )
 
 
@@ -143,11 +148,14 @@ def rfc3339_to_ns(text: str, *, what: str = "timestamp") -> int:
         dt = datetime.fromisoformat(f"{date}T{clock}{zone}")
     except ValueError as exc:
         raise BadInput(f"invalid {what}: {text!r}: {exc}") from None
-    return int(dt.timestamp()) * NS_PER_SECOND + int((frac or "0").ljust(9, "0"))
+    ns = int(dt.timestamp()) * NS_PER_SECOND + int((frac or "0").ljust(9, "0"))
+    if not 0 <= ns < MAX_TIMESTAMP_NS:
+        raise BadInput(f"invalid {what}: {text!r} is outside 1970-01-01 .. 9999-12-31 UTC")
+    return ns
 
 
 _QUANTITY = re.compile(
-    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$"
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,4})?$"
 )
 _SUFFIX_FACTOR: dict[str, int | Fraction] = {
     "Ki": 1024,

@@ -7,7 +7,9 @@ grpc, the Kubernetes client and rich are imported inside the commands that need 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,6 +20,8 @@ from kubegc_cli.cli.options import KubegcGroup, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+MAX_TIMEOUT_SECONDS = 24 * 3600
+MAX_RECV_BYTES = 2**31 - 1
 
 
 def settings_from(ctx: click.Context) -> Any:
@@ -27,15 +31,24 @@ def settings_from(ctx: click.Context) -> Any:
 
     g = collected(ctx)
     timeout = parse_duration(g["timeout"], flag="--timeout")
-    if timeout <= 0:
-        raise BadInput(f"invalid value for --timeout: {g['timeout']!r} must be positive")
+    if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
+        raise BadInput(
+            f"invalid value for --timeout: {g['timeout']!r} must be above 0 and at most 24h"
+        )
+    max_recv = parse_bytes(g["max_recv_size"], flag="--max-recv-size")
+    if max_recv > MAX_RECV_BYTES:
+        raise BadInput(
+            f"invalid value for --max-recv-size: {g['max_recv_size']!r} is above gRPC's limit 2Gi-1"
+        )
+    if g.get("pods_file") == "":
+        raise BadInput("invalid value for --pods-file: empty path")
     host_root = Path(g["host_root"])
     if not host_root.is_dir():
         raise BadInput(f"invalid value for --host-root: {g['host_root']!r} is not a directory")
     return Settings(
         runtime_endpoint=g.get("runtime_endpoint"),
         timeout=timeout,
-        max_recv_size=parse_bytes(g["max_recv_size"], flag="--max-recv-size"),
+        max_recv_size=max_recv,
         host_root=host_root,
         output=g["output"],
         verbose=g.get("verbose", 0),
@@ -192,6 +205,8 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
     )
     if policy.include_terminated_pods and not (s.pods_file or s.pod_source not in (None, "none")):
         raise BadInput("--include-terminated-pods needs a pod source (--pods-file)")
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
     ui = ConsoleUi(s.verbose, s.output)
     plan = run(s, policy, scope, act, ui)
@@ -200,7 +215,8 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
         from kubegc_cli.plan import INTERRUPTED
 
         skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
-        _fail(f"interrupted; {skipped} planned removal(s) not attempted", 130)
+        why, code = ("terminated", 143) if plan.interrupted == "SIGTERM" else ("interrupted", 130)
+        _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
     failed = plan.counts()["failed"]
     if failed:
         raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
@@ -262,8 +278,21 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (systemd stop, `timeout`): handled like Ctrl-C, reported as exit 143."""
+
+    signal_name = "SIGTERM"
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command; every error is one line on stderr and its exit code."""
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core must not write to stderr
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="kubegc", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -280,9 +309,14 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 130)
     except KubegcError as exc:
         _fail(str(exc), exc.exit_code)
+    except Terminated:
+        _fail("terminated", 143)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error while flushing at exit
+        sys.exit(141)
+    except MemoryError:
+        _fail("out of memory (an input file too large for this machine?)", 1)
     sys.exit(0)

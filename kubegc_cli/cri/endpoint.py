@@ -23,6 +23,7 @@ from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.inputs import parse_yaml, read_text
 
 ENV_VAR = "CONTAINER_RUNTIME_ENDPOINT"
+UNIX_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
 CRICTL_CONFIG = "/etc/crictl.yaml"
 KNOWN_SOCKETS: tuple[str, ...] = (
     "/run/containerd/containerd.sock",
@@ -65,6 +66,10 @@ def socket_path(value: str, *, what: str) -> str:
         raise BadInput(f"{what} {value!r}: unsupported scheme {scheme!r} (use unix:///path)")
     if not v:
         raise BadInput(f"{what} {value!r}: empty socket path")
+    if len(v.encode()) > UNIX_PATH_MAX:
+        raise BadInput(
+            f"{what} {value!r}: longer than a unix socket path can be ({UNIX_PATH_MAX} bytes)"
+        )
     return v
 
 

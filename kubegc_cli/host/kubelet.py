@@ -7,6 +7,7 @@ parsed is `BadInput`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,14 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
     logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
     if not isinstance(logs, str) or not logs.startswith("/"):
         raise BadInput(f"{source}: podLogsDir {logs!r} must be an absolute path")
-    return KubeletConfig(pod_logs_dir=logs.rstrip("/") or "/", source=source)
+    clean = os.path.normpath(logs)
+    if clean != logs.rstrip("/") or not logs.isascii():
+        raise BadInput(
+            f"{source}: podLogsDir {logs!r} must be a clean ASCII path (as the kubelet requires)"
+        )
+    if clean == "/":
+        raise BadInput(f"{source}: podLogsDir '/' would let kubegc delete anywhere; refusing")
+    return KubeletConfig(pod_logs_dir=clean, source=source)
 
 
 def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig:

@@ -71,6 +71,23 @@ class PodInventory:
 NO_POD_SOURCE = PodInventory(known=False, source="none")
 
 
+def check_source_covers_node(pods: PodInventory, running_pod_uids: Iterable[str]) -> None:
+    """Refuse a pod source that lists none of the pods running on this node.
+
+    An empty list, another node's pods, or a failed `kubectl` would otherwise mark every pod
+    here as deleted and take the newest records of live pods. `running_pod_uids` are the pod
+    UIDs of this node's RUNNING containers. Raises `BadInput` (nothing is removed).
+    """
+    if not pods.known:
+        return
+    running = {u for u in running_pod_uids if u}
+    if running and not running & pods.pods.keys():
+        raise BadInput(
+            f"pod source {pods.source} lists none of the {len(running)} pod(s) running on this "
+            "node (an empty list, another node's pods, a failed kubectl?); nothing removed"
+        )
+
+
 def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     """Build a `PodInventory` from a decoded PodList (`kind` PodList or List of Pods).
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +233,118 @@ def test_permission_denied_on_socket(
     monkeypatch.setattr(os, "access", lambda path, mode: False)
     code, _, err = run(["-r", str(sock), "gc", "containers"], capsys)
     assert code == 3 and "permission denied" in err and str(sock) in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--max-recv-size", "3Gi", "gc", "containers"], "2Gi-1"),
+        (["--max-recv-size", "1e100", "gc", "containers"], "1e100"),
+        (["--timeout", "2562047h", "gc", "containers"], "24h"),
+        (["gc", "containers", "--older-than", "9" * 400 + "h"], "too large"),
+        (["gc", "containers", "--minimum-container-ttl-duration", "\u0663s"], "\u0663s"),
+        (["--now", "9999-12-31T23:59:59-23:59", "gc", "containers"], "9999-12-31"),
+        (["--pods-file", "", "gc", "containers"], "empty path"),
+        (["gc", "containers", "--dry-run", "--yes"], "contradict"),
+        (["-r", "unix:///" + "x" * 200, "gc", "containers"], "unix socket path"),
+    ],
+)
+def test_extreme_values_are_bad_input(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2, err
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert needle in err
+
+
+def test_deeply_nested_pods_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "pods.json"
+    f.write_text("[" * 100_000)
+    code, _, err = run(["--pods-file", str(f), "gc", "containers"], capsys)
+    assert code == 2 and "nested too deeply" in err
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d["containers"][0].__setitem__("attempt", float("inf")),
+        lambda d: d["containers"][0].__setitem__("labels", ["not", "a", "map"]),
+        lambda d: d["containers"][0].__setitem__("state", "ZOMBIE"),
+        lambda d: d["containers"][0].pop("created_at"),
+    ],
+)
+def test_malformed_snapshot_is_bad_input(
+    snapshot_file: Path, mutate: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(snapshot_file.read_text())
+    mutate(doc)
+    snapshot_file.write_text(json.dumps(doc))
+    code, _, err = run(["--snapshot", str(snapshot_file), "gc", "containers"], capsys)
+    assert code == 2 and "malformed snapshot" in err and err.count("\n") == 1
+
+
+def test_labels_of_any_json_type_and_markup_in_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Names from the runtime are data: rich markup and escape sequences are shown, not run."""
+    cs = [
+        ctr("m0", uid="u1", ns="weird[", pod="evil]", age_s=300),
+        ctr("m1", uid="u1", ns="weird[", pod="evil]", attempt=1, age_s=200),
+        ctr("x0", uid="u2", ns="x", pod="p\x1b]0;pwned\x07", age_s=300),
+        ctr("x1", uid="u2", ns="x", pod="p\x1b]0;pwned\x07", attempt=1, age_s=200),
+    ]
+    doc = NodeSnapshot(captured_at=NOW, containers=tuple(cs)).to_dict()
+    doc["containers"][0]["labels"]["extra"] = 5  # a number where a string belongs
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(doc))
+    code, out, err = run(["--snapshot", str(f), "gc", "containers"], capsys)
+    assert code == 0, err
+    assert "weird[/evil]" in out
+    assert "\x1b" not in out and "\\x1b]0;pwned\\x07" in out
+
+
+def test_pods_file_listing_none_of_the_running_pods_is_refused(
+    snapshot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty (or another node's) pod list would make every pod here look deleted."""
+    empty = tmp_path / "pods.json"
+    empty.write_text(json.dumps({"kind": "List", "items": []}))
+    code, out, err = run(
+        ["--snapshot", str(snapshot_file), "--pods-file", str(empty), "gc", "containers"], capsys
+    )
+    assert code == 2 and out == ""
+    assert "lists none of the 1 pod(s) running on this node" in err
+
+
+def test_snapshot_yaml_round_trip(
+    snapshot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from kubegc_cli.app import load_snapshot
+
+    snap = load_snapshot(snapshot_file)
+    y = tmp_path / "s.yaml"
+    y.write_text(yaml.safe_dump(snap.to_dict()))
+    assert load_snapshot(y) == snap
+
+
+def test_broken_pipe_is_quiet(snapshot_file: Path) -> None:
+    """`kubegc ... | head -1`: no traceback, and the same exit code for every output format."""
+    codes = set()
+    for fmt in ("table", "json", "yaml"):
+        proc = subprocess.run(
+            f"{sys.executable} -m kubegc_cli -o {fmt} --snapshot {snapshot_file} "
+            "gc containers --maximum-dead-containers-per-container 0 --match-kubelet | head -c 1",
+            shell=True, capture_output=True, text=True, executable="/bin/bash",
+        )  # fmt: skip
+        assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+        codes.add(proc.returncode)
+    assert codes == {0}  # the shell reports head's status; kubegc itself is checked below
+    proc = subprocess.run(
+        f"set -o pipefail; {sys.executable} -m kubegc_cli --snapshot {snapshot_file} "
+        "gc containers | head -c 1 >/dev/null",
+        shell=True, capture_output=True, text=True, executable="/bin/bash",
+    )  # fmt: skip
+    assert proc.returncode in (0, 141) and proc.stderr == ""

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.execute import UNKNOWN_STOP_GRACE_SECONDS, ContainerRemover
 from kubegc_cli.host.logs import LogRoots
@@ -180,6 +182,7 @@ def test_concurrency_is_bounded(tmp_path: Path) -> None:
 CTRL_C_SCRIPT = """
 import json, os, signal, sys, time
 from pathlib import Path
+from kubegc_cli.cli.main import _on_sigterm
 from kubegc_cli.execute import Interrupted
 from kubegc_cli.model import ContainerState
 from tests.unit.factories import ctr
@@ -190,25 +193,28 @@ class InterruptAtC2(ScriptedCri):
         time.sleep(0.05)  # a real RemoveContainer takes milliseconds
         existed = super().remove_container(cid)
         if cid == "c2":
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+            os.kill(os.getpid(), getattr(signal, sys.argv[2]))
         return existed
 
+signal.signal(signal.SIGTERM, _on_sigterm)  # as kubegc's entry point does
 cs = [ctr(f"c{i}", attempt=i) for i in range(10)]
 cri = InterruptAtC2({c.id: Status(ContainerState.EXITED, c.created_at) for c in cs})
 acts = [action(c) for c in cs]
 try:
     remover(cri, Path(sys.argv[1]), concurrency=1).run(acts)
-    raised = False
-except Interrupted:
-    raised = True
+    raised = ""
+except Interrupted as exc:
+    raised = exc.signal_name
 print(json.dumps({"raised": raised, "results": [a.result.value for a in acts],
                   "errors": [a.error for a in acts],
                   "removes": [c for k, c in cri.calls if k == "remove"]}))
 """
 
 
-def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path) -> None:
-    """A real SIGINT in a separate process: in-flight removals finish, queued ones never start."""
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path, signame: str) -> None:
+    """A real SIGINT/SIGTERM in a separate process: in-flight removals finish, queued ones
+    never start, and the signal is named."""
     import json
     import subprocess
     import sys
@@ -217,11 +223,11 @@ def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path) -> Non
 
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path)],
+        [sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path), signame],
         capture_output=True, text=True, cwd=root, timeout=60, check=True,
     )  # fmt: skip
     out = json.loads(proc.stdout)
-    assert out["raised"] is True
+    assert out["raised"] == signame
     results = out["results"]
     done = results.count("removed")
     # c0-c2, plus at most the one the single worker had already started when Ctrl-C landed.
