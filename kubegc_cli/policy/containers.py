@@ -29,7 +29,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegc_cli.model import Container, ContainerState
+from kubegc_cli.model import (
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+)
 from kubegc_cli.plan import ContainerAction, Plan, Result
 from kubegc_cli.pods import PodInventory
 from kubegc_cli.units import NS_PER_SECOND, format_duration, format_go_duration
@@ -90,8 +97,15 @@ class Scope:
     pods: frozenset[str] = field(default_factory=frozenset)
     older_than: float | None = None
 
+    @property
+    def everything(self) -> bool:
+        """No namespace or pod filter given."""
+        return not (self.namespaces or self.exclude_namespaces or self.pods)
+
     def selects(self, c: Container) -> bool:
         """Namespace and pod filters (not `older_than`, which `plan_containers` reports)."""
+        if self.everything:
+            return True
         ns = c.pod_namespace
         if self.namespaces and ns not in self.namespaces:
             return False
@@ -147,9 +161,15 @@ def plan_containers(
                 f"younger than MinAge {format_go_duration(policy.min_age)}",
             )
             continue
-        units.setdefault((c.pod_uid, c.name), []).append(c)
+        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
+        members = units.get(key)
+        if members is None:
+            units[key] = [c]
+        else:
+            members.append(c)
     for members in units.values():
-        members.sort(key=_newest_first_key, reverse=True)
+        if len(members) > 1:
+            members.sort(key=_newest_first_key, reverse=True)
 
     # Step 1: deleted (and, if asked, terminated) pods lose every candidate.
     released: set[EvictUnit] = set()
@@ -213,9 +233,10 @@ def plan_containers(
         policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
         now=now,
     )
+    selects = None if scope.everything else scope.selects
     for cid, (rule, why) in removed.items():
         c = by_id[cid]
-        if not scope.selects(c):
+        if selects is not None and not selects(c):
             plan.out_of_scope += 1
             continue
         if scope.older_than is not None:
@@ -235,7 +256,7 @@ def plan_containers(
         )
     for cid, (rule, why) in kept.items():
         c = by_id[cid]
-        if scope.selects(c):
+        if selects is None or selects(c):
             plan.kept.append(ContainerAction(c, rule, why, result=Result.KEPT))
 
     plan.actions.sort(key=_newest_first_key_of_action)
@@ -253,7 +274,7 @@ def _newest_dead_by_unit(
     for c in containers:
         if c.state is ContainerState.RUNNING:
             continue
-        key = (c.pod_uid, c.name)
+        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
         if key in exclude:
             continue
         best = newest.get(key)
@@ -288,7 +309,14 @@ def recheck_guard(plan: Plan, fresh: Iterable[Container], policy: ContainerGCPol
 
 def _newest_first_key_of_action(a: ContainerAction) -> tuple[str, str, str, int, int]:
     c = a.container
-    return (c.pod_namespace, c.pod_name, c.container_name, c.attempt, c.created_at)
+    labels = c.labels
+    return (
+        labels.get(LABEL_POD_NAMESPACE, ""),
+        labels.get(LABEL_POD_NAME, ""),
+        labels.get(LABEL_CONTAINER_NAME) or c.name,
+        c.attempt,
+        c.created_at,
+    )
 
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
@@ -307,7 +335,9 @@ def _deleted_but_running(containers: list[Container], pods: PodInventory) -> lis
 
 def _unmatched_scope(containers: list[Container], scope: Scope) -> list[str]:
     """Notes for -n/--pod values that match no container at all (a typo looks like no garbage)."""
-    notes = []
+    notes: list[str] = []
+    if not (scope.namespaces or scope.pods):
+        return notes
     namespaces = {c.pod_namespace for c in containers}
     for ns in sorted(scope.namespaces - namespaces):
         notes.append(f"No container on this node is in namespace {ns!r} (-n).")
