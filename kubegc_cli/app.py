@@ -8,16 +8,17 @@ diagnostics without knowing about terminals.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.execute import Executor, Interrupted
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
-from kubegc_cli.plan import Plan, Result
+from kubegc_cli.plan import A, ContainerAction, Plan, Result, SandboxAction
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
@@ -25,7 +26,8 @@ from kubegc_cli.pods import (
     load_pods_file,
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
-from kubegc_cli.state import DEFAULT_STATE_DIR
+from kubegc_cli.policy.sandboxes import plan_sandboxes
+from kubegc_cli.state import DEFAULT_STATE_DIR, node_lock, record_audit
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -60,7 +62,7 @@ class Ui(Protocol):
     def warn(self, message: str) -> None:
         """A line the user must see (stderr), even without -v."""
 
-    def show_plan(self, plan: Plan) -> None:
+    def show_plan(self, plan: Plan[Any]) -> None:
         """Render the plan before asking to act."""
 
     def interactive(self) -> bool:
@@ -162,9 +164,54 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
     return Mode.ASK if ui.interactive() else Mode.NO_TTY
 
 
+def _may_act(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
+    """Show-then-ask, as the mode says. True when the plan's actions should be carried out.
+
+    Sets `plan.dry_run` (and `plan.declined` when a person said no).
+    """
+    if mode is Mode.NO_TTY and plan.actions:
+        ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
+    if mode in (Mode.DRY_RUN, Mode.NO_TTY):
+        return False
+    if mode is Mode.ASK:
+        if not plan.actions:
+            return False
+        plan.dry_run = False  # shown as what is about to happen
+        ui.show_plan(plan)
+        if not ui.confirm(f"Remove {len(plan.actions)} {noun}(s)?"):
+            plan.dry_run, plan.declined = True, True
+            ui.warn("nothing removed")
+            return False
+    plan.dry_run = False
+    return bool(plan.actions)
+
+
+def _carry_out(
+    s: Settings,
+    plan: Plan[A],
+    executor: Executor[A],
+    command: str,
+    ui: Ui,
+    recheck: Callable[[], None] | None = None,
+) -> None:
+    """Act under the node lock: re-check the plan as a whole, run the executor, audit."""
+    with node_lock(s.state_dir):
+        if recheck is not None:
+            recheck()
+        todo = [a for a in plan.actions if a.result is Result.PLANNED]
+        try:
+            executor.run(todo)
+        except Interrupted as exc:
+            plan.interrupted = exc.signal_name
+        try:
+            record_audit(s.state_dir, command, plan.now, plan.actions)
+        except Exception as exc:  # the audit log must never undo a finished run
+            ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+
+
 def gc_containers(
     s: Settings, policy: ContainerGCPolicy, scope: Scope, act: ActOptions, ui: Ui
-) -> Plan:
+) -> Plan[ContainerAction]:
     """`kubegc gc containers`: plan the kubelet's container GC, then (if allowed) carry it out.
 
     Raises `BadInput` (bad pod source, snapshot) before touching the runtime and
@@ -181,23 +228,18 @@ def gc_containers(
         plan.source = f"snapshot {s.snapshot}"
         return plan
 
-    from kubegc_cli.execute import ContainerRemover, Interrupted
+    from kubegc_cli.execute import ContainerRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.observe import observe_node
-    from kubegc_cli.state import node_lock, record_audit
 
     kcfg = load_kubelet_config(s.config, s.host_root)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
         snap = observe_node(
-            client,
-            s.host_root,
-            statuses="dead",
-            pod_logs_dir=kcfg.pod_logs_dir,
-            mounts=mounts,
+            client, s.host_root, statuses="dead", pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts
         )
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
@@ -207,39 +249,67 @@ def gc_containers(
         check_source_covers_node(pods, _running_pod_uids(snap))
         plan = plan_containers(snap.containers, policy, pods, now, scope)
         plan.source = snap.endpoint
-        if mode is Mode.NO_TTY and plan.actions:
-            ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
-        if mode in (Mode.DRY_RUN, Mode.NO_TTY):
-            return plan
-        if mode is Mode.ASK:
-            if not plan.actions:
-                return plan
-            plan.dry_run = False  # shown as what is about to happen
-            ui.show_plan(plan)
-            if not ui.confirm(f"Remove {len(plan.actions)} container(s)?"):
-                plan.dry_run, plan.declined = True, True
-                ui.warn("nothing removed")
-                return plan
-        plan.dry_run = False
-        if not plan.actions:
-            return plan
-        with node_lock(s.state_dir):
-            fresh = client.list_containers()
-            recheck_guard(plan, fresh, policy)
-            todo = [a for a in plan.actions if a.result is Result.PLANNED]
-            try:
-                ContainerRemover(
-                    client,
-                    LogRoots(s.host_root, kcfg.pod_logs_dir),
-                    mounts,
-                    concurrency=act.concurrency,
-                ).run(todo)
-            except Interrupted as exc:
-                plan.interrupted = exc.signal_name
-            try:
-                record_audit(s.state_dir, "gc containers", now, plan.actions)
-            except Exception as exc:  # the audit log must never undo a finished run
-                ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+        if _may_act(mode, plan, ui, "container"):
+            remover = ContainerRemover(
+                client,
+                concurrency=act.concurrency,
+                log_roots=LogRoots(s.host_root, kcfg.pod_logs_dir),
+                mounts=mounts,
+            )
+            _carry_out(
+                s,
+                plan,
+                remover,
+                "gc containers",
+                ui,
+                recheck=lambda: recheck_guard(plan, client.list_containers(), policy),
+            )
+        return plan
+    finally:
+        client.close()
+
+
+def gc_sandboxes(
+    s: Settings, include_terminated_pods: bool, scope: Scope, act: ActOptions, ui: Ui
+) -> Plan[SandboxAction]:
+    """`kubegc gc sandboxes`: plan the kubelet's sandbox GC, then (if allowed) carry it out.
+
+    Errors as `gc_containers`. Returns the plan with results filled in.
+    """
+    pods = load_pod_inventory(s)
+    mode = decide_mode(s, act, ui)
+    if s.snapshot is not None:
+        snap = load_snapshot(s.snapshot)
+        now = s.now if s.now is not None else snap.captured_at
+        check_source_covers_node(pods, _running_pod_uids(snap))
+        plan = plan_sandboxes(
+            snap.sandboxes, snap.containers, pods, now,
+            include_terminated_pods=include_terminated_pods, scope=scope,
+        )  # fmt: skip
+        plan.source = f"snapshot {s.snapshot}"
+        return plan
+
+    from kubegc_cli.execute import SandboxRemover
+    from kubegc_cli.observe import observe_node
+
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(client, s.host_root, statuses="none", sandboxes=True)
+        ui.info(
+            f"{snap.runtime.name} {snap.runtime.version}: {len(snap.sandboxes)} sandboxes, "
+            f"{len(snap.containers)} containers listed; pod source {pods.source}"
+        )
+        now = s.now if s.now is not None else snap.captured_at
+        check_source_covers_node(pods, _running_pod_uids(snap))
+        plan = plan_sandboxes(
+            snap.sandboxes, snap.containers, pods, now,
+            include_terminated_pods=include_terminated_pods, scope=scope,
+        )  # fmt: skip
+        plan.source = snap.endpoint
+        if _may_act(mode, plan, ui, "sandbox"):
+            _carry_out(
+                s, plan, SandboxRemover(client, concurrency=act.concurrency), "gc sandboxes", ui
+            )
         return plan
     finally:
         client.close()

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import signal
 import threading
+from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic
 
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import ContainerState
-from kubegc_cli.plan import INTERRUPTED, ContainerAction, Result
+from kubegc_cli.model import ContainerState, SandboxState
+from kubegc_cli.plan import INTERRUPTED, A, ContainerAction, Result, SandboxAction
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -46,26 +47,20 @@ HALTED = "not attempted: the runtime stopped answering"
 
 
 @dataclass
-class ContainerRemover:
-    """Removes containers as the kubelet's container GC does, with kubegc's re-checks.
+class Executor(ABC, Generic[A]):
+    """Runs one kind of action with bounded concurrency; subclasses say how to act on one.
 
-    For each action: re-read `ContainerStatus` (gone → skipped; RUNNING or re-created →
-    skipped); stop it first if it is UNKNOWN (failure → failed, as the kubelet skips it);
-    `RemoveContainer`; then remove its log files and legacy symlink. kubegc removes the
-    container before its log (the kubelet does the opposite), so a container that starts
-    between the re-check and the removal is refused by the runtime and keeps its log; a log
-    that cannot be removed after its container is gone is reported in `log_note`.
+    Each `_act` re-checks its object and sets the action's result; a `RuntimeUnavailable`
+    it raises marks the action failed (and counts toward halting the run).
     """
 
     client: CriClient
-    log_roots: LogRoots
-    mounts: MountTable
     concurrency: int = 4
     _halt: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _unreachable_in_a_row: int = field(default=0, init=False)
 
-    def run(self, actions: list[ContainerAction]) -> None:
+    def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
 
         On Ctrl-C, calls in flight finish, nothing new starts, every action not attempted is
@@ -96,7 +91,7 @@ class ContainerRemover:
         """True once the runtime stopped answering and the rest of the run was given up."""
         return self._halt.is_set()
 
-    def _one(self, a: ContainerAction) -> None:
+    def _one(self, a: A) -> None:
         if self._halt.is_set():
             a.result, a.error = Result.SKIPPED, HALTED
             return
@@ -115,6 +110,26 @@ class ContainerRemover:
             self._unreachable_in_a_row = self._unreachable_in_a_row + 1 if unreachable else 0
             if self._unreachable_in_a_row >= max(3, self.concurrency):
                 self._halt.set()
+
+    @abstractmethod
+    def _act(self, a: A) -> None:
+        """Re-check `a`'s object and act on it, setting `a.result` (and error, bytes)."""
+
+
+@dataclass
+class ContainerRemover(Executor[ContainerAction]):
+    """Removes containers as the kubelet's container GC does, with kubegc's re-checks.
+
+    For each action: re-read `ContainerStatus` (gone → skipped; RUNNING or re-created →
+    skipped); stop it first if it is UNKNOWN (failure → failed, as the kubelet skips it);
+    `RemoveContainer`; then remove its log files and legacy symlink. kubegc removes the
+    container before its log (the kubelet does the opposite), so a container that starts
+    between the re-check and the removal is refused by the runtime and keeps its log; a log
+    that cannot be removed after its container is gone is reported in `log_note`.
+    """
+
+    log_roots: LogRoots | None = None
+    mounts: MountTable | None = None
 
     def _act(self, a: ContainerAction) -> None:
         planned = a.container
@@ -146,6 +161,7 @@ class ContainerRemover:
         if not existed:
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return
+        assert self.log_roots is not None and self.mounts is not None
         try:
             freed, note = remove_container_logs(
                 self.log_roots, planned, status.log_path, self.mounts
@@ -153,3 +169,35 @@ class ContainerRemover:
         except LogRemovalError as exc:
             freed, note = 0, f"container removed, log left: {exc}"
         a.result, a.bytes_freed, a.log_note = Result.REMOVED, freed, note
+
+
+@dataclass
+class SandboxRemover(Executor[SandboxAction]):
+    """Removes pod sandboxes as the kubelet's sandbox GC does, with kubegc's re-checks.
+
+    For each action: re-read `PodSandboxStatus` (gone → skipped; READY or re-created →
+    skipped) and list its containers (any → skipped: it is active again); `StopPodSandbox`
+    (failure → failed, and no removal, as the kubelet); `RemovePodSandbox`.
+    """
+
+    def _act(self, a: SandboxAction) -> None:
+        planned = a.sandbox
+        status = self.client.pod_sandbox_status(planned.id)
+        if status is None:
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
+        state, created_at = status
+        if state is SandboxState.READY:
+            a.result, a.error = Result.SKIPPED, "READY now; no longer garbage"
+            return
+        if created_at != planned.created_at:
+            a.result, a.error = Result.SKIPPED, "changed since the plan (creation time differs)"
+            return
+        if self.client.list_containers(sandbox_id=planned.id):
+            a.result, a.error = Result.SKIPPED, "has containers now; active"
+            return
+        self.client.stop_pod_sandbox(planned.id)
+        if not self.client.remove_pod_sandbox(planned.id):
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
+        a.result = Result.REMOVED

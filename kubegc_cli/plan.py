@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from kubegc_cli.model import API_VERSION, Container
+from kubegc_cli.model import API_VERSION, Container, Sandbox
 from kubegc_cli.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -84,7 +84,75 @@ class ContainerAction:
 
 
 @dataclass(slots=True)
-class Plan:
+class SandboxAction:
+    """Remove one pod sandbox (StopPodSandbox, then RemovePodSandbox), or why it stays.
+
+    `container_count` is how many containers the runtime lists in it at planning time.
+    """
+
+    sandbox: Sandbox
+    rule: str
+    reason: str
+    container_count: int = 0
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "sandbox"
+
+    @property
+    def id(self) -> str:
+        return self.sandbox.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.sandbox
+        return {
+            "kind": self.kind,
+            "id": s.id,
+            "pod_uid": s.uid,
+            "pod_namespace": s.namespace,
+            "pod_name": s.name,
+            "attempt": s.attempt,
+            "state": s.state.value,
+            "created_at": ns_to_rfc3339(s.created_at),
+            "container_count": self.container_count,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+        }
+
+
+class Action(Protocol):
+    """What every kind of action has (`ContainerAction`, `SandboxAction`)."""
+
+    kind: str
+    rule: str
+    reason: str
+    result: Result
+    error: str
+    bytes_freed: int
+    log_note: str
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def planned_bytes(self) -> int: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+A = TypeVar("A", bound=Action)
+
+
+@dataclass(slots=True)
+class Plan(Generic[A]):
     """A command's plan. `now` is the planning time in nanoseconds since the epoch.
 
     `actions` are the removals (always a list, possibly empty); `kept` the garbage candidates
@@ -95,8 +163,8 @@ class Plan:
     kind: str
     policy: dict[str, Any]
     now: int
-    actions: list[ContainerAction] = field(default_factory=list)
-    kept: list[ContainerAction] = field(default_factory=list)
+    actions: list[A] = field(default_factory=list)
+    kept: list[A] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     out_of_scope: int = 0
     dry_run: bool = True

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO, Any
 
-from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.plan import Action, ContainerAction, Plan, Result, SandboxAction
 from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
 
 RESULT_STYLE = {
@@ -44,24 +46,21 @@ def _short(cid: str) -> str:
     return cid[:13]
 
 
-def _cells(a: ContainerAction, now: int) -> list[Any]:
-    """A table row as rich `Text` (never parsed as markup: pod names may contain `[`)."""
-    from rich.text import Text
+def _result_text(a: Action) -> str:
+    result = a.result.value
+    if a.error:
+        return f"{result}: {a.error}"
+    if a.log_note:
+        return f"{result} ({a.log_note})"
+    return result
 
-    return [Text(safe_text(v)) for v in _row(a, now)]
 
-
-def _row(a: ContainerAction, now: int) -> list[str]:
+def _container_row(a: ContainerAction, now: int) -> list[str]:
     c = a.container
     pod = f"{c.pod_namespace}/{c.pod_name}" if c.pod_name else f"(sandbox {c.pod_sandbox_id[:13]})"
     logs = "-" if c.log_bytes is None else format_bytes(c.log_bytes)
     if a.result is Result.REMOVED:
         logs = format_bytes(a.bytes_freed)
-    result = a.result.value
-    if a.error:
-        result = f"{result}: {a.error}"
-    elif a.log_note:
-        result = f"{result} ({a.log_note})"
     return [
         _short(c.id),
         pod,
@@ -71,8 +70,78 @@ def _row(a: ContainerAction, now: int) -> list[str]:
         format_duration((now - c.created_at) / NS_PER_SECOND),
         a.rule,
         logs,
-        result,
+        _result_text(a),
     ]
+
+
+def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
+    s = a.sandbox
+    return [
+        _short(s.id),
+        f"{s.namespace}/{s.name}" if s.name else f"(uid {s.uid})",
+        str(s.attempt),
+        s.state.value,
+        format_duration((now - s.created_at) / NS_PER_SECOND),
+        str(a.container_count),
+        a.rule,
+        _result_text(a),
+    ]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one kind of plan is shown: title, noun, columns (name, wraps) and a row builder.
+
+    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds log bytes to the
+    summary line.
+    """
+
+    title: str
+    noun: str
+    columns: tuple[tuple[str, bool], ...]
+    row: Callable[[Any, int], list[str]]
+    show_kept: Callable[[Any], bool]
+    counts_bytes: bool
+
+
+CONTAINERS = Layout(
+    "Container GC",
+    "container",
+    (
+        ("CONTAINER", False),
+        ("POD", True),
+        ("NAME", True),
+        ("ATT", False),
+        ("STATE", False),
+        ("AGE", False),
+        ("REASON", True),
+        ("LOG", False),
+        ("RESULT", True),
+    ),
+    _container_row,
+    lambda k: k.rule == "guard-newest-record",
+    True,
+)
+SANDBOXES = Layout(
+    "Sandbox GC",
+    "sandbox",
+    (
+        ("SANDBOX", False),
+        ("POD", True),
+        ("ATT", False),
+        ("STATE", False),
+        ("AGE", False),
+        ("CONTAINERS", False),
+        ("REASON", True),
+        ("RESULT", True),
+    ),
+    _sandbox_row,
+    lambda k: False,
+    False,
+)
+
+
+LAYOUTS = {"ContainerGCPlan": CONTAINERS, "SandboxGCPlan": SANDBOXES}
 
 
 def _console(out: IO[str]) -> Any:
@@ -87,7 +156,7 @@ def _console(out: IO[str]) -> Any:
     return PipeAwareConsole(file=out, width=None if isatty else 200, soft_wrap=False)
 
 
-def _table(title: str) -> Any:
+def _table(title: str, layout: Layout) -> Any:
     from rich.table import Table
 
     table = Table(
@@ -99,67 +168,72 @@ def _table(title: str) -> Any:
         pad_edge=False,
         collapse_padding=True,
     )
-    for col, wrap in (
-        ("CONTAINER", False),
-        ("POD", True),
-        ("NAME", True),
-        ("ATT", False),
-        ("STATE", False),
-        ("AGE", False),
-        ("REASON", True),
-        ("LOG", False),
-        ("RESULT", True),
-    ):
+    for col, wrap in layout.columns:
         table.add_column(col, no_wrap=not wrap, overflow="fold", min_width=7 if wrap else None)
     return table
 
 
-def render_container_plan(plan: Plan, *, verbose: int = 0, out: IO[str] | None = None) -> None:
-    """The container GC plan (or its results) as a table, then notes and a summary line.
+def render_plan(
+    plan: Plan[Any],
+    layout: Layout | None = None,
+    *,
+    verbose: int = 0,
+    out: IO[str] | None = None,
+) -> None:
+    """A plan (or its results) as a table, then kept objects worth showing, notes and a summary.
 
-    Containers the guard kept follow in a second table ("Kept"); with `verbose`, every kept
-    dead container is listed there with its reason.
+    Runtime-supplied text is never parsed as markup (pod names may contain `[`) and control
+    characters are escaped. With `verbose`, every kept object is listed with its reason.
     """
     from rich.padding import Padding
     from rich.text import Text
 
+    layout = layout or LAYOUTS[plan.kind]
     console = _console(out or sys.stdout)
     acted = any(a.result is not Result.PLANNED for a in plan.actions)
-    title = "Container GC" + (" (dry run)" if plan.dry_run else "")
+    title = layout.title + (" (dry run)" if plan.dry_run else "")
+
+    def cells(a: Any) -> list[Any]:
+        return [Text(safe_text(v)) for v in layout.row(a, plan.now)]
+
     if plan.actions:
-        table = _table(title)
+        table = _table(title, layout)
         for a in plan.actions:
-            table.add_row(*_cells(a, plan.now), style=RESULT_STYLE[a.result] if acted else None)
+            table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted else None)
         console.print(table)
     else:
         console.print(Text(f"{title}: nothing to remove.", style="bold"))
-    shown_kept = [k for k in plan.kept if verbose or k.rule == "guard-newest-record"]
+    shown_kept = [k for k in plan.kept if verbose or layout.show_kept(k)]
     if shown_kept:
-        kept = _table("Kept (not removed)")
+        kept = _table("Kept (not removed)", layout)
         for k in shown_kept:
-            kept.add_row(*_cells(k, plan.now), style="dim")
+            kept.add_row(*cells(k), style="dim")
         console.print(kept)
     for note in plan.notes:
         console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
-    console.print(Text(summary_line(plan)))
+    console.print(Text(summary_line(plan, layout)))
 
 
-def summary_line(plan: Plan) -> str:
-    """`3 to remove, 1.2Mi of logs; 5 kept` before acting, result counts after."""
+def render_container_plan(
+    plan: Plan[ContainerAction], *, verbose: int = 0, out: IO[str] | None = None
+) -> None:
+    """The container GC plan as a table (see `render_plan`)."""
+    render_plan(plan, CONTAINERS, verbose=verbose, out=out)
+
+
+def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
+    """`3 container(s) to remove, 1.2Mi of logs; 5 kept.` before acting, counts after."""
+    layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
+    logs = f", {format_bytes(s['bytes_planned'])} of logs" if layout.counts_bytes else ""
     if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
-        return (
-            f"{s['total']} container(s) to remove, {format_bytes(s['bytes_planned'])} of logs; "
-            f"{s['kept']} dead container(s) kept."
-        )
+        return f"{s['total']} {layout.noun}(s) to remove{logs}; {s['kept']} kept."
     by = s["by_result"]
-    return (
-        f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}; "
-        f"freed {format_bytes(s['bytes_freed'])} of logs."
-    )
+    freed = f"; freed {format_bytes(s['bytes_freed'])} of logs" if layout.counts_bytes else ""
+    return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{freed}."
 
 
-def render_ids(plan: Plan, out: IO[str] | None = None) -> None:
+def render_ids(plan: Plan[Any], out: IO[str] | None = None) -> None:
     """`-q`: the IDs of the plan's actions, one a line (removed ones only after acting)."""
     out = out or sys.stdout
     acted = not plan.dry_run

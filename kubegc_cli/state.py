@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kubegc_cli.errors import BadInput, Busy
-from kubegc_cli.plan import ContainerAction
+from kubegc_cli.plan import Action
 from kubegc_cli.units import ns_to_rfc3339
 
 DEFAULT_STATE_DIR = "/var/lib/kubegc"
@@ -68,9 +68,7 @@ def node_lock(state_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def record_audit(
-    state_dir: Path, command: str, at_ns: int, actions: Iterable[ContainerAction]
-) -> str:
+def record_audit(state_dir: Path, command: str, at_ns: int, actions: Iterable[Action]) -> str:
     """Append one audit row per action to `state.db`; returns the run id."""
     _ensure_dir(state_dir)
     run_id = uuid.uuid4().hex[:12]

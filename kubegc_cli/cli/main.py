@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from kubegc_cli import __version__
-from kubegc_cli.cli.options import KubegcGroup, collected, global_options
+from kubegc_cli.cli.options import F, KubegcGroup, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -78,10 +78,10 @@ class ConsoleUi:
         click.echo(f"kubegc: {message}", err=True)
 
     def show_plan(self, plan: Any) -> None:
-        from kubegc_cli.render import render_container_plan
+        from kubegc_cli.render import render_plan
 
         out = sys.stdout if self.output == "table" else sys.stderr
-        render_container_plan(plan, verbose=self.verbose, out=out)
+        render_plan(plan, verbose=self.verbose, out=out)
 
     def interactive(self) -> bool:
         return sys.stdin.isatty() and sys.stderr.isatty()
@@ -98,6 +98,7 @@ def cli() -> None:
 
     \b
     kubegc gc containers            dead containers, by the kubelet's container GC rules
+    kubegc gc sandboxes             dead pod sandboxes, by the kubelet's sandbox GC rules
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
@@ -109,7 +110,76 @@ def cli() -> None:
 @cli.group(cls=KubegcGroup)
 @global_options
 def gc() -> None:
-    """Garbage-collect what the kubelet would: containers (more kinds to come)."""
+    """Garbage-collect what the kubelet would: dead containers, then dead sandboxes."""
+
+
+def removal_options(f: F) -> F:
+    """Options every removing command shares: pod scope, terminated pods, how to act."""
+    for decorator in reversed(
+        [
+            click.option(
+                "--include-terminated-pods",
+                is_flag=True,
+                help="Also treat pods in phase Succeeded/Failed as gone (needs a pod source).",
+            ),
+            click.option(
+                "-n", "--namespace", multiple=True, metavar="NS", help="Only these namespaces."
+            ),
+            click.option(
+                "--exclude-namespace", multiple=True, metavar="NS", help="Never these namespaces."
+            ),
+            click.option(
+                "--pod",
+                multiple=True,
+                metavar="POD",
+                help="Only these pods (name, ns/name or UID).",
+            ),
+            click.option("--dry-run", is_flag=True, help="Show the plan and stop."),
+            click.option("-y", "--yes", is_flag=True, help="Act without asking."),
+            click.option(
+                "--concurrency",
+                type=click.IntRange(1, 64),
+                default=4,
+                show_default=True,
+                help="Removals in flight at once.",
+            ),
+        ]
+    ):
+        f = decorator(f)
+    return f
+
+
+def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None) -> Any:
+    """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions."""
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.policy.containers import Scope
+
+    if opts["include_terminated_pods"] and not (s.pods_file or s.pod_source not in (None, "none")):
+        raise BadInput("--include-terminated-pods needs a pod source (--pods-file)")
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    scope = Scope(
+        namespaces=frozenset(opts["namespace"]),
+        exclude_namespaces=frozenset(opts["exclude_namespace"]),
+        pods=frozenset(opts["pod"]),
+        older_than=older_than,
+    )
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    return scope, act
+
+
+def finish(plan: Any, s: Any) -> None:
+    """Print the plan (or its results) and turn its outcome into the exit code."""
+    emit_plan(plan, s)
+    if plan.interrupted:
+        from kubegc_cli.plan import INTERRUPTED
+
+        skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
+        why, code = ("terminated", 143) if plan.interrupted == "SIGTERM" else ("interrupted", 130)
+        _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
+    failed = plan.counts()["failed"]
+    if failed:
+        raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
 
 
 @gc.command("containers")
@@ -142,27 +212,11 @@ def gc() -> None:
     help="Do exactly what the kubelet does, removing a live pod's newest dead container too.",
 )
 @click.option(
-    "--include-terminated-pods",
-    is_flag=True,
-    help="Also remove every dead container of pods in phase Succeeded/Failed (needs a pod source).",
-)
-@click.option("-n", "--namespace", multiple=True, metavar="NS", help="Only these namespaces.")
-@click.option("--exclude-namespace", multiple=True, metavar="NS", help="Never these namespaces.")
-@click.option("--pod", multiple=True, metavar="POD", help="Only these pods (name, ns/name or UID).")
-@click.option(
     "--older-than",
     metavar="DURATION",
     help="Only containers that finished at least this long ago.",
 )
-@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Removals in flight at once.",
-)
+@removal_options
 @global_options
 @click.pass_context
 def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
@@ -180,9 +234,8 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
       kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
     """
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.app import gc_containers as run
-    from kubegc_cli.policy.containers import ContainerGCPolicy, Scope
+    from kubegc_cli.policy.containers import ContainerGCPolicy
     from kubegc_cli.units import parse_duration
 
     s = settings_from(ctx)
@@ -195,31 +248,34 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
         match_kubelet=opts["match_kubelet"],
         include_terminated_pods=opts["include_terminated_pods"],
     )
-    scope = Scope(
-        namespaces=frozenset(opts["namespace"]),
-        exclude_namespaces=frozenset(opts["exclude_namespace"]),
-        pods=frozenset(opts["pod"]),
-        older_than=(
-            parse_duration(opts["older_than"], flag="--older-than") if opts["older_than"] else None
-        ),
-    )
-    if policy.include_terminated_pods and not (s.pods_file or s.pod_source not in (None, "none")):
-        raise BadInput("--include-terminated-pods needs a pod source (--pods-file)")
-    if opts["dry_run"] and opts["yes"]:
-        raise BadInput("--dry-run and --yes contradict each other; give one")
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
-    ui = ConsoleUi(s.verbose, s.output)
-    plan = run(s, policy, scope, act, ui)
-    emit_plan(plan, s)
-    if plan.interrupted:
-        from kubegc_cli.plan import INTERRUPTED
+    older = parse_duration(opts["older_than"], flag="--older-than") if opts["older_than"] else None
+    scope, act = _scope_and_act(s, opts, older)
+    finish(run(s, policy, scope, act, ConsoleUi(s.verbose, s.output)), s)
 
-        skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
-        why, code = ("terminated", 143) if plan.interrupted == "SIGTERM" else ("interrupted", 130)
-        _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
-    failed = plan.counts()["failed"]
-    if failed:
-        raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
+
+@gc.command("sandboxes")
+@removal_options
+@global_options
+@click.pass_context
+def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
+    """Remove dead pod sandboxes as the kubelet's sandbox GC would.
+
+    A sandbox is active — never removed — while it is READY or any container (even an exited
+    one) is still in it. Of a pod that exists, the newest sandbox is always kept and older
+    inactive ones go; of a deleted pod (needs a pod source) every inactive sandbox goes. No age
+    limit applies. Removal is StopPodSandbox, then RemovePodSandbox.
+
+    \b
+    Examples:
+      kubegc gc sandboxes --dry-run
+      kubegc gc sandboxes --pods-file pods.json --yes     # also deleted pods' sandboxes
+      kubegc gc containers --yes && kubegc gc sandboxes --yes
+    """
+    from kubegc_cli.app import gc_sandboxes as run
+
+    s = settings_from(ctx)
+    scope, act = _scope_and_act(s, opts)
+    finish(run(s, opts["include_terminated_pods"], scope, act, ConsoleUi(s.verbose, s.output)), s)
 
 
 def emit_plan(plan: Any, s: Any) -> None:
@@ -233,7 +289,7 @@ def emit_plan(plan: Any, s: Any) -> None:
     elif s.quiet:
         render.render_ids(plan)
     else:
-        render.render_container_plan(plan, verbose=s.verbose)
+        render.render_plan(plan, verbose=s.verbose)
 
 
 @cli.command("snapshot")

@@ -171,12 +171,44 @@ class CriClient:
             )
         return info
 
-    def list_containers(self) -> list[Container]:
-        """`ListContainers` with no filter: every container in every state."""
-        r = self._call(
-            self.runtime.ListContainers, api_pb2.ListContainersRequest(), "ListContainers"
+    def list_containers(self, sandbox_id: str = "") -> list[Container]:
+        """`ListContainers`: every container in every state (of one sandbox if given)."""
+        req = api_pb2.ListContainersRequest(
+            filter=api_pb2.ContainerFilter(pod_sandbox_id=sandbox_id) if sandbox_id else None
         )
+        r = self._call(self.runtime.ListContainers, req, "ListContainers")
         return [container_from_pb(c) for c in r.containers]
+
+    def pod_sandbox_status(self, sandbox_id: str) -> tuple[SandboxState, int] | None:
+        """`PodSandboxStatus`: (state, created_at ns), or None when the sandbox is gone."""
+        req = api_pb2.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id)
+        try:
+            r = self.runtime.PodSandboxStatus(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return None
+            raise self._error(err, "PodSandboxStatus") from None
+        state = _SANDBOX_STATES.get(r.status.state, SandboxState.NOTREADY)
+        return state, r.status.created_at
+
+    def stop_pod_sandbox(self, sandbox_id: str) -> None:
+        """`StopPodSandbox` (idempotent on the runtime side)."""
+        self._call(
+            self.runtime.StopPodSandbox,
+            api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id),
+            "StopPodSandbox",
+        )
+
+    def remove_pod_sandbox(self, sandbox_id: str) -> bool:
+        """`RemovePodSandbox`. False when the runtime says the sandbox is already gone."""
+        req = api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id)
+        try:
+            self.runtime.RemovePodSandbox(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return False
+            raise self._error(err, "RemovePodSandbox") from None
+        return True
 
     def list_sandboxes(self) -> list[Sandbox]:
         """`ListPodSandbox` with no filter."""

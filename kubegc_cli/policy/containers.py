@@ -106,16 +106,15 @@ class Scope:
         """Namespace and pod filters (not `older_than`, which `plan_containers` reports)."""
         if self.everything:
             return True
-        ns = c.pod_namespace
-        if self.namespaces and ns not in self.namespaces:
+        return self.selects_pod(c.pod_namespace, c.pod_name, c.pod_uid)
+
+    def selects_pod(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether the namespace and pod filters let this pod through."""
+        if self.namespaces and namespace not in self.namespaces:
             return False
-        if ns in self.exclude_namespaces:
+        if namespace in self.exclude_namespaces:
             return False
-        if self.pods:
-            names = {c.pod_name, f"{ns}/{c.pod_name}", c.pod_uid}
-            if not names & self.pods:
-                return False
-        return True
+        return not self.pods or bool({name, f"{namespace}/{name}", uid} & self.pods)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,7 +135,7 @@ def plan_containers(
     pods: PodInventory,
     now: int,
     scope: Scope | None = None,
-) -> Plan:
+) -> Plan[ContainerAction]:
     """Plan the kubelet's container GC for one node.
 
     `containers` are every container the runtime lists (any state); `now` is nanoseconds since
@@ -228,7 +227,7 @@ def plan_containers(
                 kept[c.id] = (KEEP_GUARD, GUARD_REASON)
 
     by_id = {c.id: c for c in dead}
-    plan = Plan(
+    plan: Plan[ContainerAction] = Plan(
         kind="ContainerGCPlan",
         policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
         now=now,
@@ -283,7 +282,9 @@ def _newest_dead_by_unit(
     return newest
 
 
-def recheck_guard(plan: Plan, fresh: Iterable[Container], policy: ContainerGCPolicy) -> None:
+def recheck_guard(
+    plan: Plan[ContainerAction], fresh: Iterable[Container], policy: ContainerGCPolicy
+) -> None:
     """Re-apply kubegc's guard to a fresh container list right before acting.
 
     If a unit's kept record vanished since the plan (the kubelet removed it, say), the newest
@@ -350,7 +351,7 @@ def _unmatched_scope(containers: list[Container], scope: Scope) -> list[str]:
     return notes
 
 
-def _notes(plan: Plan, policy: ContainerGCPolicy, pods: PodInventory) -> list[str]:
+def _notes(plan: Plan[ContainerAction], policy: ContainerGCPolicy, pods: PodInventory) -> list[str]:
     notes: list[str] = []
     if not pods.known:
         notes.append(

@@ -18,13 +18,11 @@ Ties between equal creation times are broken by attempt, then ID.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
-from kubegc_cli.model import API_VERSION, Container, Sandbox, SandboxState
-from kubegc_cli.plan import Result
+from kubegc_cli.model import Container, Sandbox, SandboxState
+from kubegc_cli.plan import Plan, Result, SandboxAction
 from kubegc_cli.pods import PodInventory
-from kubegc_cli.units import ns_to_rfc3339
+from kubegc_cli.policy.containers import Scope
 
 RULE_DELETED = "deleted-pod"
 RULE_TERMINATED = "terminated-pod"
@@ -32,75 +30,6 @@ RULE_OLDER = "older-sandbox"
 KEEP_READY = "ready"
 KEEP_HAS_CONTAINERS = "has-containers"
 KEEP_NEWEST = "newest-of-pod"
-
-
-@dataclass(slots=True)
-class SandboxAction:
-    """Remove one pod sandbox (StopPodSandbox, then RemovePodSandbox), or why it stays.
-
-    `container_count` is how many containers the runtime lists in it at planning time.
-    """
-
-    sandbox: Sandbox
-    rule: str
-    reason: str
-    container_count: int = 0
-    result: Result = Result.PLANNED
-    error: str = ""
-    bytes_freed: int = 0
-    log_note: str = ""
-
-    kind = "sandbox"
-
-    @property
-    def id(self) -> str:
-        return self.sandbox.id
-
-    @property
-    def planned_bytes(self) -> int:
-        return 0
-
-    def to_dict(self) -> dict[str, Any]:
-        s = self.sandbox
-        return {
-            "kind": self.kind,
-            "id": s.id,
-            "pod_uid": s.uid,
-            "pod_namespace": s.namespace,
-            "pod_name": s.name,
-            "attempt": s.attempt,
-            "state": s.state.value,
-            "created_at": ns_to_rfc3339(s.created_at),
-            "container_count": self.container_count,
-            "rule": self.rule,
-            "reason": self.reason,
-            "result": self.result.value,
-            "error": self.error,
-        }
-
-
-@dataclass(slots=True)
-class SandboxPlan:
-    """The sandbox GC plan: removals in `actions`, deliberately kept sandboxes in `kept`."""
-
-    policy: dict[str, Any]
-    now: int
-    actions: list[SandboxAction] = field(default_factory=list)
-    kept: list[SandboxAction] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    dry_run: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": "SandboxGCPlan",
-            "apiVersion": API_VERSION,
-            "now": ns_to_rfc3339(self.now),
-            "dry_run": self.dry_run,
-            "policy": self.policy,
-            "actions": [a.to_dict() for a in self.actions],
-            "kept": [k.to_dict() for k in self.kept],
-            "notes": list(self.notes),
-        }
 
 
 def _newest_first(s: Sandbox) -> tuple[int, int, str]:
@@ -114,13 +43,16 @@ def plan_sandboxes(
     now: int,
     *,
     include_terminated_pods: bool = False,
-) -> SandboxPlan:
+    scope: Scope | None = None,
+) -> Plan[SandboxAction]:
     """Plan the kubelet's sandbox GC.
 
     `containers` are the containers that will still exist (for `gc sandboxes` alone: every
     container listed; in a combined run: those the container stage leaves). `now` is
-    nanoseconds since the epoch (only reported; sandbox GC has no age rule).
+    nanoseconds since the epoch (only reported; sandbox GC has no age rule). `scope` narrows
+    what is acted on (namespace/pod filters), never what the rules select.
     """
+    scope = scope or Scope()
     in_use: dict[str, int] = {}
     for c in containers:
         in_use[c.pod_sandbox_id] = in_use.get(c.pod_sandbox_id, 0) + 1
@@ -128,8 +60,13 @@ def plan_sandboxes(
     for s in sandboxes:
         by_pod.setdefault(s.uid, []).append(s)
 
-    plan = SandboxPlan(
-        policy={"include_terminated_pods": include_terminated_pods, "pod_source": pods.source},
+    plan: Plan[SandboxAction] = Plan(
+        kind="SandboxGCPlan",
+        policy={
+            "include_terminated_pods": include_terminated_pods,
+            "scope": scope.to_dict(),
+            "pod_source": pods.source,
+        },
         now=now,
     )
     for uid, members in by_pod.items():
@@ -142,6 +79,8 @@ def plan_sandboxes(
         else:
             remove_newest, rule, why = False, RULE_OLDER, "an older sandbox of a pod that exists"
         for i, s in enumerate(members):
+            if not scope.selects_pod(s.namespace, s.name, s.uid):
+                continue
             count = in_use.get(s.id, 0)
             if s.state is SandboxState.READY:
                 plan.kept.append(SandboxAction(s, KEEP_READY, "READY", count, Result.KEPT))

@@ -131,7 +131,7 @@ def test_quiet_prints_ids(snapshot_file: Path, capsys: pytest.CaptureFixture[str
         (["--pods-file", "/no/such/pods.json", "gc", "containers"], "/no/such/pods.json"),
         (["--pod-source", "file", "gc", "containers"], "--pods-file"),
         (["gc", "containers", "--include-terminated-pods"], "pod source"),
-        (["gc", "sandboxes"], "sandboxes"),
+        (["gc", "nosuchkind"], "nosuchkind"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -60,7 +60,10 @@ class ScriptedCri:
 def remover(cri: ScriptedCri, tmp_path: Path, concurrency: int = 4) -> ContainerRemover:
     client: Any = cri
     return ContainerRemover(
-        client, LogRoots(tmp_path, "/var/log/pods"), MountTable(frozenset()), concurrency
+        client,
+        concurrency=concurrency,
+        log_roots=LogRoots(tmp_path, "/var/log/pods"),
+        mounts=MountTable(frozenset()),
     )
 
 
@@ -292,3 +295,61 @@ def test_removed_meanwhile_is_skipped_not_failed(tmp_path: Path) -> None:
         (Result.SKIPPED, "gone before removal"),
         (Result.SKIPPED, "already being removed by someone else"),
     ]
+
+
+class ScriptedSandboxes:
+    """A runtime answering PodSandboxStatus/ListContainers from dicts; records calls."""
+
+    def __init__(self, states: dict[str, tuple[Any, int]], members: dict[str, int], fail_stop=()):
+        self.states, self.members, self.fail_stop = states, members, set(fail_stop)
+        self.calls: list[tuple[str, str]] = []
+
+    def pod_sandbox_status(self, sid: str) -> tuple[Any, int] | None:
+        self.calls.append(("status", sid))
+        return self.states.get(sid)
+
+    def list_containers(self, sandbox_id: str = "") -> list[str]:
+        return ["c"] * self.members.get(sandbox_id, 0)
+
+    def stop_pod_sandbox(self, sid: str) -> None:
+        self.calls.append(("stop", sid))
+        if sid in self.fail_stop:
+            raise RuntimeUnavailable("StopPodSandbox: injected failure", "INTERNAL")
+
+    def remove_pod_sandbox(self, sid: str) -> bool:
+        self.calls.append(("remove", sid))
+        return self.states.pop(sid, None) is not None
+
+
+def test_sandbox_remover_rechecks_and_stops_before_removing() -> None:
+    from kubegc_cli.execute import SandboxRemover
+    from kubegc_cli.model import Sandbox, SandboxState
+    from kubegc_cli.plan import SandboxAction
+
+    def sbx(sid: str) -> Sandbox:
+        return Sandbox(sid, "p", "ns", "u", 0, SandboxState.NOTREADY, 100)
+
+    nr, ready = SandboxState.NOTREADY, SandboxState.READY
+    cri = ScriptedSandboxes(
+        {"ok": (nr, 100), "ready": (ready, 100), "busy": (nr, 100), "nostop": (nr, 100)},
+        {"busy": 1},
+        fail_stop={"nostop"},
+    )
+    acts = [
+        SandboxAction(sbx(i), "older-sandbox", "t")
+        for i in ("ok", "ready", "busy", "nostop", "gone")
+    ]
+    client: Any = cri
+    SandboxRemover(client, concurrency=1).run(acts)
+    got = {a.id: (a.result, a.error.split(":")[0]) for a in acts}
+    assert got == {
+        "ok": (Result.REMOVED, ""),
+        "ready": (Result.SKIPPED, "READY now; no longer garbage"),
+        "busy": (Result.SKIPPED, "has containers now; active"),
+        "nostop": (Result.FAILED, "StopPodSandbox"),
+        "gone": (Result.SKIPPED, "gone before removal"),
+    }
+    assert ("stop", "ok") in cri.calls and cri.calls.index(("stop", "ok")) < cri.calls.index(
+        ("remove", "ok")
+    )
+    assert ("remove", "nostop") not in cri.calls

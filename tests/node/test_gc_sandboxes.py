@@ -1,0 +1,95 @@
+"""`kubegc gc sandboxes` end to end against a real containerd."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.node.localnode import LocalNode, Pod
+from tests.node.test_gc_containers import kubegc, write_pods_file
+
+
+def sandboxes(node: LocalNode, ns: str) -> set[str]:
+    return set(node.list_sandboxes(labels={"io.kubernetes.pod.namespace": ns}))
+
+
+def dead_sandbox(node: LocalNode, name: str, ns: str, uid: str, attempt: int) -> Pod:
+    p = node.run_pod(name, namespace=ns, uid=uid, attempt=attempt)
+    node.stop_pod(p)  # NOTREADY, as after a pod restart or a failed sandbox
+    return p
+
+
+def test_sandbox_gc_cases(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Cases 1-3: older dead sandboxes of live pods go; the newest stays even when not READY;
+    a deleted pod's sandbox holding an exited container stays, its empty one goes."""
+    a1 = dead_sandbox(node, "a", ns, "uid-a-" + ns, 0)
+    a2 = dead_sandbox(node, "a", ns, a1.uid, 1)
+    a3 = node.run_pod("a", namespace=ns, uid=a1.uid, attempt=2)  # READY, newest
+    node.add_container(a3, "app", state="running")
+    b1 = dead_sandbox(node, "b", ns, "uid-b-" + ns, 0)
+    b2 = dead_sandbox(node, "b", ns, b1.uid, 1)  # seconds old, not READY, newest of b
+    c1 = node.run_pod("c", namespace=ns, uid="uid-c-" + ns, attempt=0)
+    node.add_container(c1, "job")  # exited: its record keeps the sandbox active
+    node.stop_pod(c1)
+    c2 = dead_sandbox(node, "c", ns, c1.uid, 1)
+    pods = write_pods_file(tmp_path / "pods.json", a1, b1)  # pod c is gone
+
+    dry = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "sandboxes", "-n", ns,
+                 "--dry-run", "-o", "json")  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    doc = json.loads(dry.stdout)
+    assert doc["kind"] == "SandboxGCPlan"
+    planned = {a["id"]: a["rule"] for a in doc["actions"]}
+    assert planned == {
+        a1.sandbox_id: "older-sandbox",
+        a2.sandbox_id: "older-sandbox",
+        b1.sandbox_id: "older-sandbox",
+        c2.sandbox_id: "deleted-pod",
+    }
+    kept = {k["id"]: k["rule"] for k in doc["kept"]}
+    assert kept == {
+        a3.sandbox_id: "ready",
+        b2.sandbox_id: "newest-of-pod",
+        c1.sandbox_id: "has-containers",
+    }
+    assert all(a["kind"] == "sandbox" and "container_count" in a for a in doc["actions"])
+    assert len(sandboxes(node, ns)) == 7
+
+    done = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "sandboxes", "-n", ns,
+                  "--yes", "-o", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert {a["result"] for a in json.loads(done.stdout)["actions"]} == {"removed"}
+    assert sandboxes(node, ns) == {a3.sandbox_id, b2.sandbox_id, c1.sandbox_id}
+
+
+def test_sandbox_removed_meanwhile_is_skipped(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """Re-check before removal: a planned sandbox someone else removed is skipped, not failed."""
+    from kubegc_cli.app import ActOptions, Settings, gc_sandboxes
+    from kubegc_cli.plan import Result
+    from kubegc_cli.policy.containers import Scope
+
+    s1 = dead_sandbox(node, "p", ns, "uid-p-" + ns, 0)
+    dead_sandbox(node, "p", ns, s1.uid, 1)
+
+    class Ui:
+        def info(self, message: str) -> None: ...
+        def warn(self, message: str) -> None: ...
+        def show_plan(self, plan: object) -> None: ...
+        def interactive(self) -> bool:
+            return True
+
+        def confirm(self, question: str) -> bool:
+            node.remove_pod(s1)  # the kubelet got there first
+            return True
+
+    plan = gc_sandboxes(
+        Settings(runtime_endpoint=node.endpoint, state_dir=tmp_path / "state"),
+        False,
+        Scope(namespaces=frozenset({ns})),
+        ActOptions(),
+        Ui(),  # type: ignore[arg-type]
+    )
+    (a,) = plan.actions
+    assert a.id == s1.sandbox_id
+    assert (a.result, a.error) == (Result.SKIPPED, "gone before removal")
+    assert s1.sandbox_id not in sandboxes(node, ns) and len(sandboxes(node, ns)) == 1
