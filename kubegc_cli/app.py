@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.execute import Executor, Interrupted
+from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
-from kubegc_cli.plan import A, ContainerAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import A, ContainerAction, LogAction, Plan, Result, SandboxAction
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
@@ -310,6 +311,71 @@ def gc_sandboxes(
             _carry_out(
                 s, plan, SandboxRemover(client, concurrency=act.concurrency), "gc sandboxes", ui
             )
+        return plan
+    finally:
+        client.close()
+
+
+def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> Plan[LogAction]:
+    """`kubegc gc logs`: pod log directories of deleted pods and dangling legacy symlinks.
+
+    `pod_logs_dir` (a host path) overrides the kubelet config's podLogsDir. Raises `BadInput`
+    with `--snapshot` (a snapshot holds no log directories) and `RuntimeUnavailable` when the
+    runtime or the pod log root cannot be read.
+    """
+    if s.snapshot is not None:
+        raise BadInput("gc logs reads the node's log directories; --snapshot holds none")
+    pods = load_pod_inventory(s)
+    mode = decide_mode(s, act, ui)
+
+    from kubegc_cli.errors import RuntimeUnavailable
+    from kubegc_cli.execute import LogRemover
+    from kubegc_cli.host.kubelet import (
+        CONTAINER_LOGS_DIR,
+        load_kubelet_config,
+        validate_pod_logs_dir,
+    )
+    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
+    from kubegc_cli.observe import observe_node
+    from kubegc_cli.policy.logs import link_state, plan_logs
+
+    if pod_logs_dir is not None:
+        root = validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+    else:
+        root = load_kubelet_config(s.config, s.host_root).pod_logs_dir
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(client, s.host_root, statuses="none")
+        check_source_covers_node(pods, _running_pod_uids(snap))
+        mounts = MountTable.read()
+        local_root = on_host(s.host_root, root)
+        try:
+            dirs = read_pod_log_dirs(local_root, mounts) if pods.known else []
+        except FileNotFoundError:
+            dirs = []
+            ui.warn(f"no pod log directory at {local_root}")
+        except OSError as exc:
+            raise RuntimeUnavailable(
+                f"cannot read pod log root {local_root}: {exc.strerror or exc}"
+            ) from None
+        links = [
+            LegacyLink(name, path, cid, link_state(cid, snap.containers) if cid else "")
+            for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR))
+            for cid in [container_id_of(name)]
+        ]
+        now = s.now if s.now is not None else snap.captured_at
+        plan = plan_logs(
+            dirs, links, snap.containers, pods, now,
+            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
+        )  # fmt: skip
+        plan.source = snap.endpoint
+        if _may_act(mode, plan, ui, "log path"):
+            _carry_out(
+                s, plan, LogRemover(client, concurrency=act.concurrency, mounts=mounts),
+                "gc logs", ui,
+            )  # fmt: skip
         return plan
     finally:
         client.close()

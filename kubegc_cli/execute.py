@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Generic
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import ContainerState, SandboxState
-from kubegc_cli.plan import INTERRUPTED, A, ContainerAction, Result, SandboxAction
+from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
+from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
+from kubegc_cli.plan import INTERRUPTED, A, ContainerAction, LogAction, Result, SandboxAction
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -169,6 +170,38 @@ class ContainerRemover(Executor[ContainerAction]):
         except LogRemovalError as exc:
             freed, note = 0, f"container removed, log left: {exc}"
         a.result, a.bytes_freed, a.log_note = Result.REMOVED, freed, note
+
+
+@dataclass
+class LogRemover(Executor[LogAction]):
+    """Removes pod log directories and dangling legacy symlinks, re-checking each first.
+
+    A pod log directory is skipped if the runtime now has a container of that pod, or if it
+    has become a mount point or holds one; a symlink is skipped if it no longer dangles.
+    """
+
+    mounts: MountTable | None = None
+
+    def _act(self, a: LogAction) -> None:
+        assert self.mounts is not None
+        try:
+            if a.kind == "pod-log-dir":
+                if self.client.list_containers(labels={LABEL_POD_UID: a.pod_uid}):
+                    a.result, a.error = Result.SKIPPED, "the runtime has containers of it now"
+                    return
+                a.bytes_freed = remove_pod_log_dir(a.local_path, self.mounts)
+            else:
+                remove_dangling_link(a.local_path)
+        except LogDirChanged as exc:
+            a.result, a.error = Result.SKIPPED, str(exc)
+            return
+        except FileNotFoundError:
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
+        except OSError as exc:
+            a.result, a.error = Result.FAILED, f"cannot remove {a.path}: {exc.strerror or exc}"
+            return
+        a.result = Result.REMOVED
 
 
 @dataclass

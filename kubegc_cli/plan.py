@@ -128,6 +128,47 @@ class SandboxAction:
         }
 
 
+@dataclass(slots=True)
+class LogAction:
+    """Remove a pod log directory (`kind` "pod-log-dir") or a dangling legacy log symlink
+    (`kind` "log-symlink"), or why it stays. `path` is the host path; `local_path` the same
+    under `--host-root`; `bytes` what the directory holds (0 for a link)."""
+
+    kind: str
+    path: str
+    local_path: str
+    pod_uid: str
+    rule: str
+    reason: str
+    bytes: int = 0
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.path
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.path,
+            "path": self.path,
+            "pod_uid": self.pod_uid,
+            "bytes": self.bytes,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+        }
+
+
 class Action(Protocol):
     """What every kind of action has (`ContainerAction`, `SandboxAction`)."""
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from kubegc_cli.plan import Action, ContainerAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import Action, ContainerAction, LogAction, Plan, Result, SandboxAction
 from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
 
 RESULT_STYLE = {
@@ -141,7 +141,25 @@ SANDBOXES = Layout(
 )
 
 
-LAYOUTS = {"ContainerGCPlan": CONTAINERS, "SandboxGCPlan": SANDBOXES}
+def _log_row(a: LogAction, now: int) -> list[str]:
+    return [
+        a.kind,
+        a.path,
+        "-" if a.kind == "log-symlink" else format_bytes(a.bytes_freed or a.bytes),
+        a.rule,
+        _result_text(a),
+    ]
+
+
+LOGS = Layout(
+    "Log GC",
+    "log path",
+    (("KIND", False), ("PATH", True), ("SIZE", False), ("REASON", True), ("RESULT", True)),
+    _log_row,
+    lambda k: k.rule == "mount-point",
+    True,
+)
+LAYOUTS = {"ContainerGCPlan": CONTAINERS, "SandboxGCPlan": SANDBOXES, "LogGCPlan": LOGS}
 
 
 def _console(out: IO[str]) -> Any:

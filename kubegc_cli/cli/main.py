@@ -99,6 +99,7 @@ def cli() -> None:
     \b
     kubegc gc containers            dead containers, by the kubelet's container GC rules
     kubegc gc sandboxes             dead pod sandboxes, by the kubelet's sandbox GC rules
+    kubegc gc logs                  log directories of deleted pods, dangling log symlinks
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
@@ -110,7 +111,7 @@ def cli() -> None:
 @cli.group(cls=KubegcGroup)
 @global_options
 def gc() -> None:
-    """Garbage-collect what the kubelet would: dead containers, then dead sandboxes."""
+    """Garbage-collect what the kubelet would: containers, then sandboxes, then pod logs."""
 
 
 def removal_options(f: F) -> F:
@@ -276,6 +277,43 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
     s = settings_from(ctx)
     scope, act = _scope_and_act(s, opts)
     finish(run(s, opts["include_terminated_pods"], scope, act, ConsoleUi(s.verbose, s.output)), s)
+
+
+@gc.command("logs")
+@click.option(
+    "--pod-logs-dir",
+    metavar="PATH",
+    help="Pod log root on the host [default: the kubelet config's podLogsDir, /var/log/pods].",
+)
+@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
+@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
+    help="Removals in flight at once.",
+)  # fmt: skip
+@global_options
+@click.pass_context
+def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
+    """Remove pod log directories of deleted pods and dangling /var/log/containers links.
+
+    A directory <namespace>_<pod>_<uid> under the pod log root goes only with a pod source and
+    only when its pod is gone — never while the runtime still has a container of that pod, and
+    never with a mount point at or below it (reported instead). A dangling legacy symlink goes
+    unless its container still exists and has not exited (log rotation).
+
+    \b
+    Examples:
+      kubegc gc logs --pods-file pods.json --dry-run
+      kubegc gc logs --pods-file pods.json --yes -o json
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.app import gc_logs as run
+
+    s = settings_from(ctx)
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    finish(run(s, opts["pod_logs_dir"], act, ConsoleUi(s.verbose, s.output)), s)
 
 
 def emit_plan(plan: Any, s: Any) -> None:

@@ -9,7 +9,7 @@ because nodes that leaked sandboxes have list replies larger than that.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -171,10 +171,18 @@ class CriClient:
             )
         return info
 
-    def list_containers(self, sandbox_id: str = "") -> list[Container]:
-        """`ListContainers`: every container in every state (of one sandbox if given)."""
+    def list_containers(
+        self, sandbox_id: str = "", labels: Mapping[str, str] | None = None
+    ) -> list[Container]:
+        """`ListContainers`: every container in every state (of one sandbox, or matching all
+        `labels`, if given)."""
+        wanted = sandbox_id or labels
         req = api_pb2.ListContainersRequest(
-            filter=api_pb2.ContainerFilter(pod_sandbox_id=sandbox_id) if sandbox_id else None
+            filter=(
+                api_pb2.ContainerFilter(pod_sandbox_id=sandbox_id, label_selector=labels or {})
+                if wanted
+                else None
+            )
         )
         r = self._call(self.runtime.ListContainers, req, "ListContainers")
         return [container_from_pb(c) for c in r.containers]

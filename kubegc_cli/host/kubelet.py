@@ -32,6 +32,21 @@ class KubeletConfig:
     source: str = "defaults"
 
 
+def validate_pod_logs_dir(value: object, *, source: str) -> str:
+    """A pod log root as the kubelet requires it (absolute, clean, ASCII) and never `/`.
+
+    Returns the clean path; raises `BadInput` naming `source` and the value.
+    """
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise BadInput(f"{source} {value!r} must be an absolute path")
+    clean = os.path.normpath(value)
+    if clean != value.rstrip("/") or not value.isascii():
+        raise BadInput(f"{source} {value!r} must be a clean ASCII path (as the kubelet requires)")
+    if clean == "/":
+        raise BadInput(f"{source} '/' would let kubegc delete anywhere; refusing")
+    return clean
+
+
 def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
     """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source`."""
     if doc is None:
@@ -42,15 +57,7 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
     if kind not in (None, "KubeletConfiguration"):
         raise BadInput(f"{source}: kind is {kind!r}, expected KubeletConfiguration")
     logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
-    if not isinstance(logs, str) or not logs.startswith("/"):
-        raise BadInput(f"{source}: podLogsDir {logs!r} must be an absolute path")
-    clean = os.path.normpath(logs)
-    if clean != logs.rstrip("/") or not logs.isascii():
-        raise BadInput(
-            f"{source}: podLogsDir {logs!r} must be a clean ASCII path (as the kubelet requires)"
-        )
-    if clean == "/":
-        raise BadInput(f"{source}: podLogsDir '/' would let kubegc delete anywhere; refusing")
+    clean = validate_pod_logs_dir(logs, source=f"{source}: podLogsDir")
     return KubeletConfig(pod_logs_dir=clean, source=source)
 
 

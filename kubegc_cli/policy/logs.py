@@ -1,0 +1,108 @@
+"""The kubelet's pod log garbage collection, as a pure planner.
+
+Source of the rules: kubelet `kuberuntime_gc.go` (`evictPodLogsDirectories`) and `legacy.go`,
+described in KUBELET-SEMANTICS §c:
+
+- Pod log directories are only touched when a pod source is known (the kubelet's
+  `allSourcesReady`). A directory goes when its pod (UID = last `_` field of the name) is gone
+  from the pod source. kubegc adds: never while the runtime still has a container of that pod
+  (its logs are in use), never a directory with a mount point at or below it (reported).
+- Dangling legacy symlinks in `/var/log/containers` are judged without a pod source: a name
+  that does not parse goes; a container the runtime no longer has goes; an EXITED container's
+  link goes; any other state keeps it (log rotation briefly leaves a running container's link
+  dangling).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from kubegc_cli.host.podlogs import LegacyLink, PodLogDir
+from kubegc_cli.model import Container, ContainerState
+from kubegc_cli.plan import LogAction, Plan, Result
+from kubegc_cli.pods import PodInventory
+
+RULE_DELETED = "deleted-pod"
+RULE_UNPARSABLE = "unparsable-link"
+RULE_CONTAINER_GONE = "container-gone"
+RULE_CONTAINER_EXITED = "container-exited"
+KEEP_HAS_CONTAINERS = "has-containers"
+KEEP_MOUNT = "mount-point"
+KEEP_NOT_EXITED = "container-not-exited"
+
+
+def link_state(container_id: str, containers: Iterable[Container]) -> str:
+    """What the runtime says about an ID prefix: the state value, "" if unknown, "none" if
+    the prefix is ambiguous (then the link is kept)."""
+    matches = [c for c in containers if c.id.startswith(container_id)]
+    if not matches:
+        return ""
+    if len(matches) > 1:
+        return "none"
+    return matches[0].state.value
+
+
+def plan_logs(
+    dirs: Iterable[PodLogDir],
+    links: Iterable[LegacyLink],
+    containers: Iterable[Container],
+    pods: PodInventory,
+    now: int,
+    *,
+    pod_logs_dir: str,
+    container_logs_dir: str,
+) -> Plan[LogAction]:
+    """Plan pod log directory and legacy symlink removal. Paths in actions are host paths.
+
+    `containers` are those that will still exist (a combined run passes what the container
+    stage leaves). `now` is nanoseconds since the epoch (reported only).
+    """
+    live_uids = {c.pod_uid for c in containers if c.pod_uid}
+    plan: Plan[LogAction] = Plan(
+        kind="LogGCPlan",
+        policy={
+            "pod_logs_dir": pod_logs_dir,
+            "container_logs_dir": container_logs_dir,
+            "pod_source": pods.source,
+        },
+        now=now,
+    )
+    for d in dirs:
+        if not pods.is_deleted(d.uid):
+            continue
+        host = os.path.join(pod_logs_dir, d.name)
+        if d.uid in live_uids:
+            rule, why, result = KEEP_HAS_CONTAINERS, "the runtime still has its containers", True
+        elif d.mount:
+            rule, why, result = KEEP_MOUNT, f"mount point at or below it: {d.mount}", True
+        else:
+            rule, why, result = RULE_DELETED, f"pod {d.uid} is not in the pod source", False
+        action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes)
+        if result:
+            action.result = Result.KEPT
+            plan.kept.append(action)
+        else:
+            plan.actions.append(action)
+    for link in links:
+        host = os.path.join(container_logs_dir, link.name)
+        if not link.container_id:
+            rule, why, keep = RULE_UNPARSABLE, "no container ID in the name", False
+        elif link.state == "":
+            rule, why, keep = RULE_CONTAINER_GONE, "the runtime has no such container", False
+        elif link.state == ContainerState.EXITED.value:
+            rule, why, keep = RULE_CONTAINER_EXITED, "its container has exited", False
+        else:
+            rule, why, keep = KEEP_NOT_EXITED, f"container is {link.state}", True
+        action = LogAction("log-symlink", host, link.path, "", rule, why)
+        if keep:
+            action.result = Result.KEPT
+            plan.kept.append(action)
+        else:
+            plan.actions.append(action)
+    if not pods.known:
+        plan.notes.append(
+            "No pod source: pod log directories are left alone (give --pods-file); only "
+            "dangling /var/log/containers links are judged."
+        )
+    return plan

@@ -1,0 +1,154 @@
+"""The kubelet's pod log GC rules (KUBELET-SEMANTICS §c) and the host side, on fixture trees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.host.podlogs import (
+    LegacyLink,
+    LogDirChanged,
+    container_id_from_link,
+    dangling_links,
+    pod_uid_from_dir,
+    read_pod_log_dirs,
+    remove_pod_log_dir,
+)
+from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
+from kubegc_cli.policy.logs import link_state, plan_logs
+from tests.unit.factories import NOW, ctr
+
+GONE = "9a1b2c3d-0000-1111-2222-333344445555"
+LIVE = "11111111-2222-3333-4444-555555555555"
+
+
+@pytest.mark.parametrize(
+    ("name", "uid"),
+    [(f"kube-system_coredns-7d8f_{GONE}", GONE), (GONE, GONE), ("ns_pod_with_x_u1", "u1")],
+)
+def test_uid_is_the_last_field(name: str, uid: str) -> None:
+    assert pod_uid_from_dir(name) == uid
+
+
+@pytest.mark.parametrize(
+    ("name", "cid"),
+    [
+        ("web_default_app-0123456789abcdef.log", "0123456789abcdef"),
+        ("web_default_app-abcdef.log", "abcdef"),
+        ("web_default_app-abcde.log", ""),  # fewer than 6 characters
+        ("web_default_app-0123456789abcdef.txt", ""),
+    ],
+)
+def test_legacy_link_id_parse(name: str, cid: str) -> None:
+    assert container_id_from_link(name) == cid
+
+
+def tree(root: Path) -> Path:
+    logs = root / "var/log/pods"
+    for name in (f"kube-system_coredns-7d8f_{GONE}", f"default_web_{LIVE}"):
+        (logs / name / "app").mkdir(parents=True)
+        (logs / name / "app/0.log").write_bytes(b"x" * 100)
+    return logs
+
+
+def test_deleted_pods_dir_goes_live_one_stays(tmp_path: Path) -> None:
+    logs = tree(tmp_path)
+    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    pods = inventory_of([PodInfo(LIVE, "default", "web")])
+    plan = plan_logs(
+        dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [(a.kind, a.path, a.rule, a.bytes) for a in plan.actions] == [
+        ("pod-log-dir", f"/var/log/pods/kube-system_coredns-7d8f_{GONE}", "deleted-pod", 100)
+    ]
+    none = plan_logs(
+        dirs, [], [], NO_POD_SOURCE, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert none.actions == [] and any("No pod source" in n for n in none.notes)
+
+
+def test_dir_of_a_pod_with_containers_or_a_mount_is_kept(tmp_path: Path) -> None:
+    logs = tree(tmp_path)
+    real = os.path.realpath(logs / f"kube-system_coredns-7d8f_{GONE}")
+    mounts = MountTable(frozenset({real + "/app/cache"}))
+    dirs = read_pod_log_dirs(str(logs), mounts)
+    pods = inventory_of([PodInfo(LIVE, "default", "web")])
+    plan = plan_logs(
+        dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert plan.actions == []
+    assert [k.rule for k in plan.kept] == ["mount-point"]
+    dirs2 = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    plan2 = plan_logs(
+        dirs2, [], [ctr("c", uid=GONE)], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [k.rule for k in plan2.kept] == ["has-containers"]
+
+
+def test_remove_refuses_a_dir_that_became_a_mount(tmp_path: Path) -> None:
+    logs = tree(tmp_path)
+    d = logs / f"kube-system_coredns-7d8f_{GONE}"
+    with pytest.raises(LogDirChanged):
+        remove_pod_log_dir(str(d), MountTable(frozenset({os.path.realpath(d) + "/app"})))
+    assert (d / "app/0.log").exists()
+    assert remove_pod_log_dir(str(d), MountTable(frozenset())) == 100
+    assert not d.exists()
+
+
+def test_symlinked_pod_dir_removes_only_the_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.log").write_text("keep")
+    logs = tmp_path / "var/log/pods"
+    logs.mkdir(parents=True)
+    (logs / f"ns_p_{GONE}").symlink_to(outside)
+    (d,) = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    assert d.is_symlink and d.bytes == 0
+    assert remove_pod_log_dir(d.path, MountTable(frozenset())) == 0
+    assert (outside / "precious.log").read_text() == "keep"
+
+
+def test_dangling_links(tmp_path: Path) -> None:
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    target = tmp_path / "real.log"
+    target.write_text("x")
+    (links / "a_ns_c-aaaaaaaaaaaa.log").symlink_to(tmp_path / "missing.log")  # gone container
+    (links / "b_ns_c-bbbbbbbbbbbb.log").symlink_to(tmp_path / "missing.log")  # running one
+    (links / "c_ns_c-cccccccccccc.log").symlink_to(tmp_path / "missing.log")  # exited one
+    (links / "d_ns_c-x.log").symlink_to(tmp_path / "missing.log")  # unparsable
+    (links / "e_ns_c-eeeeeeeeeeee.log").symlink_to(target)  # not dangling
+    found = dangling_links(str(links))
+    assert [n for n, _ in found] == [
+        "a_ns_c-aaaaaaaaaaaa.log", "b_ns_c-bbbbbbbbbbbb.log", "c_ns_c-cccccccccccc.log",
+        "d_ns_c-x.log",
+    ]  # fmt: skip
+    containers = [
+        ctr("bbbbbbbbbbbb" + "0" * 52, state="RUNNING"),
+        ctr("cccccccccccc" + "0" * 52, state="EXITED"),
+    ]
+    lks = [
+        LegacyLink(
+            n, p, container_id_from_link(n), link_state(container_id_from_link(n), containers)
+        )
+        for n, p in found
+    ]
+    plan = plan_logs(
+        [], lks, containers, NO_POD_SOURCE, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert {a.path.rsplit("/", 1)[1]: a.rule for a in plan.actions} == {
+        "a_ns_c-aaaaaaaaaaaa.log": "container-gone",
+        "c_ns_c-cccccccccccc.log": "container-exited",
+        "d_ns_c-x.log": "unparsable-link",
+    }
+    assert [(k.path.rsplit("/", 1)[1], k.rule) for k in plan.kept] == [
+        ("b_ns_c-bbbbbbbbbbbb.log", "container-not-exited")
+    ]
