@@ -19,7 +19,7 @@ from kubegc_cli.execute import Executor, Interrupted
 from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
-from kubegc_cli.plan import A, ContainerAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import ContainerAction, LogAction, Plan, Result, SandboxAction
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
@@ -140,6 +140,9 @@ def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
         client.close()
 
 
+LOG_KINDS = ("pod-log-dir", "log-symlink")
+
+
 class Mode(StrEnum):
     """How a destructive command proceeds once it has a plan."""
 
@@ -187,23 +190,37 @@ def _may_act(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
     return bool(plan.actions)
 
 
-def _carry_out(
-    s: Settings,
-    plan: Plan[A],
-    executor: Executor[A],
-    command: str,
-    ui: Ui,
-    recheck: Callable[[], None] | None = None,
-) -> None:
-    """Act under the node lock: re-check the plan as a whole, run the executor, audit."""
+@dataclass(frozen=True)
+class Stage:
+    """One step of acting: an executor for the actions of `kinds`, and an optional re-check of
+    the plan as a whole right before it runs."""
+
+    executor: Executor[Any]
+    kinds: tuple[str, ...]
+    recheck: Callable[[], None] | None = None
+
+
+def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui) -> None:
+    """Act under the node lock, stage by stage (the kubelet's order), then write the audit log.
+
+    After an interrupt, later stages start nothing: their actions are marked skipped.
+    """
+    from kubegc_cli.plan import INTERRUPTED
+
     with node_lock(s.state_dir):
-        if recheck is not None:
-            recheck()
-        todo = [a for a in plan.actions if a.result is Result.PLANNED]
-        try:
-            executor.run(todo)
-        except Interrupted as exc:
-            plan.interrupted = exc.signal_name
+        for stage in stages:
+            todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
+            if plan.interrupted:
+                for a in todo:
+                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+                continue
+            if stage.recheck is not None:
+                stage.recheck()
+                todo = [a for a in todo if a.result is Result.PLANNED]
+            try:
+                stage.executor.run(todo)
+            except Interrupted as exc:
+                plan.interrupted = exc.signal_name
         try:
             record_audit(s.state_dir, command, plan.now, plan.actions)
         except Exception as exc:  # the audit log must never undo a finished run
@@ -257,14 +274,8 @@ def gc_containers(
                 log_roots=LogRoots(s.host_root, kcfg.pod_logs_dir),
                 mounts=mounts,
             )
-            _carry_out(
-                s,
-                plan,
-                remover,
-                "gc containers",
-                ui,
-                recheck=lambda: recheck_guard(plan, client.list_containers(), policy),
-            )
+            guard = lambda: recheck_guard(plan, client.list_containers(), policy)  # noqa: E731
+            _carry_out(s, plan, [Stage(remover, ("container",), guard)], "gc containers", ui)
         return plan
     finally:
         client.close()
@@ -308,12 +319,50 @@ def gc_sandboxes(
         )  # fmt: skip
         plan.source = snap.endpoint
         if _may_act(mode, plan, ui, "sandbox"):
-            _carry_out(
-                s, plan, SandboxRemover(client, concurrency=act.concurrency), "gc sandboxes", ui
-            )
+            remover = SandboxRemover(client, concurrency=act.concurrency)
+            _carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
         return plan
     finally:
         client.close()
+
+
+def _pod_logs_root(s: Settings, pod_logs_dir: str | None) -> str:
+    from kubegc_cli.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+
+    if pod_logs_dir is not None:
+        return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+    return load_kubelet_config(s.config, s.host_root).pod_logs_dir
+
+
+def _observe_logs(
+    s: Settings, root: str, pods: PodInventory, containers: list[Any], mounts: Any, ui: Ui
+) -> tuple[list[Any], list[Any]]:
+    """(pod log dirs, dangling legacy links) on the host. Dirs only with a known pod source.
+
+    Raises `RuntimeUnavailable` when the pod log root exists but cannot be read.
+    """
+    from kubegc_cli.errors import RuntimeUnavailable
+    from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
+    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
+    from kubegc_cli.policy.logs import link_state
+
+    local_root = on_host(s.host_root, root)
+    try:
+        dirs = read_pod_log_dirs(local_root, mounts) if pods.known else []
+    except FileNotFoundError:
+        dirs = []
+        ui.warn(f"no pod log directory at {local_root}")
+    except OSError as exc:
+        raise RuntimeUnavailable(
+            f"cannot read pod log root {local_root}: {exc.strerror or exc}"
+        ) from None
+    links = [
+        LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
+        for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR))
+        for cid in [container_id_of(name)]
+    ]
+    return dirs, links
 
 
 def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> Plan[LogAction]:
@@ -328,43 +377,19 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
     pods = load_pod_inventory(s)
     mode = decide_mode(s, act, ui)
 
-    from kubegc_cli.errors import RuntimeUnavailable
     from kubegc_cli.execute import LogRemover
-    from kubegc_cli.host.kubelet import (
-        CONTAINER_LOGS_DIR,
-        load_kubelet_config,
-        validate_pod_logs_dir,
-    )
-    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
     from kubegc_cli.observe import observe_node
-    from kubegc_cli.policy.logs import link_state, plan_logs
+    from kubegc_cli.policy.logs import plan_logs
 
-    if pod_logs_dir is not None:
-        root = validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
-    else:
-        root = load_kubelet_config(s.config, s.host_root).pod_logs_dir
+    root = _pod_logs_root(s, pod_logs_dir)
     client = open_client(s, ui)
     try:
         snap = observe_node(client, s.host_root, statuses="none")
         check_source_covers_node(pods, _running_pod_uids(snap))
         mounts = MountTable.read()
-        local_root = on_host(s.host_root, root)
-        try:
-            dirs = read_pod_log_dirs(local_root, mounts) if pods.known else []
-        except FileNotFoundError:
-            dirs = []
-            ui.warn(f"no pod log directory at {local_root}")
-        except OSError as exc:
-            raise RuntimeUnavailable(
-                f"cannot read pod log root {local_root}: {exc.strerror or exc}"
-            ) from None
-        links = [
-            LegacyLink(name, path, cid, link_state(cid, snap.containers) if cid else "")
-            for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR))
-            for cid in [container_id_of(name)]
-        ]
+        dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
         now = s.now if s.now is not None else snap.captured_at
         plan = plan_logs(
             dirs, links, snap.containers, pods, now,
@@ -372,10 +397,87 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
         )  # fmt: skip
         plan.source = snap.endpoint
         if _may_act(mode, plan, ui, "log path"):
-            _carry_out(
-                s, plan, LogRemover(client, concurrency=act.concurrency, mounts=mounts),
-                "gc logs", ui,
-            )  # fmt: skip
+            remover = LogRemover(client, concurrency=act.concurrency, mounts=mounts)
+            _carry_out(s, plan, [Stage(remover, LOG_KINDS)], "gc logs", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def gc_all(
+    s: Settings,
+    policy: ContainerGCPolicy,
+    scope: Scope,
+    pod_logs_dir: str | None,
+    act: ActOptions,
+    ui: Ui,
+) -> Plan[Any]:
+    """`kubegc gc all`: containers, then sandboxes, then logs — the kubelet's order — as one
+    plan with one confirmation.
+
+    Later stages plan on the state the earlier ones leave: a sandbox whose last dead container
+    is removed in this run is removable in this run, and so is that pod's log directory. The
+    executors still re-check every object right before acting. Errors as the single commands.
+    """
+    if s.snapshot is not None:
+        raise BadInput("gc all reads the node's log directories; --snapshot holds none")
+    pods = load_pod_inventory(s)
+    mode = decide_mode(s, act, ui)
+
+    from kubegc_cli.execute import ContainerRemover, LogRemover, SandboxRemover
+    from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
+    from kubegc_cli.host.logs import LogRoots
+    from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.observe import observe_node
+    from kubegc_cli.policy.logs import plan_logs
+
+    kcfg = load_kubelet_config(s.config, s.host_root)
+    root = _pod_logs_root(s, pod_logs_dir)
+    client = open_client(s, ui)
+    try:
+        mounts = MountTable.read()
+        snap = observe_node(
+            client, s.host_root, statuses="dead", sandboxes=True,
+            pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
+        )  # fmt: skip
+        check_source_covers_node(pods, _running_pod_uids(snap))
+        now = s.now if s.now is not None else snap.captured_at
+        pc = plan_containers(snap.containers, policy, pods, now, scope)
+        going = {a.id for a in pc.actions}
+        left = [c for c in snap.containers if c.id not in going]
+        ps = plan_sandboxes(
+            snap.sandboxes, left, pods, now,
+            include_terminated_pods=policy.include_terminated_pods, scope=scope,
+        )  # fmt: skip
+        dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
+        links = [lk for lk in links if not any(g.startswith(lk.container_id) for g in going)]
+        pl = plan_logs(
+            dirs, links, left, pods, now,
+            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
+        )  # fmt: skip
+        plan: Plan[Any] = Plan(
+            kind="GCPlan",
+            policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},
+            now=now,
+            actions=[*pc.actions, *ps.actions, *pl.actions],
+            kept=[*pc.kept, *ps.kept, *pl.kept],
+            notes=[*pc.notes, *(n for n in ps.notes + pl.notes if n not in pc.notes)],
+            out_of_scope=pc.out_of_scope,
+            source=snap.endpoint,
+        )
+        if _may_act(mode, plan, ui, "object"):
+            n = act.concurrency
+            log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
+            stages = [
+                Stage(
+                    ContainerRemover(client, concurrency=n, log_roots=log_roots, mounts=mounts),
+                    ("container",),
+                    lambda: recheck_guard(pc, client.list_containers(), policy),
+                ),
+                Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
+                Stage(LogRemover(client, concurrency=n, mounts=mounts), LOG_KINDS),
+            ]
+            _carry_out(s, plan, stages, "gc all", ui)
         return plan
     finally:
         client.close()

@@ -159,7 +159,49 @@ LOGS = Layout(
     lambda k: k.rule == "mount-point",
     True,
 )
-LAYOUTS = {"ContainerGCPlan": CONTAINERS, "SandboxGCPlan": SANDBOXES, "LogGCPlan": LOGS}
+
+
+def _mixed_row(a: Any, now: int) -> list[str]:
+    """One row of `gc all`: kind, object, pod, state, age, reason, bytes, result."""
+    if isinstance(a, ContainerAction):
+        c = a.container
+        obj = f"{_short(c.id)} {c.container_name}#{c.attempt}"
+        pod, state, born = f"{c.pod_namespace}/{c.pod_name}", c.state.value, c.created_at
+        size = "-" if c.log_bytes is None else format_bytes(a.bytes_freed or c.log_bytes)
+    elif isinstance(a, SandboxAction):
+        sb = a.sandbox
+        obj = f"{_short(sb.id)} #{sb.attempt}"
+        pod, state, born, size = f"{sb.namespace}/{sb.name}", sb.state.value, sb.created_at, "-"
+    else:
+        obj, pod, state, born = a.path, "-", "-", 0
+        size = "-" if a.kind == "log-symlink" else format_bytes(a.bytes_freed or a.bytes)
+    age = format_duration((now - born) / NS_PER_SECOND) if born else "-"
+    return [a.kind, obj, pod, state, age, a.rule, size, _result_text(a)]
+
+
+ALL = Layout(
+    "GC (containers, sandboxes, logs)",
+    "object",
+    (
+        ("KIND", False),
+        ("OBJECT", True),
+        ("POD", True),
+        ("STATE", False),
+        ("AGE", False),
+        ("REASON", True),
+        ("SIZE", False),
+        ("RESULT", True),
+    ),
+    _mixed_row,
+    lambda k: k.rule in ("guard-newest-record", "mount-point"),
+    True,
+)
+LAYOUTS = {
+    "ContainerGCPlan": CONTAINERS,
+    "SandboxGCPlan": SANDBOXES,
+    "LogGCPlan": LOGS,
+    "GCPlan": ALL,
+}
 
 
 def _console(out: IO[str]) -> Any:

@@ -100,6 +100,7 @@ def cli() -> None:
     kubegc gc containers            dead containers, by the kubelet's container GC rules
     kubegc gc sandboxes             dead pod sandboxes, by the kubelet's sandbox GC rules
     kubegc gc logs                  log directories of deleted pods, dangling log symlinks
+    kubegc gc all                   all three in the kubelet's order, one plan
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
@@ -314,6 +315,67 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
     finish(run(s, opts["pod_logs_dir"], act, ConsoleUi(s.verbose, s.output)), s)
+
+
+@gc.command("all")
+@click.option(
+    "--minimum-container-ttl-duration",
+    default="0s",
+    show_default=True,
+    metavar="DURATION",
+    help="MinAge for containers (see gc containers).",
+)
+@click.option(
+    "--maximum-dead-containers-per-container",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="MaxPerPodContainer (see gc containers).",
+)
+@click.option(
+    "--maximum-dead-containers",
+    type=int,
+    default=-1,
+    show_default=True,
+    metavar="N",
+    help="MaxContainers (see gc containers).",
+)
+@click.option("--match-kubelet", is_flag=True, help="Turn kubegc's record guard off.")
+@click.option("--pod-logs-dir", metavar="PATH", help="Pod log root on the host (see gc logs).")
+@removal_options
+@global_options
+@click.pass_context
+def gc_all(ctx: click.Context, /, **opts: Any) -> None:
+    """Containers, then sandboxes, then pod logs — the kubelet's order — as one plan.
+
+    One table, one confirmation, one JSON document with the actions of all three kinds. Later
+    stages plan on the state the earlier ones leave: a sandbox whose last dead container goes
+    in this run goes too, and so does a deleted pod's log directory. Every object is still
+    re-checked right before it is removed.
+
+    \b
+    Examples:
+      kubegc gc all --pods-file pods.json --dry-run
+      kubegc gc all --pods-file pods.json --yes -o json > gc-$(date +%F).json
+    """
+    from kubegc_cli.app import gc_all as run
+    from kubegc_cli.policy.containers import ContainerGCPolicy
+    from kubegc_cli.units import parse_duration
+
+    s = settings_from(ctx)
+    policy = ContainerGCPolicy(
+        min_age=parse_duration(
+            opts["minimum_container_ttl_duration"], flag="--minimum-container-ttl-duration"
+        ),
+        max_per_pod_container=opts["maximum_dead_containers_per_container"],
+        max_containers=opts["maximum_dead_containers"],
+        match_kubelet=opts["match_kubelet"],
+        include_terminated_pods=opts["include_terminated_pods"],
+    )
+    scope, act = _scope_and_act(s, opts)
+    ui = ConsoleUi(s.verbose, s.output)
+    finish(run(s, policy, scope, opts["pod_logs_dir"], act, ui), s)
 
 
 def emit_plan(plan: Any, s: Any) -> None:

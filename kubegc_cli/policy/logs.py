@@ -22,6 +22,7 @@ from kubegc_cli.host.podlogs import LegacyLink, PodLogDir
 from kubegc_cli.model import Container, ContainerState
 from kubegc_cli.plan import LogAction, Plan, Result
 from kubegc_cli.pods import PodInventory
+from kubegc_cli.policy.containers import Scope
 
 RULE_DELETED = "deleted-pod"
 RULE_UNPARSABLE = "unparsable-link"
@@ -52,12 +53,15 @@ def plan_logs(
     *,
     pod_logs_dir: str,
     container_logs_dir: str,
+    scope: Scope | None = None,
 ) -> Plan[LogAction]:
     """Plan pod log directory and legacy symlink removal. Paths in actions are host paths.
 
     `containers` are those that will still exist (a combined run passes what the container
-    stage leaves). `now` is nanoseconds since the epoch (reported only).
+    stage leaves). `now` is nanoseconds since the epoch (reported only). `scope` narrows what
+    is acted on by the namespace and pod names in the directory and link names.
     """
+    scope = scope or Scope()
     live_uids = {c.pod_uid for c in containers if c.pod_uid}
     plan: Plan[LogAction] = Plan(
         kind="LogGCPlan",
@@ -70,6 +74,10 @@ def plan_logs(
     )
     for d in dirs:
         if not pods.is_deleted(d.uid):
+            continue
+        parts = d.name.split("_")
+        ns, pod = (parts[0], parts[1]) if len(parts) >= 3 else ("", "")
+        if not scope.everything and not scope.selects_pod(ns, pod, d.uid):
             continue
         host = os.path.join(pod_logs_dir, d.name)
         if d.uid in live_uids:
@@ -85,6 +93,10 @@ def plan_logs(
         else:
             plan.actions.append(action)
     for link in links:
+        parts = link.name.split("_")
+        pod, ns = (parts[0], parts[1]) if len(parts) >= 3 else ("", "")
+        if not scope.everything and not scope.selects_pod(ns, pod, ""):
+            continue
         host = os.path.join(container_logs_dir, link.name)
         if not link.container_id:
             rule, why, keep = RULE_UNPARSABLE, "no container ID in the name", False

@@ -93,3 +93,38 @@ def test_sandbox_removed_meanwhile_is_skipped(node: LocalNode, ns: str, tmp_path
     assert a.id == s1.sandbox_id
     assert (a.result, a.error) == (Result.SKIPPED, "gone before removal")
     assert s1.sandbox_id not in sandboxes(node, ns) and len(sandboxes(node, ns)) == 1
+
+
+def test_gc_all_plans_on_what_earlier_stages_leave(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Case 3 in `gc all`: the deleted pod's container goes first, so both its sandboxes and
+    its log directory go in the same run; the live pod keeps its newest records."""
+    live = node.run_pod("live", namespace=ns)
+    node.add_container(live, "app", state="running")
+    l0 = node.add_container(live, "init", attempt=0)
+    l1 = node.add_container(live, "init", attempt=1)
+    c1 = node.run_pod("c", namespace=ns, uid="uid-c-" + ns, attempt=0)
+    job = node.add_container(c1, "job")
+    node.stop_pod(c1)
+    c2 = dead_sandbox(node, "c", ns, c1.uid, 1)
+    pods = write_pods_file(tmp_path / "pods.json", live)
+
+    res = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "all", "-n", ns, "--yes",
+                 "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["kind"] == "GCPlan"
+    got = [(a["kind"], a["id"] if a["kind"] != "pod-log-dir" else "dir", a["result"])
+           for a in doc["actions"]]  # fmt: skip
+    assert ("container", job, "removed") in got and ("container", l0, "removed") in got
+    assert ("sandbox", c1.sandbox_id, "removed") in got
+    assert ("sandbox", c2.sandbox_id, "removed") in got
+    dirs = [a for a in doc["actions"] if a["kind"] == "pod-log-dir"]
+    assert [a["pod_uid"] for a in dirs] == [c1.uid] and dirs[0]["result"] == "removed"
+    assert [k[0] for k in got] == sorted(
+        (k[0] for k in got), key=["container", "sandbox", "pod-log-dir", "log-symlink"].index
+    )  # the kubelet's order
+    assert sandboxes(node, ns) == {live.sandbox_id}
+    assert node.container_ids(namespace=ns) >= {l1} and l0 not in node.container_ids(namespace=ns)
+    assert not c1.log_directory.exists() and live.log_directory.exists()

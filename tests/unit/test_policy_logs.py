@@ -152,3 +152,22 @@ def test_dangling_links(tmp_path: Path) -> None:
     assert [(k.path.rsplit("/", 1)[1], k.rule) for k in plan.kept] == [
         ("b_ns_c-bbbbbbbbbbbb.log", "container-not-exited")
     ]
+
+
+def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:
+    from kubegc_cli.policy.containers import Scope
+
+    logs = tree(tmp_path)
+    (logs / f"other_x_{'7' * 36}").mkdir()
+    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    links = [LegacyLink("pod_kube-system_c-aaaaaaaaaaaa.log", "/x", "aaaaaaaaaaaa", ""),
+             LegacyLink("pod_other_c-bbbbbbbbbbbb.log", "/y", "bbbbbbbbbbbb", "")]  # fmt: skip
+    pods = inventory_of([PodInfo(LIVE, "default", "web")])
+    plan = plan_logs(
+        dirs, links, [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers", scope=Scope(namespaces=frozenset({"other"})),
+    )  # fmt: skip
+    assert sorted(a.path.rsplit("/", 1)[1] for a in plan.actions) == [
+        f"other_x_{'7' * 36}",
+        "pod_other_c-bbbbbbbbbbbb.log",
+    ]
