@@ -151,6 +151,62 @@ def removal_options(f: F) -> F:
     return f
 
 
+def container_policy_options(f: F) -> F:
+    """The kubelet's container GC flags, with its names and defaults."""
+    for decorator in reversed(
+        [
+            click.option(
+                "--minimum-container-ttl-duration",
+                default="0s",
+                show_default=True,
+                metavar="DURATION",
+                help="MinAge: only containers created at least this long ago are garbage.",
+            ),
+            click.option(
+                "--maximum-dead-containers-per-container",
+                type=int,
+                default=1,
+                show_default=True,
+                metavar="N",
+                help="MaxPerPodContainer: dead containers kept per evict unit (pod, container); "
+                "<0 no limit.",
+            ),
+            click.option(
+                "--maximum-dead-containers",
+                type=int,
+                default=-1,
+                show_default=True,
+                metavar="N",
+                help="MaxContainers: dead containers kept on the node; <0 no limit.",
+            ),
+            click.option(
+                "--match-kubelet",
+                is_flag=True,
+                help="Do exactly what the kubelet does, removing a live pod's newest dead "
+                "container too.",
+            ),
+        ]
+    ):
+        f = decorator(f)
+    return f
+
+
+def container_policy(opts: dict[str, Any]) -> Any:
+    """`ContainerGCPolicy` from the container policy options. Raises `BadInput`."""
+    from kubegc_cli.policy.containers import ContainerGCPolicy
+    from kubegc_cli.units import parse_duration
+
+    return ContainerGCPolicy(
+        min_age=parse_duration(
+            opts["minimum_container_ttl_duration"], flag="--minimum-container-ttl-duration"
+        ),
+        max_per_pod_container=opts["maximum_dead_containers_per_container"],
+        max_containers=opts["maximum_dead_containers"],
+        match_kubelet=opts["match_kubelet"],
+        include_terminated_pods=opts["include_terminated_pods"],
+    )
+
+
 def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None) -> Any:
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions."""
     from kubegc_cli.app import ActOptions
@@ -185,34 +241,7 @@ def finish(plan: Any, s: Any) -> None:
 
 
 @gc.command("containers")
-@click.option(
-    "--minimum-container-ttl-duration",
-    default="0s",
-    show_default=True,
-    metavar="DURATION",
-    help="MinAge: only containers created at least this long ago are garbage.",
-)
-@click.option(
-    "--maximum-dead-containers-per-container",
-    type=int,
-    default=1,
-    show_default=True,
-    metavar="N",
-    help="MaxPerPodContainer: dead containers kept per evict unit (pod, container); <0 no limit.",
-)
-@click.option(
-    "--maximum-dead-containers",
-    type=int,
-    default=-1,
-    show_default=True,
-    metavar="N",
-    help="MaxContainers: dead containers kept on the node; <0 no limit.",
-)
-@click.option(
-    "--match-kubelet",
-    is_flag=True,
-    help="Do exactly what the kubelet does, removing a live pod's newest dead container too.",
-)
+@container_policy_options
 @click.option(
     "--older-than",
     metavar="DURATION",
@@ -237,19 +266,10 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
     """
     from kubegc_cli.app import gc_containers as run
-    from kubegc_cli.policy.containers import ContainerGCPolicy
     from kubegc_cli.units import parse_duration
 
     s = settings_from(ctx)
-    policy = ContainerGCPolicy(
-        min_age=parse_duration(
-            opts["minimum_container_ttl_duration"], flag="--minimum-container-ttl-duration"
-        ),
-        max_per_pod_container=opts["maximum_dead_containers_per_container"],
-        max_containers=opts["maximum_dead_containers"],
-        match_kubelet=opts["match_kubelet"],
-        include_terminated_pods=opts["include_terminated_pods"],
-    )
+    policy = container_policy(opts)
     older = parse_duration(opts["older_than"], flag="--older-than") if opts["older_than"] else None
     scope, act = _scope_and_act(s, opts, older)
     finish(run(s, policy, scope, act, ConsoleUi(s.verbose, s.output)), s)
@@ -318,30 +338,7 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
 
 
 @gc.command("all")
-@click.option(
-    "--minimum-container-ttl-duration",
-    default="0s",
-    show_default=True,
-    metavar="DURATION",
-    help="MinAge for containers (see gc containers).",
-)
-@click.option(
-    "--maximum-dead-containers-per-container",
-    type=int,
-    default=1,
-    show_default=True,
-    metavar="N",
-    help="MaxPerPodContainer (see gc containers).",
-)
-@click.option(
-    "--maximum-dead-containers",
-    type=int,
-    default=-1,
-    show_default=True,
-    metavar="N",
-    help="MaxContainers (see gc containers).",
-)
-@click.option("--match-kubelet", is_flag=True, help="Turn kubegc's record guard off.")
+@container_policy_options
 @click.option("--pod-logs-dir", metavar="PATH", help="Pod log root on the host (see gc logs).")
 @removal_options
 @global_options
@@ -360,19 +357,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc all --pods-file pods.json --yes -o json > gc-$(date +%F).json
     """
     from kubegc_cli.app import gc_all as run
-    from kubegc_cli.policy.containers import ContainerGCPolicy
-    from kubegc_cli.units import parse_duration
 
     s = settings_from(ctx)
-    policy = ContainerGCPolicy(
-        min_age=parse_duration(
-            opts["minimum_container_ttl_duration"], flag="--minimum-container-ttl-duration"
-        ),
-        max_per_pod_container=opts["maximum_dead_containers_per_container"],
-        max_containers=opts["maximum_dead_containers"],
-        match_kubelet=opts["match_kubelet"],
-        include_terminated_pods=opts["include_terminated_pods"],
-    )
+    policy = container_policy(opts)
     scope, act = _scope_and_act(s, opts)
     ui = ConsoleUi(s.verbose, s.output)
     finish(run(s, policy, scope, opts["pod_logs_dir"], act, ui), s)
