@@ -213,10 +213,13 @@ def _console(out: IO[str]) -> Any:
             raise BrokenPipeError  # kubegc's entry point turns it into exit 141, like SIGPIPE
 
     isatty = hasattr(out, "isatty") and out.isatty()
-    return PipeAwareConsole(file=out, width=None if isatty else 200, soft_wrap=False)
+    return PipeAwareConsole(
+        file=out, width=None if isatty else 200, soft_wrap=False, highlight=False, emoji=False
+    )
 
 
-def _table(title: str, layout: Layout) -> Any:
+def _table(title: str, layout: Layout, *, wrap: bool = True) -> Any:
+    """A borderless rich table; `wrap` False (files, pipes) skips rich's costly line folding."""
     from rich.table import Table
 
     table = Table(
@@ -228,8 +231,11 @@ def _table(title: str, layout: Layout) -> Any:
         pad_edge=False,
         collapse_padding=True,
     )
-    for col, wrap in layout.columns:
-        table.add_column(col, no_wrap=not wrap, overflow="fold", min_width=7 if wrap else None)
+    for col, wraps in layout.columns:
+        if wrap and wraps:
+            table.add_column(col, overflow="fold", min_width=7)
+        else:
+            table.add_column(col, no_wrap=True)
     return table
 
 
@@ -249,7 +255,9 @@ def render_plan(
     from rich.text import Text
 
     layout = layout or LAYOUTS[plan.kind]
-    console = _console(out or sys.stdout)
+    out = out or sys.stdout
+    console = _console(out)
+    wrap = hasattr(out, "isatty") and out.isatty()
     acted = any(a.result is not Result.PLANNED for a in plan.actions)
     title = layout.title + (" (dry run)" if plan.dry_run else "")
 
@@ -257,7 +265,7 @@ def render_plan(
         return [Text(safe_text(v)) for v in layout.row(a, plan.now)]
 
     if plan.actions:
-        table = _table(title, layout)
+        table = _table(title, layout, wrap=wrap)
         for a in plan.actions:
             table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted else None)
         console.print(table)
@@ -265,7 +273,7 @@ def render_plan(
         console.print(Text(f"{title}: nothing to remove.", style="bold"))
     shown_kept = [k for k in plan.kept if verbose or layout.show_kept(k)]
     if shown_kept:
-        kept = _table("Kept (not removed)", layout)
+        kept = _table("Kept (not removed)", layout, wrap=wrap)
         for k in shown_kept:
             kept.add_row(*cells(k), style="dim")
         console.print(kept)
