@@ -263,6 +263,17 @@ def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
+def sigterm_exits() -> Iterator[None]:
+    """Within the block SIGTERM raises SystemExit, so ``finally`` clauses and ``with`` blocks
+    (temporary directories, the local node, child processes) are cleaned up."""
+    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
 def local_node() -> Iterator[LocalNode]:
     """Start a :class:`LocalNode` in a fresh directory under /tmp; stop it and remove it after.
 
@@ -282,22 +293,21 @@ def local_node() -> Iterator[LocalNode]:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    scratch = Path(tempfile.mkdtemp(prefix="kgc-bench-", dir="/tmp"))
-    node = LocalNode(scratch / "node")
-    try:
-        began = time.monotonic()
-        node.start()
-        log(f"containerd up in {time.monotonic() - began:.1f}s ({node.snapshotter})")
-        yield node
-    finally:
-        began = time.monotonic()
+    with sigterm_exits():
+        scratch = Path(tempfile.mkdtemp(prefix="kgc-bench-", dir="/tmp"))
+        node = LocalNode(scratch / "node")
         try:
-            node.stop()
+            began = time.monotonic()
+            node.start()
+            log(f"containerd up in {time.monotonic() - began:.1f}s ({node.snapshotter})")
+            yield node
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-            signal.signal(signal.SIGTERM, previous)
-        log(f"node stopped and {scratch} removed in {time.monotonic() - began:.1f}s")
+            began = time.monotonic()
+            try:
+                node.stop()
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            log(f"node stopped and {scratch} removed in {time.monotonic() - began:.1f}s")
 
 
 def make_exited(

@@ -114,6 +114,9 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
 
 def main() -> int:
     args = sys.argv[1:]
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if args and args[0] == "--":
         args = args[1:]
     print(json.dumps(run(args)))

@@ -473,9 +473,14 @@ def measure(
     began = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     assert proc.stdout is not None
-    output = proc.stdout.read()
-    proc.stdout.close()
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        output = proc.stdout.read()
+        proc.stdout.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): leave no child running
+        proc.kill()
+        proc.wait()
+        raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"planner child ({build}, {containers}) exited {proc.returncode}")
@@ -609,6 +614,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench._common import sigterm_exits
+
+    with sigterm_exits():
+        return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     from bench._common import emit, finish, log, machine
 
     result: dict[str, Any] = {

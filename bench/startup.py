@@ -52,6 +52,7 @@ from bench._common import (
     make_exited,
     other_kubegc_on_path,
     phase_breakdown,
+    sigterm_exits,
     summarize_ms,
     verdict,
 )
@@ -233,7 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-hyperfine", action="store_true")
     parser.add_argument("--json", action="store_true", help="JSON result on stdout")
     args = parser.parse_args(argv)
+    with sigterm_exits():  # a hyperfine temp dir and the node are cleaned up on SIGTERM too
+        return _main(args)
 
+
+def _main(args: argparse.Namespace) -> int:
     kubegc = kubegc_command()
     result: dict[str, Any] = {
         "benchmark": "startup",
