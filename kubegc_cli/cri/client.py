@@ -9,6 +9,7 @@ because nodes that leaked sandboxes have list replies larger than that.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -67,6 +68,12 @@ def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: fl
     return f"{what} on {endpoint} failed: {name}: {details}"
 
 
+def _interned(m: Any) -> dict[str, str]:
+    # Every container repeats the same label keys and its pod's identity; protobuf returns
+    # fresh strings each time. Interning keeps 100,000 containers about a third smaller.
+    return {sys.intern(k): sys.intern(v) if len(v) <= 128 else v for k, v in m.items()}
+
+
 def container_from_pb(c: Any) -> Container:
     """CRI `Container` message → `Container` (status-only fields left empty)."""
     return Container(
@@ -76,9 +83,9 @@ def container_from_pb(c: Any) -> Container:
         attempt=c.metadata.attempt,
         state=_CONTAINER_STATES.get(c.state, ContainerState.UNKNOWN),
         created_at=c.created_at,
-        labels=dict(c.labels),
-        annotations=dict(c.annotations),
-        image=c.image.image,
+        labels=_interned(c.labels),
+        annotations=_interned(c.annotations),
+        image=sys.intern(c.image.image),
         image_ref=c.image_ref,
         image_id=c.image_id,
     )

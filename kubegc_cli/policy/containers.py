@@ -25,6 +25,7 @@ unstable, so any order is faithful; this one is deterministic).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,6 +143,26 @@ def plan_containers(
     the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals (in
     removal order: oldest first) and whose `kept` lists every dead container left, with why.
     """
+    # Planning allocates one object per container and frees none: Python's cyclic collector
+    # would only rescan them (a third of the time at 100,000 containers). Nothing here makes
+    # reference cycles, so it is paused for the call.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan_containers(containers, policy, pods, now, scope)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _plan_containers(
+    containers: Iterable[Container],
+    policy: ContainerGCPolicy,
+    pods: PodInventory,
+    now: int,
+    scope: Scope | None = None,
+) -> Plan[ContainerAction]:
+    """The body of `plan_containers` (which pauses the cyclic garbage collector)."""
     scope = scope or Scope()
     min_age_ns = int(policy.min_age * NS_PER_SECOND)
     cutoff = now - min_age_ns
