@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import os
 import resource
 import sqlite3
@@ -216,11 +215,9 @@ def _executor(node: LocalNode, namespace: str, ids: list[str], concurrency: int)
     try:
         began = time.perf_counter()
         mounts = MountTable.read()
-        extra_args: dict[str, Any] = {}
-        accepted = inspect.signature(observe_node).parameters
-        if "pod_logs_dir" in accepted:  # as the CLI calls it (newer kubegc)
-            extra_args = {"pod_logs_dir": str(node.pod_logs_dir), "mounts": mounts}
-        snapshot = observe_node(client, Path("/"), statuses="dead", **extra_args)
+        snapshot = observe_node(
+            client, Path("/"), statuses="dead", pod_logs_dir=str(node.pod_logs_dir), mounts=mounts
+        )
         plan = plan_containers(
             snapshot.containers,
             ContainerGCPolicy(max_per_pod_container=0, match_kubelet=True),
