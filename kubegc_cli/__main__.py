@@ -1,5 +1,5 @@
 """`python -m kubegc_cli` runs the kubegc command line."""
 
-from kubegc_cli.cli.main import main
+from kubegc_cli.cli.entry import main
 
 main()
