@@ -51,6 +51,9 @@ class Settings:
     snapshot: Path | None = None
     now: int | None = None
     config: Path | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    node_name: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
@@ -82,18 +85,51 @@ class ActOptions:
     concurrency: int = 4
 
 
-def load_pod_inventory(s: Settings) -> PodInventory:
-    """The pod source chosen by `--pod-source` / `--pods-file`. Raises `BadInput` if unusable."""
-    source = s.pod_source or ("file" if s.pods_file else "none")
+def load_pod_inventory(s: Settings, ui: Ui, *, needs_source: bool = False) -> PodInventory:
+    pods = _load_pod_inventory(s, ui)
+    if needs_source and not pods.known:
+        raise BadInput("--include-terminated-pods needs a pod source (--pods-file or the API)")
+    return pods
+
+
+def _load_pod_inventory(s: Settings, ui: Ui) -> PodInventory:
+    """The pod source chosen by `--pod-source` / `--pods-file`, else found like kubectl does.
+
+    Default: `file` with `--pods-file`; else `api` when a kubeconfig or in-cluster service
+    account is found — and if that API cannot be read, a warning and `none`; else `none`.
+    An explicit `--pod-source api` that cannot be read raises `ApiUnavailable` (exit 3).
+    Raises `BadInput` for unusable files and contradictions, and when `needs_source`
+    (`--include-terminated-pods`) but no source is available.
+    """
+    from kubegc_cli.pods.api import ApiSource, ApiUnavailable, find_credentials, node_name
+
+    explicit = s.pod_source
+    creds = find_credentials(s.kubeconfig, s.env)
+    source = explicit or ("file" if s.pods_file else "api" if creds else "none")
+    if s.pods_file and source != "file":
+        raise BadInput(f"--pods-file given with --pod-source {source}; drop one of them")
     if source == "none":
-        if s.pods_file:
-            raise BadInput("--pods-file given with --pod-source none; drop one of them")
         return NO_POD_SOURCE
     if source == "file":
         if not s.pods_file:
             raise BadInput("--pod-source file needs --pods-file PATH")
         return load_pods_file(s.pods_file)
-    raise BadInput(f"unknown --pod-source {source!r} (use none or file)")
+    if source != "api":
+        raise BadInput(f"unknown --pod-source {source!r} (use none, file or api)")
+    if creds is None:
+        raise BadInput("--pod-source api: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) "
+                       "and no in-cluster service account")  # fmt: skip
+    from kubegc_cli.pods.api import load_api_inventory
+
+    api = ApiSource(creds, s.context, node_name(s.node_name))
+    ui.info(f"pod source: Kubernetes API ({creds}), node {api.node}")
+    try:
+        return load_api_inventory(api, s.timeout)
+    except ApiUnavailable as exc:
+        if explicit == "api":
+            raise
+        ui.warn(f"{exc}; going on without a pod source (no pod is treated as deleted)")
+        return NO_POD_SOURCE
 
 
 def _running_pod_uids(snap: NodeSnapshot) -> set[str]:
@@ -236,7 +272,7 @@ def gc_containers(
     `RuntimeUnavailable` if the inventory cannot be read; nothing is removed in either case.
     Returns the plan with results filled in (all `planned` for a dry run).
     """
-    pods = load_pod_inventory(s)
+    pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
     if s.snapshot is not None:
         snap = load_snapshot(s.snapshot)
@@ -288,7 +324,7 @@ def gc_sandboxes(
 
     Errors as `gc_containers`. Returns the plan with results filled in.
     """
-    pods = load_pod_inventory(s)
+    pods = load_pod_inventory(s, ui, needs_source=include_terminated_pods)
     mode = decide_mode(s, act, ui)
     if s.snapshot is not None:
         snap = load_snapshot(s.snapshot)
@@ -374,7 +410,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
     """
     if s.snapshot is not None:
         raise BadInput("gc logs reads the node's log directories; --snapshot holds none")
-    pods = load_pod_inventory(s)
+    pods = load_pod_inventory(s, ui)
     mode = decide_mode(s, act, ui)
 
     from kubegc_cli.execute import LogRemover
@@ -421,7 +457,7 @@ def gc_all(
     """
     if s.snapshot is not None:
         raise BadInput("gc all reads the node's log directories; --snapshot holds none")
-    pods = load_pod_inventory(s)
+    pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
 
     from kubegc_cli.execute import ContainerRemover, LogRemover, SandboxRemover

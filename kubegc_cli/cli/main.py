@@ -59,6 +59,9 @@ def settings_from(ctx: click.Context) -> Any:
         snapshot=Path(g["snapshot"]) if g.get("snapshot") else None,
         now=rfc3339_to_ns(g["now"], what="--now") if g.get("now") else None,
         config=Path(g["config"]) if g.get("config") else None,
+        kubeconfig=g.get("kubeconfig") or None,
+        context=g.get("context") or None,
+        node_name=g.get("node_name") or None,
         env=dict(os.environ),
     )
 
@@ -212,8 +215,6 @@ def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None
     from kubegc_cli.app import ActOptions
     from kubegc_cli.policy.containers import Scope
 
-    if opts["include_terminated_pods"] and not (s.pods_file or s.pod_source not in (None, "none")):
-        raise BadInput("--include-terminated-pods needs a pod source (--pods-file)")
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     scope = Scope(

@@ -81,8 +81,9 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--pod-source",),
         {
-            "type": click.Choice(["none", "file"]),
-            "help": "Where desired pods come from [default: file with --pods-file, else none].",
+            "type": click.Choice(["none", "file", "api"]),
+            "help": "Where desired pods come from [default: file with --pods-file, else api "
+            "when a kubeconfig or in-cluster account is found, else none].",
         },
     ),
     (
@@ -91,6 +92,15 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "metavar": "PATH",
             "help": "PodList JSON (kubectl get pods -o json); pods not in it are deleted.",
         },
+    ),
+    (
+        ("--kubeconfig",),
+        {"metavar": "PATH", "help": "kubeconfig for the API pod source [default: as kubectl]."},
+    ),
+    (("--context",), {"metavar": "NAME", "help": "kubeconfig context for the API pod source."}),
+    (
+        ("--node-name",),
+        {"metavar": "NAME", "help": "This node's name in the API [default: hostname, lower-case]."},
     ),
     (
         ("--state-dir",),

@@ -9,8 +9,10 @@ pod workers, so it asks a pod source instead:
   pod is ever treated as deleted or terminated (`PodInventory.known` is False).
 - `file`: a PodList as printed by `kubectl get pods -o json` (for example with
   `--field-selector spec.nodeName=NODE`); a pod UID not in the list is deleted.
+- `api`: the same list read from the Kubernetes API (`kubegc_cli.pods.api`).
 
-A later source (the Kubernetes API) plugs in by returning a `PodInventory` too.
+In every source, an evicted pod and a pod being deleted whose containers have all stopped
+count as deleted too (the kubelet's ShouldPodContentBeRemoved).
 """
 
 from __future__ import annotations
@@ -28,12 +30,18 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 @dataclass(frozen=True, slots=True)
 class PodInfo:
-    """One desired pod: identity and `status.phase` ("" when the source did not say)."""
+    """One desired pod: identity and `status.phase` ("" when the source did not say).
+
+    `content_removable` marks a pod that still exists but whose content may go, as the
+    kubelet's ShouldPodContentBeRemoved says: evicted (`status.reason` Evicted), or being
+    deleted (`metadata.deletionTimestamp`) with every container stopped.
+    """
 
     uid: str
     namespace: str
     name: str
     phase: str = ""
+    content_removable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +57,16 @@ class PodInventory:
     source: str = "none"
 
     def is_deleted(self, uid: str) -> bool:
-        """The pod is known to be gone from the API (the kubelet's ShouldPodContentBeRemoved).
+        """The pod's content may be removed (the kubelet's ShouldPodContentBeRemoved): it is
+        gone from the pod source, evicted, or deleted with every container stopped.
 
         Containers without a pod UID label (`uid == ""`) are never treated as deleted: kubegc
         cannot know whose they are.
         """
-        return self.known and uid != "" and uid not in self.pods
+        if not self.known or uid == "":
+            return False
+        pod = self.pods.get(uid)
+        return pod is None or pod.content_removable
 
     def is_terminated(self, uid: str) -> bool:
         """Deleted, or still in the API in phase Succeeded/Failed (ShouldPodRuntimeBeRemoved)."""
@@ -113,8 +125,20 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             namespace=str(meta.get("namespace", "")),
             name=str(meta.get("name", "")),
             phase=str(status.get("phase", "")),
+            content_removable=status.get("reason") == "Evicted"
+            or (bool(meta.get("deletionTimestamp")) and _all_stopped(status)),
         )
     return PodInventory(known=True, pods=pods, source=source)
+
+
+def _all_stopped(status: Mapping[str, Any]) -> bool:
+    """No container or init container of the pod is running or waiting to (status says so)."""
+    for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+        for cs in status.get(key) or ():
+            state = cs.get("state") if isinstance(cs, Mapping) else None
+            if not isinstance(state, Mapping) or "terminated" not in state:
+                return False
+    return True
 
 
 def load_pods_file(path: Path) -> PodInventory:

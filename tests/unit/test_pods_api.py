@@ -1,0 +1,207 @@
+"""The Kubernetes API pod source, with the official `kubernetes` client talking to a local
+HTTP server that serves recorded API objects and records the requests it gets.
+
+(No kube-apiserver can run here; this server answers the one call kubegc makes: list pods.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from kubegc_cli.app import Settings, load_pod_inventory
+from kubegc_cli.pods.api import ApiSource, ApiUnavailable, load_api_inventory
+
+
+def pod(uid: str, *, reason: str = "", deleting: bool = False, running: bool = False) -> Any:
+    state = {"running": {}} if running else {"terminated": {"exitCode": 0}}
+    meta: dict[str, Any] = {"uid": uid, "name": f"p-{uid}", "namespace": "ns"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-11-29T10:00:00Z"
+    status: dict[str, Any] = {"phase": "Running", "containerStatuses": [{"state": state}]}
+    if reason:
+        status["reason"] = reason
+    return {"kind": "Pod", "metadata": meta, "status": status}
+
+
+@dataclass
+class RecordedApi:
+    """Serves `pages` of a PodList in order (by continue token); records each request."""
+
+    pages: list[list[Any]] = field(default_factory=list)
+    fail: dict[int, tuple[int, str]] = field(default_factory=dict)  # page index → (status, msg)
+    delay: float = 0.0
+    requests: list[dict[str, list[str]]] = field(default_factory=list)
+
+    def answer(self, query: dict[str, list[str]]) -> tuple[int, Any]:
+        self.requests.append(query)
+        token = query.get("continue", ["0"])[0]
+        index = int(token)
+        if index in self.fail:
+            code, msg = self.fail[index]
+            return code, {"kind": "Status", "status": "Failure", "message": msg, "code": code}
+        more = index + 1 < len(self.pages)
+        return 200, {
+            "kind": "PodList",
+            "apiVersion": "v1",
+            "metadata": {"continue": str(index + 1) if more else ""},
+            "items": self.pages[index],
+        }
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
+    recorded = RecordedApi()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            assert url.path == "/api/v1/pods"
+            time.sleep(recorded.delay)
+            code, doc = recorded.answer(parse_qs(url.query))
+            body = json.dumps(doc).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)  # the client may have given up (timeout test)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_port}"}}}}]
+users: [{{name: u, user: {{token: test-token}}}}]
+contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
+current-context: ctx
+"""
+    )
+    yield recorded, kubeconfig
+    server.shutdown()
+
+
+def test_recorded_api_pages_are_all_read(api: tuple[RecordedApi, Path]) -> None:
+    recorded, kubeconfig = api
+    recorded.pages = [
+        [pod("a"), pod("evicted", reason="Evicted")],
+        [pod("gone-stopped", deleting=True), pod("gone-running", deleting=True, running=True)],
+    ]
+    inv = load_api_inventory(ApiSource(str(kubeconfig), None, "node-a"), timeout=5)
+    assert set(inv.pods) == {"a", "evicted", "gone-stopped", "gone-running"}
+    assert [r["fieldSelector"] for r in recorded.requests] == [["spec.nodeName=node-a"]] * 2
+    assert all(r["limit"] == ["500"] for r in recorded.requests)
+    assert "continue" not in recorded.requests[0] and recorded.requests[1]["continue"] == ["1"]
+    assert not inv.is_deleted("a")
+    assert inv.is_deleted("evicted")  # the kubelet: an evicted pod's content may go
+    assert inv.is_deleted("gone-stopped")  # deleted, every container stopped
+    assert not inv.is_deleted("gone-running")  # deleted but still running: not yet
+    assert inv.is_deleted("never-listed")
+    assert "node node-a" in inv.source
+
+
+@pytest.mark.parametrize(
+    ("status", "needle"),
+    [
+        (403, "403 Forbidden: kubegc needs permission to list pods"),
+        (401, "401 Unauthorized"),
+        (500, "500"),
+    ],
+)
+def test_recorded_api_refusals_are_unavailable(
+    api: tuple[RecordedApi, Path], status: int, needle: str
+) -> None:
+    recorded, kubeconfig = api
+    recorded.pages = [[pod("a")]]
+    recorded.fail = {0: (status, "etcd is sad")}
+    with pytest.raises(ApiUnavailable) as err:
+        load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=5)
+    assert needle in str(err.value) and "127.0.0.1" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_recorded_api_failing_second_page_is_not_a_partial_list(
+    api: tuple[RecordedApi, Path],
+) -> None:
+    recorded, kubeconfig = api
+    recorded.pages = [[pod("a")], [pod("b")]]
+    recorded.fail = {1: (410, "continue token expired")}
+    with pytest.raises(ApiUnavailable, match="410"):
+        load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=5)
+
+
+def test_recorded_api_answer_slower_than_the_timeout(api: tuple[RecordedApi, Path]) -> None:
+    recorded, kubeconfig = api
+    recorded.pages = [[pod("a")]]
+    recorded.delay = 3
+    began = time.monotonic()
+    with pytest.raises(ApiUnavailable, match="unreachable"):
+        load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=0.5)
+    assert time.monotonic() - began < 2.5
+
+
+class QuietUi:
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def info(self, message: str) -> None: ...
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+
+    def show_plan(self, plan: Any) -> None: ...
+    def interactive(self) -> bool:
+        return False
+
+    def confirm(self, question: str) -> bool:
+        return False
+
+
+def test_found_kubeconfig_is_the_default_source_and_falls_back(
+    api: tuple[RecordedApi, Path],
+) -> None:
+    recorded, kubeconfig = api
+    recorded.pages = [[pod("a")]]
+    ui: Any = QuietUi()
+    inv = load_pod_inventory(Settings(env={"KUBECONFIG": str(kubeconfig)}), ui)
+    assert inv.known and set(inv.pods) == {"a"}
+    recorded.fail = {0: (500, "down")}
+    fallback = load_pod_inventory(Settings(env={"KUBECONFIG": str(kubeconfig)}), ui)
+    assert not fallback.known
+    assert any("without a pod source" in w for w in ui.warnings)
+    with pytest.raises(ApiUnavailable):  # explicit: no fallback
+        load_pod_inventory(Settings(pod_source="api", env={"KUBECONFIG": str(kubeconfig)}), ui)
+    nothing = load_pod_inventory(Settings(env={"KUBECONFIG": "/nonexistent"}), ui)
+    assert not nothing.known
+
+
+def test_case_6_forbidden_api_is_exit_3_and_nothing_is_touched(
+    api: tuple[RecordedApi, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--pod-source api` answered with 403: exit 3, one line naming the API and the missing
+    permission; kubegc never even reaches the runtime (whose socket here does not exist)."""
+    from kubegc_cli.cli.main import main
+
+    recorded, kubeconfig = api
+    recorded.fail = {0: (403, 'pods is forbidden: User "x" cannot list resource "pods"')}
+    with pytest.raises(SystemExit) as exc:
+        main(["--pod-source", "api", "--kubeconfig", str(kubeconfig), "--node-name", "n1",
+              "-r", "unix:///nonexistent.sock", "gc", "containers", "--yes"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert exc.value.code == 3 and out == ""
+    assert err.count("\n") == 1 and "403 Forbidden" in err and "list pods" in err
+    assert "127.0.0.1" in err and "nonexistent.sock" not in err
