@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.execute import Executor, Interrupted
-from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
 from kubegc_cli.plan import ContainerAction, LogAction, Plan, Result, SandboxAction
@@ -32,6 +30,7 @@ from kubegc_cli.state import DEFAULT_STATE_DIR, node_lock, record_audit
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.execute import Executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +240,7 @@ def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, 
 
     After an interrupt, later stages start nothing: their actions are marked skipped.
     """
+    from kubegc_cli.execute import Interrupted
     from kubegc_cli.plan import INTERRUPTED
 
     with node_lock(s.state_dir):
@@ -381,6 +381,7 @@ def _observe_logs(
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.logs import on_host
     from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
+    from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
     from kubegc_cli.policy.logs import link_state
 
     local_root = on_host(s.host_root, root)

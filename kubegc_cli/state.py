@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sqlite3
-import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +68,9 @@ def node_lock(state_dir: Path) -> Iterator[None]:
 
 def record_audit(state_dir: Path, command: str, at_ns: int, actions: Iterable[Action]) -> str:
     """Append one audit row per action to `state.db`; returns the run id."""
+    import sqlite3
+    import uuid
+
     _ensure_dir(state_dir)
     run_id = uuid.uuid4().hex[:12]
     at = ns_to_rfc3339(at_ns)
