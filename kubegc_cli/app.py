@@ -402,6 +402,21 @@ def _observe_logs(
     return dirs, links
 
 
+def _minus_container_logs(dirs: list[Any], removals: list[ContainerAction], root: str) -> list[Any]:
+    """Pod log directories as the container stage will leave them: without the bytes of the
+    container logs it removes (so a combined plan counts no byte twice)."""
+    from dataclasses import replace
+
+    freed: dict[str, int] = {}
+    prefix = root.rstrip("/") + "/"
+    for a in removals:
+        path = a.container.log_path
+        if path.startswith(prefix) and a.container.log_bytes:
+            name = path[len(prefix) :].split("/", 1)[0]
+            freed[name] = freed.get(name, 0) + a.container.log_bytes
+    return [replace(d, bytes=max(0, d.bytes - freed.get(d.name, 0))) for d in dirs]
+
+
 def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> Plan[LogAction]:
     """`kubegc gc logs`: pod log directories of deleted pods and dangling legacy symlinks.
 
@@ -487,6 +502,7 @@ def gc_all(
             include_terminated_pods=policy.include_terminated_pods, scope=scope,
         )  # fmt: skip
         dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
+        dirs = _minus_container_logs(dirs, pc.actions, root)
         links = [lk for lk in links if not any(g.startswith(lk.container_id) for g in going)]
         pl = plan_logs(
             dirs, links, left, pods, now,

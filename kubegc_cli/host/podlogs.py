@@ -1,6 +1,6 @@
 """Pod log directories and legacy container-log symlinks, read and removed under `--host-root`.
 
-Layout (KUBELET-SEMANTICS §c): `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<n>.log`
+Layout (the kubelet's): `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<n>.log`
 (a bare `<uid>` directory is the legacy form) and `/var/log/containers/*.log` symlinks named
 `<pod>_<namespace>_<container>-<containerID>.log`.
 """

@@ -68,6 +68,17 @@ class PodInventory:
         pod = self.pods.get(uid)
         return pod is None or pod.content_removable
 
+    def deletion_reason(self, uid: str) -> str:
+        """Why `is_deleted(uid)` holds, in words ("" when it does not)."""
+        if not self.is_deleted(uid):
+            return ""
+        pod = self.pods.get(uid)
+        if pod is None:
+            return f"pod {uid} is not in the pod source ({self.source})"
+        return (
+            f"pod {pod.namespace}/{pod.name} was evicted or is deleted with all containers stopped"
+        )
+
     def is_terminated(self, uid: str) -> bool:
         """Deleted, or still in the API in phase Succeeded/Failed (ShouldPodRuntimeBeRemoved)."""
         if self.is_deleted(uid):

@@ -1,7 +1,7 @@
 """The kubelet's container garbage collection, as a pure planner.
 
 Source of the rules: kubelet `kuberuntime_gc.go` (`evictContainers`, `evictableContainers`,
-`enforceMaxContainersPerEvictUnit`), described in KUBELET-SEMANTICS §a. In short:
+`enforceMaxContainersPerEvictUnit`). In short:
 
 1. Candidates: every container not RUNNING (EXITED, CREATED and UNKNOWN alike) created at or
    before `now - MinAge`. Age counts from creation, not exit.
@@ -197,7 +197,7 @@ def _plan_containers(
         for key in list(units):
             uid = key[0]
             if pods.is_deleted(uid):
-                rule, why = RULE_DELETED, f"pod {uid} is not in the pod source ({pods.source})"
+                rule, why = RULE_DELETED, pods.deletion_reason(uid)
             elif policy.include_terminated_pods and pods.is_terminated(uid):
                 rule, why = RULE_TERMINATED, f"pod is {pods.phase(uid)} (--include-terminated-pods)"
             else:
@@ -349,8 +349,8 @@ def _deleted_but_running(containers: list[Container], pods: PodInventory) -> lis
         if c.state is ContainerState.RUNNING and pods.is_deleted(c.pod_uid)
     }
     return [
-        f"Pod {ns}/{name} is not in the pod source but still runs containers on this node "
-        "(deleted just now, or is the pod source stale?)."
+        f"Pod {ns}/{name} counts as deleted (gone from the pod source, evicted, or being "
+        "deleted) but still runs containers on this node (just now? a stale pod source?)."
         for ns, name in sorted(running)
     ]
 

@@ -1,7 +1,7 @@
 """The kubelet's pod log garbage collection, as a pure planner.
 
 Source of the rules: kubelet `kuberuntime_gc.go` (`evictPodLogsDirectories`) and `legacy.go`,
-described in KUBELET-SEMANTICS §c:
+in short:
 
 - Pod log directories are only touched when a pod source is known (the kubelet's
   `allSourcesReady`). A directory goes when its pod (UID = last `_` field of the name) is gone
@@ -85,7 +85,7 @@ def plan_logs(
         elif d.mount:
             rule, why, result = KEEP_MOUNT, f"mount point at or below it: {d.mount}", True
         else:
-            rule, why, result = RULE_DELETED, f"pod {d.uid} is not in the pod source", False
+            rule, why, result = RULE_DELETED, pods.deletion_reason(d.uid), False
         action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes)
         if result:
             action.result = Result.KEPT
@@ -114,7 +114,8 @@ def plan_logs(
             plan.actions.append(action)
     if not pods.known:
         plan.notes.append(
-            "No pod source: pod log directories are left alone (give --pods-file); only "
+            "No pod source: pod log directories are left alone (give --pods-file or a kubeconfig "
+            "for the API); only "
             "dangling /var/log/containers links are judged."
         )
     return plan

@@ -1,7 +1,7 @@
 """The kubelet's sandbox garbage collection, as a pure planner.
 
 Source of the rules: kubelet `kuberuntime_gc.go` (`evictSandboxes`, `evictPodSandbox`),
-described in KUBELET-SEMANTICS §b:
+in short:
 
 - A sandbox is *active* if it is READY or if any container the runtime still has (in any
   state, an exited one too) belongs to it. Active sandboxes are never removed.
@@ -72,7 +72,7 @@ def plan_sandboxes(
     for uid, members in by_pod.items():
         members.sort(key=_newest_first, reverse=True)
         if pods.is_deleted(uid):
-            remove_newest, rule, why = True, RULE_DELETED, f"pod {uid} is not in the pod source"
+            remove_newest, rule, why = True, RULE_DELETED, pods.deletion_reason(uid)
         elif include_terminated_pods and pods.is_terminated(uid):
             remove_newest, rule = True, RULE_TERMINATED
             why = f"pod is {pods.phase(uid)} (--include-terminated-pods)"

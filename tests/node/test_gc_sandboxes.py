@@ -120,6 +120,9 @@ def test_gc_all_plans_on_what_earlier_stages_leave(
     assert ("container", job, "removed") in got and ("container", l0, "removed") in got
     assert ("sandbox", c1.sandbox_id, "removed") in got
     assert ("sandbox", c2.sandbox_id, "removed") in got
+    # No byte is counted twice: the log directory's size leaves out the container logs the
+    # container stage removes first.
+    assert doc["summary"]["bytes_planned"] == doc["summary"]["bytes_freed"] > 0
     dirs = [a for a in doc["actions"] if a["kind"] == "pod-log-dir"]
     assert [a["pod_uid"] for a in dirs] == [c1.uid] and dirs[0]["result"] == "removed"
     assert [k[0] for k in got] == sorted(

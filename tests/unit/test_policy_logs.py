@@ -1,4 +1,4 @@
-"""The kubelet's pod log GC rules (KUBELET-SEMANTICS §c) and the host side, on fixture trees."""
+"""The kubelet's pod log GC rules (kuberuntime_gc.go, legacy.go) and host side, on fixtures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kubelet's sandbox GC rules (KUBELET-SEMANTICS §b) as table-driven planner tests."""
+"""The kubelet's sandbox GC rules (evictSandboxes) as table-driven planner tests."""
 
 from __future__ import annotations
 
