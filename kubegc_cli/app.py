@@ -131,6 +131,11 @@ def _load_pod_inventory(s: Settings, ui: Ui) -> PodInventory:
         return NO_POD_SOURCE
 
 
+def _now(s: Settings, snap: NodeSnapshot) -> int:
+    """Planning time: `--now`, else when the snapshot was taken (ns since the epoch)."""
+    return s.now if s.now is not None else snap.captured_at
+
+
 def _running_pod_uids(snap: NodeSnapshot) -> set[str]:
     return {c.pod_uid for c in snap.containers if c.state is ContainerState.RUNNING}
 
@@ -274,13 +279,15 @@ def gc_containers(
     """
     pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
-    if s.snapshot is not None:
-        snap = load_snapshot(s.snapshot)
-        now = s.now if s.now is not None else snap.captured_at
+
+    def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
         check_source_covers_node(pods, _running_pod_uids(snap))
-        plan = plan_containers(snap.containers, policy, pods, now, scope)
-        plan.source = f"snapshot {s.snapshot}"
+        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), scope)
+        plan.source = source
         return plan
+
+    if s.snapshot is not None:
+        return plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
 
     from kubegc_cli.execute import ContainerRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
@@ -299,10 +306,7 @@ def gc_containers(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
         )
-        now = s.now if s.now is not None else snap.captured_at
-        check_source_covers_node(pods, _running_pod_uids(snap))
-        plan = plan_containers(snap.containers, policy, pods, now, scope)
-        plan.source = snap.endpoint
+        plan = plan_from(snap, snap.endpoint)
         if _may_act(mode, plan, ui, "container"):
             remover = ContainerRemover(
                 client,
@@ -326,16 +330,18 @@ def gc_sandboxes(
     """
     pods = load_pod_inventory(s, ui, needs_source=include_terminated_pods)
     mode = decide_mode(s, act, ui)
-    if s.snapshot is not None:
-        snap = load_snapshot(s.snapshot)
-        now = s.now if s.now is not None else snap.captured_at
+
+    def plan_from(snap: NodeSnapshot, source: str) -> Plan[SandboxAction]:
         check_source_covers_node(pods, _running_pod_uids(snap))
         plan = plan_sandboxes(
-            snap.sandboxes, snap.containers, pods, now,
+            snap.sandboxes, snap.containers, pods, _now(s, snap),
             include_terminated_pods=include_terminated_pods, scope=scope,
         )  # fmt: skip
-        plan.source = f"snapshot {s.snapshot}"
+        plan.source = source
         return plan
+
+    if s.snapshot is not None:
+        return plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
 
     from kubegc_cli.execute import SandboxRemover
     from kubegc_cli.observe import observe_node
@@ -347,13 +353,7 @@ def gc_sandboxes(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.sandboxes)} sandboxes, "
             f"{len(snap.containers)} containers listed; pod source {pods.source}"
         )
-        now = s.now if s.now is not None else snap.captured_at
-        check_source_covers_node(pods, _running_pod_uids(snap))
-        plan = plan_sandboxes(
-            snap.sandboxes, snap.containers, pods, now,
-            include_terminated_pods=include_terminated_pods, scope=scope,
-        )  # fmt: skip
-        plan.source = snap.endpoint
+        plan = plan_from(snap, snap.endpoint)
         if _may_act(mode, plan, ui, "sandbox"):
             remover = SandboxRemover(client, concurrency=act.concurrency)
             _carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
@@ -442,7 +442,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
         check_source_covers_node(pods, _running_pod_uids(snap))
         mounts = MountTable.read()
         dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
-        now = s.now if s.now is not None else snap.captured_at
+        now = _now(s, snap)
         plan = plan_logs(
             dirs, links, snap.containers, pods, now,
             pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
@@ -493,7 +493,7 @@ def gc_all(
             pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
         )  # fmt: skip
         check_source_covers_node(pods, _running_pod_uids(snap))
-        now = s.now if s.now is not None else snap.captured_at
+        now = _now(s, snap)
         pc = plan_containers(snap.containers, policy, pods, now, scope)
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]
