@@ -1,0 +1,253 @@
+"""The kubelet's image garbage collection, as a pure planner.
+
+Source of the rules: kubelet `image_gc_manager.go` (`detectImages`, `imagesInEvictionOrder`,
+`GarbageCollect`, `freeOldImages`, `freeSpace`, `DeleteUnusedImages`). In short:
+
+- An image is *in use* while any container the runtime has (exited ones too) uses it (CRI
+  `image_id`, else `image_ref`). Images in use, pinned by the runtime, or protected by kubegc
+  (the sandbox image, `--keep` patterns) are never candidates.
+- Records: `first_detected` is set the first time an image is seen (kubegc remembers it across
+  runs, the kubelet only in memory); `last_used` is "now" whenever the image is in use, and
+  stays at the zero time for an image never seen in use.
+- Eviction order: least recently used first, then first detected first.
+- MaxAge (if > 0, and only once the collector has been running longer than MaxAge): images
+  unused for strictly more than MaxAge go; MinAge is not checked for these.
+- Threshold GC: `usage = 100 - available*100 // capacity` (integer arithmetic, so usage rounds
+  up); at `usage >= high`, free `capacity*(100-low)//100 - available` bytes, walking the order,
+  skipping images used in this run and images first detected less than MinAge ago, stopping once
+  the freed bytes reach the target (so it may overshoot). Freeing less than the target is a
+  failure the caller reports.
+- `prune_unused` (the kubelet's DeleteUnusedImages): every candidate at least MinAge old, no
+  thresholds.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubegc_cli.errors import BadInput
+from kubegc_cli.model import Container, Image
+from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_go_duration, ns_to_rfc3339
+
+RULE_MAX_AGE = "max-age"
+RULE_SPACE = "space"
+RULE_PRUNE = "prune-unused"
+KEEP_IN_USE = "in-use"
+KEEP_PINNED = "pinned"
+KEEP_PROTECTED = "protected"
+KEEP_MIN_AGE = "min-age"
+KEEP_NOT_NEEDED = "not-needed"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRecord:
+    """What is remembered of an image: nanoseconds since the epoch; `last_used` 0 = never."""
+
+    first_detected: int
+    last_used: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ImageGCPolicy:
+    """The kubelet's ImageGCPolicy. Percentages 0–100; ages in seconds (0 = MaxAge off)."""
+
+    high_threshold: int = 85
+    low_threshold: int = 80
+    min_age: float = 120.0
+    max_age: float = 0.0
+    prune_unused: bool = False
+    keep: tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        """The kubelet's checks (KubeletConfiguration validation). Raises `BadInput`."""
+        for name, value in (
+            ("--image-gc-high-threshold", self.high_threshold),
+            ("--image-gc-low-threshold", self.low_threshold),
+        ):
+            if not 0 <= value <= 100:
+                raise BadInput(f"invalid value for {name}: {value} must be between 0 and 100")
+        if self.low_threshold >= self.high_threshold:
+            raise BadInput(
+                f"--image-gc-low-threshold ({self.low_threshold}) must be less than "
+                f"--image-gc-high-threshold ({self.high_threshold})"
+            )
+        if self.max_age > 0 and self.max_age <= self.min_age:
+            raise BadInput(
+                f"--image-maximum-gc-age ({format_go_duration(self.max_age)}) must be greater "
+                f"than --minimum-image-ttl-duration ({format_go_duration(self.min_age)})"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image_gc_high_threshold": self.high_threshold,
+            "image_gc_low_threshold": self.low_threshold,
+            "minimum_image_ttl_duration": format_go_duration(self.min_age),
+            "image_maximum_gc_age": format_go_duration(self.max_age),
+            "prune_unused": self.prune_unused,
+            "keep": list(self.keep),
+        }
+
+
+@dataclass(slots=True)
+class ImageDecision:
+    """One image and what the plan does with it: `rule` (a removal rule or a keep reason)."""
+
+    image: Image
+    record: ImageRecord
+    rule: str
+    reason: str
+    remove: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "image",
+            "id": self.image.id,
+            "repo_tags": list(self.image.repo_tags),
+            "size": self.image.size,
+            "first_detected": ns_to_rfc3339(self.record.first_detected),
+            "last_used": ns_to_rfc3339(self.record.last_used) if self.record.last_used else None,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class ImagePlan:
+    """The image GC plan. `usage_percent` and `bytes_to_free` are None when no image
+    filesystem figures were given; `shortfall` > 0 when the eligible images cannot reach the
+    target (the kubelet's FreeDiskSpaceFailed)."""
+
+    remove: list[ImageDecision] = field(default_factory=list)
+    kept: list[ImageDecision] = field(default_factory=list)
+    records: dict[str, ImageRecord] = field(default_factory=dict)
+    usage_percent: int | None = None
+    bytes_to_free: int | None = None
+    shortfall: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def images_in_use(containers: Iterable[Container]) -> set[str]:
+    """Image IDs used by any container the runtime has (exited ones too): `image_id`, else
+    `image_ref` (the kubelet's rule since v1.30)."""
+    return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
+
+
+def usage(capacity: int, available: int) -> tuple[int, int]:
+    """(usage percent, available clamped to capacity), in the kubelet's integer arithmetic.
+
+    Raises `BadInput` for capacity 0 (the kubelet's "invalid capacity 0 on image filesystem").
+    """
+    if available > capacity:
+        available = capacity
+    if capacity == 0:
+        raise BadInput("invalid capacity 0 on image filesystem")
+    return 100 - (available * 100) // capacity, available
+
+
+def plan_images(
+    images: Iterable[Image],
+    containers: Iterable[Container],
+    records: Mapping[str, ImageRecord],
+    policy: ImageGCPolicy,
+    now: int,
+    *,
+    began: int,
+    capacity: int | None = None,
+    available: int | None = None,
+    protected: Iterable[str] = (),
+) -> ImagePlan:
+    """Plan the kubelet's image GC.
+
+    `records` are the remembered first-detected/last-used times by image ID; `began` is when
+    collection started to be tracked (the kubelet's start; for kubegc the state store's first
+    run), gating MaxAge. `capacity`/`available` are the image filesystem's bytes (statfs blocks
+    and bavail); without them only MaxAge and `prune_unused` apply. `protected` are image IDs
+    never to remove (the sandbox image). Returns an `ImagePlan` with the updated `records`.
+    """
+    in_use = images_in_use(containers)
+    protected_ids = set(protected)
+    plan = ImagePlan()
+    # Detect: the last listing of an ID wins for size and pinned (the kubelet's behaviour).
+    by_id: dict[str, Image] = {}
+    for img in images:
+        by_id[img.id] = img
+    for iid in by_id:
+        old = records.get(iid)
+        first = old.first_detected if old else now
+        last = now if iid in in_use else (old.last_used if old else 0)
+        plan.records[iid] = ImageRecord(first, last)
+
+    candidates: list[ImageDecision] = []
+    for iid, img in by_id.items():
+        rec = plan.records[iid]
+        names = (*img.repo_tags, *img.repo_digests)
+        if iid in in_use:
+            plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, "used by a container", False))
+        elif img.pinned:
+            plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, "pinned by the runtime", False))
+        elif iid in protected_ids:
+            plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, "the sandbox image", False))
+        elif any(fnmatch.fnmatchcase(n, pat) for n in names for pat in policy.keep):
+            plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, "matches --keep", False))
+        else:
+            candidates.append(ImageDecision(img, rec, KEEP_NOT_NEEDED, "not needed", False))
+    candidates.sort(key=lambda d: (d.record.last_used, d.record.first_detected, d.image.id))
+
+    min_age_ns = int(policy.min_age * NS_PER_SECOND)
+    max_age_ns = int(policy.max_age * NS_PER_SECOND)
+    removed: set[str] = set()
+    if max_age_ns > 0 and now - began > max_age_ns:
+        for d in candidates:
+            if now - d.record.last_used > max_age_ns:
+                d.rule, d.remove = RULE_MAX_AGE, True
+                d.reason = f"unused for more than MaxAge {format_go_duration(policy.max_age)}"
+                removed.add(d.image.id)
+
+    def eligible(d: ImageDecision) -> bool:
+        if d.image.id in removed or d.record.last_used >= now:
+            return False
+        if now - d.record.first_detected < min_age_ns:
+            d.rule = KEEP_MIN_AGE
+            d.reason = f"first detected less than MinAge {format_go_duration(policy.min_age)} ago"
+            return False
+        return True
+
+    if policy.prune_unused:
+        for d in candidates:
+            if eligible(d):
+                d.rule, d.reason, d.remove = RULE_PRUNE, "unused (--prune-unused)", True
+    elif capacity is not None and available is not None:
+        pct, avail = usage(capacity, available)
+        plan.usage_percent = pct
+        if pct >= policy.high_threshold:
+            target = capacity * (100 - policy.low_threshold) // 100 - avail
+            plan.bytes_to_free = target
+            freed = 0  # like the kubelet, only what this walk frees counts toward the target
+            for d in candidates:
+                if not eligible(d):
+                    continue
+                d.rule, d.remove = RULE_SPACE, True
+                d.reason = (
+                    f"image filesystem {pct}% used >= high {policy.high_threshold}%; "
+                    f"freeing to low {policy.low_threshold}%"
+                )
+                freed += d.image.size
+                if freed >= target:
+                    break
+            if freed < target:
+                plan.shortfall = target - freed
+                plan.notes.append(
+                    f"wanted to free {format_bytes(target)}, but the eligible images free only "
+                    f"{format_bytes(freed)}"
+                )
+        else:
+            plan.notes.append(
+                f"image filesystem {pct}% used, below the high threshold "
+                f"{policy.high_threshold}%: nothing to free for space"
+            )
+    for d in candidates:
+        (plan.remove if d.remove else plan.kept).append(d)
+    return plan
