@@ -178,6 +178,11 @@ class CriClient:
             )
         return info
 
+    def status_info(self) -> dict[str, str]:
+        """`Status` with `verbose`: the runtime's extra information (JSON strings by key)."""
+        r = self._call(self.runtime.Status, api_pb2.StatusRequest(verbose=True), "Status")
+        return dict(r.info)
+
     def list_containers(
         self, sandbox_id: str = "", labels: Mapping[str, str] | None = None
     ) -> list[Container]:
@@ -340,6 +345,19 @@ class CriClient:
             )
 
         return [conv(f) for f in r.image_filesystems], [conv(f) for f in r.container_filesystems]
+
+
+def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:
+    """The sandbox (pause) image a runtime says it uses, from verbose `Status` info:
+    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say."""
+    import json
+
+    try:
+        config = json.loads(info.get("config", "") or "{}")
+    except ValueError:
+        return None
+    value = config.get("sandboxImage") if isinstance(config, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _code_name(err: grpc.RpcError) -> str:

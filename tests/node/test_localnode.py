@@ -225,3 +225,17 @@ def test_add_container_rejects_unknown_state(node: LocalNode, ns: str, state: st
     pod = node.run_pod("web", ns)
     with pytest.raises(ValueError, match="unknown container state"):
         node.add_container(pod, "app", state=state)  # type: ignore[arg-type]
+
+
+def test_runtime_reports_its_sandbox_image(node: LocalNode) -> None:
+    """containerd's verbose Status names the sandbox image kubegc must protect."""
+    from kubegc_cli.cri.client import CriClient, sandbox_image_from_info
+    from kubegc_cli.cri.endpoint import Endpoint
+
+    with CriClient(Endpoint(str(node.socket), "test")) as client:
+        assert sandbox_image_from_info(client.status_info()) == "registry.k8s.io/pause:3.9"
+        (fs,), _ = client.image_fs_info()
+    from kubegc_cli.host.fs import fs_stats
+
+    stats = fs_stats(Path("/"), fs.mountpoint)
+    assert stats.capacity > 0 and 0 <= stats.available <= stats.capacity

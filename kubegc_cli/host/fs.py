@@ -1,0 +1,40 @@
+"""Filesystem figures as the kubelet reads them: statfs blocks and bavail, so reserved blocks
+count as used and the figures differ from df's Use%."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.host.logs import on_host
+
+
+@dataclass(frozen=True, slots=True)
+class FsStats:
+    """Bytes and inodes of one filesystem: `capacity` = blocks × frsize, `available` =
+    bavail × frsize (what an unprivileged writer may still use), `inodes`, `inodes_free`."""
+
+    path: str
+    capacity: int
+    available: int
+    inodes: int
+    inodes_free: int
+
+
+def fs_stats(host_root: Path, host_path: str) -> FsStats:
+    """statvfs of `host_path` under `host_root`. Raises `RuntimeUnavailable` (exit 3) when it
+    cannot be read: an unreadable image filesystem is an unreadable inventory."""
+    local = on_host(host_root, host_path)
+    try:
+        st = os.statvfs(local)
+    except OSError as exc:
+        raise RuntimeUnavailable(f"cannot stat filesystem {local}: {exc.strerror or exc}") from None
+    return FsStats(
+        path=local,
+        capacity=st.f_blocks * st.f_frsize,
+        available=st.f_bavail * st.f_frsize,
+        inodes=st.f_files,
+        inodes_free=st.f_favail,
+    )

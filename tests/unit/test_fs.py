@@ -1,0 +1,39 @@
+"""Image filesystem figures (statvfs under --host-root) and the runtime's sandbox image."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.cri.client import sandbox_image_from_info
+from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.host.fs import fs_stats
+
+
+def test_fs_stats_match_statvfs_under_host_root(tmp_path: Path) -> None:
+    (tmp_path / "var/lib/containerd").mkdir(parents=True)
+    got = fs_stats(tmp_path, "/var/lib/containerd")
+    st = os.statvfs(tmp_path)
+    assert got.capacity == st.f_blocks * st.f_frsize > 0
+    assert 0 <= got.available <= got.capacity  # bavail: reserved blocks count as used
+    assert got.inodes == st.f_files
+
+
+def test_fs_stats_of_a_missing_path_is_exit_3(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeUnavailable, match="cannot stat filesystem"):
+        fs_stats(tmp_path, "/no/such/dir")
+
+
+@pytest.mark.parametrize(
+    ("info", "image"),
+    [
+        ({"config": '{"sandboxImage": "registry.k8s.io/pause:3.9"}'}, "registry.k8s.io/pause:3.9"),
+        ({"config": '{"other": 1}'}, None),
+        ({"config": "not json"}, None),
+        ({}, None),
+    ],
+)
+def test_sandbox_image_from_status_info(info: dict[str, str], image: str | None) -> None:
+    assert sandbox_image_from_info(info) == image
