@@ -22,7 +22,15 @@ from kubegc_cli.host.logs import LogRemovalError, LogRoots, remove_container_log
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
 from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
-from kubegc_cli.plan import INTERRUPTED, A, ContainerAction, LogAction, Result, SandboxAction
+from kubegc_cli.plan import (
+    INTERRUPTED,
+    A,
+    ContainerAction,
+    ImageAction,
+    LogAction,
+    Result,
+    SandboxAction,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -202,6 +210,28 @@ class LogRemover(Executor[LogAction]):
             a.result, a.error = Result.FAILED, f"cannot remove {a.path}: {exc.strerror or exc}"
             return
         a.result = Result.REMOVED
+
+
+@dataclass
+class ImageRemover(Executor[ImageAction]):
+    """Removes images as the kubelet's image GC does, after re-checking each one: gone →
+    skipped; used by a container now (the runtime's fresh list, given as `in_use`) → skipped;
+    then `RemoveImage`. `bytes_freed` is the runtime's image size (shared layers make the sum
+    overstate what the filesystem regains; callers measure that with statvfs)."""
+
+    in_use: frozenset[str] = frozenset()
+
+    def _act(self, a: ImageAction) -> None:
+        if a.id in self.in_use:
+            a.result, a.error = Result.SKIPPED, "used by a container now"
+            return
+        if not self.client.image_exists(a.id):
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
+        if not self.client.remove_image(a.id):
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
+        a.result, a.bytes_freed = Result.REMOVED, a.image.size
 
 
 @dataclass

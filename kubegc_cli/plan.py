@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
-from kubegc_cli.model import API_VERSION, Container, Sandbox
+from kubegc_cli.model import API_VERSION, Container, Image, Sandbox
 from kubegc_cli.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -161,6 +161,48 @@ class LogAction:
             "path": self.path,
             "pod_uid": self.pod_uid,
             "bytes": self.bytes,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+        }
+
+
+@dataclass(slots=True)
+class ImageAction:
+    """Remove one image (`RemoveImage`), or why it stays. `first_detected` and `last_used` are
+    nanoseconds since the epoch (`last_used` 0 = never seen in use)."""
+
+    image: Image
+    first_detected: int
+    last_used: int
+    rule: str
+    reason: str
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "image"
+
+    @property
+    def id(self) -> str:
+        return self.image.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.image.size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.image.id,
+            "repo_tags": list(self.image.repo_tags),
+            "size": self.image.size,
+            "pinned": self.image.pinned,
+            "first_detected": ns_to_rfc3339(self.first_detected),
+            "last_used": ns_to_rfc3339(self.last_used) if self.last_used else None,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,

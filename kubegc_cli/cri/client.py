@@ -332,6 +332,26 @@ class CriClient:
             for i in r.images
         ]
 
+    def image_exists(self, image_id: str) -> bool:
+        """`ImageStatus`: whether the runtime still has the image."""
+        r = self._call(
+            self.images.ImageStatus,
+            api_pb2.ImageStatusRequest(image=api_pb2.ImageSpec(image=image_id)),
+            "ImageStatus",
+        )
+        return bool(r.HasField("image") and r.image.id)
+
+    def remove_image(self, image_id: str) -> bool:
+        """`RemoveImage`. False when the runtime says the image is already gone."""
+        req = api_pb2.RemoveImageRequest(image=api_pb2.ImageSpec(image=image_id))
+        try:
+            self.images.RemoveImage(req, timeout=self.timeout)
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return False
+            raise self._error(err, "RemoveImage") from None
+        return True
+
     def image_fs_info(self) -> tuple[list[FilesystemUsage], list[FilesystemUsage]]:
         """`ImageFsInfo`: (image filesystems, container filesystems)."""
         r = self._call(self.images.ImageFsInfo, api_pb2.ImageFsInfoRequest(), "ImageFsInfo")

@@ -239,3 +239,15 @@ def test_runtime_reports_its_sandbox_image(node: LocalNode) -> None:
 
     stats = fs_stats(Path("/"), fs.mountpoint)
     assert stats.capacity > 0 and 0 <= stats.available <= stats.capacity
+
+
+def test_image_status_and_removal_through_kubegc_client(node: LocalNode) -> None:
+    """The client's ImageStatus/RemoveImage wire format against containerd."""
+    from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.cri.endpoint import Endpoint
+
+    image_id = node.import_image("docker.io/library/kubegc-rm-test:1", pad_bytes=1024, seed="rm")
+    with CriClient(Endpoint(str(node.socket), "test")) as client:
+        assert client.image_exists(image_id)
+        assert client.remove_image(image_id) is True
+        assert not client.image_exists(image_id)

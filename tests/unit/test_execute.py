@@ -353,3 +353,39 @@ def test_sandbox_remover_rechecks_and_stops_before_removing() -> None:
         ("remove", "ok")
     )
     assert ("remove", "nostop") not in cri.calls
+
+
+class ScriptedImages:
+    """A runtime whose image store is a set; records calls."""
+
+    def __init__(self, ids: set[str]) -> None:
+        self.ids = ids
+        self.calls: list[tuple[str, str]] = []
+
+    def image_exists(self, iid: str) -> bool:
+        self.calls.append(("status", iid))
+        return iid in self.ids
+
+    def remove_image(self, iid: str) -> bool:
+        self.calls.append(("remove", iid))
+        if iid not in self.ids:
+            return False
+        self.ids.discard(iid)
+        return True
+
+
+def test_image_remover_rechecks_use_and_existence() -> None:
+    from kubegc_cli.execute import ImageRemover
+    from kubegc_cli.model import Image
+    from kubegc_cli.plan import ImageAction
+
+    cri = ScriptedImages({"free", "busy"})
+    acts = [ImageAction(Image(i, size=10), 1, 0, "space", "t") for i in ("free", "busy", "gone")]
+    client: Any = cri
+    ImageRemover(client, concurrency=1, in_use=frozenset({"busy"})).run(acts)
+    assert [(a.id, a.result, a.bytes_freed) for a in acts] == [
+        ("free", Result.REMOVED, 10),
+        ("busy", Result.SKIPPED, 0),
+        ("gone", Result.SKIPPED, 0),
+    ]
+    assert ("remove", "busy") not in cri.calls and cri.ids == {"busy"}
