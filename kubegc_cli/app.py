@@ -14,10 +14,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kubegc_cli.errors import BadInput
+from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
-from kubegc_cli.plan import ContainerAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result, SandboxAction
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
@@ -377,7 +377,6 @@ def _observe_logs(
 
     Raises `RuntimeUnavailable` when the pod log root exists but cannot be read.
     """
-    from kubegc_cli.errors import RuntimeUnavailable
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.logs import on_host
     from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
@@ -531,6 +530,74 @@ def gc_all(
                 Stage(LogRemover(client, concurrency=n, mounts=mounts), LOG_KINDS),
             ]
             _carry_out(s, plan, stages, "gc all", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def gc_images(s: Settings, policy: Any, act: ActOptions, ui: Ui) -> Plan[ImageAction]:
+    """`kubegc gc images`: the kubelet's image GC with first-detected/last-used remembered in
+    the state store across runs. Raises `BadInput` for a bad policy or with `--snapshot`;
+    `RuntimeUnavailable` when the runtime or the image filesystem cannot be read."""
+    if s.snapshot is not None:
+        raise BadInput("gc images keeps image records in the state store; --snapshot cannot")
+    policy.validate()
+    mode = decide_mode(s, act, ui)
+
+    from kubegc_cli.cri.client import sandbox_image_from_info
+    from kubegc_cli.execute import ImageRemover
+    from kubegc_cli.host.fs import fs_stats
+    from kubegc_cli.observe import observe_node
+    from kubegc_cli.policy.images import plan_images
+    from kubegc_cli.state import load_image_records, save_image_records
+
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(client, s.host_root, statuses="none", images=True)
+        now = _now(s, snap)
+        if not snap.image_filesystems:
+            raise RuntimeUnavailable(f"{snap.endpoint} reports no image filesystem")
+        fs = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+        pause = sandbox_image_from_info(client.status_info())
+        protected = {i.id for i in snap.images if pause and pause in i.repo_tags}
+        records, began = load_image_records(s.state_dir, now, ui.warn)
+        ip = plan_images(
+            snap.images, snap.containers, records, policy, now,
+            began=began, capacity=fs.capacity, available=fs.available, protected=protected,
+        )  # fmt: skip
+        save_image_records(s.state_dir, ip.records)
+
+        def action(d: Any, result: Result) -> ImageAction:
+            r = d.record
+            return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
+
+        plan: Plan[ImageAction] = Plan(
+            kind="ImageGCPlan",
+            policy={**policy.to_dict(), "sandbox_image": pause or ""},
+            now=now,
+            actions=[action(d, Result.PLANNED) for d in ip.remove],
+            kept=[action(d, Result.KEPT) for d in ip.kept],
+            notes=[
+                f"image filesystem {fs.path}: {ip.usage_percent}% used "
+                f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
+                *ip.notes,
+            ],
+            source=snap.endpoint,
+        )
+        plan.shortfall = ip.shortfall
+        if _may_act(mode, plan, ui, "image"):
+            remover = ImageRemover(client, concurrency=act.concurrency)
+
+            def recheck() -> None:
+                from kubegc_cli.policy.images import images_in_use
+
+                remover.in_use = frozenset(images_in_use(client.list_containers()))
+
+            _carry_out(s, plan, [Stage(remover, ("image",), recheck)], "gc images", ui)
+            after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+            plan.notes.append(
+                f"the image filesystem regained {max(0, after.available - fs.available)} bytes"
+            )
         return plan
     finally:
         client.close()

@@ -254,6 +254,7 @@ class Plan(Generic[A]):
     source: str = ""
     interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
     declined: bool = False
+    shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
 
     def counts(self) -> dict[str, int]:
         """Counts of actions by result, every result present (0 when none)."""
@@ -269,6 +270,7 @@ class Plan(Generic[A]):
             "out_of_scope": self.out_of_scope,
             "bytes_planned": sum(a.planned_bytes for a in self.actions),
             "bytes_freed": sum(a.bytes_freed for a in self.actions),
+            "shortfall": self.shortfall,
         }
 
     def to_dict(self) -> dict[str, Any]:

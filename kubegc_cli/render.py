@@ -11,7 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from kubegc_cli.plan import Action, ContainerAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import (
+    Action,
+    ContainerAction,
+    ImageAction,
+    LogAction,
+    Plan,
+    Result,
+    SandboxAction,
+)
 from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
 
 RESULT_STYLE = {
@@ -196,7 +204,40 @@ ALL = Layout(
     lambda k: k.rule in ("guard-newest-record", "mount-point"),
     True,
 )
+
+
+def _image_row(a: ImageAction, now: int) -> list[str]:
+    tag = a.image.repo_tags[0] if a.image.repo_tags else "<none>"
+    last = format_duration((now - a.last_used) / NS_PER_SECOND) + " ago" if a.last_used else "never"
+    return [
+        _short(a.image.id.removeprefix("sha256:")),
+        tag,
+        format_bytes(a.image.size),
+        format_duration((now - a.first_detected) / NS_PER_SECOND),
+        last,
+        a.rule,
+        _result_text(a),
+    ]
+
+
+IMAGES = Layout(
+    "Image GC",
+    "image",
+    (
+        ("IMAGE", False),
+        ("TAG", True),
+        ("SIZE", False),
+        ("SEEN", False),
+        ("LAST USED", False),
+        ("REASON", True),
+        ("RESULT", True),
+    ),
+    _image_row,
+    lambda k: k.rule == "min-age",
+    False,
+)
 LAYOUTS = {
+    "ImageGCPlan": IMAGES,
     "ContainerGCPlan": CONTAINERS,
     "SandboxGCPlan": SANDBOXES,
     "LogGCPlan": LOGS,

@@ -104,6 +104,7 @@ def cli() -> None:
     kubegc gc sandboxes             dead pod sandboxes, by the kubelet's sandbox GC rules
     kubegc gc logs                  log directories of deleted pods, dangling log symlinks
     kubegc gc all                   all three in the kubelet's order, one plan
+    kubegc gc images                unused images, by the kubelet's image GC rules
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
@@ -364,6 +365,65 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
     scope, act = _scope_and_act(s, opts)
     ui = ConsoleUi(s.verbose, s.output)
     finish(run(s, policy, scope, opts["pod_logs_dir"], act, ui), s)
+
+
+@gc.command("images")
+@click.option("--image-gc-high-threshold", type=int, default=85, show_default=True, metavar="PCT",
+              help="Image filesystem usage (%) at which image GC runs.")  # fmt: skip
+@click.option("--image-gc-low-threshold", type=int, default=80, show_default=True, metavar="PCT",
+              help="Usage (%) image GC frees down to.")  # fmt: skip
+@click.option("--minimum-image-ttl-duration", default="2m", show_default=True, metavar="DURATION",
+              help="MinAge: images first detected less than this long ago stay.")  # fmt: skip
+@click.option("--image-maximum-gc-age", default="0s", show_default=True, metavar="DURATION",
+              help="MaxAge: images unused longer go at any usage (0s: off).")  # fmt: skip
+@click.option("--keep", multiple=True, metavar="PATTERN",
+              help="Never remove images whose tag or digest matches (glob).")  # fmt: skip
+@click.option("--prune-unused", is_flag=True,
+              help="Remove every unused image past MinAge at any usage.")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
+@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Removals in flight at once.")  # fmt: skip
+@global_options
+@click.pass_context
+def gc_images(ctx: click.Context, /, **opts: Any) -> None:
+    """Remove unused images as the kubelet's image GC would, remembering them across runs.
+
+    Images used by any container (exited ones too), pinned by the runtime, the runtime's
+    sandbox image and --keep matches are never removed. At usage >= high, least recently used
+    images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
+    First-detected and last-used times are kept in the state store (--state-dir), so MinAge
+    counts from the first run that saw an image.
+
+    \b
+    Examples:
+      kubegc gc images --dry-run
+      kubegc gc images --image-gc-high-threshold 70 --image-gc-low-threshold 60 --yes
+      kubegc gc images --prune-unused --keep 'registry.k8s.io/*' --dry-run
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.app import gc_images as run
+    from kubegc_cli.policy.images import ImageGCPolicy
+    from kubegc_cli.units import parse_duration
+
+    s = settings_from(ctx)
+    policy = ImageGCPolicy(
+        high_threshold=opts["image_gc_high_threshold"],
+        low_threshold=opts["image_gc_low_threshold"],
+        min_age=parse_duration(
+            opts["minimum_image_ttl_duration"], flag="--minimum-image-ttl-duration"
+        ),
+        max_age=parse_duration(opts["image_maximum_gc_age"], flag="--image-maximum-gc-age"),
+        prune_unused=opts["prune_unused"],
+        keep=tuple(opts["keep"]),
+    )
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    plan = run(s, policy, act, ConsoleUi(s.verbose, s.output))
+    finish(plan, s)
+    if plan.shortfall and not plan.dry_run:
+        raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
 
 
 def emit_plan(plan: Any, s: Any) -> None:
