@@ -171,3 +171,47 @@ def save_image_records(state_dir: Path, records: Mapping[str, ImageRecord]) -> N
             )
     finally:
         con.close()
+
+
+def read_history(state_dir: Path, runs: int) -> list[dict[str, Any]]:
+    """The last `runs` runs recorded in `state.db`, newest first, each with its actions.
+
+    A missing state dir or database is an empty history.
+    """
+    if not (state_dir / "state.db").exists():
+        return []
+    con = _connect(state_dir)
+    try:
+        latest = con.execute(
+            "SELECT run_id, MIN(at), command FROM audit GROUP BY run_id "
+            "ORDER BY MIN(at) DESC, MIN(rowid) DESC LIMIT ?",
+            (runs,),
+        ).fetchall()
+        out = []
+        for run_id, at, command in latest:
+            rows = con.execute(
+                "SELECT kind, object_id, rule, reason, result, error, bytes_freed FROM audit "
+                "WHERE run_id = ? ORDER BY rowid",
+                (run_id,),
+            ).fetchall()
+            actions = [
+                dict(zip(("kind", "id", "rule", "reason", "result", "error", "bytes_freed"), r,
+                         strict=True))
+                for r in rows
+            ]  # fmt: skip
+            counts: dict[str, int] = {}
+            for a in actions:
+                counts[a["result"]] = counts.get(a["result"], 0) + 1
+            out.append(
+                {
+                    "run_id": run_id,
+                    "at": at,
+                    "command": command,
+                    "by_result": counts,
+                    "bytes_freed": sum(a["bytes_freed"] for a in actions),
+                    "actions": actions,
+                }
+            )
+        return out
+    finally:
+        con.close()

@@ -106,6 +106,7 @@ def cli() -> None:
     kubegc gc all                   all three in the kubelet's order, one plan
     kubegc gc images                unused images, by the kubelet's image GC rules
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
+    kubegc history                  what past runs removed (from the state store)
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
     Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,
@@ -424,6 +425,41 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
+
+
+@cli.command("history")
+@click.option("--runs", type=click.IntRange(1, 10_000), default=20, show_default=True,
+              help="How many recent runs to show.")  # fmt: skip
+@global_options
+@click.pass_context
+def history(ctx: click.Context, /, runs: int) -> None:
+    """List past runs that acted, and what each did, from the state store (--state-dir).
+
+    \b
+    Examples:
+      kubegc history
+      kubegc history --runs 1 -o json
+    """
+    from kubegc_cli import render
+    from kubegc_cli.state import read_history
+
+    s = settings_from(ctx)
+    items = read_history(s.state_dir, runs)
+    if s.output in ("json", "yaml"):
+        render.dump_document({"kind": "History", "items": items}, s.output)
+        return
+    if not items:
+        click.echo(f"no runs recorded in {s.state_dir}")
+        return
+    for run in items:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(run["by_result"].items())) or "nothing"
+        click.echo(
+            f"{run['at']}  {run['command']:<14} {counts}; freed {run['bytes_freed']} bytes  "
+            f"(run {run['run_id']})"
+        )
+        if s.verbose:
+            for a in run["actions"]:
+                click.echo(f"    {a['kind']:<11} {a['id'][:40]:<40} {a['rule']:<22} {a['result']}")
 
 
 def emit_plan(plan: Any, s: Any) -> None:

@@ -66,3 +66,36 @@ def test_lock_is_exclusive(tmp_path: Path) -> None:
         pass
     with node_lock(tmp_path / "s"):  # released again
         pass
+
+
+def test_history_lists_runs_newest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from kubegc_cli.cli.main import main
+    from kubegc_cli.model import Image
+    from kubegc_cli.plan import ImageAction, Result
+
+    d = tmp_path / "s"
+    first = ImageAction(Image("sha256:aa", size=5), 1, 0, "space", "r", Result.REMOVED)
+    first.bytes_freed = 5
+    record_audit(d, "gc images", 1_000_000_000, [first])
+    second = ImageAction(Image("sha256:bb", size=7), 1, 0, "space", "r", Result.FAILED)
+    record_audit(d, "gc images", 2_000_000_000, [second])
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--state-dir", str(d), "history", "-o", "json"])
+    assert exc.value.code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["by_result"] for r in doc["items"]] == [{"failed": 1}, {"removed": 1}]
+    assert (
+        doc["items"][1]["bytes_freed"] == 5 and doc["items"][1]["actions"][0]["id"] == "sha256:aa"
+    )
+    with pytest.raises(SystemExit):
+        main(["--state-dir", str(d), "history", "--runs", "1"])
+    out = capsys.readouterr().out
+    assert out.count("gc images") == 1 and "failed 1" in out
+    with pytest.raises(SystemExit):
+        main(["--state-dir", str(tmp_path / "empty"), "history"])
+    assert "no runs recorded" in capsys.readouterr().out
