@@ -394,7 +394,8 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     sandbox image and --keep matches are never removed. At usage >= high, least recently used
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
     First-detected and last-used times are kept in the state store (--state-dir), so MinAge
-    counts from the first run that saw an image.
+    counts from the first run that saw an image. Each setting comes from its flag, else the
+    kubelet config file (--config), else the kubelet's default; -v says which.
 
     \b
     Examples:
@@ -402,26 +403,46 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc images --image-gc-high-threshold 70 --image-gc-low-threshold 60 --yes
       kubegc gc images --prune-unused --keep 'registry.k8s.io/*' --dry-run
     """
+    from click.core import ParameterSource
+
     from kubegc_cli.app import ActOptions
     from kubegc_cli.app import gc_images as run
+    from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.policy.images import ImageGCPolicy
-    from kubegc_cli.units import parse_duration
+    from kubegc_cli.units import format_go_duration, parse_duration
 
     s = settings_from(ctx)
+    ui = ConsoleUi(s.verbose, s.output)
+    kcfg = load_kubelet_config(s.config, s.host_root)
+    values: dict[str, Any] = {}
+    for name in (
+        "image_gc_high_threshold",
+        "image_gc_low_threshold",
+        "minimum_image_ttl_duration",
+        "image_maximum_gc_age",
+    ):
+        flag = "--" + name.replace("_", "-")
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            raw, origin = opts[name], flag
+        elif name in kcfg.image_gc:
+            raw, origin = kcfg.image_gc[name], kcfg.source
+        else:
+            raw, origin = opts[name], "kubelet default"
+        values[name] = parse_duration(raw, flag=flag) if isinstance(raw, str) else raw
+        shown = format_go_duration(values[name]) if "threshold" not in name else raw
+        ui.info(f"{name} = {shown} (from {origin})")
     policy = ImageGCPolicy(
-        high_threshold=opts["image_gc_high_threshold"],
-        low_threshold=opts["image_gc_low_threshold"],
-        min_age=parse_duration(
-            opts["minimum_image_ttl_duration"], flag="--minimum-image-ttl-duration"
-        ),
-        max_age=parse_duration(opts["image_maximum_gc_age"], flag="--image-maximum-gc-age"),
+        high_threshold=values["image_gc_high_threshold"],
+        low_threshold=values["image_gc_low_threshold"],
+        min_age=values["minimum_image_ttl_duration"],
+        max_age=values["image_maximum_gc_age"],
         prune_unused=opts["prune_unused"],
         keep=tuple(opts["keep"]),
     )
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
-    plan = run(s, policy, act, ConsoleUi(s.verbose, s.output))
+    plan = run(s, policy, act, ui)
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")

@@ -8,12 +8,14 @@ parsed is `BadInput`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.inputs import parse_yaml, read_text
+from kubegc_cli.units import parse_duration
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -25,11 +27,13 @@ class KubeletConfig:
     """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
 
     `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the file,
-    or `defaults` when none was read.
+    or `defaults` when none was read. `image_gc` holds the image GC fields the file sets, by
+    kubegc's option name (`image_gc_high_threshold`: int, `minimum_image_ttl_duration`: seconds).
     """
 
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
     source: str = "defaults"
+    image_gc: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_pod_logs_dir(value: object, *, source: str) -> str:
@@ -58,7 +62,22 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
         raise BadInput(f"{source}: kind is {kind!r}, expected KubeletConfiguration")
     logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
     clean = validate_pod_logs_dir(logs, source=f"{source}: podLogsDir")
-    return KubeletConfig(pod_logs_dir=clean, source=source)
+    image_gc: dict[str, Any] = {}
+    for key, name in (
+        ("imageGCHighThresholdPercent", "image_gc_high_threshold"),
+        ("imageGCLowThresholdPercent", "image_gc_low_threshold"),
+    ):
+        if key in doc:
+            if not isinstance(doc[key], int) or isinstance(doc[key], bool):
+                raise BadInput(f"{source}: {key} {doc[key]!r} must be an integer")
+            image_gc[name] = doc[key]
+    for key, name in (
+        ("imageMinimumGCAge", "minimum_image_ttl_duration"),
+        ("imageMaximumGCAge", "image_maximum_gc_age"),
+    ):
+        if key in doc:
+            image_gc[name] = parse_duration(str(doc[key]), flag=f"{source}: {key}")
+    return KubeletConfig(pod_logs_dir=clean, source=source, image_gc=image_gc)
 
 
 def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig:

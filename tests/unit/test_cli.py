@@ -348,3 +348,26 @@ def test_broken_pipe_is_quiet(snapshot_file: Path) -> None:
         shell=True, capture_output=True, text=True, executable="/bin/bash",
     )  # fmt: skip
     assert proc.returncode in (0, 141) and proc.stderr == ""
+
+
+def test_image_gc_settings_come_from_flags_then_kubelet_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "kind: KubeletConfiguration\nimageGCHighThresholdPercent: 50\n"
+        "imageGCLowThresholdPercent: 60\nimageMinimumGCAge: 5m0s\n"
+    )
+    code, _, err = run(["--config", str(cfg), "-r", "unix:///nonexistent.sock", "gc", "images"],
+                       capsys)  # fmt: skip
+    assert code == 2 and "must be less than" in err  # the file's values, validated
+    code, _, err = run(
+        ["-v", "--config", str(cfg), "-r", "unix:///nonexistent.sock", "gc", "images",
+         "--image-gc-low-threshold", "40"],
+        capsys,
+    )  # fmt: skip
+    assert code == 3  # valid now; the runtime is what is missing
+    assert f"image_gc_high_threshold = 50 (from {cfg})" in err
+    assert "image_gc_low_threshold = 40 (from --image-gc-low-threshold)" in err
+    assert f"minimum_image_ttl_duration = 5m0s (from {cfg})" in err
+    assert "image_maximum_gc_age = 0s (from kubelet default)" in err

@@ -257,3 +257,15 @@ def test_pods_file_from_a_pipe(tmp_path: Path) -> None:
     inv = load_pods_file(fifo)
     t.join()
     assert set(inv.pods) == {"u1"}
+
+
+def test_kubelet_config_image_gc_fields(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "kind: KubeletConfiguration\nimageGCHighThresholdPercent: 90\nimageMaximumGCAge: 168h\n"
+    )
+    got = load_kubelet_config(cfg, tmp_path)
+    assert got.image_gc == {"image_gc_high_threshold": 90, "image_maximum_gc_age": 168 * 3600}
+    cfg.write_text("kind: KubeletConfiguration\nimageGCLowThresholdPercent: eighty\n")
+    with pytest.raises(BadInput, match="imageGCLowThresholdPercent"):
+        load_kubelet_config(cfg, tmp_path)
