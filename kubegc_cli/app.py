@@ -535,9 +535,21 @@ def gc_all(
         client.close()
 
 
-def gc_images(s: Settings, policy: Any, act: ActOptions, ui: Ui) -> Plan[ImageAction]:
+def gc_images(
+    s: Settings,
+    policy: Any,
+    act: ActOptions,
+    ui: Ui,
+    *,
+    pod_infra_image: str | None = None,
+    assume_detected_at: int | None = None,
+) -> Plan[ImageAction]:
     """`kubegc gc images`: the kubelet's image GC with first-detected/last-used remembered in
-    the state store across runs. Raises `BadInput` for a bad policy or with `--snapshot`;
+    the state store across runs.
+
+    `pod_infra_image` is protected besides the runtime's own sandbox image;
+    `assume_detected_at` (ns) is used as first-detected time for images without a record
+    (instead of now). Raises `BadInput` for a bad policy or with `--snapshot`;
     `RuntimeUnavailable` when the runtime or the image filesystem cannot be read."""
     if s.snapshot is not None:
         raise BadInput("gc images keeps image records in the state store; --snapshot cannot")
@@ -559,8 +571,15 @@ def gc_images(s: Settings, policy: Any, act: ActOptions, ui: Ui) -> Plan[ImageAc
             raise RuntimeUnavailable(f"{snap.endpoint} reports no image filesystem")
         fs = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
         pause = sandbox_image_from_info(client.status_info())
-        protected = {i.id for i in snap.images if pause and pause in i.repo_tags}
+        keep_refs = {r for r in (pause, pod_infra_image) if r}
+        protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
         records, began = load_image_records(s.state_dir, now, ui.warn)
+        if assume_detected_at is not None:
+            from kubegc_cli.policy.images import ImageRecord
+
+            for i in snap.images:
+                records.setdefault(i.id, ImageRecord(assume_detected_at))
+            began = min(began, assume_detected_at)
         ip = plan_images(
             snap.images, snap.containers, records, policy, now,
             began=began, capacity=fs.capacity, available=fs.available, protected=protected,

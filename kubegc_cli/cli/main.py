@@ -381,6 +381,10 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
               help="Never remove images whose tag or digest matches (glob).")  # fmt: skip
 @click.option("--prune-unused", is_flag=True,
               help="Remove every unused image past MinAge at any usage.")  # fmt: skip
+@click.option("--pod-infra-container-image", metavar="IMAGE",
+              help="Also protect this sandbox image (besides the runtime's own).")  # fmt: skip
+@click.option("--assume-detected-at", metavar="RFC3339",
+              help="First-detected time for images kubegc has no record of yet.")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
 @click.option("-y", "--yes", is_flag=True, help="Act without asking.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
@@ -442,7 +446,19 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
-    plan = run(s, policy, act, ui)
+    from kubegc_cli.units import rfc3339_to_ns
+
+    assumed = opts["assume_detected_at"]
+    plan = run(
+        s,
+        policy,
+        act,
+        ui,
+        pod_infra_image=opts["pod_infra_container_image"],
+        assume_detected_at=(
+            rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed else None
+        ),
+    )
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")

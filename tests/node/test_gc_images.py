@@ -59,3 +59,22 @@ def test_gc_images_bad_thresholds_are_exit_2(tmp_path: Path) -> None:
     )  # fmt: skip
     assert res.returncode == 2 and "must be less than" in res.stderr
     assert res.stderr.count("\n") == 1
+
+
+def test_assume_detected_at_and_pod_infra_image(tmp_path: Path) -> None:
+    """An operator who knows the images are old lifts first-run MinAge protection with
+    --assume-detected-at; --pod-infra-container-image protects one more sandbox image."""
+    with LocalNode(tmp_path / "node") as node:
+        a = node.import_image("docker.io/library/unused-a:1", pad_bytes=2048, seed="a")
+        b = node.import_image("docker.io/library/unused-b:1", pad_bytes=4096, seed="b")
+        res = kubegc(node, tmp_path, "gc", "images", "--prune-unused", "--yes", "-o", "json",
+                     "--assume-detected-at", "2020-01-01T00:00:00Z",
+                     "--pod-infra-container-image", "docker.io/library/unused-a:1")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        removed = {x["id"]: x["result"] for x in doc["actions"]}
+        assert removed[b] == "removed" and a not in removed  # (the unused busybox goes too)
+        kept = {k["id"]: k for k in doc["kept"]}
+        assert kept[a]["rule"] == "protected"
+        assert kept[a]["first_detected"] == "2020-01-01T00:00:00Z"
+        assert {i.id for i in node.list_images()} >= {a}
