@@ -20,12 +20,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, Busy
 from kubegc_cli.plan import Action
-from kubegc_cli.policy.images import ImageRecord
 from kubegc_cli.units import ns_to_rfc3339
+
+if TYPE_CHECKING:
+    from kubegc_cli.policy.images import ImageRecord
 
 DEFAULT_STATE_DIR = "/var/lib/kubegc"
 
@@ -144,6 +146,8 @@ def load_image_records(
     """The remembered image records and when kubegc first collected on this node (`began`,
     ns since the epoch; set to `now` on the first run). The kubelet keeps both in memory and
     forgets them on restart; kubegc keeps them here across runs."""
+    from kubegc_cli.policy.images import ImageRecord
+
     con = _connect(state_dir, warn)
     try:
         with con:

@@ -114,6 +114,18 @@ def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
     return sum(st.st_size for _, st in files if stat.S_ISREG(st.st_mode))
 
 
+def _unlink(path: str, what: str) -> bool:
+    """Unlink `path` (never following it). False if it was already gone; `LogRemovalError`
+    naming `what` and the path on any other failure."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise LogRemovalError(f"cannot remove {what} {path}: {exc.strerror or exc}") from None
+    return True
+
+
 def remove_container_logs(
     roots: LogRoots, container: Container, log_path: str, mounts: MountTable
 ) -> tuple[int, str]:
@@ -126,13 +138,7 @@ def remove_container_logs(
     freed = 0
     files, notes = deletable_log_files(roots, log_path, mounts)
     for path, st in files:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise LogRemovalError(f"cannot remove log {path}: {exc.strerror or exc}") from None
-        if stat.S_ISREG(st.st_mode):
+        if _unlink(path, "log") and stat.S_ISREG(st.st_mode):
             freed += st.st_size
     link_dir = on_host(roots.host_root, roots.container_logs_dir)
     link = os.path.join(
@@ -147,12 +153,7 @@ def remove_container_logs(
     except OSError:
         link_st = None
     if link_st is not None and stat.S_ISLNK(link_st.st_mode):
-        try:
-            os.unlink(link)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise LogRemovalError(f"cannot remove symlink {link}: {exc.strerror or exc}") from None
+        _unlink(link, "symlink")
     elif link_st is not None:
         notes.append(f"{link} is not a symlink; left")
     return freed, "; ".join(notes)
