@@ -604,6 +604,15 @@ def gc_images(
             source=snap.endpoint,
         )
         plan.shortfall = ip.shortfall
+        plan.filesystem = {
+            "path": fs.path,
+            "capacity": fs.capacity,
+            "available": fs.available,
+            "usage_percent": ip.usage_percent,
+            "bytes_to_free": ip.bytes_to_free,
+            "available_after": None,
+            "regained": None,
+        }
         if _may_act(mode, plan, ui, "image"):
             remover = ImageRemover(client, concurrency=act.concurrency)
 
@@ -614,9 +623,9 @@ def gc_images(
 
             _carry_out(s, plan, [Stage(remover, ("image",), recheck)], "gc images", ui)
             after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
-            plan.notes.append(
-                f"the image filesystem regained {max(0, after.available - fs.available)} bytes"
-            )
+            regained = max(0, after.available - fs.available)
+            plan.filesystem.update(available_after=after.available, regained=regained)
+            plan.notes.append(f"the image filesystem regained {regained} bytes")
         return plan
     finally:
         client.close()

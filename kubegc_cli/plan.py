@@ -255,6 +255,7 @@ class Plan(Generic[A]):
     interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
     declined: bool = False
     shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
+    filesystem: dict[str, Any] | None = None  # the filesystem a space target is measured on
 
     def counts(self) -> dict[str, int]:
         """Counts of actions by result, every result present (0 when none)."""
@@ -286,4 +287,5 @@ class Plan(Generic[A]):
             "kept": [k.to_dict() for k in self.kept],
             "notes": list(self.notes),
             "summary": self.summary(),
+            **({"filesystem": self.filesystem} if self.filesystem is not None else {}),
         }
