@@ -10,7 +10,8 @@ Exit codes (documented in the README):
  1    some actions failed (`PartialFailure`)
  2    bad input: usage, a bad duration, an unreadable pods file (`BadInput`);
       nothing is removed
- 3    runtime unreachable or inventory unreadable (`RuntimeUnavailable`)
+ 3    runtime unreachable, inventory or eviction signals unreadable
+      (`RuntimeUnavailable`, `SignalUnavailable`)
  4    another kubegc run holds the node lock (`Busy`)
 ====  =============================================================================
 """
@@ -48,6 +49,13 @@ class RuntimeUnavailable(KubegcError):
     def unreachable(self) -> bool:
         """The runtime did not answer at all (as opposed to refusing this one call)."""
         return self.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "")
+
+
+class SignalUnavailable(RuntimeUnavailable):
+    """A host source of an eviction signal (a cgroup file, /proc, statvfs) cannot be read.
+
+    Exit code 3, like an unreachable runtime: the node's state is unknown.
+    """
 
 
 class Busy(KubegcError):
