@@ -256,7 +256,7 @@ def _cli_args(node: LocalNode, namespace: str, concurrency: int, state_dir: Path
     return [
         "-r",
         node.endpoint,
-        "--config",
+        "--kubelet-config",
         str(node.kubelet_config),
         "--state-dir",
         str(state_dir),

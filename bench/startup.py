@@ -271,7 +271,7 @@ def _main(args: argparse.Namespace) -> int:
             base = [
                 "-r",
                 node.endpoint,
-                "--config",
+                "--kubelet-config",
                 str(node.kubelet_config),
                 "--state-dir",
                 str(state_dir),

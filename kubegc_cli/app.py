@@ -49,7 +49,7 @@ class Settings:
     state_dir: Path = Path(DEFAULT_STATE_DIR)
     snapshot: Path | None = None
     now: int | None = None
-    config: Path | None = None
+    kubelet_config: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
     node_name: str | None = None
@@ -165,7 +165,7 @@ def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.observe import observe_node
 
-    kcfg = load_kubelet_config(s.config, s.host_root)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
         return observe_node(
@@ -295,7 +295,7 @@ def gc_containers(
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.observe import observe_node
 
-    kcfg = load_kubelet_config(s.config, s.host_root)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
@@ -367,7 +367,7 @@ def _pod_logs_root(s: Settings, pod_logs_dir: str | None) -> str:
 
     if pod_logs_dir is not None:
         return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
-    return load_kubelet_config(s.config, s.host_root).pod_logs_dir
+    return load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
 
 
 def _observe_logs(
@@ -482,7 +482,7 @@ def gc_all(
     from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.logs import plan_logs
 
-    kcfg = load_kubelet_config(s.config, s.host_root)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     root = _pod_logs_root(s, pod_logs_dir)
     client = open_client(s, ui)
     try:

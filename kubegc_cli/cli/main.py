@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -19,12 +19,15 @@ from kubegc_cli import __version__
 from kubegc_cli.cli.options import F, KubegcGroup, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 
+if TYPE_CHECKING:
+    from kubegc_cli.app import Settings
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 MAX_TIMEOUT_SECONDS = 24 * 3600
 MAX_RECV_BYTES = 2**31 - 1
 
 
-def settings_from(ctx: click.Context) -> Any:
+def settings_from(ctx: click.Context) -> Settings:
     """Global option values → `kubegc_cli.app.Settings`. Raises `BadInput` for bad values."""
     from kubegc_cli.app import Settings
     from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
@@ -58,7 +61,7 @@ def settings_from(ctx: click.Context) -> Any:
         state_dir=Path(g["state_dir"]),
         snapshot=Path(g["snapshot"]) if g.get("snapshot") else None,
         now=rfc3339_to_ns(g["now"], what="--now") if g.get("now") else None,
-        config=Path(g["config"]) if g.get("config") else None,
+        kubelet_config=Path(g["kubelet_config"]) if g.get("kubelet_config") else None,
         kubeconfig=g.get("kubeconfig") or None,
         context=g.get("context") or None,
         node_name=g.get("node_name") or None,
@@ -399,7 +402,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
     First-detected and last-used times are kept in the state store (--state-dir), so MinAge
     counts from the first run that saw an image. Each setting comes from its flag, else the
-    kubelet config file (--config), else the kubelet's default; -v says which.
+    kubelet config file (--kubelet-config), else the kubelet's default; -v says which.
 
     \b
     Examples:
@@ -417,7 +420,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output)
-    kcfg = load_kubelet_config(s.config, s.host_root)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     values: dict[str, Any] = {}
     for name in (
         "image_gc_high_threshold",

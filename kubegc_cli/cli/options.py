@@ -120,7 +120,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {"metavar": "RFC3339", "help": "Planning time [default: snapshot time, else now]."},
     ),
     (
-        ("--config",),
+        ("--kubelet-config",),
         {
             "metavar": "PATH",
             "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",

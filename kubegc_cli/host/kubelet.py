@@ -1,8 +1,8 @@
 """The node's kubelet configuration file (KubeletConfiguration), the fields kubegc uses.
 
-Default location `/var/lib/kubelet/config.yaml` under `--host-root`; `--config` names another.
-A missing default file is fine (kubelet defaults apply); a named file that cannot be read or
-parsed is `BadInput`.
+Default location `/var/lib/kubelet/config.yaml` under `--host-root`; `--kubelet-config`
+names another. A missing default file is fine (kubelet defaults apply); a named file that
+cannot be read or parsed is `BadInput`.
 """
 
 from __future__ import annotations

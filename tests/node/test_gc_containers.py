@@ -27,7 +27,7 @@ def kubegc(node: LocalNode, tmp_path: Path, *args: str) -> subprocess.CompletedP
         [
             sys.executable, "-m", "kubegc_cli",
             "-r", node.endpoint,
-            "--config", str(node.kubelet_config),
+            "--kubelet-config", str(node.kubelet_config),
             "--state-dir", str(tmp_path / "state"),
             *args,
         ],
@@ -196,7 +196,7 @@ def test_container_that_starts_between_plan_and_act_is_skipped(
     c1 = node.add_container(p, "app", attempt=1)
     settings = Settings(
         runtime_endpoint=node.endpoint,
-        config=node.kubelet_config,
+        kubelet_config=node.kubelet_config,
         state_dir=tmp_path / "state",
     )
     ui = RacingUi(node, c0)
@@ -291,7 +291,7 @@ def test_legacy_symlink_goes_with_the_container(node: LocalNode, ns: str, tmp_pa
     Path("/var/log/containers").mkdir(parents=True, exist_ok=True)
     script = (
         f"mount --bind {node.container_logs_dir} /var/log/containers && "
-        f"exec {sys.executable} -m kubegc_cli -r {node.endpoint} --config {node.kubelet_config} "
+        f"exec {sys.executable} -m kubegc_cli -r {node.endpoint} --kubelet-config {node.kubelet_config} "
         f"--state-dir {tmp_path / 'state'} gc containers -n {ns} --yes -o json"
     )
     res = subprocess.run(
@@ -428,7 +428,7 @@ def test_terminal_is_asked_before_acting(
     code, screen = _run_on_tty(
         [
             sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
-            "--config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),
+            "--kubelet-config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),
             "gc", "containers", "-n", ns,
         ]
     , answer)  # fmt: skip
