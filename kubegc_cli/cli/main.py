@@ -467,6 +467,94 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
 
 
+@cli.group(cls=KubegcGroup)
+@global_options
+def memory() -> None:
+    """The kubelet's memory signals on this node (observe only)."""
+
+
+def _interval(text: str | None) -> float:
+    from kubegc_cli.units import parse_duration
+
+    seconds = parse_duration(text or "2s", flag="--watch")
+    if seconds < 0.1:
+        raise BadInput(f"--watch {text!r} is too short (at least 100ms)")
+    return seconds
+
+
+@memory.command("available")
+@click.option(
+    "--allocatable",
+    metavar="QUANTITY",
+    help="Node allocatable memory for allocatableMemory.available [default: the Node "
+    "object from --pods-file or the API, else the kubepods cgroup's limit].",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(0, 100_000),
+    default=10,
+    show_default=True,
+    help="Pods listed, largest working set first (0 = all).",
+)
+@click.option(
+    "--watch",
+    "watch",
+    is_flag=False,
+    flag_value="2s",
+    default=None,
+    metavar="[INTERVAL]",
+    help="Refresh every INTERVAL (default 2s) until Ctrl-C.",
+)
+@global_options
+@click.pass_context
+def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
+                     watch: str | None) -> None:  # fmt: skip
+    """Show memory.available exactly as the kubelet computes it, with the breakdown.
+
+    memory.available = MemTotal − working set of the root memory cgroup, where working set =
+    usage − inactive_file (cgroup v1: memory.usage_in_bytes; v2: anon + file of the root
+    memory.stat). Beside it: active_file (page cache the kubelet counts as used, the usual
+    reason it evicts while `free` shows plenty), the kernel's MemAvailable,
+    allocatableMemory.available of the kubepods cgroup, and the pods with the largest working
+    sets. Everything is read under --host-root.
+
+    \b
+    Examples:
+      kubegc memory available
+      kubegc memory available --watch 5s
+      kubegc memory available -o json | jq '."memory.available".available'
+    """
+    from kubegc_cli.pressure import memory_report
+    from kubegc_cli.units import parse_bytes
+
+    s = settings_from(ctx)
+    ui = ConsoleUi(s.verbose, s.output)
+    given = parse_bytes(allocatable, flag="--allocatable") if allocatable is not None else None
+    interval = _interval(watch) if watch is not None else None
+    if interval is not None and s.output != "table":
+        raise BadInput("--watch shows a live table; drop it for -o json/yaml (one sample)")
+    report = memory_report(s, ui, allocatable=given, top=top)
+    from kubegc_cli import render
+
+    if s.output in ("json", "yaml"):
+        render.dump_document(report.to_dict(), s.output)
+        return
+    from kubegc_cli.render_pressure import memory_renderable, render_memory
+
+    if interval is None:
+        render_memory(report)
+        return
+    import time
+
+    from rich.live import Live
+
+    with Live(memory_renderable(report), refresh_per_second=4, screen=False) as live:
+        while True:
+            time.sleep(interval)
+            report = memory_report(s, ui, allocatable=given, top=top)
+            live.update(memory_renderable(report))
+
+
 @cli.command("history")
 @click.option("--runs", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="How many recent runs to show.")  # fmt: skip

@@ -32,6 +32,26 @@ def parse_mountinfo(text: str) -> frozenset[str]:
     return frozenset(points)
 
 
+def parse_mount_filesystems(text: str) -> list[tuple[str, str, str]]:
+    """`(mount point, filesystem type, super options)` of each mountinfo line, in file order.
+
+    The mount point (5th field) is unescaped; the type and super options are the first and
+    third fields after the `-` separator that ends the optional fields (proc(5)). Lines
+    without a separator or with too few fields are skipped.
+    """
+    out: list[tuple[str, str, str]] = []
+    for line in text.splitlines():
+        parts = line.split()
+        try:
+            sep = parts.index("-", 6)
+        except ValueError:
+            continue
+        if len(parts) < sep + 4:
+            continue
+        out.append((_unescape(parts[4]), parts[sep + 1], parts[sep + 3]))
+    return out
+
+
 class MountTable:
     """The mount points visible to this process, read once.
 

@@ -42,6 +42,7 @@ class PodInfo:
     name: str
     phase: str = ""
     content_removable: bool = False
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +50,14 @@ class PodInventory:
     """What a pod source says about the node's pods.
 
     `known` False means no source was consulted: nothing may be treated as deleted.
-    `source` is a short human description (`none`, `file:/path`).
+    `source` is a short human description (`none`, `file:/path`). `nodes` holds the decoded
+    Node objects the source also carried, by name (`kubectl get pods,nodes -o json`).
     """
 
     known: bool
     pods: Mapping[str, PodInfo] = field(default_factory=dict)
     source: str = "none"
+    nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def is_deleted(self, uid: str) -> bool:
         """The pod's content may be removed (the kubelet's ShouldPodContentBeRemoved): it is
@@ -112,7 +115,8 @@ def check_source_covers_node(pods: PodInventory, running_pod_uids: Iterable[str]
 
 
 def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
-    """Build a `PodInventory` from a decoded PodList (`kind` PodList or List of Pods).
+    """Build a `PodInventory` from a decoded PodList (`kind` PodList, or List of Pods and
+    Nodes — Nodes are kept by name for their allocatable).
 
     Raises `BadInput` naming `source` when the document is not a list of pods with
     `metadata.uid`.
@@ -123,8 +127,12 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     if kind not in (None, "PodList", "List"):
         raise BadInput(f"{source}: expected kind PodList or List, got {kind!r}")
     pods: dict[str, PodInfo] = {}
+    nodes: dict[str, Mapping[str, Any]] = {}
     for i, item in enumerate(doc["items"]):
         meta = item.get("metadata") if isinstance(item, Mapping) else None
+        if kind == "List" and isinstance(meta, Mapping) and item.get("kind") == "Node":
+            nodes[str(meta.get("name", ""))] = item
+            continue
         if not isinstance(meta, Mapping) or not meta.get("uid"):
             raise BadInput(f"{source}: items[{i}] has no metadata.uid")
         if item.get("kind") not in (None, "Pod"):
@@ -138,8 +146,9 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             phase=str(status.get("phase", "")),
             content_removable=status.get("reason") == "Evicted"
             or (bool(meta.get("deletionTimestamp")) and _all_stopped(status)),
+            raw=item,
         )
-    return PodInventory(known=True, pods=pods, source=source)
+    return PodInventory(known=True, pods=pods, source=source, nodes=nodes)
 
 
 def _all_stopped(status: Mapping[str, Any]) -> bool:

@@ -136,3 +136,27 @@ def load_api_inventory(src: ApiSource, timeout: float) -> PodInventory:
     return inventory_from_podlist(
         {"kind": "PodList", "items": items}, source=f"api:{host} node {src.node}"
     )
+
+
+def read_node(src: ApiSource, timeout: float) -> dict[str, Any]:
+    """The decoded Node object `src.node` (for its `status.allocatable`).
+
+    Raises `ApiUnavailable` when it cannot be read (missing, refused, unreachable).
+    """
+    api, host = _client(src)
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    try:
+        resp = api.read_node(src.node, _preload_content=False, _request_timeout=timeout)
+        doc = json.loads(resp.data)
+    except ApiException as exc:
+        raise ApiUnavailable(
+            f"Kubernetes API {host}: reading node {src.node}: "
+            + _why(exc.status or 0, exc.reason or "", exc.body or "")
+        ) from None
+    except (HTTPError, OSError, ValueError) as exc:
+        raise ApiUnavailable(f"Kubernetes API {host} unreachable: {type(exc).__name__}") from None
+    if not isinstance(doc, dict) or doc.get("kind") not in (None, "Node"):
+        raise ApiUnavailable(f"Kubernetes API {host}: node {src.node} is not a Node")
+    return doc

@@ -1,0 +1,575 @@
+"""What the node's eviction signals say now: `kubegc memory available` and `kubegc evict check`.
+
+Observe only: nothing here changes the node. Host figures come from files under `--host-root`
+(cgroups, /proc, statvfs); the image filesystem from CRI `ImageFsInfo`; pod names and
+requests from the pod source, else from the runtime's sandbox labels.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from kubegc_cli.errors import BadInput, KubegcError, RuntimeUnavailable
+from kubegc_cli.host.cgroups import CgroupLayout, PodCgroup, detect_layout, pod_cgroups
+from kubegc_cli.host.memory import AllocatableMemory, NodeMemory, allocatable_memory, node_memory
+from kubegc_cli.pods import NO_POD_SOURCE, PodInventory
+from kubegc_cli.units import ns_to_rfc3339, parse_bytes
+
+if TYPE_CHECKING:
+    from kubegc_cli.app import Settings, Ui
+
+API_VERSION = "kubegc/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class PodMemory:
+    """One pod's memory from its cgroup (bytes): `working_set` = max(0, usage − inactive_file),
+    as the kubelet ranks pods for memory eviction. `namespace`/`name` are "" when unknown."""
+
+    uid: str
+    namespace: str
+    name: str
+    qos: str
+    usage: int
+    inactive_file: int
+    active_file: int
+    working_set: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "name": self.name,
+            "qos": self.qos,
+            "usage": self.usage,
+            "inactive_file": self.inactive_file,
+            "active_file": self.active_file,
+            "working_set": self.working_set,
+        }
+
+
+@dataclass(slots=True)
+class MemoryReport:
+    """`kubegc memory available`: the node's `memory.available` with its breakdown, the pods
+    cgroup's `allocatableMemory.available` (None when there is no kubepods cgroup or no limit),
+    the pods with the largest working sets, and notes. `captured_at` in ns since the epoch."""
+
+    node: NodeMemory
+    allocatable: AllocatableMemory | None
+    pods: list[PodMemory]
+    pod_count: int
+    layout: CgroupLayout
+    captured_at: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        n = self.node
+        alloc = self.allocatable
+        return {
+            "kind": "MemoryAvailable",
+            "apiVersion": API_VERSION,
+            "now": ns_to_rfc3339(self.captured_at),
+            "cgroup": {
+                "version": self.layout.version,
+                "driver": self.layout.driver,
+                "memory_root": self.layout.memory_root,
+                "pods_cgroup": self.layout.pods_cgroup,
+            },
+            "memory.available": {
+                "available": n.available,
+                "capacity": n.capacity,
+                "usage": n.usage,
+                "active_file": n.active_file,
+                "inactive_file": n.inactive_file,
+                "working_set": n.working_set,
+                "mem_available": n.mem_available,
+                "active_file_drags_available": n.active_file_drags_available,
+                "sources": dict(n.sources),
+            },
+            "allocatableMemory.available": None
+            if alloc is None
+            else {
+                "available": alloc.available,
+                "allocatable": alloc.allocatable,
+                "allocatable_source": alloc.allocatable_source,
+                "cgroup": alloc.cgroup,
+                "cgroup_limit": alloc.cgroup_limit,
+                "usage": alloc.usage,
+                "active_file": alloc.active_file,
+                "inactive_file": alloc.inactive_file,
+                "working_set": alloc.working_set,
+            },
+            "pods": [p.to_dict() for p in self.pods],
+            "pod_count": self.pod_count,
+            "notes": list(self.notes),
+        }
+
+
+def _node_allocatable(node: Mapping[str, Any], source: str) -> int | None:
+    status = node.get("status")
+    alloc = status.get("allocatable") if isinstance(status, Mapping) else None
+    value = alloc.get("memory") if isinstance(alloc, Mapping) else None
+    if value is None:
+        return None
+    return parse_bytes(str(value), flag=f"{source}: status.allocatable.memory")
+
+
+def resolve_allocatable(
+    s: Settings, ui: Ui, given: int | None, pods: PodInventory
+) -> tuple[int | None, str]:
+    """Node allocatable memory (bytes) and where it came from: `given` (`--allocatable`), else
+    the Node object the pods file carries (`kubectl get pods,nodes -o json`) or the API
+    serves, else (None, "") — the kubepods cgroup's own limit is then used.
+
+    Raises `BadInput` for a Node object whose allocatable memory is not a quantity."""
+    if given is not None:
+        return given, "--allocatable"
+    from kubegc_cli.pods.api import node_name
+
+    name = node_name(s.node_name)
+    node = pods.nodes.get(name)
+    if node is None and len(pods.nodes) == 1:
+        node = next(iter(pods.nodes.values()))
+    if node is not None:
+        value = _node_allocatable(node, pods.source)
+        if value is not None:
+            return value, f"Node {name} status.allocatable ({pods.source})"
+    if pods.source.startswith("api:"):
+        from kubegc_cli.pods.api import ApiSource, find_credentials, read_node
+
+        creds = find_credentials(s.kubeconfig, s.env)
+        if creds is not None:
+            try:
+                doc = read_node(ApiSource(creds, s.context, name), s.timeout)
+            except RuntimeUnavailable as exc:
+                ui.info(f"{exc}; using the kubepods cgroup limit as allocatable")
+            else:
+                value = _node_allocatable(doc, "API")
+                if value is not None:
+                    return value, f"Node {name} status.allocatable (API)"
+    return None, ""
+
+
+def pod_names(
+    s: Settings, ui: Ui, pods: PodInventory, uids: Iterable[str]
+) -> dict[str, tuple[str, str]]:
+    """Pod UID → (namespace, name): from the pod source, else from the runtime's sandbox
+    labels (io.kubernetes.pod.*). An unreachable runtime only leaves names out (-v says why)."""
+    names = {u: (p.namespace, p.name) for u, p in pods.pods.items()}
+    missing = [u for u in uids if u not in names]
+    if not missing:
+        return names
+    from kubegc_cli.app import open_client
+
+    try:
+        client = open_client(s, ui)
+        try:
+            for sb in client.list_sandboxes():
+                if sb.uid and sb.uid not in names:
+                    names[sb.uid] = (sb.namespace, sb.name)
+        finally:
+            client.close()
+    except (RuntimeUnavailable, BadInput) as exc:
+        ui.info(f"pod names from the runtime: {exc}")
+    return names
+
+
+def _load_pods(s: Settings, ui: Ui) -> PodInventory:
+    from kubegc_cli.app import load_pod_inventory
+
+    try:
+        return load_pod_inventory(s, ui)
+    except KubegcError:
+        if s.pod_source or s.pods_file:
+            raise
+        return NO_POD_SOURCE
+
+
+def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> MemoryReport:
+    """`kubegc memory available`: one sample of the kubelet's memory signals (bytes).
+
+    `allocatable` (bytes) overrides the node allocatable; `top` limits the pod list (0 = all).
+    Raises `SignalUnavailable` (exit 3) when a needed host file cannot be read, `BadInput` for
+    a bad pod source or allocatable.
+    """
+    host = s.host_root
+    layout = detect_layout(host)
+    node = node_memory(host, layout)
+    pods = _load_pods(s, ui)
+    alloc_bytes, alloc_source = resolve_allocatable(s, ui, allocatable, pods)
+    alloc = allocatable_memory(host, layout, alloc_bytes)
+    if alloc is not None and alloc_source:
+        alloc = replace(alloc, allocatable_source=alloc_source)
+    cgroups = pod_cgroups(host, layout) if layout.pods_cgroup else []
+    ranked = sorted(cgroups, key=lambda c: (-c.memory.working_set, c.uid))
+    shown = ranked[:top] if top > 0 else ranked
+    names = pod_names(s, ui, pods, (c.uid for c in shown)) if shown else {}
+    report = MemoryReport(
+        node=node,
+        allocatable=alloc,
+        pods=[_pod_memory(c, names) for c in shown],
+        pod_count=len(cgroups),
+        layout=layout,
+        captured_at=time.time_ns(),
+    )
+    report.notes.extend(memory_notes(node, alloc, alloc_source, layout))
+    return report
+
+
+def _pod_memory(c: PodCgroup, names: Mapping[str, tuple[str, str]]) -> PodMemory:
+    ns, name = names.get(c.uid, ("", ""))
+    m = c.memory
+    return PodMemory(c.uid, ns, name, c.qos, m.usage, m.inactive_file, m.active_file, m.working_set)
+
+
+def memory_notes(
+    node: NodeMemory, alloc: AllocatableMemory | None, alloc_source: str, layout: CgroupLayout
+) -> list[str]:
+    """Human lines explaining the memory figures (the #43916 page-cache case among them)."""
+    from kubegc_cli.units import format_bytes
+
+    notes = []
+    if node.active_file_drags_available:
+        notes.append(
+            f"active page cache ({format_bytes(node.active_file)}) counts as used: the kubelet's "
+            f"memory.available is {format_bytes(node.available)} while the kernel's MemAvailable "
+            f"(what `free` shows) is {format_bytes(node.mem_available or 0)}. The kubelet may "
+            "evict here although the kernel could reclaim that cache (kubernetes#43916); give "
+            "I/O-heavy containers equal memory requests and limits."
+        )
+    if layout.pods_cgroup is None:
+        notes.append("no kubepods cgroup on this host: allocatableMemory.available not observed")
+    elif alloc is None:
+        notes.append(
+            "the kubepods cgroup has no memory limit and no allocatable was given "
+            "(--allocatable, or a Node object in --pods-file / the API): "
+            "allocatableMemory.available not observed"
+        )
+    if alloc is not None and alloc.available < 0:
+        notes.append(
+            f"the pods' working set exceeds allocatable memory by {format_bytes(-alloc.available)}"
+        )
+    return notes
+
+
+def kubelet_root(root_dir: str) -> str:
+    """Validate `--root-dir` (the kubelet's root directory, a host path)."""
+    if not root_dir.startswith("/"):
+        raise BadInput(f"--root-dir {root_dir!r} must be an absolute path")
+    return os.path.normpath(root_dir)
+
+
+# --- evict check -------------------------------------------------------------------------------
+
+DISK_FAMILIES = ("nodefs", "imagefs", "containerfs")
+
+
+@dataclass(slots=True)
+class FsLayout:
+    """The filesystems behind the disk signals (host paths): `nodefs` (the kubelet root dir),
+    `imagefs` (the CRI image filesystem mountpoint, "" when unknown), `containerfs` (CRI's
+    container filesystem when reported apart, else ""); `dedicated_imagefs` when the image
+    filesystem is another device than nodefs; `split` when images and writable layers are on
+    different filesystems too."""
+
+    nodefs: str
+    imagefs: str = ""
+    containerfs: str = ""
+    dedicated_imagefs: bool = False
+    split: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodefs": self.nodefs,
+            "imagefs": self.imagefs or None,
+            "containerfs": self.containerfs or None,
+            "dedicated_imagefs": self.dedicated_imagefs,
+            "split": self.split,
+        }
+
+
+@dataclass(slots=True)
+class EvictionReport:
+    """`kubegc evict check`: the thresholds in force (`config`), one result per threshold,
+    the observations (bytes, inodes, PIDs), signals that could not be read (`unread`: signal →
+    why), the pods the kubelet would evict first per met signal (`ranking`: signal → rows),
+    notes, and the capture time (ns since the epoch)."""
+
+    config: Any  # kubegc_cli.eviction.thresholds.EvictionConfig
+    results: list[Any]  # ThresholdResult
+    observations: dict[str, Any]  # signal → Observation
+    unread: dict[str, str]
+    fs: FsLayout
+    captured_at: int
+    ranking: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def met(self) -> list[Any]:
+        return [r for r in self.results if r.met]
+
+    def unread_thresholds(self) -> list[Any]:
+        return [
+            r for r in self.results if r.observation is None and r.threshold.signal in self.unread
+        ]
+
+    def exit_code(self) -> int:
+        """0 no threshold met; 1 at least one met; 3 none met but a threshold's signal could
+        not be read (the answer is unknown)."""
+        if self.met():
+            return 1
+        return 3 if self.unread_thresholds() else 0
+
+    def provenance(self) -> list[str]:
+        """Where each threshold (and each disabled one) came from, one line each."""
+        lines = [f"{r.threshold.expression}: from {r.threshold.source}" for r in self.results]
+        lines += [f"{sig}<{text}: disabled, from {src}" for sig, text, src in self.config.disabled]
+        return lines
+
+    def summary_line(self) -> str:
+        met = self.met()
+        if met:
+            kinds = sorted({"hard" if r.threshold.hard else "soft" for r in met})
+            conditions = sorted({r.condition for r in met})
+            return (
+                f"{len(met)} threshold(s) met ({', '.join(kinds)}): "
+                f"{', '.join(conditions)}; the kubelet would act"
+            )
+        if self.unread_thresholds():
+            return "no threshold met, but some signals could not be read (exit 3)"
+        return f"no threshold met ({len(self.results)} checked)"
+
+    def to_dict(self) -> dict[str, Any]:
+        def threshold(r: Any) -> dict[str, Any]:
+            t = r.threshold
+            obs = r.observation
+            return {
+                "signal": t.signal,
+                "threshold": t.text,
+                "threshold_quantity": r.threshold_quantity,
+                "observed": None if obs is None else obs.available,
+                "capacity": None if obs is None else obs.capacity,
+                "margin": r.margin,
+                "met": r.met,
+                "hard": t.hard,
+                "grace_period_seconds": t.grace_period,
+                "min_reclaim": t.min_reclaim,
+                "condition": r.condition,
+                "reclaim_first": list(r.reclaim),
+                "source": t.source,
+                "observed_from": None if obs is None else obs.source,
+                "note": r.note or self.unread.get(t.signal, ""),
+            }
+
+        met = self.met()
+        return {
+            "kind": "EvictionCheck",
+            "apiVersion": API_VERSION,
+            "now": ns_to_rfc3339(self.captured_at),
+            "thresholds": [threshold(r) for r in self.results],
+            "met": [
+                {"signal": r.threshold.signal, "hard": r.threshold.hard, "condition": r.condition}
+                for r in met
+            ],
+            "conditions": sorted({r.condition for r in met}),
+            "disabled": [
+                {"signal": s, "threshold": t, "source": src} for s, t, src in self.config.disabled
+            ],
+            "unread": dict(self.unread),
+            "filesystems": self.fs.to_dict(),
+            "ranking": {k: list(v) for k, v in self.ranking.items()},
+            "notes": list(self.notes),
+            "exit_code": self.exit_code(),
+        }
+
+
+def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
+    """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
+    running kubelet's command line (found with psutil, only when --host-root is /), else its
+    config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
+    path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
+    from kubegc_cli.eviction.thresholds import (
+        find_kubelet_cmdline,
+        raw_from_kubelet_cmdline,
+        raw_from_kubelet_config,
+        resolve,
+    )
+    from kubegc_cli.host.kubelet import DEFAULT_CONFIG
+    from kubegc_cli.inputs import parse_yaml, read_text
+
+    layers = [flags]
+    config_path = s.kubelet_config
+    found = find_kubelet_cmdline(s.host_root)
+    if found is not None:
+        pid, argv = found
+        raw, cmd_config = raw_from_kubelet_cmdline(argv, f"kubelet command line (pid {pid})")
+        layers.append(raw)
+        ui.info(f"running kubelet found: pid {pid}")
+        if config_path is None and cmd_config:
+            config_path = s.host_root / cmd_config.lstrip("/")
+    if config_path is None:
+        default = s.host_root / DEFAULT_CONFIG.lstrip("/")
+        config_path = default if default.exists() else None
+    if config_path is not None:
+        doc = parse_yaml(read_text(config_path, "kubelet config"), config_path, "kubelet config")
+        if doc is not None and not isinstance(doc, Mapping):
+            raise BadInput(f"{config_path}: not a KubeletConfiguration (expected a mapping)")
+        layers.append(raw_from_kubelet_config(doc, str(config_path)))
+        ui.info(f"kubelet config: {config_path}")
+    return resolve(layers)
+
+
+def _families(config: Any) -> set[str]:
+    fams = {t.signal.split(".", 1)[0] for t in config.thresholds}
+    if "containerfs" in fams:
+        fams |= {"nodefs", "imagefs"}
+    return fams
+
+
+def observe_signals(
+    s: Settings, ui: Ui, config: Any, *, root_dir: str, allocatable: int | None
+) -> tuple[dict[str, Any], dict[str, str], FsLayout]:
+    """Observe the signals `config`'s thresholds need: (observations by signal, unread signal
+    → why, the filesystem layout). Every failure to read is recorded, never raised: the
+    report says which signals are unknown."""
+    from kubegc_cli.errors import RuntimeUnavailable as Unreadable
+    from kubegc_cli.eviction.thresholds import Observation
+    from kubegc_cli.host.fs import fs_stats
+    from kubegc_cli.host.logs import on_host
+
+    obs: dict[str, Any] = {}
+    unread: dict[str, str] = {}
+    fams = _families(config)
+    signals = {t.signal for t in config.thresholds}
+    host = s.host_root
+    fs = FsLayout(nodefs=root_dir)
+
+    if signals & {"memory.available", "allocatableMemory.available"}:
+        try:
+            layout = detect_layout(host)
+            node = node_memory(host, layout)
+            obs["memory.available"] = Observation(
+                "memory.available", node.available, node.available + node.working_set,
+                f"MemTotal − working set of the root memory cgroup (v{layout.version})",
+            )  # fmt: skip
+            alloc = allocatable_memory(host, layout, allocatable)
+            if alloc is not None:
+                obs["allocatableMemory.available"] = Observation(
+                    "allocatableMemory.available", alloc.available,
+                    alloc.available + alloc.working_set,
+                    f"{alloc.allocatable_source} − working set of {alloc.cgroup}",
+                )  # fmt: skip
+            else:
+                unread["allocatableMemory.available"] = (
+                    "no kubepods cgroup with a memory limit (give --allocatable)"
+                )
+        except Unreadable as exc:
+            unread["memory.available"] = unread["allocatableMemory.available"] = str(exc)
+
+    def disk(family: str, path: str) -> None:
+        try:
+            st = fs_stats(host, path)
+        except Unreadable as exc:
+            unread[f"{family}.available"] = unread[f"{family}.inodesFree"] = str(exc)
+            return
+        obs[f"{family}.available"] = Observation(
+            f"{family}.available", st.available, st.capacity, f"statvfs {path} (bavail)"
+        )
+        if st.inodes > 0:
+            obs[f"{family}.inodesFree"] = Observation(
+                f"{family}.inodesFree", st.inodes_free, st.inodes, f"statvfs {path} (files)"
+            )
+        else:
+            unread[f"{family}.inodesFree"] = f"statvfs {path} reports no inodes"
+
+    if fams & set(DISK_FAMILIES):
+        disk("nodefs", root_dir)
+    if fams & {"imagefs", "containerfs"}:
+        try:
+            from kubegc_cli.app import open_client
+
+            client = open_client(s, ui)
+            try:
+                images, containers = client.image_fs_info()
+            finally:
+                client.close()
+            if not images:
+                raise Unreadable("the runtime reports no image filesystem")
+        except (Unreadable, BadInput) as exc:
+            why = f"image filesystem unknown: {exc}"
+            for fam in ("imagefs", "containerfs"):
+                unread[f"{fam}.available"] = unread[f"{fam}.inodesFree"] = why
+        else:
+            fs.imagefs = images[0].mountpoint
+            fs.dedicated_imagefs = _device(on_host(host, fs.imagefs)) != _device(
+                on_host(host, root_dir)
+            )
+            if containers and containers[0].mountpoint not in ("", fs.imagefs):
+                fs.containerfs = containers[0].mountpoint
+                fs.split = fs.dedicated_imagefs
+            disk("imagefs", fs.imagefs)
+            if fs.split:
+                disk("containerfs", fs.containerfs)
+            else:
+                base = "imagefs" if fs.dedicated_imagefs else "nodefs"
+                for kind in ("available", "inodesFree"):
+                    o = obs.get(f"{base}.{kind}")
+                    if o is not None:
+                        obs[f"containerfs.{kind}"] = replace(o, signal=f"containerfs.{kind}")
+    if "pid.available" in signals:
+        from kubegc_cli.host.memory import pid_available
+
+        try:
+            p = pid_available(host)
+            obs["pid.available"] = Observation(
+                "pid.available", p.available, p.max_pid,
+                "min(pid_max, threads-max) − tasks in /proc/loadavg",
+            )  # fmt: skip
+        except Unreadable as exc:
+            unread["pid.available"] = str(exc)
+    return obs, unread, fs
+
+
+def _device(local: str) -> int:
+    try:
+        return os.stat(local).st_dev
+    except OSError:
+        return -1
+
+
+def evict_check(
+    s: Settings, ui: Ui, flags: Any, *, root_dir: str, allocatable: int | None, top: int
+) -> EvictionReport:
+    """`kubegc evict check`: every threshold in force against the signals observed now, and,
+    with a pod source, the pods the kubelet would evict first for each met signal.
+
+    `flags` is a `RawEviction` of kubegc's own --eviction-* flags; `root_dir` the kubelet root
+    (host path); `allocatable` (bytes) replaces the kubepods cgroup limit; `top` limits each
+    ranking (0 = all). Raises `BadInput` for bad thresholds or files; unreadable signals are
+    reported in the result (exit 3 when nothing is met)."""
+    from kubegc_cli.eviction.thresholds import evaluate
+
+    config = eviction_config(s, ui, flags)
+    obs, unread, fs = observe_signals(s, ui, config, root_dir=root_dir, allocatable=allocatable)
+    results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
+    report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
+    report.notes.extend(config.notes)
+    for sig in sorted({r.threshold.signal for r in results if r.observation is None}):
+        if sig in unread:
+            report.notes.append(f"{sig} not observed: {unread[sig]}")
+    if report.met():
+        rank_met(s, ui, report, root_dir=root_dir, top=top)
+    return report
+
+
+def rank_met(s: Settings, ui: Ui, report: EvictionReport, *, root_dir: str, top: int) -> None:
+    """Fill `report.ranking` for each met signal (needs a pod source; a note otherwise)."""
+    pods = _load_pods(s, ui)
+    if not pods.known:
+        report.notes.append(
+            "no pod source (--pods-file or the API): pods are not ranked for eviction"
+        )
+        return
