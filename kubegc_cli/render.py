@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kubegc_cli.plan import (
     Action,
@@ -21,6 +21,9 @@ from kubegc_cli.plan import (
     SandboxAction,
 )
 from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
+
+if TYPE_CHECKING:
+    from kubegc_cli.pods.evicted import PodAction
 
 RESULT_STYLE = {
     Result.PLANNED: "yellow",
@@ -236,7 +239,33 @@ IMAGES = Layout(
     lambda k: k.rule == "min-age",
     False,
 )
+
+
+def _evicted_pod_row(a: PodAction, now: int) -> list[str]:
+    owner = f"{a.owner_kind}/{a.owner_name}" if a.owner_kind else "-"
+    age = format_duration((now - a.evicted_at) / NS_PER_SECOND) if a.evicted_at else "-"
+    message = a.message if len(a.message) <= 60 else a.message[:59] + "…"
+    result = f"kept: {a.reason}" if a.result is Result.KEPT else _result_text(a)
+    return [a.namespace, a.name, owner, age, message, result]
+
+
+EVICTED_PODS = Layout(
+    "Evicted pods",
+    "evicted pod",
+    (
+        ("NAMESPACE", False),
+        ("POD", True),
+        ("OWNER", True),
+        ("EVICTED", False),
+        ("MESSAGE", True),
+        ("RESULT", True),
+    ),
+    _evicted_pod_row,
+    lambda k: False,
+    False,
+)
 LAYOUTS = {
+    "EvictedPodPlan": EVICTED_PODS,
     "ImageGCPlan": IMAGES,
     "ContainerGCPlan": CONTAINERS,
     "SandboxGCPlan": SANDBOXES,

@@ -1,26 +1,20 @@
 """The Kubernetes API pod source, with the official `kubernetes` client talking to a local
-HTTP server that serves recorded API objects and records the requests it gets.
-
-(No kube-apiserver can run here; this server answers the one call kubegc makes: list pods.)
+HTTP server that serves recorded API objects and records the requests it gets
+(`tests.unit.recorded_api`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from kubegc_cli.app import Settings, load_pod_inventory
 from kubegc_cli.pods.api import ApiSource, ApiUnavailable, load_api_inventory
+from tests.unit.recorded_api import RecordedApi, serve_recorded_api
 
 
 def pod(uid: str, *, reason: str = "", deleting: bool = False, running: bool = False) -> Any:
@@ -34,66 +28,10 @@ def pod(uid: str, *, reason: str = "", deleting: bool = False, running: bool = F
     return {"kind": "Pod", "metadata": meta, "status": status}
 
 
-@dataclass
-class RecordedApi:
-    """Serves `pages` of a PodList in order (by continue token); records each request."""
-
-    pages: list[list[Any]] = field(default_factory=list)
-    fail: dict[int, tuple[int, str]] = field(default_factory=dict)  # page index → (status, msg)
-    delay: float = 0.0
-    requests: list[dict[str, list[str]]] = field(default_factory=list)
-
-    def answer(self, query: dict[str, list[str]]) -> tuple[int, Any]:
-        self.requests.append(query)
-        token = query.get("continue", ["0"])[0]
-        index = int(token)
-        if index in self.fail:
-            code, msg = self.fail[index]
-            return code, {"kind": "Status", "status": "Failure", "message": msg, "code": code}
-        more = index + 1 < len(self.pages)
-        return 200, {
-            "kind": "PodList",
-            "apiVersion": "v1",
-            "metadata": {"continue": str(index + 1) if more else ""},
-            "items": self.pages[index],
-        }
-
-
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
-    recorded = RecordedApi()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            url = urlparse(self.path)
-            assert url.path == "/api/v1/pods"
-            time.sleep(recorded.delay)
-            code, doc = recorded.answer(parse_qs(url.query))
-            body = json.dumps(doc).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                self.wfile.write(body)  # the client may have given up (timeout test)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_port}"}}}}]
-users: [{{name: u, user: {{token: test-token}}}}]
-contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
-current-context: ctx
-"""
-    )
-    yield recorded, kubeconfig
-    server.shutdown()
+    with serve_recorded_api(tmp_path) as served:
+        yield served
 
 
 def test_recorded_api_pages_are_all_read(api: tuple[RecordedApi, Path]) -> None:

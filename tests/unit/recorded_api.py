@@ -1,0 +1,293 @@
+"""A local HTTP server that plays the Kubernetes API for the official `kubernetes` client.
+
+No kube-apiserver can run here; this server answers the calls kubegc makes, as the API
+server would, and records every request so tests can assert exactly what kubegc asked:
+
+- `GET /api/v1/pods` and `GET /api/v1/namespaces/<ns>/pods`: serves `pages` in order (the
+  continue token is the page index); with `honor_selectors` it applies the namespace and the
+  `fieldSelector` (`a=b`, `a==b`, `a!=b`, comma-separated) as the API server does, without
+  it every served pod is answered; `fail` makes a page answer an error instead. Each query
+  is appended to `requests`, each path to `list_paths`.
+- `DELETE /api/v1/namespaces/<ns>/pods/<name>`: checks the body's preconditions (uid,
+  resourceVersion) against the served pod as the API server does — 404 when there is no such
+  pod, 409 when a precondition does not match, else 200 (202 while finalizers hold it) and the
+  pod is gone from later lists. `delete_answers["ns/name"] = (status, message)` forces an
+  answer. Each request (with its decoded body) is appended to `deletes`.
+- Anything else is answered 404/405 and appended to `unexpected`; with `down` every request
+  is dropped unanswered and only counted in `dropped`.
+
+Use `serve_recorded_api(tmp_path)` in a fixture; it yields the `RecordedApi` and a kubeconfig
+pointing at the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+LIST_PATH = re.compile(r"/api/v1(?:/namespaces/([^/]+))?/pods")
+POD_PATH = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)")
+
+
+def api_pod(
+    name: str,
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+    resource_version: str = "100",
+    node: str = "node-a",
+    phase: str = "Failed",
+    reason: str = "Evicted",
+    message: str = "The node was low on resource: memory.",
+    owner: tuple[str, str] | None = ("ReplicaSet", "web-7d4b9"),
+    conditions: list[dict[str, Any]] | None = None,
+    start_time: str | None = "2026-11-29T08:00:00Z",
+    finalizers: list[str] | None = None,
+) -> dict[str, Any]:
+    """A Pod object as the API serves it (defaults: an Evicted pod of a ReplicaSet)."""
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{namespace}-{name}",
+        "resourceVersion": resource_version,
+    }
+    if owner:
+        kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": kind, "name": owner_name, "uid": "o-1",
+             "controller": True, "blockOwnerDeletion": True}
+        ]  # fmt: skip
+    if finalizers:
+        meta["finalizers"] = list(finalizers)
+    status: dict[str, Any] = {"phase": phase}
+    if reason:
+        status["reason"] = reason
+        status["message"] = message
+    if conditions is not None:
+        status["conditions"] = conditions
+    if start_time:
+        status["startTime"] = start_time
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": meta,
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
+        "status": status,
+    }
+
+
+def _field(pod: Any, path: str) -> str:
+    value: Any = pod
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
+def _matches(pod: Any, selector: str) -> bool:
+    for term in filter(None, selector.split(",")):
+        if "!=" in term:
+            key, want = term.split("!=", 1)
+            if _field(pod, key) == want:
+                return False
+        else:
+            key, want = re.split("==?", term, maxsplit=1)
+            if _field(pod, key) != want:
+                return False
+    return True
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+            "reason": reason, "code": code}  # fmt: skip
+
+
+@dataclass
+class DeleteRequest:
+    """One DELETE as the server got it, and the status it answered."""
+
+    namespace: str
+    name: str
+    body: Any
+    query: dict[str, list[str]]
+    status: int
+
+
+@dataclass
+class RecordedApi:
+    """Serves `pages` of a PodList in order (by continue token); records each request."""
+
+    pages: list[list[Any]] = field(default_factory=list)
+    fail: dict[int, tuple[int, str]] = field(default_factory=dict)  # page index → (status, msg)
+    delay: float = 0.0
+    honor_selectors: bool = False  # True: filter by namespace and fieldSelector as the API does
+    delete_answers: dict[str, tuple[int, str]] = field(default_factory=dict)  # "ns/name" → ...
+    requests: list[dict[str, list[str]]] = field(default_factory=list)  # list queries
+    list_paths: list[str] = field(default_factory=list)
+    deletes: list[DeleteRequest] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    down: bool = False  # True: every request is dropped unanswered (an API that went away)
+    dropped: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def answer(self, query: dict[str, list[str]], namespace: str | None = None) -> tuple[int, Any]:
+        """A list request: one page of pods (namespace and field selector applied)."""
+        with self.lock:
+            self.requests.append(query)
+            index = int(query.get("continue", ["0"])[0])
+            if index in self.fail:
+                code, msg = self.fail[index]
+                return code, _status(code, "InternalError", msg)
+            items = self.pages[index] if index < len(self.pages) else []
+            if self.honor_selectors:
+                selector = query.get("fieldSelector", [""])[0]
+                items = [
+                    p for p in items
+                    if (namespace is None or _field(p, "metadata.namespace") == namespace)
+                    and _matches(p, selector)
+                ]  # fmt: skip
+            more = index + 1 < len(self.pages)
+            return 200, {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"continue": str(index + 1) if more else "", "resourceVersion": "9"},
+                "items": items,
+            }
+
+    def find(self, namespace: str, name: str) -> Any:
+        """The served pod `namespace/name` (the object itself, so a test may change it)."""
+        for page in self.pages:
+            for p in page:
+                key = (_field(p, "metadata.namespace"), _field(p, "metadata.name"))
+                if key == (namespace, name):
+                    return p
+        return None
+
+    def remove(self, namespace: str, name: str) -> None:
+        """Delete the pod behind kubegc's back (someone else did)."""
+        target = self.find(namespace, name)
+        for page in self.pages:
+            if target in page:
+                page.remove(target)
+
+    def delete(
+        self, namespace: str, name: str, body: Any, query: dict[str, list[str]]
+    ) -> tuple[int, Any]:
+        """A DELETE of one pod, checked as the API server checks preconditions."""
+        with self.lock:
+            code, doc = self._delete(namespace, name, body)
+            self.deletes.append(DeleteRequest(namespace, name, body, query, code))
+            return code, doc
+
+    def _delete(self, namespace: str, name: str, body: Any) -> tuple[int, Any]:
+        forced = self.delete_answers.get(f"{namespace}/{name}")
+        if forced:
+            code, msg = forced
+            return code, _status(code, "Forced", msg)
+        pod = self.find(namespace, name)
+        if pod is None:
+            return 404, _status(404, "NotFound", f'pods "{name}" not found')
+        pre = (body or {}).get("preconditions") or {}
+        meta = pod["metadata"]
+        for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            if key in pre and pre[key] != meta.get(key):
+                return 409, _status(
+                    409,
+                    "Conflict",
+                    f"Operation cannot be fulfilled on Pod {name}: Precondition failed: "
+                    f"{label} in precondition: {pre[key]}, {label} in object meta: {meta.get(key)}",
+                )
+        if meta.get("finalizers"):
+            meta["deletionTimestamp"] = "2026-11-29T12:00:00Z"
+            return 202, pod
+        self.remove(namespace, name)
+        return 200, pod
+
+
+def _kubeconfig(path: Path, port: int) -> Path:
+    path.write_text(
+        f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{port}"}}}}]
+users: [{{name: u, user: {{token: test-token}}}}]
+contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
+current-context: ctx
+"""
+    )
+    return path
+
+
+@contextlib.contextmanager
+def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
+    """Run a `RecordedApi` on a free local port; yields it and a kubeconfig for it."""
+    recorded = RecordedApi()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, code: int, doc: Any) -> None:
+            body = json.dumps(doc).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)  # the client may have given up (timeout test)
+
+        def _unexpected(self, code: int) -> None:
+            with recorded.lock:
+                recorded.unexpected.append(f"{self.command} {self.path}")
+            self._send(code, _status(code, "NotFound", f"not served here: {self.path}"))
+
+        def _drop(self) -> bool:
+            with recorded.lock:
+                if recorded.down:
+                    recorded.dropped += 1
+                    self.close_connection = True
+                return recorded.down
+
+        def do_GET(self) -> None:
+            if self._drop():
+                return
+            url = urlparse(self.path)
+            m = LIST_PATH.fullmatch(url.path)
+            if not m:
+                return self._unexpected(404)
+            with recorded.lock:
+                recorded.list_paths.append(url.path)
+            time.sleep(recorded.delay)
+            self._send(*recorded.answer(parse_qs(url.query), m.group(1)))
+
+        def do_DELETE(self) -> None:
+            url = urlparse(self.path)
+            m = POD_PATH.fullmatch(url.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self._drop():
+                return
+            if not m:
+                return self._unexpected(404)
+            body = json.loads(raw) if raw else None
+            self._send(*recorded.delete(m.group(1), m.group(2), body, parse_qs(url.query)))
+
+        def do_POST(self) -> None:
+            self._unexpected(405)
+
+        do_PUT = do_PATCH = do_POST
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield recorded, _kubeconfig(tmp_path / "kubeconfig", server.server_port)
+    finally:
+        server.shutdown()
+        server.server_close()
