@@ -325,8 +325,10 @@ class EvictionReport:
 
     def provenance(self) -> list[str]:
         """Where each threshold (and each disabled one) came from, one line each."""
-        lines = [f"{r.threshold.expression}: from {r.threshold.source}" for r in self.results]
-        lines += [f"{sig}<{text}: disabled, from {src}" for sig, text, src in self.config.disabled]
+        lines = [f"{r.threshold.expression}: source: {r.threshold.source}" for r in self.results]
+        lines += [
+            f"{sig}<{text}: disabled; source: {src}" for sig, text, src in self.config.disabled
+        ]
         return lines
 
     def summary_line(self) -> str:
@@ -462,10 +464,8 @@ def observe_signals(
                     alloc.available + alloc.working_set,
                     f"{alloc.allocatable_source} − working set of {alloc.cgroup}",
                 )  # fmt: skip
-            else:
-                unread["allocatableMemory.available"] = (
-                    "no kubepods cgroup with a memory limit (give --allocatable)"
-                )
+            # else: no kubepods cgroup with a limit: the signal does not exist on this host
+            # (not an unreadable one); its thresholds are not met, as the kubelet skips them
         except Unreadable as exc:
             unread["memory.available"] = unread["allocatableMemory.available"] = str(exc)
 
@@ -487,7 +487,7 @@ def observe_signals(
 
     if fams & set(DISK_FAMILIES):
         disk("nodefs", root_dir)
-    if fams & {"imagefs", "containerfs"}:
+    if fams & set(DISK_FAMILIES):  # the layout decides what containerfs and reclaim mean
         try:
             from kubegc_cli.app import open_client
 
@@ -499,9 +499,10 @@ def observe_signals(
             if not images:
                 raise Unreadable("the runtime reports no image filesystem")
         except (Unreadable, BadInput) as exc:
-            why = f"image filesystem unknown: {exc}"
+            why = f"image filesystem unknown ({exc})"
             for fam in ("imagefs", "containerfs"):
                 unread[f"{fam}.available"] = unread[f"{fam}.inodesFree"] = why
+            fs.imagefs = ""
         else:
             fs.imagefs = images[0].mountpoint
             fs.dedicated_imagefs = _device(on_host(host, fs.imagefs)) != _device(
@@ -557,9 +558,18 @@ def evict_check(
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
     report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
     report.notes.extend(config.notes)
-    for sig in sorted({r.threshold.signal for r in results if r.observation is None}):
-        if sig in unread:
-            report.notes.append(f"{sig} not observed: {unread[sig]}")
+    if not fs.imagefs and any(f in DISK_FAMILIES for f in _families(config)):
+        report.notes.append(
+            "the image filesystem is unknown, so is the disk layout: the reclaim column "
+            "assumes one filesystem"
+        )
+    why_signals: dict[str, list[str]] = {}
+    for r in results:
+        sig = r.threshold.signal
+        if r.observation is None and sig in unread and sig not in why_signals.get(unread[sig], []):
+            why_signals.setdefault(unread[sig], []).append(sig)
+    for why, sigs in why_signals.items():
+        report.notes.append(f"{', '.join(sigs)} not observed: {why}")
     if report.met():
         rank_met(s, ui, report, root_dir=root_dir, top=top)
     return report
@@ -567,9 +577,211 @@ def evict_check(
 
 def rank_met(s: Settings, ui: Ui, report: EvictionReport, *, root_dir: str, top: int) -> None:
     """Fill `report.ranking` for each met signal (needs a pod source; a note otherwise)."""
+    from kubegc_cli.eviction.ranking import (
+        PodResources,
+        PodStats,
+        pod_resources,
+        rank_disk,
+        rank_memory,
+        rank_pid,
+    )
+    from kubegc_cli.pods.api import node_name
+
     pods = _load_pods(s, ui)
     if not pods.known:
         report.notes.append(
             "no pod source (--pods-file or the API): pods are not ranked for eviction"
         )
         return
+    node = node_name(s.node_name)
+    active: list[PodResources] = []
+    for uid, info in sorted(pods.pods.items()):
+        raw = info.raw or {}
+        spec: Mapping[str, Any] = (
+            raw.get("spec") or {} if isinstance(raw.get("spec"), Mapping) else {}
+        )
+        if pods.is_terminated(uid) or spec.get("nodeName") not in (None, "", node):
+            continue
+        try:
+            active.append(pod_resources(raw))
+        except BadInput as exc:
+            report.notes.append(f"pod {info.namespace}/{info.name} not ranked: {exc}")
+    signals = sorted({r.threshold.signal for r in report.met()}, key=_signal_order)
+    needs_disk = any(sig.split(".", 1)[0] in DISK_FAMILIES for sig in signals)
+    stats = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk)
+    for sig in signals:
+        family = sig.split(".", 1)[0]
+        entries = [(p, stats.get((family, p.uid), PodStats())) for p in active]
+        if family in MEMORY_FAMILIES:
+            ranked = rank_memory(entries)
+        elif family == "pid":
+            ranked = rank_pid(entries)
+        else:
+            ranked = rank_disk(entries, inodes=sig.endswith("inodesFree"))
+        rows = [_ranked_row(r, sig) for r in ranked]
+        report.ranking[sig] = rows[:top] if top > 0 else rows
+
+
+MEMORY_FAMILIES = ("memory", "allocatableMemory")
+
+
+def _signal_order(signal: str) -> tuple[int, str]:
+    return (0 if signal.split(".", 1)[0] in MEMORY_FAMILIES else 1, signal)
+
+
+def _ranked_row(r: Any, signal: str) -> dict[str, Any]:
+    """One ranked pod as a JSON-ready row with display texts."""
+    from kubegc_cli.units import format_bytes
+
+    pod, st = r.pod, r.stats
+    family = signal.split(".", 1)[0]
+    if family in MEMORY_FAMILIES:
+        usage, request, unit = st.working_set, pod.memory_request, "bytes"
+    elif family == "pid":
+        usage, request, unit = st.processes, None, "processes"
+    elif signal.endswith("inodesFree"):
+        usage, request, unit = st.inodes, pod.ephemeral_request, "inodes"
+    else:
+        usage, request, unit = st.disk_usage, pod.ephemeral_request, "bytes"
+
+    def text(n: int | None, as_bytes: bool) -> str:
+        if n is None:
+            return "-"
+        return format_bytes(n) if as_bytes else str(n)
+
+    note = r.skipped_reason or ("" if usage is not None else "no stats: the kubelet ranks it first")
+    return {
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+        "priority": pod.priority,
+        "owner": f"{pod.owner_kind}/{pod.owner_name}" if pod.owner_kind else "",
+        "usage": usage,
+        "request": request,
+        "unit": unit,
+        "exceeds": r.exceeds,
+        "excess": r.excess,
+        "skipped": bool(r.skipped_reason),
+        "note": note,
+        "usage_text": text(usage, unit == "bytes"),
+        "request_text": "-" if request is None else text(request, unit == "bytes"),
+    }
+
+
+def _pod_stats(
+    s: Settings, ui: Ui, report: EvictionReport, root_dir: str, uids: list[str], *, disk: bool
+) -> dict[tuple[str, str], Any]:
+    """(signal family, pod UID) → `PodStats`: working set and processes from the pod cgroups;
+    with `disk`, disk usage and inodes per the filesystem layout (kubelet eviction: logs and
+    local volumes on nodefs, writable layers on the filesystem that holds them)."""
+    from kubegc_cli.eviction.ranking import PodStats
+
+    out: dict[tuple[str, str], Any] = {}
+    try:
+        layout = detect_layout(s.host_root)
+        cgroups = {c.uid: c for c in pod_cgroups(s.host_root, layout)} if layout.pods_cgroup else {}
+    except RuntimeUnavailable as exc:
+        report.notes.append(f"pod cgroups unreadable, pods ranked without memory stats: {exc}")
+        cgroups = {}
+    for uid in uids:
+        c = cgroups.get(uid)
+        mem = PodStats(working_set=c.memory.working_set) if c else PodStats()
+        for fam in MEMORY_FAMILIES:
+            out[(fam, uid)] = mem
+        out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
+    if not disk:
+        return out
+    local = _local_disk_usage(s, ui, root_dir, set(uids))
+    layers, why = _writable_layers(s, ui, set(uids))
+    if why:
+        report.notes.append(f"writable layers not counted in disk ranking: {why}")
+    fs = report.fs
+    for uid in uids:
+        lb, li = local.get(uid, (0, 0))
+        wb, wi = layers.get(uid, (0, 0))
+        if not fs.dedicated_imagefs:
+            every = PodStats(disk_usage=lb + wb, inodes=li + wi)
+            per = {"nodefs": every, "imagefs": every, "containerfs": every}
+        elif not fs.split:
+            rootfs = PodStats(disk_usage=wb, inodes=wi)
+            per = {"nodefs": PodStats(disk_usage=lb, inodes=li), "imagefs": rootfs,
+                   "containerfs": rootfs}  # fmt: skip
+        else:
+            both = PodStats(disk_usage=lb + wb, inodes=li + wi)
+            per = {"nodefs": both, "containerfs": both, "imagefs": PodStats(disk_usage=0, inodes=0)}
+        for fam, st in per.items():
+            out[(fam, uid)] = st
+    return out
+
+
+LOCAL_VOLUME_PLUGINS = (
+    "kubernetes.io~empty-dir",
+    "kubernetes.io~configmap",
+    "kubernetes.io~git-repo",
+)
+
+
+def _local_disk_usage(
+    s: Settings, ui: Ui, root_dir: str, uids: set[str]
+) -> dict[str, tuple[int, int]]:
+    """Pod UID → (bytes, inodes) of its container logs (`podLogsDir`) and local ephemeral
+    volumes (emptyDir on disk, configMap, gitRepo under the kubelet root); mounted volumes
+    (memory-backed emptyDir) are not entered."""
+    from kubegc_cli.host.du import tree_usage
+    from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.host.podlogs import pod_uid_from_dir
+
+    mounts = MountTable.read()
+    usage: dict[str, list[int]] = {u: [0, 0] for u in uids}
+    logs_root = on_host(
+        s.host_root, load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    )
+    try:
+        entries = list(os.scandir(logs_root))
+    except OSError:
+        entries = []
+    for e in entries:
+        uid = pod_uid_from_dir(e.name)
+        if uid in usage and e.is_dir(follow_symlinks=False):
+            t = tree_usage(e.path, mounts)
+            usage[uid][0] += t.bytes
+            usage[uid][1] += t.inodes
+    for uid in uids:
+        volumes = on_host(s.host_root, f"{root_dir}/pods/{uid}/volumes")
+        for plugin in LOCAL_VOLUME_PLUGINS:
+            try:
+                vols = list(os.scandir(os.path.join(volumes, plugin)))
+            except OSError:
+                continue
+            for v in vols:
+                if v.is_dir(follow_symlinks=False):
+                    t = tree_usage(v.path, mounts)
+                    usage[uid][0] += t.bytes
+                    usage[uid][1] += t.inodes
+    return {u: (b, i) for u, (b, i) in usage.items()}
+
+
+def _writable_layers(s: Settings, ui: Ui, uids: set[str]) -> tuple[dict[str, tuple[int, int]], str]:
+    """Pod UID → (bytes, inodes) of its containers' writable layers (CRI ContainerStats), and
+    why they could not be read ("" when they were)."""
+    from kubegc_cli.app import open_client
+
+    out: dict[str, list[int]] = {}
+    try:
+        client = open_client(s, ui)
+        try:
+            owner = {c.id: c.pod_uid for c in client.list_containers()}
+            layers = client.writable_layers()
+        finally:
+            client.close()
+    except (RuntimeUnavailable, BadInput) as exc:
+        return {}, str(exc)
+    for cid, (b, i) in layers.items():
+        uid = owner.get(cid, "")
+        if uid in uids:
+            acc = out.setdefault(uid, [0, 0])
+            acc[0] += b or 0
+            acc[1] += i or 0
+    return {u: (b, i) for u, (b, i) in out.items()}, ""

@@ -117,7 +117,8 @@ def render_eviction(
         t.add_row(
             th.signal, observed, safe_text(th.text), f"({fmt(r.threshold_quantity)})"
             if r.observation is not None else "", fmt(r.margin) if r.observation is not None
-            else "-", met, kind, r.condition, ", ".join(r.reclaim) or "-",
+            else "-", met, kind, r.condition,
+            ", ".join(x.split("(")[-1].rstrip(")") for x in r.reclaim) or "-",
         )  # fmt: skip
     console.print(t)
     for signal, ranked in report.ranking.items():

@@ -555,6 +555,167 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
             live.update(memory_renderable(report))
 
 
+@cli.group(cls=KubegcGroup)
+@global_options
+def evict() -> None:
+    """The kubelet's node-pressure eviction: check thresholds, prune Evicted pods."""
+
+
+def _joined(values: tuple[str, ...]) -> str | None:
+    """Repeated kubelet map flags merge (later keys win), as the kubelet's flags do."""
+    return ",".join(values) if values else None
+
+
+@evict.command("check")
+@click.option(
+    "--eviction-hard",
+    multiple=True,
+    metavar="SIGNAL<VALUE,...",
+    help="Hard thresholds, kubelet syntax: memory.available<100Mi,nodefs.available<10%. "
+    "[default: the running kubelet's, else its config file's, else the kubelet's]",
+)
+@click.option(
+    "--eviction-soft",
+    multiple=True,
+    metavar="SIGNAL<VALUE,...",
+    help="Soft thresholds (each needs a grace period).",
+)
+@click.option(
+    "--eviction-soft-grace-period",
+    multiple=True,
+    metavar="SIGNAL=DURATION,...",
+    help="Grace periods of the soft thresholds: memory.available=1m30s.",
+)
+@click.option(
+    "--eviction-minimum-reclaim",
+    multiple=True,
+    metavar="SIGNAL=VALUE,...",
+    help="Minimum reclaim per signal: memory.available=0Mi,nodefs.available=500Mi.",
+)
+@click.option(
+    "--root-dir",
+    default="/var/lib/kubelet",
+    show_default=True,
+    metavar="PATH",
+    help="The kubelet's root directory: its filesystem is nodefs.",
+)
+@click.option(
+    "--allocatable",
+    metavar="QUANTITY",
+    help="Node allocatable memory [default: the kubepods cgroup's limit, as the kubelet].",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(0, 100_000),
+    default=5,
+    show_default=True,
+    help="Pods listed per met signal, first to be evicted first (0 = all).",
+)
+@global_options
+@click.pass_context
+def evict_check(ctx: click.Context, /, **opts: Any) -> None:
+    """Check the eviction thresholds against the signals observed now.
+
+    Thresholds come from --eviction-* (kubelet grammar), else the running kubelet's command
+    line, else its config file (--kubelet-config, default /var/lib/kubelet/config.yaml),
+    else the kubelet's defaults. Setting any hard threshold drops the unlisted defaults, as
+    on the kubelet; the output says which. One row per threshold: observed value, threshold,
+    margin, met or not, hard or soft, the node condition, and what the kubelet reclaims first.
+    With a pod source, the pods the kubelet would evict first for each met signal.
+
+    Exit codes: 0 no threshold met, 1 at least one met, 2 bad input, 3 a signal could not
+    be read (and none met).
+
+    \b
+    Examples:
+      kubegc evict check
+      kubegc evict check --eviction-hard 'memory.available<1Gi,nodefs.available<15%'
+      kubegc evict check -o json | jq '.met'
+    """
+    from kubegc_cli.eviction.thresholds import raw_from_flags
+    from kubegc_cli.pressure import evict_check as run
+    from kubegc_cli.pressure import kubelet_root
+    from kubegc_cli.units import parse_bytes
+
+    s = settings_from(ctx)
+    ui = ConsoleUi(s.verbose, s.output)
+    flags = raw_from_flags(
+        _joined(opts["eviction_hard"]),
+        _joined(opts["eviction_soft"]),
+        _joined(opts["eviction_soft_grace_period"]),
+        _joined(opts["eviction_minimum_reclaim"]),
+    )
+    given = opts["allocatable"]
+    report = run(
+        s, ui, flags,
+        root_dir=kubelet_root(opts["root_dir"]),
+        allocatable=parse_bytes(given, flag="--allocatable") if given is not None else None,
+        top=opts["top"],
+    )  # fmt: skip
+    from kubegc_cli import render
+
+    if s.output in ("json", "yaml"):
+        render.dump_document(report.to_dict(), s.output)
+    else:
+        from kubegc_cli.render_pressure import render_eviction
+
+        render_eviction(report, verbose=s.verbose)
+    sys.exit(report.exit_code())
+
+
+@evict.command("prune")
+@click.option("--all-nodes", is_flag=True, help="Evicted pods of every node, not only this one.")
+@click.option("-n", "--namespace", metavar="NS", help="Only this namespace.")
+@click.option(
+    "--older-than",
+    default="0s",
+    show_default=True,
+    metavar="DURATION",
+    help="Only pods evicted at least this long ago.",
+)
+@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
+@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Parallel API calls.",
+)
+@global_options
+@click.pass_context
+def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
+    """Delete the Evicted pod shells (phase Failed, reason Evicted) left in the API.
+
+    After node-pressure eviction a ReplicaSet's pods stay in the API as Failed/Evicted until
+    something deletes them. This lists them on this node (--node-name, default the hostname)
+    or every node (--all-nodes), shows them, and deletes each with its resourceVersion as a
+    precondition: a pod that changed since the plan is skipped, not deleted.
+
+    \b
+    Examples:
+      kubegc evict prune --dry-run
+      kubegc evict prune --all-nodes --older-than 1h --yes
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.pods.api import node_name
+    from kubegc_cli.pods.evicted import PruneOptions, prune_evicted
+    from kubegc_cli.units import parse_duration
+
+    s = settings_from(ctx)
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    popts = PruneOptions(
+        all_nodes=opts["all_nodes"],
+        node=node_name(s.node_name),
+        namespace=opts["namespace"],
+        older_than=parse_duration(opts["older_than"], flag="--older-than"),
+    )
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output))
+    finish(plan, s)
+
+
 @cli.command("history")
 @click.option("--runs", type=click.IntRange(1, 10_000), default=20, show_default=True,
               help="How many recent runs to show.")  # fmt: skip

@@ -199,6 +199,22 @@ class CriClient:
         r = self._call(self.runtime.ListContainers, req, "ListContainers")
         return [container_from_pb(c) for c in r.containers]
 
+    def writable_layers(self) -> dict[str, tuple[int | None, int | None]]:
+        """`ListContainerStats`: container ID → (writable layer bytes, inodes), each None when
+        the runtime does not say."""
+        r = self._call(
+            self.runtime.ListContainerStats, api_pb2.ListContainerStatsRequest(),
+            "ListContainerStats",
+        )  # fmt: skip
+        out: dict[str, tuple[int | None, int | None]] = {}
+        for st in r.stats:
+            wl = st.writable_layer
+            out[st.attributes.id] = (
+                wl.used_bytes.value if wl.HasField("used_bytes") else None,
+                wl.inodes_used.value if wl.HasField("inodes_used") else None,
+            )
+        return out
+
     def pod_sandbox_status(self, sandbox_id: str) -> tuple[SandboxState, int] | None:
         """`PodSandboxStatus`: (state, created_at ns), or None when the sandbox is gone."""
         req = api_pb2.PodSandboxStatusRequest(pod_sandbox_id=sandbox_id)

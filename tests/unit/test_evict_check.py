@@ -1,0 +1,221 @@
+"""`kubegc evict check` end to end over fixture host trees (numbers worked out by hand)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.hostfixtures import (
+    MOUNTINFO_V1,
+    MOUNTINFO_V2,
+    V1_ROOT,
+    V2_ROOT,
+    pod_cgroup_path,
+    put,
+    write_meminfo,
+    write_mountinfo,
+    write_pid_files,
+    write_v1_cgroup,
+    write_v2_cgroup,
+    write_v2_root,
+)
+
+MiB = 1 << 20
+NO_RUNTIME = ["-r", "unix:///nonexistent/kubegc-test.sock"]
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/"}  # no kubeconfig: no API pod source
+
+
+def check(root: Path, *args: str) -> tuple[int, str, str]:
+    res = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), *NO_RUNTIME,
+         "evict", "check", "--root-dir", "/var/lib/kubelet", *args],
+        capture_output=True, text=True, timeout=60, env=ENV,
+    )  # fmt: skip
+    return res.returncode, res.stdout, res.stderr
+
+
+def v1_node(root: Path, *, available_mib: int) -> None:
+    """MemTotal 1,048,576 kB = 1 GiB; usage − total_inactive_file = 1024 − available_mib MiB,
+    so memory.available is exactly `available_mib` MiB."""
+    write_mountinfo(root, MOUNTINFO_V1)
+    write_meminfo(root, 1_048_576, mem_available_kb=available_mib * 1024)
+    ws = (1024 - available_mib) * MiB
+    write_v1_cgroup(root, V1_ROOT, usage=ws + 10 * MiB, inactive_file=10 * MiB)
+    write_pid_files(root, pid_max=32768, threads_max=100_000, loadavg="0.1 0.2 0.3 2/1000 42")
+    (root / "var/lib/kubelet").mkdir(parents=True, exist_ok=True)
+
+
+def by_signal(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["signal"]: t for t in doc["thresholds"]}
+
+
+def test_case_6_memory_threshold_met_names_memory_pressure(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    mem = by_signal(doc)["memory.available"]
+    assert mem["observed"] == 900 * MiB and mem["threshold_quantity"] == 1024 * MiB
+    assert mem["met"] is True and mem["hard"] is True and mem["margin"] == -124 * MiB
+    assert doc["met"] == [
+        {"signal": "memory.available", "hard": True, "condition": "MemoryPressure"}
+    ]
+    assert doc["conditions"] == ["MemoryPressure"] and doc["exit_code"] == 1
+    code, table, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi")
+    assert code == 1 and "MemoryPressure" in table and "MET" in table
+
+
+def test_case_2_listed_thresholds_only_and_the_dropped_defaults_said(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(
+        tmp_path, "--eviction-hard", "memory.available<100Mi,nodefs.available<10%", "-o", "json"
+    )
+    doc = json.loads(out)
+    configured = {t["signal"]: t for t in doc["thresholds"] if t["source"] == "--eviction-hard"}
+    assert set(configured) == {"memory.available", "nodefs.available"}
+    assert configured["memory.available"]["threshold_quantity"] == 104_857_600
+    assert configured["nodefs.available"]["threshold"] == "10%"
+    st = os.statvfs(tmp_path / "var/lib/kubelet")
+    nodefs = configured["nodefs.available"]
+    assert nodefs["observed"] == st.f_bavail * st.f_frsize
+    assert nodefs["capacity"] == st.f_blocks * st.f_frsize
+    # 10% as float32 (0.100000001490116...) of the capacity, truncated, as the kubelet does
+    assert nodefs["threshold_quantity"] == int(st.f_blocks * st.f_frsize * 0.10000000149011612)
+    signals = {t["signal"] for t in doc["thresholds"]}
+    assert not signals & {"imagefs.available", "imagefs.inodesFree", "nodefs.inodesFree"}
+    assert any("imagefs.available<15%" in n and "not in force" in n for n in doc["notes"])
+    # the runtime is unreachable: the image filesystem (and so the layout) is unknown
+    assert code == 3, err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "needle"),
+    [
+        ("--eviction-hard", "memory.available<0", "'0'"),
+        ("--eviction-hard", "memory.available>100Mi", "memory.available>100Mi"),
+        ("--eviction-hard", "swap.available<1Gi", "swap.available"),
+        ("--eviction-hard", "memory.available<=1Gi", "=1Gi"),
+        ("--eviction-soft", "memory.available<1Gi", "grace period"),
+        ("--eviction-minimum-reclaim", "memory.available=0%", "0%"),
+        ("--eviction-soft-grace-period", "memory.available=-1m", "-1m"),
+        ("--allocatable", "much", "much"),
+        ("--root-dir", "var/lib/kubelet", "var/lib/kubelet"),
+    ],
+)
+def test_cases_3_4_bad_input_is_one_line_exit_2(
+    tmp_path: Path, flag: str, value: str, needle: str
+) -> None:
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(tmp_path, flag, value)
+    assert code == 2, (out, err)
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out == ""
+
+
+def test_case_5_hundred_percent_disables_the_threshold(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(
+        tmp_path, "--eviction-hard", "nodefs.available<100%,memory.available<1Mi", "-o", "json"
+    )
+    doc = json.loads(out)
+    assert {"signal": "nodefs.available", "threshold": "100%", "source": "--eviction-hard"} in doc[
+        "disabled"
+    ]
+    assert "nodefs.available" not in by_signal(doc)
+    assert code == 0, err  # memory is fine; nothing disk-related is configured
+
+
+def test_kubelet_config_file_and_flags_precedence(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    config = (
+        "kind: KubeletConfiguration\nevictionHard:\n  memory.available: 950Mi\n"
+        "evictionSoft:\n  pid.available: 50%\nevictionSoftGracePeriod:\n  pid.available: 30s\n"
+    )
+    put(tmp_path, "/var/lib/kubelet/config.yaml", config)
+    code, out, err = check(tmp_path, "-o", "json")
+    doc = json.loads(out)
+    mem = by_signal(doc)["memory.available"]
+    assert mem["threshold"] == "950Mi" and mem["met"] is True
+    assert mem["source"].endswith("config.yaml: evictionHard")
+    pid = by_signal(doc)["pid.available"]
+    # pid.available: min(32768, 100000) − 1000 tasks = 31768, threshold 50% of 32768 = 16384
+    assert pid["observed"] == 31_768 and pid["capacity"] == 32_768 and not pid["met"]
+    assert pid["hard"] is False and pid["grace_period_seconds"] == 30
+    assert code == 1, err
+    code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<800Mi", "-o", "json")
+    assert by_signal(json.loads(out))["memory.available"]["threshold"] == "800Mi"
+    assert code == 0  # the flag wins over the file; 900Mi > 800Mi; evictionSoft still from it
+
+
+def v2_node_with_pods(root: Path) -> None:
+    """MemTotal 4 GiB; root anon+file 3.5 GiB, inactive 0 → memory.available 512 MiB.
+    Pods (working sets): A 1,000 MiB, B 300 MiB, C 100 MiB; D has no cgroup (no stats)."""
+    write_mountinfo(root, MOUNTINFO_V2)
+    write_meminfo(root, 4 * 1024 * 1024)
+    write_v2_root(root, anon=3 * 1024 * MiB, file=512 * MiB, inactive_file=0)
+    pods = f"{V2_ROOT}/kubepods.slice"
+    write_v2_cgroup(root, pods, current=1400 * MiB, inactive_file=0, max_=str(3 * 1024 * MiB))
+    for uid, qos, ws in (("a", "burstable", 1000), ("b", "besteffort", 300),
+                         ("c", "guaranteed", 100)):  # fmt: skip
+        write_v2_cgroup(root, pod_cgroup_path(pods, "systemd", qos, f"{uid}-uid"),
+                        current=ws * MiB, inactive_file=0)  # fmt: skip
+    (root / "var/lib/kubelet").mkdir(parents=True, exist_ok=True)
+
+
+def pod(uid: str, name: str, *, request: str | None, priority: int = 0) -> dict[str, Any]:
+    resources = {"requests": {"memory": request}} if request else {}
+    return {
+        "kind": "Pod",
+        "metadata": {"uid": uid, "namespace": "ns", "name": name},
+        "spec": {"nodeName": "node-1", "priority": priority,
+                 "containers": [{"name": "c", "resources": resources}]},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+
+
+def test_ranking_of_the_pods_the_kubelet_would_evict_first(tmp_path: Path) -> None:
+    """memory.available 512 MiB < 1 GiB: met. The kubelet's memory ranking: pods without stats
+    first (D, critical: flagged, skipped); then those over their request (A: 1000 > 500 MiB,
+    B: 300 > 0) by priority (equal) then by usage − request (A 500 MiB before B 300 MiB); then
+    C (100 MiB under its 1 GiB request). E is Succeeded: not an active pod."""
+    v2_node_with_pods(tmp_path)
+    items = [
+        pod("a-uid", "a", request="500Mi"),
+        pod("b-uid", "b", request=None),
+        pod("c-uid", "c", request="1Gi"),
+        pod("d-uid", "d", request=None, priority=2_000_000_000),
+        {**pod("e-uid", "e", request=None), "status": {"phase": "Succeeded"}},
+    ]
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": items}))
+    args = ["--eviction-hard", "memory.available<1Gi", "--pods-file", str(pods),
+            "--node-name", "node-1"]  # fmt: skip
+    code, out, err = check(tmp_path, *args, "-o", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    ranked = doc["ranking"]["memory.available"]
+    assert [r["name"] for r in ranked] == ["d", "a", "b", "c"]
+    assert ranked[0]["skipped"] is True and "critical" in ranked[0]["note"]
+    assert [r["exceeds"] for r in ranked[1:]] == [True, True, False]
+    assert ranked[1]["usage"] == 1000 * MiB and ranked[1]["request"] == 500 * MiB
+    assert ranked[1]["excess"] == 500 * MiB
+    allocatable = by_signal(doc)["allocatableMemory.available"]
+    # kubepods limit 3 GiB − working set 1400 MiB = 1672 MiB: above 1 GiB, not met
+    assert allocatable["observed"] == 1672 * MiB and allocatable["met"] is False
+    code, out, err = check(tmp_path, *args, "--top", "2")
+    assert code == 1 and "Pods the kubelet would evict first for memory.available" in out
+
+
+def test_unreadable_memory_is_exit_3_when_nothing_is_met(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    (tmp_path / "proc/meminfo").unlink()
+    code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<1Mi", "-o", "json")
+    doc = json.loads(out)
+    assert code == 3 and doc["exit_code"] == 3
+    assert "/proc/meminfo" in doc["unread"]["memory.available"]
