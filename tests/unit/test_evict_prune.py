@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -427,3 +429,44 @@ def test_table_shows_owner_age_and_a_truncated_message(
     young = next(line for line in text.splitlines() if "young" in line)
     assert " - " in young and "kept: evicted 10m ago, less than --older-than 1h0m0s" in young
     assert "2 evicted pod(s) to remove; 1 kept." in text
+
+
+def _cli(kubeconfig: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--kubeconfig", str(kubeconfig),
+         "--state-dir", str(tmp_path / "state"), "--now", "2026-11-29T12:00:00Z",
+         "evict", "prune", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/"},
+    )  # fmt: skip
+
+
+def test_command_line_prune_from_dry_run_to_yes(
+    api: tuple[RecordedApi, Path], tmp_path: Path
+) -> None:
+    """`kubegc evict prune` as an operator runs it: the dry run lists, `--yes` deletes exactly
+    the evicted pods of the node with preconditions; a refused delete is exit 1."""
+    recorded, kubeconfig = api
+    dry = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    doc = json.loads(dry.stdout)
+    assert doc["kind"] == "EvictedPodPlan" and doc["dry_run"] is True
+    assert [(a["kind"], a["namespace"], a["name"]) for a in doc["actions"]] == [
+        ("pod", "team-a", "web-1"), ("pod", "team-b", "web-2")
+    ]  # fmt: skip
+    assert recorded.deletes == []
+    old = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "--older-than", "4h", "--dry-run",
+               "-o", "json")  # fmt: skip
+    assert json.loads(old.stdout)["actions"] == []  # evicted 3h12m ago: too recent
+    go = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "-n", "team-a", "--yes")
+    assert go.returncode == 0, go.stderr
+    assert deletes(recorded) == [("team-a", "web-1", body("uid-team-a-web-1"), 200)]
+    assert "web-1" in go.stdout
+    recorded.delete_answers["team-b/web-2"] = (500, "etcd is unhappy")
+    failed = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "--yes", "-o", "json")
+    assert failed.returncode == 1 and "failed" in failed.stderr
+    assert [a["result"] for a in json.loads(failed.stdout)["actions"]] == ["failed"]
+    bad = _cli(kubeconfig, tmp_path, "--older-than", "soon")
+    assert bad.returncode == 2 and "'soon'" in bad.stderr and bad.stderr.count("\n") == 1
+    both = _cli(kubeconfig, tmp_path, "--dry-run", "--yes")
+    assert both.returncode == 2 and len(recorded.deletes) == 2  # no new request
