@@ -291,8 +291,9 @@ def test_legacy_symlink_goes_with_the_container(node: LocalNode, ns: str, tmp_pa
     Path("/var/log/containers").mkdir(parents=True, exist_ok=True)
     script = (
         f"mount --bind {node.container_logs_dir} /var/log/containers && "
-        f"exec {sys.executable} -m kubegc_cli -r {node.endpoint} --kubelet-config {node.kubelet_config} "
-        f"--state-dir {tmp_path / 'state'} gc containers -n {ns} --yes -o json"
+        f"exec {sys.executable} -m kubegc_cli -r {node.endpoint} "
+        f"--kubelet-config {node.kubelet_config} --state-dir {tmp_path / 'state'} "
+        f"gc containers -n {ns} --yes -o json"
     )
     res = subprocess.run(
         ["unshare", "-m", "--propagation", "private", "sh", "-c", script],

@@ -358,8 +358,8 @@ def test_image_gc_settings_come_from_flags_then_kubelet_config(
         "kind: KubeletConfiguration\nimageGCHighThresholdPercent: 50\n"
         "imageGCLowThresholdPercent: 60\nimageMinimumGCAge: 5m0s\n"
     )
-    code, _, err = run(["--kubelet-config", str(cfg), "-r", "unix:///nonexistent.sock", "gc", "images"],
-                       capsys)  # fmt: skip
+    code, _, err = run(["--kubelet-config", str(cfg), "-r", "unix:///nonexistent.sock", "gc",
+                        "images"], capsys)  # fmt: skip
     assert code == 2 and "must be less than" in err  # the file's values, validated
     code, _, err = run(
         ["-v", "--kubelet-config", str(cfg), "-r", "unix:///nonexistent.sock", "gc", "images",
