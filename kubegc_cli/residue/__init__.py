@@ -1,0 +1,148 @@
+"""What the kubelet and the runtime leave behind: findings, the facts a scan works from.
+
+A finding names one leftover object (a directory, a network namespace, an IPAM reservation, a
+cgroup, a process, a runtime object), why kubegc considers it residue (`evidence`), the bytes
+it holds on disk, whether `kubegc residue clean` may remove it (`safe`) and, when not, why
+(`unsafe_reason`), and the exact action cleaning takes (`action`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.plan import Result
+
+# Finding types (JSON `type`), in report order.
+POD_DIR = "orphaned-pod-dir"
+POD_LOG_DIR = "orphaned-pod-log-dir"
+LOG_LINK = "dangling-log-link"
+DEAD_SANDBOX = "dead-sandbox"
+DEAD_CONTAINER = "dead-container"
+NETNS = "leaked-netns"
+CNI_IP = "leaked-cni-ip"
+POD_CGROUP = "orphaned-pod-cgroup"
+SHIM = "leaked-shim"
+OVERSIZED_LIST = "oversized-runtime-list"
+UNUSED_IMAGE = "unused-image"
+
+TYPES = (
+    POD_DIR,
+    POD_LOG_DIR,
+    LOG_LINK,
+    DEAD_SANDBOX,
+    DEAD_CONTAINER,
+    NETNS,
+    CNI_IP,
+    POD_CGROUP,
+    SHIM,
+    OVERSIZED_LIST,
+    UNUSED_IMAGE,
+)
+
+
+@dataclass(slots=True)
+class Finding:
+    """One leftover. Satisfies the plan `Action` protocol, so `residue clean` runs findings
+    through the same plan/confirm/act machinery as the gc commands.
+
+    `type` is one of `TYPES`; `target` the object: a host path (directories, files, netns,
+    cgroups) or an ID (sandbox, container, image, shim PID as `pid:<n>`). `evidence` says why it
+    is residue. `bytes` is what it holds on disk (allocated blocks; None when not measured or
+    not applicable). `safe` marks what `residue clean` may act on; `unsafe_reason` says why not
+    (a mount below it, processes inside, no pod source, left to another command). `action` is
+    the exact action cleaning takes, in words an operator can repeat (`rm -r ... (one
+    filesystem, no symlinks followed)`, `umount + unlink`, `rmdir`, or for unsafe ones the
+    command to run by hand). `details` holds type-specific facts for JSON (network name, IP,
+    pod UID, mount points below, process count, ...).
+    """
+
+    type: str
+    target: str
+    evidence: str
+    bytes: int | None
+    safe: bool
+    action: str
+    unsafe_reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "finding"
+
+    @property
+    def id(self) -> str:
+        return self.target
+
+    @property
+    def rule(self) -> str:
+        return self.type
+
+    @property
+    def reason(self) -> str:
+        return self.evidence if self.safe else f"{self.evidence}; not safe: {self.unsafe_reason}"
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.bytes or 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "finding",
+            "type": self.type,
+            "id": self.target,
+            "evidence": self.evidence,
+            "bytes": self.bytes,
+            "safe_to_clean": self.safe,
+            "unsafe_reason": self.unsafe_reason or None,
+            "action": self.action,
+            "details": dict(self.details),
+            "result": self.result.value,
+            "error": self.error or None,
+            "bytes_freed": self.bytes_freed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScanContext:
+    """The facts every host scanner works from. Paths are host paths (joined under
+    `host_root` to read them).
+
+    `pods_known` is False when no pod source could be read: then nothing whose residue-ness
+    depends on "the pod is gone" may be marked safe. `pod_uids` are the UIDs the pod source
+    lists (pods that still exist); `runtime_pod_uids` the pod UIDs of every sandbox and
+    container the runtime has, in any state; `sandbox_ids`/`container_ids` every ID the
+    runtime knows; `sandbox_netns` the network namespace paths the runtime's sandboxes use
+    (from verbose PodSandboxStatus; empty when the runtime does not say). `runtime_known` is
+    False when the runtime could not be listed: then nothing that depends on "the runtime does
+    not know it" may be marked safe. `mounts` is this process's mount table (local paths, as
+    `on_host` gives them), read at scan time; cleaning reads it again before each removal.
+    """
+
+    host_root: Path
+    root_dir: str = "/var/lib/kubelet"
+    pod_logs_dir: str = "/var/log/pods"
+    container_logs_dir: str = "/var/log/containers"
+    cni_dir: str = "/var/lib/cni"
+    netns_dirs: tuple[str, ...] = ("/run/netns", "/var/run/netns")
+    pods_known: bool = False
+    pod_uids: frozenset[str] = frozenset()
+    runtime_known: bool = False
+    runtime_pod_uids: frozenset[str] = frozenset()
+    sandbox_ids: frozenset[str] = frozenset()
+    container_ids: frozenset[str] = frozenset()
+    sandbox_netns: frozenset[str] = frozenset()
+    mounts: MountTable = field(default_factory=lambda: MountTable(frozenset()))
+
+    def pod_is_gone(self, uid: str) -> bool:
+        """Neither the pod source nor the runtime knows pod `uid` (False unless both were read)."""
+        return (
+            self.pods_known
+            and self.runtime_known
+            and uid not in self.pod_uids
+            and uid not in self.runtime_pod_uids
+        )
