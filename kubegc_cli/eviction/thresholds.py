@@ -36,8 +36,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from kubegc_cli.errors import BadInput
 from kubegc_cli.units import parse_duration, parse_quantity
 
@@ -652,6 +650,8 @@ def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
     """
     if Path(host_root).resolve() != Path("/"):
         return None
+    import psutil  # only here: its import costs more than the rest of `evict check`
+
     try:
         for proc in psutil.process_iter(["pid", "name", "cmdline"]):
             info = proc.info

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
 import pytest
 
 from kubegc_cli.errors import BadInput
@@ -639,16 +640,16 @@ def test_find_kubelet_cmdline(
     procs: list[dict[str, Any]],
     expected: tuple[int, list[str]] | None,
 ) -> None:
-    monkeypatch.setattr(th.psutil, "process_iter", lambda attrs: [FakeProc(p) for p in procs])
+    monkeypatch.setattr(psutil, "process_iter", lambda attrs: [FakeProc(p) for p in procs])
     assert find_kubelet_cmdline("/") == expected
     assert find_kubelet_cmdline("/host") is None  # another host's processes are not visible
 
 
 def test_find_kubelet_cmdline_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:
     def denied(attrs: list[str]) -> list[FakeProc]:
-        raise th.psutil.AccessDenied()
+        raise psutil.AccessDenied()
 
-    monkeypatch.setattr(th.psutil, "process_iter", denied)
+    monkeypatch.setattr(psutil, "process_iter", denied)
     assert find_kubelet_cmdline("/") is None
 
 

@@ -1,0 +1,96 @@
+"""`kubegc evict check` wall time: what a monitoring system pays every minute (target < 300 ms).
+
+Runs ``kubegc evict check -o json`` in fresh processes against this machine's real host files
+(/proc, cgroups, statvfs of ``--root-dir``) and a private containerd for the image filesystem
+(CRI ImageFsInfo), round-robin with ``python -c pass`` (the interpreter's floor here). Also
+reports the top modules of ``python -X importtime`` for the same command.
+
+Run from the repository root, as root::
+
+    python -m bench.evict_check            # table
+    python -m bench.evict_check --json     # table on stderr, JSON on stdout
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import (
+    emit,
+    finish,
+    format_table,
+    kubegc_command,
+    local_node,
+    log,
+    machine,
+    summarize_ms,
+    verdict,
+)
+from bench.startup import importtime_report
+
+TARGET_MS = 300.0
+
+
+def _run(command: list[str]) -> float:
+    began = time.perf_counter()
+    done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True)
+    elapsed = time.perf_counter() - began
+    if done.returncode not in (0, 1):  # 1 = a threshold is met: a valid answer
+        raise RuntimeError(f"{command} exited {done.returncode}: {done.stderr.decode()[-400:]}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    kubegc = kubegc_command()
+    result: dict[str, Any] = {"benchmark": "evict_check", "machine": machine(containerd=True)}
+    with local_node() as node, tempfile.TemporaryDirectory(prefix="kgc-evict-") as root_dir:
+        check = [*kubegc, "-r", node.endpoint, "evict", "check", "--root-dir", root_dir,
+                 "-o", "json"]  # fmt: skip
+        commands = {"python -c pass (floor)": [sys.executable, "-c", "pass"],
+                    "kubegc evict check -o json": check}  # fmt: skip
+        for _ in range(args.warmup):
+            for c in commands.values():
+                _run(c)
+        samples: dict[str, list[float]] = {k: [] for k in commands}
+        for _ in range(args.runs):
+            for label, c in commands.items():
+                samples[label].append(_run(c))
+        log("importtime of evict check")
+        imports = importtime_report(check, repeats=5, top=8)
+    stats = {label: summarize_ms(v) for label, v in samples.items()}
+    median = statistics.median(samples["kubegc evict check -o json"]) * 1000
+    result.update(
+        commands=stats,
+        importtime=imports,
+        target_ms=TARGET_MS,
+        median_ms=round(median, 1),
+        met=median < TARGET_MS,
+    )
+    rows = [[label, s["median_ms"], s["p90_ms"], s["min_ms"]] for label, s in stats.items()]
+    text = format_table(["command", "median ms", "p90 ms", "min ms"], rows)
+    text += f"\n\nevict check median {median:.0f} ms vs target < {TARGET_MS:.0f} ms: "
+    text += verdict(median < TARGET_MS)
+    text += "\n\ntop imports (cumulative ms):\n" + "\n".join(
+        f"  {m['module']:<40} {m['cumulative_ms']:>7}" for m in imports["top_cumulative"]
+    )
+    emit(result, text, as_json=args.json)
+    finish(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
