@@ -548,20 +548,66 @@ def gc_images(
     the state store across runs.
 
     `pod_infra_image` is protected besides the runtime's own sandbox image;
-    `assume_detected_at` (ns) is used as first-detected time for images without a record
-    (instead of now). Raises `BadInput` for a bad policy or with `--snapshot`;
+    `assume_detected_at` (ns since the epoch) is used as first-detected time for images without
+    a record (instead of now); it may not be later than now (`--now`, else the clock) plus 5
+    minutes of clock skew.
+
+    Records are saved by dry runs too. A state store kubegc cannot write (read-only, permission
+    denied) only warns in a dry run (records are read if possible, not saved); a run that may
+    remove (`--yes`, or asking on a terminal) raises `StateUnavailable` (exit 2) before
+    anything is removed, since its lock and audit log live there.
+
+    Raises `BadInput` for a bad policy or time, with `--snapshot`, or a state dir or file of
+    the wrong type; `GCFailed` (exit 1) when the image filesystem reports capacity 0;
     `RuntimeUnavailable` when the runtime or the image filesystem cannot be read."""
+    import time
+
+    from kubegc_cli.units import ns_to_rfc3339
+
     if s.snapshot is not None:
-        raise BadInput("gc images keeps image records in the state store; --snapshot cannot")
+        raise BadInput(
+            "gc images cannot plan from a snapshot: it reads and updates the node's image "
+            "records in the state store (drop --snapshot)"
+        )
     policy.validate()
+    max_ns = 2**63 - 1  # the state store keeps times as SQLite (64-bit) integers
+    if s.now is not None and s.now > max_ns:
+        raise BadInput(
+            f"invalid --now: {ns_to_rfc3339(s.now)} is beyond 2262-04-11, the latest time "
+            "gc images can record"
+        )
+    if assume_detected_at is not None:
+        ref = s.now if s.now is not None else time.time_ns()
+        if assume_detected_at > ref + 5 * 60 * 1_000_000_000:
+            raise BadInput(
+                f"invalid --assume-detected-at: {ns_to_rfc3339(assume_detected_at)} is later "
+                f"than now ({ns_to_rfc3339(ref)}); an image cannot be first detected in the future"
+            )
     mode = decide_mode(s, act, ui)
+    may_remove = mode in (Mode.ACT, Mode.ASK)
 
     from kubegc_cli.cri.client import sandbox_image_from_info
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.host.fs import fs_stats
     from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.images import plan_images
-    from kubegc_cli.state import load_image_records, save_image_records
+    from kubegc_cli.state import (
+        StateUnavailable,
+        check_state_dir,
+        load_image_records,
+        save_image_records,
+    )
+
+    check_state_dir(s.state_dir)
+
+    def store_unusable(exc: StateUnavailable) -> None:
+        """Raise for a run that may remove; warn for a dry run."""
+        if may_remove:
+            raise StateUnavailable(
+                f"{exc}; a run that removes needs a writable --state-dir for its lock and "
+                "audit log; nothing was removed (--dry-run plans without it)"
+            ) from None
+        ui.warn(f"{exc}; dry run goes on, image records are not saved")
 
     client = open_client(s, ui)
     try:
@@ -573,7 +619,18 @@ def gc_images(
         pause = sandbox_image_from_info(client.status_info())
         keep_refs = {r for r in (pause, pod_infra_image) if r}
         protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
-        records, began = load_image_records(s.state_dir, now, ui.warn)
+        writable = True
+        try:
+            records, began = load_image_records(s.state_dir, now, ui.warn)
+        except StateUnavailable as exc:
+            store_unusable(exc)
+            writable = False
+            try:
+                records, began = load_image_records(s.state_dir, now, ui.warn, read_only=True)
+            except StateUnavailable as again:
+                ui.warn(f"{again}; planning as on a first run")
+                records, began = {}, now
+        stored_began = began
         if assume_detected_at is not None:
             from kubegc_cli.policy.images import ImageRecord
 
@@ -583,8 +640,13 @@ def gc_images(
         ip = plan_images(
             snap.images, snap.containers, records, policy, now,
             began=began, capacity=fs.capacity, available=fs.available, protected=protected,
+            filesystem=snap.image_filesystems[0].mountpoint,
         )  # fmt: skip
-        save_image_records(s.state_dir, ip.records)
+        if writable:
+            try:
+                save_image_records(s.state_dir, ip.records, ui.warn, began=stored_began)
+            except StateUnavailable as exc:
+                store_unusable(exc)
 
         def action(d: Any, result: Result) -> ImageAction:
             r = d.record

@@ -7,7 +7,8 @@ Exit codes (documented in the README):
 
 ====  =============================================================================
  0    done, or nothing to do
- 1    some actions failed (`PartialFailure`)
+ 1    some actions failed (`PartialFailure`); image GC cannot run on what the node
+      reports (`GCFailed`)
  2    bad input: usage, a bad duration, an unreadable pods file (`BadInput`);
       nothing is removed
  3    runtime unreachable, inventory or eviction signals unreadable
@@ -66,5 +67,13 @@ class Busy(KubegcError):
 
 class PartialFailure(KubegcError):
     """Some planned actions failed; the others were carried out. Exit code 1."""
+
+    exit_code = 1
+
+
+class GCFailed(KubegcError):
+    """Garbage collection cannot run on what the node reports, as the kubelet's would fail
+    (an image filesystem with capacity 0: the kubelet's InvalidDiskCapacity). Exit code 1;
+    nothing was removed."""
 
     exit_code = 1

@@ -9,27 +9,55 @@ Layout under `--state-dir` (default `/var/lib/kubegc`):
   time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed. Table
   `images` — per image ID, first detected and last used (ns since the epoch; 0 = never used).
   Table `meta` — `began`, when kubegc first collected on this node (gates MaxAge).
+
+Failures of the store:
+
+- A damaged `state.db` (not a database, or malformed pages, found at any point of any
+  operation) is moved aside to `state.db.corrupt-<unix seconds>` (with its `-wal`), a warning
+  names both, and the operation is retried once on a fresh database: losing image memory is
+  better than refusing to run.
+- A store kubegc cannot write (read-only filesystem, permission denied) or cannot use for now
+  (locked past the busy timeout, I/O error) is `StateUnavailable` (exit 2). It is never taken
+  for damage, so nothing is moved aside; readers fall back to opening the file read-only.
+- A `--state-dir` that is not a directory, or a `state.db` that is not a regular file, is
+  `BadInput` (exit 2) naming the path.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import fcntl
 import os
+import stat
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubegc_cli.errors import BadInput, Busy
 from kubegc_cli.plan import Action
 from kubegc_cli.units import ns_to_rfc3339
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from kubegc_cli.policy.images import ImageRecord
 
 DEFAULT_STATE_DIR = "/var/lib/kubegc"
+DB_NAME = "state.db"
+BUSY_TIMEOUT_SECONDS = 10
+
+Warn = Callable[[str], None]
+T = TypeVar("T")
+
+
+class StateUnavailable(BadInput):
+    """The state store cannot be written or used for now: read-only filesystem, permission
+    denied, locked past the busy timeout, I/O error. Not damage: nothing was moved aside.
+    Exit code 2."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,22 +81,75 @@ CREATE TABLE IF NOT EXISTS audit (
 """
 
 
+def _stderr_warn(message: str) -> None:
+    """Where warnings go when the caller gives no `warn`: stderr, as the command line's."""
+    print(f"kubegc: {message}", file=sys.stderr)
+
+
+def _kind(path: Path) -> str:
+    """`missing`, `dir`, `file` or `other` (symlinks followed). Raises `StateUnavailable` when
+    the path cannot be looked at (permission denied)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError as exc:
+        raise StateUnavailable(f"cannot look at {path}: {exc.strerror or exc}") from None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def _check_dir(state_dir: Path) -> None:
+    """Raises `BadInput` when `state_dir` exists and is not a directory."""
+    if _kind(state_dir) not in ("missing", "dir"):
+        raise BadInput(f"--state-dir {state_dir} is not a directory")
+
+
+def _db_path(state_dir: Path) -> Path:
+    """`state_dir/state.db`. Raises `BadInput` when `state_dir` is not a directory or
+    `state.db` exists and is not a regular file."""
+    _check_dir(state_dir)
+    path = state_dir / DB_NAME
+    if _kind(path) not in ("missing", "file"):
+        raise BadInput(f"state database {path} is not a regular file")
+    return path
+
+
+def check_state_dir(state_dir: Path) -> None:
+    """Raises `BadInput` naming the path when `state_dir` exists and is not a directory, or
+    its `state.db` exists and is not a regular file (checked before a run observes anything).
+    A path that cannot be looked at is left for the store's operations to report."""
+    with suppress(StateUnavailable):
+        _db_path(state_dir)
+
+
 def _ensure_dir(state_dir: Path) -> None:
+    """Create `state_dir` (mode 0700) if missing. Raises `BadInput` when it is not a directory,
+    `StateUnavailable` when it cannot be created (read-only filesystem, permission denied)."""
+    _check_dir(state_dir)
     try:
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except (FileExistsError, NotADirectoryError):
+        raise BadInput(f"--state-dir {state_dir}: a path component is not a directory") from None
     except OSError as exc:
-        raise BadInput(f"cannot create state dir {state_dir}: {exc.strerror or exc}") from None
+        raise StateUnavailable(
+            f"cannot create state dir {state_dir}: {exc.strerror or exc}"
+        ) from None
 
 
 @contextmanager
 def node_lock(state_dir: Path) -> Iterator[None]:
-    """Hold the node's run lock for the block. Raises `Busy` if another run holds it."""
+    """Hold the node's run lock (`state_dir/lock`) for the block.
+
+    Raises `Busy` (exit 4) if another run holds it, `StateUnavailable` (exit 2) if the lock
+    file cannot be created or opened for writing (read-only state dir), `BadInput` if
+    `state_dir` is not a directory.
+    """
     _ensure_dir(state_dir)
     path = state_dir / "lock"
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise BadInput(f"cannot open lock file {path}: {exc.strerror or exc}") from None
+        raise StateUnavailable(f"cannot open lock file {path}: {exc.strerror or exc}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -81,37 +162,182 @@ def node_lock(state_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _connect(state_dir: Path, warn: Callable[[str], None] | None = None) -> Any:
-    """Open `state.db` (WAL, busy timeout, schema created). A file that is not a usable
-    SQLite database is moved aside (`state.db.corrupt-<time>`) with a warning, and a fresh one
-    is started: losing image memory is better than refusing to run."""
+def _one_line(exc: BaseException) -> str:
+    """SQLite's message on one line (quick_check reports span lines)."""
+    return " ".join(str(exc).replace("*** in database main ***", "").split())
+
+
+class _Damaged(Exception):
+    """`PRAGMA quick_check` found the database damaged (its first complaint is the message)."""
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """True for SQLite's "database disk image is malformed" and "file is not a database"."""
+    import sqlite3
+
+    if isinstance(exc, _Damaged):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _quick_check(con: sqlite3.Connection) -> None:
+    """Raises `_Damaged` unless `PRAGMA quick_check` says ok (it may raise the damage itself)."""
+    row = con.execute("PRAGMA quick_check(1)").fetchone()
+    if row is None or row[0] != "ok":
+        raise _Damaged(str(row[0]) if row else "quick_check returned nothing")
+
+
+def _open_write(state_dir: Path) -> sqlite3.Connection:
+    """Open `state.db` for writing (WAL, busy timeout), checked and with the schema created."""
     import sqlite3
 
     _ensure_dir(state_dir)
-    path = state_dir / "state.db"
-    for attempt in (1, 2):
-        con = sqlite3.connect(path, timeout=10)
+    path = _db_path(state_dir)
+    con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        _quick_check(con)
+        with con:
+            con.executescript(_SCHEMA)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _open_read(path: Path) -> sqlite3.Connection:
+    """Open an existing `state.db` read-only, and checked. A WAL database in a directory
+    kubegc cannot write (no `-shm` can be made there) is opened immutable."""
+    import sqlite3
+
+    uri = path.absolute().as_uri()
+    try:
+        con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS)
         try:
-            con.execute("PRAGMA journal_mode=WAL")
-            with con:
-                con.executescript(_SCHEMA)
-            return con
-        except sqlite3.DatabaseError as exc:
+            _quick_check(con)
+        except BaseException:
             con.close()
-            if attempt == 2:
-                raise BadInput(f"cannot use state database {path}: {exc}") from None
-            aside = path.with_name(f"state.db.corrupt-{int(time.time())}")
-            os.replace(path, aside)
-            for suffix in ("-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(path) + suffix)
-            if warn is not None:
-                warn(f"state database {path} was unreadable ({exc}); moved to {aside}")
+            raise
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
+            raise
+        con = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        try:
+            _quick_check(con)
+        except BaseException:
+            con.close()
+            raise
+    return con
+
+
+def _move_aside(path: Path, why: BaseException, warn: Warn) -> None:
+    """Rename a damaged `state.db` (and its `-wal`) to `state.db.corrupt-<unix seconds>` and
+    drop its `-shm`; warn naming both. Raises `StateUnavailable` when it cannot be renamed."""
+    stamp = int(time.time())
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while aside.exists():
+        aside, n = path.with_name(f"{path.name}.corrupt-{stamp}.{n}"), n + 1
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:
+        return  # another run moved it aside first
+    except OSError as exc:
+        raise StateUnavailable(
+            f"state database {path} is damaged ({_one_line(why)}) and cannot be moved aside: "
+            f"{exc.strerror or exc}"
+        ) from None
+    for suffix, dest in (("-wal", f"{aside}-wal"), ("-shm", None)):
+        try:
+            if dest is None:
+                os.unlink(f"{path}{suffix}")
+            else:
+                os.replace(f"{path}{suffix}", dest)
+        except OSError:
+            pass  # absent, or gone with another run's move: either way not in the fresh one
+    detail = _one_line(why)
+    warn(f"state database {path} is damaged ({detail}); moved to {aside}, the state starts afresh")
+
+
+def _unwritable(path: Path) -> str:
+    """Why `path` (state.db, or its directory) cannot be written, or "" when no reason shows."""
+    for target in (path, path.parent):
+        try:
+            if os.statvfs(target).f_flag & os.ST_RDONLY:
+                return "read-only filesystem"
+        except OSError:
+            continue
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "permission denied"
+    return ""
+
+
+class _Fresh(Exception):
+    """A read-only operation moved a damaged database aside: what it reads is now empty."""
+
+
+_UNAVAILABLE_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EIO)
+
+
+def _with_db(
+    state_dir: Path,
+    op: Callable[[sqlite3.Connection], T],
+    warn: Warn | None,
+    *,
+    write: bool = True,
+) -> T:
+    """Run `op` on an open `state.db` and close it. Damage found at any point (opening,
+    checking, inside `op`) moves the file aside and runs `op` once more on a fresh database.
+
+    `write=False` opens an existing database read-only (the caller checks it exists).
+    Raises `StateUnavailable` for a store that cannot be written or used now, `BadInput` for
+    one that is not a usable kubegc database for other reasons.
+    """
+    import sqlite3
+
+    path = _db_path(state_dir)
+    for attempt in (1, 2):
+        try:
+            con = _open_write(state_dir) if write else _open_read(path)
+            try:
+                return op(con)
+            finally:
+                con.close()
+        except (sqlite3.Error, _Damaged) as exc:
+            if _is_damage(exc) and attempt == 1:
+                _move_aside(path, exc, warn or _stderr_warn)
+                if not write:
+                    raise _Fresh from None
+                continue
+            detail = _one_line(exc)
+            if isinstance(exc, sqlite3.OperationalError):
+                why = _unwritable(path) if write else ""
+                if why:
+                    detail = f"{why} ({detail})"
+                raise StateUnavailable(f"cannot use state database {path}: {detail}") from None
+            raise BadInput(f"cannot use state database {path}: {detail}") from None
+        except OverflowError:
+            raise BadInput(
+                f"cannot record in {path}: a time beyond 2262-04-11 does not fit the store"
+            ) from None
+        except OSError as exc:
+            if exc.errno in _UNAVAILABLE_ERRNOS:
+                raise StateUnavailable(f"cannot use {path}: {exc.strerror or exc}") from None
+            raise BadInput(f"cannot use {path}: {exc.strerror or exc}") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def record_audit(state_dir: Path, command: str, at_ns: int, actions: Iterable[Action]) -> str:
-    """Append one audit row per action to `state.db`; returns the run id."""
+def record_audit(
+    state_dir: Path,
+    command: str,
+    at_ns: int,
+    actions: Iterable[Action],
+    warn: Warn | None = None,
+) -> str:
+    """Append one audit row per action to `state.db` (`at_ns`: ns since the epoch); returns
+    the run id. `warn` (default: stderr) hears of a damaged database moved aside. Raises
+    `StateUnavailable` / `BadInput` as `_with_db`."""
     import uuid
 
     run_id = uuid.uuid4().hex[:12]
@@ -131,61 +357,96 @@ def record_audit(state_dir: Path, command: str, at_ns: int, actions: Iterable[Ac
         )
         for a in actions
     ]
-    con = _connect(state_dir)
-    try:
+
+    def insert(con: sqlite3.Connection) -> None:
         with con:
             con.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-    finally:
-        con.close()
+
+    _with_db(state_dir, insert, warn)
     return run_id
 
 
 def load_image_records(
-    state_dir: Path, now: int, warn: Callable[[str], None] | None = None
+    state_dir: Path, now: int, warn: Warn | None = None, *, read_only: bool = False
 ) -> tuple[dict[str, ImageRecord], int]:
-    """The remembered image records and when kubegc first collected on this node (`began`,
-    ns since the epoch; set to `now` on the first run). The kubelet keeps both in memory and
-    forgets them on restart; kubegc keeps them here across runs."""
+    """The remembered image records and when kubegc first collected on this node (`began`).
+    Times are ns since the epoch; `began` is set to `now` on the first run. The kubelet keeps
+    both in memory and forgets them on restart; kubegc keeps them here across runs.
+
+    `read_only` reads without writing anything (for a store kubegc cannot write): a missing
+    database is no records and `began` = `now`. A damaged database is moved aside (`warn`
+    hears of it) and the records start empty. Raises `StateUnavailable` for a store that
+    cannot be written (or, `read_only`, read), `BadInput` for a state dir or file of the wrong
+    type.
+    """
     from kubegc_cli.policy.images import ImageRecord
 
-    con = _connect(state_dir, warn)
-    try:
-        with con:
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('began', ?)", (str(now),))
-        began = int(con.execute("SELECT value FROM meta WHERE key = 'began'").fetchone()[0])
-        records = {
-            iid: ImageRecord(first, last)
-            for iid, first, last in con.execute("SELECT id, first_detected, last_used FROM images")
-        }
-    finally:
-        con.close()
-    return records, began
+    def load(con: sqlite3.Connection) -> tuple[dict[str, ImageRecord], int]:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        if not read_only:
+            with con:
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('began', ?)", (str(now),))
+        row = None
+        if "meta" in tables:
+            row = con.execute("SELECT value FROM meta WHERE key = 'began'").fetchone()
+        records: dict[str, ImageRecord] = {}
+        if "images" in tables:
+            records = {
+                iid: ImageRecord(first, last)
+                for iid, first, last in con.execute(
+                    "SELECT id, first_detected, last_used FROM images"
+                )
+            }
+        return records, int(row[0]) if row else now
+
+    if read_only:
+        if _kind(_db_path(state_dir)) == "missing":
+            return {}, now
+        try:
+            return _with_db(state_dir, load, warn, write=False)
+        except _Fresh:
+            return {}, now
+    return _with_db(state_dir, load, warn)
 
 
-def save_image_records(state_dir: Path, records: Mapping[str, ImageRecord]) -> None:
+def save_image_records(
+    state_dir: Path,
+    records: Mapping[str, ImageRecord],
+    warn: Warn | None = None,
+    *,
+    began: int | None = None,
+) -> None:
     """Replace the remembered image records with `records` (images no longer listed are
-    forgotten, as the kubelet drops their records)."""
-    con = _connect(state_dir)
-    try:
+    forgotten, as the kubelet drops their records). `began` (ns since the epoch) is stored if
+    the database has none (it was just started fresh). Raises as `_with_db`."""
+
+    def save(con: sqlite3.Connection) -> None:
         with con:
+            if began is not None:
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('began', ?)", (str(began),))
             con.execute("DELETE FROM images")
             con.executemany(
                 "INSERT INTO images VALUES (?,?,?)",
                 [(iid, r.first_detected, r.last_used) for iid, r in records.items()],
             )
-    finally:
-        con.close()
+
+    _with_db(state_dir, save, warn)
 
 
-def read_history(state_dir: Path, runs: int) -> list[dict[str, Any]]:
+def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[dict[str, Any]]:
     """The last `runs` runs recorded in `state.db`, newest first, each with its actions.
 
-    A missing state dir or database is an empty history.
+    A missing state dir or database is an empty history; the database is only read (a
+    read-only state dir is fine). A damaged one is moved aside (`warn`, default stderr, says
+    so) and the history is empty. Raises `BadInput` when `state_dir` is not a directory or
+    `state.db` not a regular file, `StateUnavailable` when it cannot be read.
     """
-    if not (state_dir / "state.db").exists():
+    if _kind(_db_path(state_dir)) == "missing":
         return []
-    con = _connect(state_dir)
-    try:
+
+    def read(con: sqlite3.Connection) -> list[dict[str, Any]]:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone() is None:
+            return []
         latest = con.execute(
             "SELECT run_id, MIN(at), command FROM audit GROUP BY run_id "
             "ORDER BY MIN(at) DESC, MIN(rowid) DESC LIMIT ?",
@@ -217,5 +478,8 @@ def read_history(state_dir: Path, runs: int) -> list[dict[str, Any]]:
                 }
             )
         return out
-    finally:
-        con.close()
+
+    try:
+        return _with_db(state_dir, read, warn, write=False)
+    except _Fresh:
+        return []

@@ -373,7 +373,8 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 
 @gc.command("images")
 @click.option("--image-gc-high-threshold", type=int, default=85, show_default=True, metavar="PCT",
-              help="Image filesystem usage (%) at which image GC runs.")  # fmt: skip
+              help="Image filesystem usage (%) at which image GC runs (100 with MaxAge 0s: "
+                   "never, as the kubelet).")  # fmt: skip
 @click.option("--image-gc-low-threshold", type=int, default=80, show_default=True, metavar="PCT",
               help="Usage (%) image GC frees down to.")  # fmt: skip
 @click.option("--minimum-image-ttl-duration", default="2m", show_default=True, metavar="DURATION",
@@ -387,7 +388,8 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("--pod-infra-container-image", metavar="IMAGE",
               help="Also protect this sandbox image (besides the runtime's own).")  # fmt: skip
 @click.option("--assume-detected-at", metavar="RFC3339",
-              help="First-detected time for images kubegc has no record of yet.")  # fmt: skip
+              help="First-detected time for images kubegc has no record of yet (not later "
+                   "than now).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
 @click.option("-y", "--yes", is_flag=True, help="Act without asking.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
@@ -400,9 +402,10 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     Images used by any container (exited ones too), pinned by the runtime, the runtime's
     sandbox image and --keep matches are never removed. At usage >= high, least recently used
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
-    First-detected and last-used times are kept in the state store (--state-dir), so MinAge
-    counts from the first run that saw an image. Each setting comes from its flag, else the
-    kubelet config file (--kubelet-config), else the kubelet's default; -v says which.
+    First-detected and last-used times are kept in the state store (--state-dir), dry runs
+    included, so MinAge counts from the first run that saw an image. Each setting comes from
+    its flag, else the kubelet config file (--kubelet-config), else the kubelet's default; -v
+    says which.
 
     \b
     Examples:
@@ -422,17 +425,20 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     ui = ConsoleUi(s.verbose, s.output)
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     values: dict[str, Any] = {}
-    for name in (
-        "image_gc_high_threshold",
-        "image_gc_low_threshold",
-        "minimum_image_ttl_duration",
-        "image_maximum_gc_age",
+    names: dict[str, str] = {}  # policy field -> how messages name it: flag, or file and key
+    for name, field, key in (
+        ("image_gc_high_threshold", "high_threshold", "imageGCHighThresholdPercent"),
+        ("image_gc_low_threshold", "low_threshold", "imageGCLowThresholdPercent"),
+        ("minimum_image_ttl_duration", "min_age", "imageMinimumGCAge"),
+        ("image_maximum_gc_age", "max_age", "imageMaximumGCAge"),
     ):
         flag = "--" + name.replace("_", "-")
+        names[field] = flag
         if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
             raw, origin = opts[name], flag
         elif name in kcfg.image_gc:
             raw, origin = kcfg.image_gc[name], kcfg.source
+            names[field] = f"{key} in {kcfg.source}"
         else:
             raw, origin = opts[name], "kubelet default"
         values[name] = parse_duration(raw, flag=flag) if isinstance(raw, str) else raw
@@ -446,20 +452,24 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
         prune_unused=opts["prune_unused"],
         keep=tuple(opts["keep"]),
     )
+    policy.validate(names)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
     from kubegc_cli.units import rfc3339_to_ns
 
+    infra = opts["pod_infra_container_image"]
+    if infra is not None and not infra.strip():
+        raise BadInput(f"invalid value for --pod-infra-container-image: {infra!r} is empty")
     assumed = opts["assume_detected_at"]
     plan = run(
         s,
         policy,
         act,
         ui,
-        pod_infra_image=opts["pod_infra_container_image"],
+        pod_infra_image=infra,
         assume_detected_at=(
-            rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed else None
+            rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed is not None else None
         ),
     )
     finish(plan, s)
@@ -733,7 +743,7 @@ def history(ctx: click.Context, /, runs: int) -> None:
     from kubegc_cli.state import read_history
 
     s = settings_from(ctx)
-    items = read_history(s.state_dir, runs)
+    items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output).warn)
     if s.output in ("json", "yaml"):
         render.dump_document({"kind": "History", "items": items}, s.output)
         return

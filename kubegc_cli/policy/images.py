@@ -17,8 +17,12 @@ Source of the rules: kubelet `image_gc_manager.go` (`detectImages`, `imagesInEvi
   skipping images used in this run and images first detected less than MinAge ago, stopping once
   the freed bytes reach the target (so it may overshoot). Freeing less than the target is a
   failure the caller reports.
+- Threshold GC is off when high is 100% and MaxAge is 0: the kubelet does not start image GC
+  at all then.
 - `prune_unused` (the kubelet's DeleteUnusedImages): every candidate at least MinAge old, no
   thresholds.
+- Usage is computed whenever the image filesystem's figures are given, in every mode; capacity 0
+  is the kubelet's "invalid capacity 0 on image filesystem" (`GCFailed`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegc_cli.errors import BadInput
+from kubegc_cli.errors import BadInput, GCFailed
 from kubegc_cli.model import Container, Image
 from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_go_duration, ns_to_rfc3339
 
@@ -40,6 +44,14 @@ KEEP_PINNED = "pinned"
 KEEP_PROTECTED = "protected"
 KEEP_MIN_AGE = "min-age"
 KEEP_NOT_NEEDED = "not-needed"
+
+#: How each setting is named in messages unless the caller says where it came from.
+SETTING_FLAGS = {
+    "high_threshold": "--image-gc-high-threshold",
+    "low_threshold": "--image-gc-low-threshold",
+    "min_age": "--minimum-image-ttl-duration",
+    "max_age": "--image-maximum-gc-age",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,24 +73,39 @@ class ImageGCPolicy:
     prune_unused: bool = False
     keep: tuple[str, ...] = ()
 
-    def validate(self) -> None:
-        """The kubelet's checks (KubeletConfiguration validation). Raises `BadInput`."""
-        for name, value in (
-            ("--image-gc-high-threshold", self.high_threshold),
-            ("--image-gc-low-threshold", self.low_threshold),
+    @property
+    def threshold_gc_disabled(self) -> bool:
+        """High 100% with MaxAge 0: the kubelet does not start image GC at all."""
+        return self.high_threshold == 100 and self.max_age == 0
+
+    def validate(self, names: Mapping[str, str] | None = None) -> None:
+        """The kubelet's checks (KubeletConfiguration validation), and no empty `--keep`.
+
+        `names` says how to name a setting in the message, by field name (`high_threshold`,
+        `low_threshold`, `min_age`, `max_age`), e.g. `imageGCHighThresholdPercent in
+        /var/lib/kubelet/config.yaml` for a value from the kubelet config file; by default the
+        flag. Raises `BadInput` naming the setting and the value.
+        """
+        name = {**SETTING_FLAGS, **(names or {})}
+        for key, value in (
+            ("high_threshold", self.high_threshold),
+            ("low_threshold", self.low_threshold),
         ):
             if not 0 <= value <= 100:
-                raise BadInput(f"invalid value for {name}: {value} must be between 0 and 100")
+                raise BadInput(f"invalid value for {name[key]}: {value} must be between 0 and 100")
         if self.low_threshold >= self.high_threshold:
             raise BadInput(
-                f"--image-gc-low-threshold ({self.low_threshold}) must be less than "
-                f"--image-gc-high-threshold ({self.high_threshold})"
+                f"{name['low_threshold']} ({self.low_threshold}) must be less than "
+                f"{name['high_threshold']} ({self.high_threshold})"
             )
         if self.max_age > 0 and self.max_age <= self.min_age:
             raise BadInput(
-                f"--image-maximum-gc-age ({format_go_duration(self.max_age)}) must be greater "
-                f"than --minimum-image-ttl-duration ({format_go_duration(self.min_age)})"
+                f"{name['max_age']} ({format_go_duration(self.max_age)}) must be greater "
+                f"than {name['min_age']} ({format_go_duration(self.min_age)})"
             )
+        for pattern in self.keep:
+            if not pattern.strip():
+                raise BadInput(f"invalid value for --keep: {pattern!r} is an empty pattern")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,9 +143,10 @@ class ImageDecision:
 
 @dataclass(slots=True)
 class ImagePlan:
-    """The image GC plan. `usage_percent` and `bytes_to_free` are None when no image
-    filesystem figures were given; `shortfall` > 0 when the eligible images cannot reach the
-    target (the kubelet's FreeDiskSpaceFailed)."""
+    """The image GC plan. `usage_percent` (percent of the image filesystem used) is None when
+    no image filesystem figures were given; `bytes_to_free` is None unless the high threshold
+    was reached; `shortfall` (bytes) > 0 when the eligible images cannot reach the target (the
+    kubelet's FreeDiskSpaceFailed)."""
 
     remove: list[ImageDecision] = field(default_factory=list)
     kept: list[ImageDecision] = field(default_factory=list)
@@ -135,15 +163,18 @@ def images_in_use(containers: Iterable[Container]) -> set[str]:
     return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
 
 
-def usage(capacity: int, available: int) -> tuple[int, int]:
-    """(usage percent, available clamped to capacity), in the kubelet's integer arithmetic.
+def usage(capacity: int, available: int, filesystem: str = "") -> tuple[int, int]:
+    """(usage percent, available clamped to capacity), in the kubelet's integer arithmetic;
+    `capacity` and `available` in bytes.
 
-    Raises `BadInput` for capacity 0 (the kubelet's "invalid capacity 0 on image filesystem").
+    Raises `GCFailed` (exit 1) for capacity 0: the kubelet's "invalid capacity 0 on image
+    filesystem", naming `filesystem` (its mountpoint) when given.
     """
     if available > capacity:
         available = capacity
     if capacity == 0:
-        raise BadInput("invalid capacity 0 on image filesystem")
+        where = f" {filesystem}" if filesystem else ""
+        raise GCFailed(f"invalid capacity 0 on image filesystem{where}")
     return 100 - (available * 100) // capacity, available
 
 
@@ -158,18 +189,25 @@ def plan_images(
     capacity: int | None = None,
     available: int | None = None,
     protected: Iterable[str] = (),
+    filesystem: str = "",
 ) -> ImagePlan:
-    """Plan the kubelet's image GC.
+    """Plan the kubelet's image GC. Times are nanoseconds since the epoch.
 
     `records` are the remembered first-detected/last-used times by image ID; `began` is when
     collection started to be tracked (the kubelet's start; for kubegc the state store's first
     run), gating MaxAge. `capacity`/`available` are the image filesystem's bytes (statfs blocks
-    and bavail); without them only MaxAge and `prune_unused` apply. `protected` are image IDs
-    never to remove (the sandbox image). Returns an `ImagePlan` with the updated `records`.
+    and bavail), `filesystem` its mountpoint (named in errors); without the figures only MaxAge
+    and `prune_unused` apply. `protected` are image IDs never to remove (the sandbox image).
+    Returns an `ImagePlan` with the updated `records`. Raises `GCFailed` for capacity 0, in
+    every mode.
     """
     in_use = images_in_use(containers)
     protected_ids = set(protected)
     plan = ImagePlan()
+    measured: tuple[int, int] | None = None
+    if capacity is not None and available is not None:
+        measured = usage(capacity, available, filesystem)
+        plan.usage_percent = measured[0]
     # Detect: the last listing of an ID wins for size and pinned (the kubelet's behaviour).
     by_id: dict[str, Image] = {}
     for img in images:
@@ -219,9 +257,10 @@ def plan_images(
         for d in candidates:
             if eligible(d):
                 d.rule, d.reason, d.remove = RULE_PRUNE, "unused (--prune-unused)", True
-    elif capacity is not None and available is not None:
-        pct, avail = usage(capacity, available)
-        plan.usage_percent = pct
+    elif policy.threshold_gc_disabled:
+        plan.notes.append("image GC disabled: high threshold 100% and MaxAge 0, as the kubelet")
+    elif capacity is not None and measured is not None:
+        pct, avail = measured
         if pct >= policy.high_threshold:
             target = capacity * (100 - policy.low_threshold) // 100 - avail
             plan.bytes_to_free = target

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +149,236 @@ def test_disk_pressure_on_a_small_imagefs(tmp_path: Path) -> None:
         assert {i.id for i in node.list_images()} == {
             k["id"] for k in short["kept"] if k["rule"] == "protected"
         }
+
+
+def test_keep_patterns_are_honoured(tmp_path: Path) -> None:
+    """An unused image matching --keep stays (reason "matches --keep"); one not matching goes.
+    Usage is measured and shown with --prune-unused too."""
+    with LocalNode(tmp_path / "node") as node:
+        kept = node.import_image("docker.io/library/keep-me:1", pad_bytes=2048, seed="k")
+        gone = node.import_image("docker.io/library/drop-me:1", pad_bytes=4096, seed="d")
+        code, doc, err = _plan(node, tmp_path, "--prune-unused", "--yes",
+                               "--assume-detected-at", "2020-01-01T00:00:00Z",
+                               "--keep", "docker.io/library/keep-*")  # fmt: skip
+        assert code == 0, err
+        results = {a["id"]: a["result"] for a in doc["actions"]}
+        assert results[gone] == "removed" and kept not in results
+        reasons = {k["id"]: (k["rule"], k["reason"]) for k in doc["kept"]}
+        assert reasons[kept] == ("protected", "matches --keep")
+        left = {i.id for i in node.list_images()}
+        assert kept in left and gone not in left
+        fs = doc["filesystem"]
+        assert isinstance(fs["usage_percent"], int)
+        assert fs["usage_percent"] == 100 - fs["available"] * 100 // fs["capacity"]
+        assert f"{fs['usage_percent']}% used" in doc["notes"][0] and "None" not in doc["notes"][0]
+
+
+_PAUSED_RUN = """
+import sys, time
+from pathlib import Path
+
+import kubegc_cli.execute as execute
+
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+original = execute.ImageRemover.run
+
+
+def paused(self, todo):
+    ready.touch()  # the node lock is held from here on
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return original(self, todo)
+
+
+execute.ImageRemover.run = paused
+from kubegc_cli.cli.main import main
+
+main(sys.argv[3:])
+"""
+
+
+def test_two_concurrent_yes_runs(tmp_path: Path) -> None:
+    """While one `--yes` run holds the node lock (held still right before its removals), a
+    second exits 4 with one line naming the lock and removes nothing; the first then finishes,
+    and the state database is intact. Two runs started together: each ends 0 or 4, never both
+    acting on one image, the database intact."""
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    with LocalNode(tmp_path / "node") as node:
+        a = node.import_image("docker.io/library/unused-a:1", pad_bytes=2048, seed="a")
+        b = node.import_image("docker.io/library/unused-b:1", pad_bytes=4096, seed="b")
+        common = ["-r", node.endpoint, "--kubelet-config", str(node.kubelet_config),
+                  "--state-dir", str(tmp_path / "state"), "gc", "images", "-o", "json",
+                  "--prune-unused", "--yes", "--assume-detected-at", "2020-01-01T00:00:00Z",
+                  "--keep", "*busybox*"]  # fmt: skip
+        ready, go = tmp_path / "ready", tmp_path / "go"
+
+        def start(*argv: str) -> subprocess.Popen[str]:
+            pipe = subprocess.PIPE
+            return subprocess.Popen(
+                argv, stdout=pipe, stderr=pipe, stdin=subprocess.DEVNULL, text=True
+            )
+
+        first = start(sys.executable, "-c", _PAUSED_RUN, str(ready), str(go), *common)
+        try:
+            deadline = time.monotonic() + 60
+            while not ready.exists():
+                assert first.poll() is None, first.communicate()
+                assert time.monotonic() < deadline, "the first run never reached its removals"
+                time.sleep(0.02)
+            second = kubegc(node, tmp_path, *common[6:])
+            assert second.returncode == 4, second.stderr
+            assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+            assert f"another kubegc run holds {tmp_path / 'state' / 'lock'}" in second.stderr
+            assert second.stdout == ""
+            assert {a, b} <= {i.id for i in node.list_images()}  # nothing removed yet
+        finally:
+            go.touch()
+            out, err = first.communicate(timeout=120)
+        assert first.returncode == 0, err
+        results = {x["id"]: x["result"] for x in json.loads(out)["actions"]}
+        assert results == {a: "removed", b: "removed"}
+
+        c = node.import_image("docker.io/library/unused-c:1", pad_bytes=2048, seed="c")
+        both = [start(sys.executable, "-m", "kubegc_cli", *common) for _ in range(2)]
+        done = [(p.wait(timeout=120), *p.communicate()) for p in both]
+        assert sorted(code for code, _, _ in done) in ([0, 0], [0, 4]), done
+        removed = [
+            x["id"]
+            for code, out, _ in done
+            if code == 0
+            for x in json.loads(out)["actions"]
+            if x["result"] == "removed"
+        ]
+        assert removed == [c] and c not in {i.id for i in node.list_images()}
+        assert all("Traceback" not in err for _, _, err in done)
+
+        con = sqlite3.connect(tmp_path / "state" / "state.db")
+        try:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            audited = con.execute(
+                "SELECT object_id FROM audit WHERE result = 'removed' ORDER BY rowid"
+            ).fetchall()
+        finally:
+            con.close()
+        assert sorted(r[0] for r in audited) == sorted([a, b, c])
+
+
+def _image_fs_mountpoint(node: LocalNode) -> str:
+    from kubegc_cli.cri.v1 import api_pb2
+
+    info = node.images.ImageFsInfo(api_pb2.ImageFsInfoRequest(), timeout=30)
+    return str(info.image_filesystems[0].fs_id.mountpoint)
+
+
+def test_capacity_zero_is_exit_1_in_every_mode(node: LocalNode, tmp_path: Path) -> None:
+    """An image filesystem whose statvfs reports 0 blocks (here: its mountpoint, under
+    --host-root, leads to /proc) is the kubelet's "invalid capacity 0 on image filesystem":
+    exit 1, one line naming the mountpoint, nothing removed, whatever the mode."""
+    import os
+
+    mountpoint = _image_fs_mountpoint(node)
+    host = tmp_path / "host"
+    local = host / mountpoint.lstrip("/")
+    local.parent.mkdir(parents=True)
+    local.symlink_to("/proc")
+    assert os.statvfs(local).f_blocks == 0
+    before = {i.id for i in node.list_images()}
+    for mode in (
+        ["--dry-run"],
+        ["--prune-unused", "--dry-run"],
+        ["--prune-unused", "--yes", "--assume-detected-at", "2020-01-01T00:00:00Z"],
+        ["--yes", "--image-gc-high-threshold", "100", "--image-maximum-gc-age", "0s"],
+    ):
+        res = kubegc(node, tmp_path, "--host-root", str(host), "gc", "images", *mode)
+        assert res.returncode == 1, (mode, res.stderr)
+        assert res.stderr == f"kubegc: error: invalid capacity 0 on image filesystem {mountpoint}\n"
+        assert res.stdout == ""
+    assert {i.id for i in node.list_images()} == before
+
+
+def test_high_threshold_100_with_max_age_0_disables_threshold_gc(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """The kubelet does not start image GC at high 100% and MaxAge 0: the plan says so and
+    plans nothing for space, even at a usage above any threshold."""
+    res = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-o", "json",
+                 "--image-gc-high-threshold", "100", "--image-gc-low-threshold", "0",
+                 "--minimum-image-ttl-duration", "0s")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["actions"] == []
+    assert "image GC disabled: high threshold 100% and MaxAge 0, as the kubelet" in doc["notes"]
+    assert doc["filesystem"]["bytes_to_free"] is None
+    assert isinstance(doc["filesystem"]["usage_percent"], int)
+
+
+@contextmanager
+def _read_only(path: Path) -> Iterator[None]:
+    """`path` (a directory or a file) bind-mounted read-only onto itself for the block."""
+    import subprocess
+
+    subprocess.run(["mount", "--bind", str(path), str(path)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+def test_state_store_damaged_read_only_or_of_the_wrong_type(tmp_path: Path) -> None:
+    """A damaged state.db is moved aside with a warning and the run goes on; a read-only one
+    is never moved aside: a dry run warns and goes on, a `--yes` run is exit 2 before anything
+    is removed; a state.db that is a directory is exit 2 naming it."""
+    import sqlite3
+
+    with LocalNode(tmp_path / "node") as node:
+        a = node.import_image("docker.io/library/unused-a:1", pad_bytes=2048, seed="a")
+        state = tmp_path / "state"
+        db = state / "state.db"
+        assert _plan(node, tmp_path, "--dry-run")[0] == 0  # dry runs record first detection
+        con = sqlite3.connect(db)
+        assert a in {r[0] for r in con.execute("SELECT id FROM images")}
+        con.close()
+        with db.open("r+b") as f:  # a valid header, damaged pages
+            f.seek(4096)
+            f.write(b"\xff" * 200)
+        code, doc, err = _plan(node, tmp_path, "--dry-run")
+        assert code == 0, err
+        assert err.count("\n") == 1 and "is damaged" in err and "moved to" in err
+        assert len(list(state.glob("state.db.corrupt-*"))) == 1
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        con.close()
+
+        acting = ["--prune-unused", "--minimum-image-ttl-duration", "0s"]
+        for target in (state, db):
+            saved = db.read_bytes()
+            with _read_only(target):
+                code, doc, err = _plan(node, tmp_path, "--dry-run", "--prune-unused",
+                                       "--assume-detected-at", "2020-01-01T00:00:00Z")  # fmt: skip
+                assert code == 0, err
+                assert "image records are not saved" in err and "Traceback" not in err
+                rules = {k["id"]: k["rule"] for k in doc["kept"]}
+                assert rules[a] == "min-age"  # its record, read from the read-only store
+                code, doc, err = _plan(node, tmp_path, "--dry-run", *acting)
+                assert code == 0 and a in {x["id"] for x in doc["actions"]}, err
+                res = kubegc(node, tmp_path, "gc", "images", "--yes", *acting)
+                assert res.returncode == 2, res.stderr
+                assert res.stderr.count("\n") == 1 and "read-only" in res.stderr
+                assert "nothing was removed" in res.stderr
+            assert a in {i.id for i in node.list_images()}
+            assert db.read_bytes() == saved
+            assert len(list(state.glob("state.db.corrupt-*"))) == 1  # never moved aside
+
+        for path in state.glob("state.db*"):
+            path.unlink()
+        db.mkdir()
+        res = kubegc(node, tmp_path, "gc", "images", "--dry-run")
+        assert res.returncode == 2 and res.stderr == (
+            f"kubegc: error: state database {db} is not a regular file\n"
+        )

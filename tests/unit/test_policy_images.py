@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from kubegc_cli.errors import BadInput
+from kubegc_cli.errors import BadInput, GCFailed
 from kubegc_cli.model import Container, Image
 from kubegc_cli.policy.images import ImageGCPolicy, ImageRecord, plan_images, usage
 from tests.unit.factories import NOW, S, ctr
@@ -169,8 +170,89 @@ def test_records_remember_first_detection_and_last_use() -> None:
 def test_usage_arithmetic_and_bad_capacity() -> None:
     assert usage(1000, 159) == (85, 159)
     assert usage(1000, 2000) == (0, 1000)  # clamped before the capacity check
-    with pytest.raises(BadInput, match="invalid capacity 0"):
-        usage(0, 0)
+    with pytest.raises(GCFailed, match=r"^invalid capacity 0 on image filesystem /var/lib/c$"):
+        usage(0, 0, "/var/lib/c")
+    assert GCFailed.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        ImageGCPolicy(),
+        ImageGCPolicy(prune_unused=True),
+        ImageGCPolicy(high_threshold=100, max_age=0),
+        ImageGCPolicy(max_age=7200),
+    ],
+    ids=["threshold", "prune-unused", "gc-disabled", "max-age"],
+)
+def test_capacity_zero_fails_in_every_mode_naming_the_filesystem(policy: ImageGCPolicy) -> None:
+    with pytest.raises(GCFailed, match=r"invalid capacity 0 on image filesystem /imagefs$"):
+        plan_images(
+            [img("a")], [], {"a": rec(OLD)}, policy, NOW,
+            began=NOW - 86400 * S, capacity=0, available=0, filesystem="/imagefs",
+        )  # fmt: skip
+
+
+# The kubelet's arithmetic, with exact figures (bytes; times in seconds since the epoch).
+def test_exact_usage_and_target_at_90_percent() -> None:
+    plan = plan_images(
+        [Image("old", size=100_000)], [], {"old": ImageRecord(0)},
+        ImageGCPolicy(high_threshold=85, low_threshold=80), 1000 * S,
+        began=0, capacity=1_000_000, available=100_000,
+    )  # fmt: skip
+    assert plan.usage_percent == 90
+    assert plan.bytes_to_free == 100_000  # 1,000,000 * 20 // 100 - 100,000
+    assert [d.image.id for d in plan.remove] == ["old"] and plan.shortfall == 0
+
+
+def test_exact_usage_rounds_up_to_the_high_threshold() -> None:
+    plan = plan_images(
+        [Image("old", size=50_000)], [], {"old": ImageRecord(0)},
+        ImageGCPolicy(high_threshold=85, low_threshold=80), 1000 * S,
+        began=0, capacity=1_000_000, available=150_001,
+    )  # fmt: skip
+    assert plan.usage_percent == 85  # 100 - 15,000,100 // 1,000,000: GC runs
+    assert plan.bytes_to_free == 49_999
+    assert [d.image.id for d in plan.remove] == ["old"]
+
+
+def test_exact_eviction_order_never_used_first_then_least_recently_used() -> None:
+    records = {
+        "u1": ImageRecord(5 * S, 10 * S),
+        "u2": ImageRecord(5 * S, 0),
+        "u3": ImageRecord(5 * S, 20 * S),
+    }
+    plan = plan_images(
+        [Image(i, size=40_000) for i in ("u1", "u2", "u3")], [], records,
+        ImageGCPolicy(high_threshold=85, low_threshold=80, min_age=60), 1000 * S,
+        began=0, capacity=1_000_000, available=150_000,
+    )  # fmt: skip
+    assert plan.bytes_to_free == 50_000
+    assert [d.image.id for d in plan.remove] == ["u2", "u1"]  # 80,000 bytes freed
+    assert sum(d.image.size for d in plan.remove) == 80_000
+    assert {d.image.id: d.rule for d in plan.kept} == {"u3": "not-needed"}
+
+
+def test_high_100_with_max_age_0_disables_threshold_gc() -> None:
+    full = {"capacity": 1000 * MI, "available": 0}
+    off = ImageGCPolicy(high_threshold=100, low_threshold=80, min_age=0)
+    plan = plan_images([img("a")], [], {"a": rec(OLD)}, off, NOW, began=NOW, **full)
+    assert plan.remove == [] and plan.bytes_to_free is None and plan.usage_percent == 100
+    assert "image GC disabled: high threshold 100% and MaxAge 0, as the kubelet" in plan.notes
+    prune = ImageGCPolicy(high_threshold=100, low_threshold=80, min_age=0, prune_unused=True)
+    plan = plan_images([img("a")], [], {"a": rec(OLD)}, prune, NOW, began=NOW, **full)
+    assert [d.image.id for d in plan.remove] == ["a"] and plan.usage_percent == 100
+    with_max_age = ImageGCPolicy(high_threshold=100, low_threshold=80, min_age=0, max_age=7200)
+    plan = plan_images([img("a")], [], {"a": rec(OLD)}, with_max_age, NOW, began=NOW, **full)
+    assert [d.rule for d in plan.remove] == ["space"]  # 100% used >= high 100: the kubelet's GC
+
+
+def test_usage_is_measured_with_prune_unused() -> None:
+    plan = plan_images(
+        [img("a")], [], {"a": rec(OLD)}, ImageGCPolicy(prune_unused=True), NOW,
+        began=NOW, capacity=1000 * MI, available=250 * MI,
+    )  # fmt: skip
+    assert plan.usage_percent == 75 and plan.bytes_to_free is None
 
 
 @pytest.mark.parametrize(
@@ -185,3 +267,75 @@ def test_usage_arithmetic_and_bad_capacity() -> None:
 def test_policy_validation(policy: ImageGCPolicy, needle: str) -> None:
     with pytest.raises(BadInput, match=needle):
         policy.validate()
+
+
+def test_validation_names_where_a_value_came_from() -> None:
+    names = {"high_threshold": "imageGCHighThresholdPercent in /etc/kubelet.yaml"}
+    with pytest.raises(BadInput) as exc:
+        ImageGCPolicy(high_threshold=120).validate(names)
+    assert str(exc.value) == (
+        "invalid value for imageGCHighThresholdPercent in /etc/kubelet.yaml: 120 must be "
+        "between 0 and 100"
+    )
+    with pytest.raises(BadInput, match=r"^--image-gc-low-threshold \(90\) must be less than "
+                       r"imageGCHighThresholdPercent in /etc/kubelet.yaml \(85\)$"):  # fmt: skip
+        ImageGCPolicy(low_threshold=90).validate(names)
+
+
+@pytest.mark.parametrize("pattern", ["", "  "])
+def test_an_empty_keep_pattern_is_bad_input(pattern: str) -> None:
+    with pytest.raises(BadInput, match=f"invalid value for --keep: {pattern!r} is an empty"):
+        ImageGCPolicy(keep=("registry.k8s.io/*", pattern)).validate()
+
+
+def _kubegc(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from kubegc_cli.cli.main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["-r", "unix:///nonexistent.sock", *argv])
+    return int(exc.value.code or 0), capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--keep", ""], "invalid value for --keep: '' is an empty pattern"),
+        (["--assume-detected-at", "2999-01-01T00:00:00Z"], "2999-01-01T00:00:00Z is later"),
+        (["--assume-detected-at", "2262-04-12T00:00:00Z"], "2262-04-12T00:00:00Z is later"),
+        (["--assume-detected-at", "2100-01-01T00:00:00+01:00"], "2099-12-31T23:00:00Z is later"),
+        (["--assume-detected-at", ""], "invalid --assume-detected-at: ''"),
+        (["--pod-infra-container-image", ""], "--pod-infra-container-image: '' is empty"),
+    ],
+)
+def test_gc_images_bad_input_is_one_line_before_the_runtime(
+    args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = _kubegc(["--state-dir", str(tmp_path / "s"), "gc", "images", *args], capsys)
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+    assert not (tmp_path / "s").exists()
+
+
+def test_assume_detected_at_is_checked_against_now_with_clock_skew(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--state-dir", str(tmp_path / "s"), "--now", "2026-01-01T00:00:00Z", "gc", "images"]
+    code, err = _kubegc([*base, "--assume-detected-at", "2026-01-01T00:04:59Z"], capsys)
+    assert code == 3, err  # accepted (within 5 minutes of skew); the runtime is what is missing
+    code, err = _kubegc([*base, "--assume-detected-at", "2026-01-01T00:05:01Z"], capsys)
+    assert code == 2 and "later than now (2026-01-01T00:00:00Z)" in err
+
+
+def test_a_kubelet_config_value_is_named_by_file_and_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("kind: KubeletConfiguration\nimageGCHighThresholdPercent: 120\n")
+    code, err = _kubegc(["--kubelet-config", str(cfg), "gc", "images"], capsys)
+    assert code == 2
+    assert err == (
+        f"kubegc: error: invalid value for imageGCHighThresholdPercent in {cfg}: 120 must be "
+        "between 0 and 100\n"
+    )
+    code, err = _kubegc(["--kubelet-config", str(cfg), "gc", "images",
+                         "--image-gc-high-threshold", "90"], capsys)  # fmt: skip
+    assert code == 3  # the flag wins over the file
