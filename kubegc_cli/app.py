@@ -263,7 +263,7 @@ def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, 
             except Interrupted as exc:
                 plan.interrupted = exc.signal_name
         try:
-            record_audit(s.state_dir, command, plan.now, plan.actions)
+            record_audit(s.state_dir, command, plan.now, plan.actions, ui.warn)
         except Exception as exc:  # the audit log must never undo a finished run
             ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
 

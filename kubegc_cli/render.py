@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from kubegc_cli.plan import (
     Action,
@@ -24,6 +24,7 @@ from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
 
 if TYPE_CHECKING:
     from kubegc_cli.pods.evicted import PodAction
+    from kubegc_cli.residue import Finding
 
 RESULT_STYLE = {
     Result.PLANNED: "yellow",
@@ -264,7 +265,134 @@ EVICTED_PODS = Layout(
     lambda k: False,
     False,
 )
+
+
+def _finding_row(a: Finding, now: int) -> list[str]:
+    """One residue finding: object, size, safe, evidence (and why not safe), action, result."""
+    size = "-" if a.bytes is None else format_bytes(a.bytes)
+    if a.result is Result.REMOVED and a.bytes_freed:
+        size = format_bytes(a.bytes_freed)
+    return [
+        a.target,
+        size,
+        "yes" if a.safe else "no",
+        a.reason,
+        a.action,
+        "" if a.result in (Result.PLANNED, Result.KEPT) else _result_text(cast(Action, a)),
+    ]
+
+
+RESIDUE = Layout(
+    "Residue",
+    "finding",
+    (
+        ("OBJECT", True),
+        ("SIZE", False),
+        ("SAFE", False),
+        ("EVIDENCE", True),
+        ("ACTION", True),
+        ("RESULT", True),
+    ),
+    _finding_row,
+    lambda k: True,
+    True,
+)
+#: Rows shown per finding type without -v (a node may hold thousands of dead containers).
+RESIDUE_ROWS = 20
+
+
+def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = None) -> None:
+    """A residue plan: one table per finding type (its safe findings first), each closed by
+    its totals (count, bytes, how many safe); then the notes that are not per-type totals,
+    and a summary line. Without `verbose` at most `RESIDUE_ROWS` rows per type are listed,
+    with how many more there are.
+    """
+    from rich.padding import Padding
+    from rich.text import Text
+
+    out = out or sys.stdout
+    console = _console(out)
+    findings = [*plan.actions, *plan.kept]
+    types: list[str] = list(getattr(plan, "types", ()))
+    for f in findings:
+        if f.type not in types:
+            types.append(f.type)
+    acted = any(f.result not in (Result.PLANNED, Result.KEPT) for f in findings)
+    cols = RESIDUE.columns if acted else RESIDUE.columns[:-1]
+    suffix = " (dry run)" if plan.dry_run and plan.actions else ""
+    if not findings:
+        console.print(Text(f"{RESIDUE.title}{suffix}: nothing found.", style="bold"))
+    for t in types:
+        group = [f for f in findings if f.type == t]
+        if not group:
+            continue
+        table = _residue_table(f"{t}{suffix}", cols)
+        shown = group if verbose else group[:RESIDUE_ROWS]
+        for f in shown:
+            row = [Text(safe_text(v)) for v in RESIDUE.row(f, plan.now)][: len(cols)]
+            style = RESULT_STYLE[f.result] if acted else (None if f.safe else "dim")
+            table.add_row(*row, style=style)
+        console.print(table)
+        more = len(group) - len(shown)
+        sized = sum(f.bytes or 0 for f in group)
+        safe = [f for f in group if f.safe]
+        size = format_bytes(sized) if any(f.bytes is not None for f in group) else "size n/a"
+        line = (
+            f"  {t}: {len(group)} finding(s), {size}; {len(safe)} safe to clean "
+            f"({format_bytes(sum(f.bytes or 0 for f in safe))})"
+        )
+        if more:
+            line += f"; {more} more not listed (-v lists all)"
+        console.print(Text(line, style="bold"))
+    empty = [t for t in types if not any(f.type == t for f in findings)]
+    if findings and empty:
+        console.print(Text(f"  nothing found: {', '.join(empty)}"))
+    for note in plan.notes:
+        if any(note.startswith(f"{t}: ") for t in types):
+            continue  # the per-type totals, shown under each table
+        console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
+    console.print(Text(residue_summary(plan)))
+
+
+def _residue_table(title: str, columns: tuple[tuple[str, bool], ...]) -> Any:
+    """A residue table: objects and sizes never wrap (a path must stay one string to copy);
+    evidence, action and result wrap at words, into pipes too (rows per type are few)."""
+    from rich.table import Table
+
+    table = Table(
+        title=title, title_justify="left", title_style="bold", box=None, header_style="bold",
+        pad_edge=False, collapse_padding=True,
+    )  # fmt: skip
+    for col, wraps in columns:
+        if col == "OBJECT":
+            table.add_column(col, no_wrap=True, overflow="ignore")
+        elif wraps:
+            table.add_column(col, overflow="fold", ratio=2 if col == "EVIDENCE" else 1)
+        else:
+            table.add_column(col, no_wrap=True)
+    return table
+
+
+def residue_summary(plan: Plan[Any]) -> str:
+    """`5 finding(s), 1.2Gi; 2 safe to clean (40Ki).` before acting; results after."""
+    findings = [*plan.actions, *plan.kept]
+    total = sum(f.bytes or 0 for f in findings)
+    safe = sum(f.planned_bytes for f in plan.actions)
+    if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
+        return (
+            f"{len(findings)} finding(s), {format_bytes(total)}; {len(plan.actions)} safe to "
+            f"clean ({format_bytes(safe)}); {len(plan.kept)} not safe."
+        )
+    by = plan.counts()
+    freed = format_bytes(sum(a.bytes_freed for a in plan.actions))
+    return (
+        f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}; freed "
+        f"{freed}; {len(plan.kept)} not safe, left alone."
+    )
+
+
 LAYOUTS = {
+    "ResiduePlan": RESIDUE,
     "EvictedPodPlan": EVICTED_PODS,
     "ImageGCPlan": IMAGES,
     "ContainerGCPlan": CONTAINERS,
@@ -325,6 +453,9 @@ def render_plan(
     from rich.text import Text
 
     layout = layout or LAYOUTS[plan.kind]
+    if layout is RESIDUE:
+        render_residue(plan, verbose=verbose, out=out)
+        return
     out = out or sys.stdout
     console = _console(out)
     wrap = hasattr(out, "isatty") and out.isatty()

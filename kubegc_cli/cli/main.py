@@ -108,6 +108,8 @@ def cli() -> None:
     kubegc gc logs                  log directories of deleted pods, dangling log symlinks
     kubegc gc all                   all three in the kubelet's order, one plan
     kubegc gc images                unused images, by the kubelet's image GC rules
+    kubegc residue scan             leftovers: orphaned pod dirs, netns, CNI IPs, cgroups, ...
+    kubegc residue clean            remove the leftovers that are safe to remove
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
     kubegc history                  what past runs removed (from the state store)
 
@@ -724,6 +726,135 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
     plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output))
     finish(plan, s)
+
+
+@cli.group(cls=KubegcGroup)
+@global_options
+def residue() -> None:
+    """Leftovers of the kubelet and the runtime: find them (scan), remove the safe ones (clean)."""
+
+
+def residue_options(f: F) -> F:
+    """What `residue scan` and `residue clean` look at."""
+    from kubegc_cli.residue import TYPES
+
+    for decorator in reversed(
+        [
+            click.option(
+                "--kind",
+                "kinds",
+                multiple=True,
+                type=click.Choice(TYPES),
+                metavar="TYPE",
+                help=f"Only findings of this type (repeatable): {', '.join(TYPES)}.",
+            ),
+            click.option(
+                "--root-dir",
+                metavar="PATH",
+                help="The kubelet's root directory on the host [default: /var/lib/kubelet].",
+            ),
+            click.option(
+                "--pod-logs-dir",
+                metavar="PATH",
+                help="Pod log root on the host [default: the kubelet config's podLogsDir, "
+                "/var/log/pods].",
+            ),
+            click.option(
+                "--cni-dir",
+                metavar="PATH",
+                help="CNI state root on the host, holding networks/<net>/ [default: /var/lib/cni].",
+            ),
+        ]
+    ):
+        f = decorator(f)
+    return f
+
+
+def _residue_options(opts: dict[str, Any]) -> Any:
+    from kubegc_cli.residue.scan import ResidueOptions
+
+    return ResidueOptions(
+        kinds=frozenset(opts["kinds"]),
+        root_dir=opts["root_dir"],
+        pod_logs_dir=opts["pod_logs_dir"],
+        cni_dir=opts["cni_dir"],
+    )
+
+
+@residue.command("scan")
+@residue_options
+@global_options
+@click.pass_context
+def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
+    """Find what the kubelet and the runtime left behind, and say what is safe to remove.
+
+    Orphaned pod directories (with their volumes and any mount below them), orphaned pod log
+    directories and dangling /var/log/containers links, dead sandboxes and containers (what
+    `gc all` would remove), leaked network namespaces and CNI IP reservations, orphaned pod
+    cgroups, leaked shims, runtime lists near the gRPC message limit, unused images. Each
+    finding says why it is residue, its bytes on disk, whether `residue clean` may remove it
+    (and if not, why) and the exact action. Nothing is changed.
+
+    Without a pod source nothing that depends on a pod being gone is safe. If the runtime
+    cannot be read, the host is still scanned (nothing that depends on the runtime is safe)
+    and the exit code is 3 after the report.
+
+    \b
+    Examples:
+      kubegc residue scan --pods-file pods.json
+      kubegc residue scan --kind leaked-cni-ip --kind leaked-netns
+      kubegc residue scan -o json | jq '.totals'
+    """
+    from kubegc_cli.residue.scan import residue_scan as run
+
+    s = settings_from(ctx)
+    plan = run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts))
+    if s.quiet and s.output == "table":
+        for f in [*plan.actions, *plan.kept]:
+            click.echo(f.target)
+    else:
+        emit_plan(plan, s)
+    if plan.runtime_error:
+        from kubegc_cli.errors import RuntimeUnavailable
+
+        raise RuntimeUnavailable(
+            f"{plan.runtime_error}; only the host was scanned (runtime findings missing)"
+        )
+
+
+@residue.command("clean")
+@residue_options
+@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
+@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
+@click.option(
+    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
+    help="Removals in flight at once.",
+)  # fmt: skip
+@global_options
+@click.pass_context
+def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
+    """Remove the leftovers `residue scan` marks safe, re-checking each right before.
+
+    Directories are removed without following symlinks or crossing into another filesystem,
+    never with anything mounted below (the mount table is read again first); a network
+    namespace is unmounted and unlinked only if no process holds it; a CNI IP reservation
+    only while its ID is still unknown to the runtime; a pod cgroup only when empty (rmdir,
+    deepest first). Shims, runtime objects and images are never touched: the finding names
+    the command to run. Needs the runtime (exit 3 without it, nothing removed).
+
+    \b
+    Examples:
+      kubegc residue clean --pods-file pods.json --dry-run
+      kubegc residue clean --pods-file pods.json --kind orphaned-pod-dir --yes
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.residue.scan import residue_clean as run
+
+    s = settings_from(ctx)
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    finish(run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts), act), s)
 
 
 @cli.command("history")

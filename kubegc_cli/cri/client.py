@@ -246,26 +246,58 @@ class CriClient:
             raise self._error(err, "RemovePodSandbox") from None
         return True
 
-    def list_sandboxes(self) -> list[Sandbox]:
-        """`ListPodSandbox` with no filter."""
-        r = self._call(
-            self.runtime.ListPodSandbox, api_pb2.ListPodSandboxRequest(), "ListPodSandbox"
+    def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[Sandbox]:
+        """`ListPodSandbox`: every sandbox (or those matching all `labels`, if given)."""
+        return self.list_sandboxes_sized(labels)[0]
+
+    def list_sandboxes_sized(
+        self, labels: Mapping[str, str] | None = None
+    ) -> tuple[list[Sandbox], int]:
+        """`ListPodSandbox` as `list_sandboxes`, with the reply's encoded size in bytes
+        (protobuf `ByteSize()`, what gRPC's receive limit is checked against)."""
+        req = api_pb2.ListPodSandboxRequest(
+            filter=api_pb2.PodSandboxFilter(label_selector=labels) if labels else None
         )
-        return [
-            Sandbox(
-                id=s.id,
-                name=s.metadata.name,
-                namespace=s.metadata.namespace,
-                uid=s.metadata.uid,
-                attempt=s.metadata.attempt,
-                state=_SANDBOX_STATES.get(s.state, SandboxState.NOTREADY),
-                created_at=s.created_at,
-                labels=dict(s.labels),
-                annotations=dict(s.annotations),
-                runtime_handler=s.runtime_handler,
-            )
-            for s in r.items
-        ]
+        r = self._call(self.runtime.ListPodSandbox, req, "ListPodSandbox")
+        return [sandbox_from_pb(s) for s in r.items], r.ByteSize()
+
+    def list_containers_sized(self) -> tuple[list[Container], int]:
+        """`ListContainers` with no filter, with the reply's encoded size in bytes (protobuf
+        `ByteSize()`)."""
+        r = self._call(
+            self.runtime.ListContainers, api_pb2.ListContainersRequest(), "ListContainers"
+        )
+        return [container_from_pb(c) for c in r.containers], r.ByteSize()
+
+    def sandbox_netns(
+        self, ids: Iterable[str], *, window: int = 64
+    ) -> Iterator[tuple[str, str | None]]:
+        """The network namespace path of each sandbox, from verbose `PodSandboxStatus`,
+        `window` calls in flight at a time.
+
+        Yields (id, path): the path the sandbox's runtime spec names for its network namespace
+        (`netns_from_info`); "" when it has none (host network) or is gone; None when the
+        runtime gives no verbose information to tell. Raises `RuntimeUnavailable` on any other
+        error.
+        """
+        pending: list[tuple[str, Any]] = []
+
+        def drain(batch: list[tuple[str, Any]]) -> Iterator[tuple[str, str | None]]:
+            for sid, fut in batch:
+                try:
+                    yield sid, netns_from_info(fut.result().info)
+                except grpc.RpcError as err:
+                    if not _is_not_found(err):
+                        raise self._error(err, "PodSandboxStatus") from None
+                    yield sid, ""
+
+        for sid in ids:
+            req = api_pb2.PodSandboxStatusRequest(pod_sandbox_id=sid, verbose=True)
+            pending.append((sid, self.runtime.PodSandboxStatus.future(req, timeout=self.timeout)))
+            if len(pending) >= window:
+                yield from drain(pending)
+                pending = []
+        yield from drain(pending)
 
     def _error(
         self, err: grpc.RpcError, what: str, timeout: float | None = None
@@ -381,6 +413,51 @@ class CriClient:
             )
 
         return [conv(f) for f in r.image_filesystems], [conv(f) for f in r.container_filesystems]
+
+
+def sandbox_from_pb(s: Any) -> Sandbox:
+    """CRI `PodSandbox` message → `Sandbox`."""
+    return Sandbox(
+        id=s.id,
+        name=s.metadata.name,
+        namespace=s.metadata.namespace,
+        uid=s.metadata.uid,
+        attempt=s.metadata.attempt,
+        state=_SANDBOX_STATES.get(s.state, SandboxState.NOTREADY),
+        created_at=s.created_at,
+        labels=dict(s.labels),
+        annotations=dict(s.annotations),
+        runtime_handler=s.runtime_handler,
+    )
+
+
+def netns_from_info(info: Mapping[str, str]) -> str | None:
+    """The network namespace path of a sandbox, from verbose `PodSandboxStatus` info.
+
+    containerd and CRI-O put a JSON document under `info` whose `runtimeSpec` (the OCI spec)
+    lists `linux.namespaces`; the entry of type `network` carries the path (containerd:
+    `/var/run/netns/cni-<uuid>`). Returns that path; "" when the spec names no network
+    namespace path (a host-network sandbox); None when no value holds a runtime spec (the
+    runtime does not say).
+    """
+    import json
+
+    for raw in info.values():
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            continue
+        spec = doc.get("runtimeSpec") if isinstance(doc, dict) else None
+        if not isinstance(spec, dict):
+            continue
+        linux = spec.get("linux")
+        namespaces = linux.get("namespaces") if isinstance(linux, dict) else None
+        for ns in namespaces if isinstance(namespaces, list) else ():
+            if isinstance(ns, dict) and ns.get("type") == "network":
+                path = ns.get("path")
+                return path if isinstance(path, str) else ""
+        return ""
+    return None
 
 
 def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:

@@ -162,6 +162,48 @@ def detect_layout(host_root: Path) -> CgroupLayout:
     )
 
 
+def cgroup_hierarchies(host_root: Path) -> list[CgroupLayout]:
+    """Every mounted cgroup hierarchy under /sys/fs/cgroup that holds a kubepods cgroup, one
+    layout per (hierarchy, kubepods cgroup), sorted by `pods_cgroup`.
+
+    On cgroup v2 that is the unified hierarchy; on v1 every controller's hierarchy (memory,
+    cpu, pids, `name=systemd`, ...) and on a hybrid host also the unified one, since the
+    kubelet creates a pod's cgroup in each. `memory_root` here holds the hierarchy's mount
+    point (whatever its controllers). Both `kubepods.slice` (systemd driver) and `kubepods`
+    (cgroupfs) are returned when both exist. Mount tables are read as `detect_layout` reads
+    them (the host init's first); none readable, or no cgroup mounts, gives [].
+    """
+    points: dict[str, int] = {}
+    for source in MOUNTINFO_SOURCES:
+        try:
+            text = read_text(on_host(host_root, source))
+        except SignalUnavailable:
+            continue
+        for point, fstype, _options in parse_mount_filesystems(text):
+            if fstype not in ("cgroup", "cgroup2"):
+                continue
+            if point != CGROUP_MOUNT and not point.startswith(CGROUP_MOUNT + "/"):
+                continue
+            points.setdefault(point, 1 if fstype == "cgroup" else 2)
+        if points:
+            break
+    out: list[CgroupLayout] = []
+    for point, version in points.items():
+        local_root = on_host(host_root, point)
+        for name, driver in (("kubepods.slice", "systemd"), ("kubepods", "cgroupfs")):
+            if os.path.isdir(os.path.join(local_root, name)):
+                out.append(
+                    CgroupLayout(
+                        version=version,
+                        memory_root=point,
+                        driver=driver,
+                        pods_cgroup=f"{point.rstrip('/')}/{name}",
+                    )
+                )
+    out.sort(key=lambda layout: layout.pods_cgroup or "")
+    return out
+
+
 # --- one cgroup's memory ---------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ All host paths are resolved under `host_root`.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -36,6 +37,67 @@ def on_host(host_root: Path, host_path: str) -> str:
     if root in ("", "/"):
         return os.path.normpath(host_path)
     return os.path.normpath(os.path.join(root, host_path.lstrip("/")))
+
+
+def host_path_of(host_root: Path, local_path: str) -> str:
+    """The host path of a local path under `host_root` (the inverse of `on_host`).
+
+    A path outside `host_root` is returned unchanged (normalised).
+    """
+    local = os.path.normpath(local_path)
+    root = os.path.normpath(str(host_root))
+    if root == "/":
+        return local
+    if local == root:
+        return "/"
+    if local.startswith(root + "/"):
+        return local[len(root) :]
+    return local
+
+
+MAX_SYMLINKS = 40  # what Linux path resolution allows (ELOOP beyond)
+
+
+def resolve_on_host(host_root: Path, host_path: str) -> str:
+    """The local path of `host_path` with every symlink resolved as the host would resolve it.
+
+    With `host_root` `/` this is `os.path.realpath`. Otherwise each component is resolved
+    under `host_root`: an absolute link target starts again at `host_root` (never at this
+    process's `/`), and `..` never climbs above it. Components that do not exist are kept as
+    written (like `realpath`). Raises `OSError` (ELOOP) after 40 symlinks.
+    """
+    root = os.path.realpath(str(host_root))
+    if root == "/":
+        return os.path.realpath(host_path)
+    pending = [p for p in host_path.split("/") if p]
+    pending.reverse()  # a stack: the next component is last
+    resolved: list[str] = []
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            if resolved:
+                resolved.pop()
+            continue
+        candidate = os.path.join(root, *resolved, name)
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            resolved.append(name)
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            resolved.append(name)
+            continue
+        links += 1
+        if links > MAX_SYMLINKS:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), host_path)
+        target = os.readlink(candidate)
+        if target.startswith("/"):
+            resolved = []
+        pending.extend(reversed([p for p in target.split("/") if p]))
+    return os.path.join(root, *resolved)
 
 
 def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid: str) -> str:

@@ -75,3 +75,9 @@ class MountTable:
     def has_mount_below(self, path: str) -> bool:
         prefix = os.path.normpath(path).rstrip("/") + "/"
         return any(p.startswith(prefix) for p in self.points)
+
+    def at_or_below(self, path: str) -> list[str]:
+        """The mount points at `path` or below it (real absolute paths), sorted."""
+        top = os.path.normpath(path)
+        prefix = top.rstrip("/") + "/"
+        return sorted(p for p in self.points if p == top or p.startswith(prefix))

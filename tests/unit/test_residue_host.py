@@ -1,0 +1,497 @@
+"""Host residue scanners on fixture host trees (`tmp_path` as --host-root), with real tmpfs
+and bind mounts where mount safety is the point."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.host.du import tree_usage
+from kubegc_cli.host.logs import host_path_of, resolve_on_host
+from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.residue import (
+    CNI_IP,
+    LOG_LINK,
+    NETNS,
+    POD_CGROUP,
+    POD_DIR,
+    POD_LOG_DIR,
+    SHIM,
+    Finding,
+    ScanContext,
+)
+from kubegc_cli.residue.host import (
+    NEVER_KILL,
+    NO_POD_SOURCE,
+    NO_PROCESSES,
+    NO_RUNTIME,
+    ProcessInfo,
+    cni_summary,
+    is_ip_name,
+    scan_cni,
+    scan_netns,
+    scan_pod_cgroups,
+    scan_pod_dirs,
+    scan_pod_log_dirs,
+    scan_shims,
+    shim_args,
+)
+from tests.unit.hostfixtures import (
+    MOUNTINFO_NO_CGROUP,
+    MOUNTINFO_V1,
+    MOUNTINFO_V2,
+    pod_cgroup_path,
+    put,
+    write_mountinfo,
+    write_procs,
+)
+
+UID1 = "11111111-1111-1111-1111-111111111111"
+UID2 = "22222222-2222-2222-2222-222222222222"
+PODS = "/var/lib/kubelet/pods"
+OLD = time.time() - 3600  # older than SETUP_GRACE_SECONDS
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
+
+Mount = Callable[..., None]
+
+
+@pytest.fixture
+def mount() -> Iterator[Mount]:
+    """`mount(*args)` runs mount(8) with `args` (the last is the target); every target is
+    unmounted again, innermost first, when the test ends."""
+    done: list[str] = []
+
+    def run(*args: str) -> None:
+        subprocess.run(["mount", *args], check=True, capture_output=True)
+        done.append(args[-1])
+
+    yield run
+    for target in reversed(done):
+        if subprocess.run(["umount", target], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", target], capture_output=True)
+
+
+def ctx_for(root: Path, **kw: object) -> ScanContext:
+    """A context in which both the pod source and the runtime were read (knowing nothing),
+    with the mount table read now."""
+    args: dict[str, object] = {
+        "host_root": root,
+        "pods_known": True,
+        "runtime_known": True,
+        "mounts": MountTable.read(),
+    }
+    args.update(kw)
+    return ScanContext(**args)  # type: ignore[arg-type]
+
+
+def pod_dir(root: Path, uid: str = UID1) -> Path:
+    """`/var/lib/kubelet/pods/<uid>` with an emptyDir `cache` volume holding 3 files."""
+    cache = root / PODS.lstrip("/") / uid / "volumes/kubernetes.io~empty-dir/cache"
+    cache.mkdir(parents=True)
+    for i in range(3):
+        (cache / f"f{i}").write_bytes(b"x" * (5000 + i))
+    (root / PODS.lstrip("/") / uid / "etc-hosts").write_text("127.0.0.1 localhost\n")
+    return root / PODS.lstrip("/") / uid
+
+
+def only(findings: list[Finding]) -> Finding:
+    assert len(findings) == 1, [f.target for f in findings]
+    return findings[0]
+
+
+# --- paths under the host root ------------------------------------------------------------------
+
+
+def test_resolve_on_host_keeps_absolute_links_under_the_root(tmp_path: Path) -> None:
+    (tmp_path / "run/netns").mkdir(parents=True)
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var/run").symlink_to("/run")
+    (tmp_path / "data/kubelet").mkdir(parents=True)
+    (tmp_path / "var/lib").mkdir()
+    (tmp_path / "var/lib/kubelet").symlink_to("../../data/kubelet")
+    assert resolve_on_host(tmp_path, "/var/run/netns") == f"{tmp_path}/run/netns"
+    assert resolve_on_host(tmp_path, "/var/lib/kubelet/pods/x") == f"{tmp_path}/data/kubelet/pods/x"
+    assert resolve_on_host(tmp_path, "/../../etc") == f"{tmp_path}/etc"
+    (tmp_path / "loop").symlink_to("/loop")
+    with pytest.raises(OSError):
+        resolve_on_host(tmp_path, "/loop")
+    assert resolve_on_host(Path("/"), "/proc/self/..") == "/proc"
+
+
+def test_host_path_of_inverts_on_host(tmp_path: Path) -> None:
+    assert host_path_of(tmp_path, f"{tmp_path}/var/lib") == "/var/lib"
+    assert host_path_of(tmp_path, str(tmp_path)) == "/"
+    assert host_path_of(Path("/"), "/var/lib/") == "/var/lib"
+    assert host_path_of(tmp_path, "/elsewhere") == "/elsewhere"
+
+
+# --- 1. pod directories -------------------------------------------------------------------------
+
+
+def test_case1_orphaned_pod_dir_is_safe_with_its_allocated_size(tmp_path: Path) -> None:
+    d = pod_dir(tmp_path)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.type == POD_DIR and f.target == f"{PODS}/{UID1}"
+    assert f.safe and f.unsafe_reason == ""
+    assert f.bytes == tree_usage(str(d)).bytes and f.bytes > 3 * 5000 and f.bytes % 512 == 0
+    assert f.details == {
+        "uid": UID1,
+        "volumes": [f"{PODS}/{UID1}/volumes/kubernetes.io~empty-dir/cache"],
+        "mounts_below": [],
+    }
+    assert f"orphaned pod {UID1} found, but volume paths are still present on disk" in f.evidence
+    assert f.action == f"rm -r {PODS}/{UID1} (one filesystem, no symlinks followed)"
+
+
+@needs_root
+def test_case2_mount_below_makes_it_unsafe_and_is_named(tmp_path: Path, mount: Mount) -> None:
+    d = pod_dir(tmp_path)
+    mnt = d / "volumes/kubernetes.io~csi/pvc-x/mount"
+    mnt.mkdir(parents=True)
+    mount("-t", "tmpfs", "tmpfs", str(mnt))
+    (mnt / "data").write_bytes(b"y" * 100_000)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    host_mnt = f"{PODS}/{UID1}/volumes/kubernetes.io~csi/pvc-x/mount"
+    assert not f.safe
+    assert host_mnt in f.unsafe_reason
+    assert f.details["mounts_below"] == [host_mnt]
+    assert f"{PODS}/{UID1}/volumes/kubernetes.io~csi/pvc-x" in f.details["volumes"]
+    assert f.bytes is not None and f.bytes < 100_000  # the mounted volume is not the pod's disk
+
+
+@needs_root
+def test_pod_dir_that_is_a_mount_point_is_unsafe(tmp_path: Path, mount: Mount) -> None:
+    d = pod_dir(tmp_path, UID2)
+    mount("-t", "tmpfs", "tmpfs", str(d))
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert not f.safe and "itself a mount point" in f.unsafe_reason
+    assert f.details["mounts_below"] == [f"{PODS}/{UID2}"]
+
+
+@needs_root
+def test_symlinked_kubelet_root_cannot_hide_a_mount(tmp_path: Path, mount: Mount) -> None:
+    real = tmp_path / "data/kubelet/pods" / UID1 / "volumes/kubernetes.io~nfs/v"
+    real.mkdir(parents=True)
+    (tmp_path / "var/lib").mkdir(parents=True)
+    (tmp_path / "var/lib/kubelet").symlink_to("/data/kubelet")  # absolute: under the host root
+    mount("-t", "tmpfs", "tmpfs", str(real))
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.target == f"{PODS}/{UID1}"
+    assert not f.safe and f"/data/kubelet/pods/{UID1}/volumes/kubernetes.io~nfs/v" in (
+        f.unsafe_reason
+    )
+
+
+def test_known_pods_are_no_findings(tmp_path: Path) -> None:
+    pod_dir(tmp_path, UID1)
+    pod_dir(tmp_path, UID2)
+    assert scan_pod_dirs(ctx_for(tmp_path, pod_uids=frozenset({UID1, UID2}))) == []
+    assert scan_pod_dirs(ctx_for(tmp_path, runtime_pod_uids=frozenset({UID1, UID2}))) == []
+    left = scan_pod_dirs(ctx_for(tmp_path, runtime_pod_uids=frozenset({UID1})))
+    assert [f.target for f in left] == [f"{PODS}/{UID2}"]
+
+
+def test_case5_without_a_pod_source_pod_dirs_are_reported_not_safe(tmp_path: Path) -> None:
+    pod_dir(tmp_path)
+    f = only(scan_pod_dirs(ctx_for(tmp_path, pods_known=False)))
+    assert not f.safe and f.unsafe_reason == NO_POD_SOURCE
+    assert "no pod source" in f.evidence
+    f = only(scan_pod_dirs(ctx_for(tmp_path, runtime_known=False)))
+    assert not f.safe and f.unsafe_reason == NO_RUNTIME
+
+
+def test_symlinked_pod_dir_is_unsafe_and_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big").write_bytes(b"z" * 50_000)
+    (tmp_path / PODS.lstrip("/")).mkdir(parents=True)
+    (tmp_path / PODS.lstrip("/") / UID1).symlink_to(outside)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert not f.safe and "symlink" in f.unsafe_reason
+    assert f.bytes is not None and f.bytes < 50_000
+    assert f.details["volumes"] == []
+
+
+def test_pod_dir_without_volumes_and_missing_roots(tmp_path: Path) -> None:
+    assert scan_pod_dirs(ctx_for(tmp_path)) == []
+    (tmp_path / PODS.lstrip("/") / UID1).mkdir(parents=True)
+    (tmp_path / PODS.lstrip("/") / "stray-file").write_text("")
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.safe and "volume paths" not in f.evidence and f.details["volumes"] == []
+
+
+# --- 2. pod log dirs and legacy links ------------------------------------------------------------
+
+
+def test_pod_log_dirs_of_gone_pods(tmp_path: Path) -> None:
+    logs = tmp_path / "var/log/pods"
+    for uid in (UID1, UID2):
+        put(tmp_path, f"/var/log/pods/ns_web_{uid}/app/0.log", "line\n" * 1000)
+    f = only(scan_pod_log_dirs(ctx_for(tmp_path, pod_uids=frozenset({UID2}))))
+    assert f.type == POD_LOG_DIR and f.target == f"/var/log/pods/ns_web_{UID1}"
+    assert f.safe and f.details == {"uid": UID1, "mounts_below": []}
+    assert f.bytes == tree_usage(str(logs / f"ns_web_{UID1}")).bytes
+    # Without a pod source the runtime alone decides what is reported; nothing is safe.
+    found = scan_pod_log_dirs(ctx_for(tmp_path, pods_known=False, pod_uids=frozenset({UID2})))
+    assert [(f.details["uid"], f.safe) for f in found] == [(UID1, False), (UID2, False)]
+
+
+@needs_root
+def test_pod_log_dir_with_a_mount_or_a_symlink_is_unsafe(tmp_path: Path, mount: Mount) -> None:
+    put(tmp_path, f"/var/log/pods/ns_a_{UID1}/app/0.log", "x")
+    (tmp_path / f"var/log/pods/ns_a_{UID1}/app/m").mkdir()
+    mount("-t", "tmpfs", "tmpfs", str(tmp_path / f"var/log/pods/ns_a_{UID1}/app/m"))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / f"var/log/pods/ns_b_{UID2}").symlink_to(tmp_path / "elsewhere")
+    a, b = scan_pod_log_dirs(ctx_for(tmp_path))
+    assert not a.safe and f"/var/log/pods/ns_a_{UID1}/app/m" in a.unsafe_reason
+    assert not b.safe and "symlink" in b.unsafe_reason
+
+
+def test_dangling_legacy_links(tmp_path: Path) -> None:
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    (links / "p_ns_c-aaaaaaaaaaaa.log").symlink_to("/nowhere/a")  # container the runtime has
+    (links / "p_ns_c-bbbbbbbbbbbb.log").symlink_to("/nowhere/b")  # unknown container
+    (links / "p_ns_c-x.log").symlink_to("/nowhere/x")  # no ID in the name
+    (tmp_path / "target.log").write_text("")
+    (links / "p_ns_c-cccccccccccc.log").symlink_to(tmp_path / "target.log")  # not dangling
+    found = scan_pod_log_dirs(ctx_for(tmp_path, container_ids=frozenset({"aaaaaaaaaaaa" * 2})))
+    assert [(f.type, f.target, f.safe) for f in found] == [
+        (LOG_LINK, "/var/log/containers/p_ns_c-aaaaaaaaaaaa.log", False),
+        (LOG_LINK, "/var/log/containers/p_ns_c-bbbbbbbbbbbb.log", True),
+        (LOG_LINK, "/var/log/containers/p_ns_c-x.log", True),
+    ]
+    assert "still has container" in found[0].unsafe_reason
+    found = scan_pod_log_dirs(ctx_for(tmp_path, runtime_known=False))
+    assert [f.safe for f in found] == [False, False, True]
+
+
+# --- 3. network namespaces ----------------------------------------------------------------------
+
+
+def netns_file(root: Path, name: str, age: float = OLD) -> Path:
+    p = root / "run/netns" / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("")
+    os.utime(p, (age, age))
+    return p
+
+
+def me() -> list[int]:
+    return [os.getpid()]
+
+
+def test_unused_netns_is_safe_and_var_run_is_read_once(tmp_path: Path) -> None:
+    netns_file(tmp_path, "cni-aaaa")
+    netns_file(tmp_path, "cni-used")
+    netns_file(tmp_path, "my-own")  # not a CNI namespace
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var/run").symlink_to("/run")
+    ctx = ctx_for(
+        tmp_path,
+        sandbox_ids=frozenset({"s1"}),
+        sandbox_netns=frozenset({"/var/run/netns/cni-used"}),
+    )
+    f = only(scan_netns(ctx, pids=me))
+    assert f.type == NETNS and f.target == "/run/netns/cni-aaaa"
+    assert f.safe, f.unsafe_reason
+    assert f.action == "umount /run/netns/cni-aaaa && unlink /run/netns/cni-aaaa"
+
+
+def test_netns_used_by_a_sandbox_through_another_name_of_the_dir(tmp_path: Path) -> None:
+    netns_file(tmp_path, "cni-aaaa")
+    (tmp_path / "var/run").mkdir(parents=True)
+    (tmp_path / "var/run/netns").symlink_to("../../run/netns")
+    # The runtime names the same file by another path that resolves to it.
+    (tmp_path / "alias").symlink_to("/run/netns/cni-aaaa")
+    ctx = ctx_for(tmp_path, sandbox_ids=frozenset({"s"}), sandbox_netns=frozenset({"/alias"}))
+    assert scan_netns(ctx, pids=me) == []
+
+
+@needs_root
+def test_netns_in_use_by_a_process_is_unsafe(tmp_path: Path, mount: Mount) -> None:
+    busy = netns_file(tmp_path, "cni-busy")
+    mount("--bind", "/proc/self/ns/net", str(busy))  # this process's own network namespace
+    netns_file(tmp_path, "cni-free")
+    busy_f, free_f = scan_netns(ctx_for(tmp_path), pids=me)
+    assert busy_f.target == "/run/netns/cni-busy" and not busy_f.safe
+    assert busy_f.unsafe_reason.startswith(f"in use by PID {os.getpid()}")
+    assert busy_f.details["used_by"] == [os.getpid()]
+    assert free_f.safe and free_f.details["used_by"] == []
+
+
+def test_netns_unsafe_without_the_facts(tmp_path: Path) -> None:
+    netns_file(tmp_path, "cni-a")
+    f = only(scan_netns(ctx_for(tmp_path)))  # host root is not /: no process table
+    assert not f.safe and f.unsafe_reason == NO_PROCESSES
+    f = only(scan_netns(ctx_for(tmp_path, runtime_known=False), pids=me))
+    assert f.unsafe_reason == NO_RUNTIME
+    f = only(scan_netns(ctx_for(tmp_path, sandbox_ids=frozenset({"s"})), pids=me))
+    assert "did not say which network namespaces" in f.unsafe_reason
+    netns_file(tmp_path, "cni-a", age=time.time())
+    f = only(scan_netns(ctx_for(tmp_path), pids=me))
+    assert not f.safe and "may still be being set up" in f.unsafe_reason
+    assert scan_netns(ctx_for(tmp_path / "nothing"), pids=me) == []
+
+
+# --- 4. CNI host-local reservations -------------------------------------------------------------
+
+LIVE = "a" * 64
+GONE = "b" * 64
+
+
+def ipam(root: Path, net: str, name: str, text: str, age: float = OLD) -> Path:
+    p = put(root, f"/var/lib/cni/networks/{net}/{name}", text)
+    os.utime(p, (age, age))
+    return p
+
+
+def test_case3_only_the_unknown_reservation_is_a_finding(tmp_path: Path) -> None:
+    ipam(tmp_path, "cbr0", "10.88.0.5", LIVE)
+    ipam(tmp_path, "cbr0", "10.88.0.6", GONE)
+    ipam(tmp_path, "cbr0", "last_reserved_ip.0", "10.88.0.6")
+    ipam(tmp_path, "cbr0", "lock", "")
+    f = only(scan_cni(ctx_for(tmp_path, sandbox_ids=frozenset({LIVE}))))
+    assert f.type == CNI_IP and f.target == "/var/lib/cni/networks/cbr0/10.88.0.6"
+    assert f.safe
+    assert f.details == {
+        "network": "cbr0",
+        "ip": "10.88.0.6",
+        "id": GONE,
+        "ifname": "",
+        "network_leaked": 1,
+        "network_reserved": 2,
+    }
+    assert cni_summary([f]) == {"cbr0": (1, 2)}
+
+
+def test_cni_newer_format_ipv6_and_several_networks(tmp_path: Path) -> None:
+    ipam(tmp_path, "cbr0", "10.88.0.7", f"{GONE}\r\neth0")
+    ipam(tmp_path, "cbr0", "10.88.0.8", f"{LIVE}\r\neth0")
+    ipam(tmp_path, "cbr0", "fd00::9", f"{GONE[:60]}xxxx\r\neth0")
+    ipam(tmp_path, "k8s-pod-network", "10.1.0.2", LIVE[:12])  # an ID prefix: known
+    ipam(tmp_path, "k8s-pod-network", "notes.txt", GONE)
+    found = scan_cni(ctx_for(tmp_path, container_ids=frozenset({LIVE})))
+    assert [(f.details["ip"], f.details["ifname"]) for f in found] == [
+        ("10.88.0.7", "eth0"),
+        ("fd00::9", "eth0"),
+    ]
+    assert cni_summary(found) == {"cbr0": (2, 3)}
+
+
+def test_cni_unsafe_without_runtime_when_young_or_without_id(tmp_path: Path) -> None:
+    ipam(tmp_path, "cbr0", "10.88.0.6", GONE)
+    assert only(scan_cni(ctx_for(tmp_path, runtime_known=False))).unsafe_reason == NO_RUNTIME
+    ipam(tmp_path, "cbr0", "10.88.0.6", GONE, age=time.time())
+    assert "may still be being set up" in only(scan_cni(ctx_for(tmp_path))).unsafe_reason
+    ipam(tmp_path, "cbr0", "10.88.0.6", "")
+    assert "no container ID" in only(scan_cni(ctx_for(tmp_path))).unsafe_reason
+    assert scan_cni(ctx_for(tmp_path / "none")) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "ip"),
+    [("10.88.0.6", True), ("fd00::1", True), ("last_reserved_ip.0", False), ("lock", False)],
+)
+def test_is_ip_name(name: str, ip: bool) -> None:
+    assert is_ip_name(name) is ip
+
+
+# --- 5. pod cgroups -----------------------------------------------------------------------------
+
+
+def test_v2_systemd_pod_cgroups(tmp_path: Path) -> None:
+    write_mountinfo(tmp_path, MOUNTINFO_V2)
+    pods = "/sys/fs/cgroup/kubepods.slice"
+    gone = pod_cgroup_path(pods, "systemd", "burstable", UID1)
+    busy = pod_cgroup_path(pods, "systemd", "besteffort", UID2)
+    live = pod_cgroup_path(pods, "systemd", "guaranteed", "33333333-3333-3333-3333-333333333333")
+    for p in (gone, busy, live):
+        write_procs(tmp_path, p, [])
+    write_procs(tmp_path, f"{busy}/cri-containerd-abc.scope", [4242, 4243])
+    ctx = ctx_for(tmp_path, pod_uids=frozenset({"33333333-3333-3333-3333-333333333333"}))
+    a, b = sorted(scan_pod_cgroups(ctx), key=lambda f: f.details["uid"])
+    assert a.type == POD_CGROUP and a.target == gone and a.safe
+    assert a.details == {"uid": UID1, "qos": "burstable", "paths": [gone], "processes": 0}
+    assert b.target == busy and not b.safe and b.details["processes"] == 2
+    assert "2 process(es)" in b.unsafe_reason
+    assert a.action.startswith("rmdir (deepest first)")
+    f = only(
+        scan_pod_cgroups(
+            ctx_for(
+                tmp_path,
+                pods_known=False,
+                runtime_pod_uids=frozenset({UID2, "33333333-3333-3333-3333-333333333333"}),
+            )
+        )
+    )
+    assert f.details["uid"] == UID1 and f.unsafe_reason == NO_POD_SOURCE
+
+
+def test_v1_cgroupfs_one_finding_per_pod_across_hierarchies(tmp_path: Path) -> None:
+    write_mountinfo(tmp_path, MOUNTINFO_V1)
+    paths = [
+        pod_cgroup_path(f"/sys/fs/cgroup/{h}/kubepods", "cgroupfs", "besteffort", UID1)
+        for h in ("cpu,cpuacct", "memory", "pids")
+    ]
+    for p in paths:
+        write_procs(tmp_path, p, [])
+    f = only(scan_pod_cgroups(ctx_for(tmp_path)))
+    assert f.target == f"/sys/fs/cgroup/memory/kubepods/besteffort/pod{UID1}"
+    assert f.details["paths"] == sorted(paths) and f.safe
+    write_procs(tmp_path, f"{paths[2]}/ctr", [7])  # a process in one hierarchy only
+    f = only(scan_pod_cgroups(ctx_for(tmp_path)))
+    assert not f.safe and f.details["processes"] == 1
+
+
+def test_no_cgroup_fs_is_no_finding(tmp_path: Path) -> None:
+    assert scan_pod_cgroups(ctx_for(tmp_path)) == []
+    write_mountinfo(tmp_path, MOUNTINFO_NO_CGROUP)
+    assert scan_pod_cgroups(ctx_for(tmp_path)) == []
+
+
+# --- 6. shims -----------------------------------------------------------------------------------
+
+SOCK = "/run/containerd/containerd.sock"
+
+
+def shim(pid: int, *args: str, age: float = 3600, name: str = "containerd-shim") -> ProcessInfo:
+    return ProcessInfo(pid, name, ("/usr/bin/containerd-shim-runc-v2", *args), time.time() - age)
+
+
+def test_shims_of_unknown_ids(tmp_path: Path) -> None:
+    procs = [
+        shim(10, "-namespace", "k8s.io", "-id", GONE, "-address", SOCK),
+        shim(11, "-namespace", "k8s.io", "-id", LIVE, "-address", SOCK),
+        shim(12, "-namespace", "moby", "-id", GONE, "-address", SOCK),
+        shim(13, "-namespace", "k8s.io", "-id", GONE, "-address", SOCK, age=5),
+        shim(14, "--namespace=k8s.io", "--id=" + "c" * 64, "--address", "/other.sock"),
+        ProcessInfo(15, "bash", ("bash", "-id", GONE), 0.0),
+        shim(16, "-namespace", "k8s.io", "-workdir", f"/var/lib/containerd/x/k8s.io/{GONE}"),
+    ]
+    ctx = ctx_for(tmp_path, sandbox_ids=frozenset({LIVE}))
+    found = scan_shims(ctx, processes=lambda: procs)
+    assert [f.target for f in found] == ["pid:10", "pid:14", "pid:16"]
+    assert all(f.type == SHIM and not f.safe and f.unsafe_reason == NEVER_KILL for f in found)
+    assert "kill 10" in found[0].action and "ctr -n k8s.io tasks ls" in found[0].action
+    assert found[0].details["id"] == GONE and found[0].details["address"] == SOCK
+    found = scan_shims(ctx, processes=lambda: procs, address=f"unix://{SOCK}")
+    assert [f.target for f in found] == ["pid:10", "pid:16"]
+    assert scan_shims(ctx_for(tmp_path, runtime_known=False), processes=lambda: procs) == []
+    assert scan_shims(ctx) == []  # host root is not /: the host's processes are not visible
+
+
+def test_shim_args() -> None:
+    assert shim_args(["shim", "-namespace", "k8s.io", "-id", "x", "-debug", "start"]) == {
+        "namespace": "k8s.io",
+        "id": "x",
+        "debug": "",
+    }
+    assert shim_args(["shim", "--id=y", "-address=/s"]) == {"id": "y", "address": "/s"}
