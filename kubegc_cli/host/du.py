@@ -26,21 +26,30 @@ class TreeUsage:
     mounts: tuple[str, ...] = ()
 
 
-def tree_usage(path: str, mounts: MountTable | None = None) -> TreeUsage:
+def tree_usage(
+    path: str, mounts: MountTable | None = None, seen: set[tuple[int, int]] | None = None
+) -> TreeUsage:
     """Allocated bytes and inodes under the local `path` (see the module docstring).
 
     A missing `path` is an empty tree; entries that vanish or cannot be read while walking are
-    skipped (a busy node changes under the walk).
+    skipped (a busy node changes under the walk). `seen` holds the (device, inode) pairs of
+    multiply-linked files already counted; pass one set to several calls so that a file hard
+    linked into two trees counts once in all of them (it is updated in place).
     """
     try:
         top = os.lstat(path)
     except OSError:
         return TreeUsage()
-    seen: set[tuple[int, int]] = set()
+    if seen is None:
+        seen = set()
     total = top.st_blocks * BLOCK
     inodes = 1
     skipped: list[str] = []
     if not stat.S_ISDIR(top.st_mode):
+        if top.st_nlink > 1:
+            if (top.st_dev, top.st_ino) in seen:
+                return TreeUsage()
+            seen.add((top.st_dev, top.st_ino))
         return TreeUsage(total, inodes)
     stack = [path]
     while stack:

@@ -14,13 +14,16 @@ from kubegc_cli.host.logs import on_host
 @dataclass(frozen=True, slots=True)
 class FsStats:
     """Bytes and inodes of one filesystem: `capacity` = blocks × frsize, `available` =
-    bavail × frsize (what an unprivileged writer may still use), `inodes`, `inodes_free`."""
+    bavail × frsize (what an unprivileged writer may still use), `inodes`, `inodes_free`;
+    `free` = bfree × frsize, which also counts the blocks reserved for root (so
+    `free - available` is the reserve)."""
 
     path: str
     capacity: int
     available: int
     inodes: int
     inodes_free: int
+    free: int = 0
 
 
 def fs_stats(host_root: Path, host_path: str) -> FsStats:
@@ -37,4 +40,5 @@ def fs_stats(host_root: Path, host_path: str) -> FsStats:
         available=st.f_bavail * st.f_frsize,
         inodes=st.f_files,
         inodes_free=st.f_favail,
+        free=st.f_bfree * st.f_frsize,
     )

@@ -290,3 +290,62 @@ def plan_images(
     for d in candidates:
         (plan.remove if d.remove else plan.kept).append(d)
     return plan
+
+
+#: The image GC settings: (kubegc option name, `ImageGCPolicy` field, KubeletConfiguration key).
+IMAGE_GC_SETTINGS = (
+    ("image_gc_high_threshold", "high_threshold", "imageGCHighThresholdPercent"),
+    ("image_gc_low_threshold", "low_threshold", "imageGCLowThresholdPercent"),
+    ("minimum_image_ttl_duration", "min_age", "imageMinimumGCAge"),
+    ("image_maximum_gc_age", "max_age", "imageMaximumGCAge"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageGCSettings:
+    """The resolved image GC settings: `values` by `ImageGCPolicy` field (percentages, ages
+    in seconds), `names` by field (how a message names the setting: its flag, or the config
+    key and file it came from, for `ImageGCPolicy.validate`), `origins` by kubegc option name
+    (the flag, the kubelet config file, or `kubelet default`)."""
+
+    values: dict[str, Any]
+    names: dict[str, str]
+    origins: dict[str, str]
+
+    def provenance(self) -> list[str]:
+        """One line per setting: `name = value (from origin)`, durations as Go writes them."""
+        lines = []
+        for option, fld, _ in IMAGE_GC_SETTINGS:
+            value = self.values[fld]
+            shown = value if "threshold" in option else format_go_duration(value)
+            lines.append(f"{option} = {shown} (from {self.origins[option]})")
+        return lines
+
+
+def resolve_image_gc_settings(
+    given: Mapping[str, Any], config: Mapping[str, Any], config_source: str
+) -> ImageGCSettings:
+    """Each image GC setting from `given` (kubegc option name → value of a flag given on the
+    command line; durations as text), else from `config` (the kubelet config file's values,
+    `KubeletConfig.image_gc`, read from `config_source`), else the kubelet's default (the
+    `ImageGCPolicy` defaults: 85%, 80%, 2m, 0s). Validation is left to
+    `ImageGCPolicy.validate(settings.names)`. Raises `BadInput` for a flag's duration that
+    does not parse."""
+    from kubegc_cli.units import parse_duration
+
+    defaults = ImageGCPolicy()
+    values: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    origins: dict[str, str] = {}
+    for option, fld, key in IMAGE_GC_SETTINGS:
+        flag = "--" + option.replace("_", "-")
+        names[fld] = flag
+        if option in given:
+            raw, origins[option] = given[option], flag
+        elif option in config:
+            raw, origins[option] = config[option], config_source
+            names[fld] = f"{key} in {config_source}"
+        else:
+            raw, origins[option] = getattr(defaults, fld), "kubelet default"
+        values[fld] = parse_duration(raw, flag=flag) if isinstance(raw, str) else raw
+    return ImageGCSettings(values, names, origins)

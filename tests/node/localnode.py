@@ -940,25 +940,29 @@ class LocalNode:
         exit_code: int = 3,
         image: str = BUSYBOX_IMAGE,
         symlink: bool = True,
+        command: Sequence[str] | None = None,
     ) -> str:
         """Create a container in ``pod`` and leave it ``exited``, ``running`` or ``created``.
 
         ``exited`` runs ``echo kubegc-test-log; exit <exit_code>`` and waits for CONTAINER_EXITED,
         ``running`` runs ``sleep 3600`` and waits for CONTAINER_RUNNING, ``created`` is never
-        started. The log goes to ``<pod.log_directory>/<name>/<attempt>.log``; with ``symlink``
-        the kubelet's legacy symlink is made in :attr:`container_logs_dir`. Returns the id.
+        started; ``command`` replaces that command (it must end the way ``state`` says). The
+        log goes to ``<pod.log_directory>/<name>/<attempt>.log``; with ``symlink`` the
+        kubelet's legacy symlink is made in :attr:`container_logs_dir`. Returns the id.
         """
         if state == "exited":
-            command = ["/bin/sh", "-c", f"echo {TEST_LOG_LINE}; exit {exit_code}"]
+            argv = ["/bin/sh", "-c", f"echo {TEST_LOG_LINE}; exit {exit_code}"]
         elif state in ("running", "created"):
-            command = ["/bin/sleep", "3600"]
+            argv = ["/bin/sleep", "3600"]
         else:
             raise ValueError(f"unknown container state {state!r}")
+        if command is not None:
+            argv = list(command)
         (pod.log_directory / name).mkdir(parents=True, exist_ok=True)
         config = api_pb2.ContainerConfig(
             metadata=api_pb2.ContainerMetadata(name=name, attempt=attempt),
             image=api_pb2.ImageSpec(image=image),
-            command=command,
+            command=argv,
             labels={
                 LABEL_CONTAINER_NAME: name,
                 LABEL_POD_NAME: pod.name,
