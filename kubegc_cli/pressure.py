@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, KubegcError, RuntimeUnavailable
 from kubegc_cli.host.cgroups import CgroupLayout, PodCgroup, detect_layout, pod_cgroups
 from kubegc_cli.host.memory import AllocatableMemory, NodeMemory, allocatable_memory, node_memory
+from kubegc_cli.model import API_VERSION as API_VERSION
 from kubegc_cli.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.units import ns_to_rfc3339, parse_bytes
 
 if TYPE_CHECKING:
     from kubegc_cli.app import Settings, Ui
-
-API_VERSION = "kubegc/v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ def resolve_allocatable(
     name = node_name(s.node_name)
     node = pods.nodes.get(name)
     if node is None and len(pods.nodes) == 1:
-        node = next(iter(pods.nodes.values()))
+        name, node = next(iter(pods.nodes.items()))
     if node is not None:
         value = _node_allocatable(node, pods.source)
         if value is not None:
@@ -274,13 +274,15 @@ class FsLayout:
     `imagefs` (the CRI image filesystem mountpoint, "" when unknown), `containerfs` (CRI's
     container filesystem when reported apart, else ""); `dedicated_imagefs` when the image
     filesystem is another device than nodefs; `split` when images and writable layers are on
-    different filesystems too."""
+    different filesystems too; `layout_known` False when either filesystem could not be
+    stat'ed (then one filesystem is assumed)."""
 
     nodefs: str
     imagefs: str = ""
     containerfs: str = ""
     dedicated_imagefs: bool = False
     split: bool = False
+    layout_known: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -440,7 +442,6 @@ def observe_signals(
     from kubegc_cli.errors import RuntimeUnavailable as Unreadable
     from kubegc_cli.eviction.thresholds import Observation
     from kubegc_cli.host.fs import fs_stats
-    from kubegc_cli.host.logs import on_host
 
     obs: dict[str, Any] = {}
     unread: dict[str, str] = {}
@@ -475,15 +476,9 @@ def observe_signals(
         except Unreadable as exc:
             unread[f"{family}.available"] = unread[f"{family}.inodesFree"] = str(exc)
             return
-        obs[f"{family}.available"] = Observation(
-            f"{family}.available", st.available, st.capacity, f"statvfs {path} (bavail)"
-        )
-        if st.inodes > 0:
-            obs[f"{family}.inodesFree"] = Observation(
-                f"{family}.inodesFree", st.inodes_free, st.inodes, f"statvfs {path} (files)"
-            )
-        else:
-            unread[f"{family}.inodesFree"] = f"statvfs {path} reports no inodes"
+        seen, missing = disk_observations(family, st, path)
+        obs.update(seen)
+        unread.update(missing)
 
     if fams & set(DISK_FAMILIES):
         disk("nodefs", root_dir)
@@ -496,30 +491,17 @@ def observe_signals(
                 images, containers = client.image_fs_info()
             finally:
                 client.close()
-            if not images:
-                raise Unreadable("the runtime reports no image filesystem")
+            fs = fs_layout(host, root_dir, images, containers)
         except (Unreadable, BadInput) as exc:
             why = f"image filesystem unknown ({exc})"
             for fam in ("imagefs", "containerfs"):
                 unread[f"{fam}.available"] = unread[f"{fam}.inodesFree"] = why
-            fs.imagefs = ""
         else:
-            fs.imagefs = images[0].mountpoint
-            fs.dedicated_imagefs = _device(on_host(host, fs.imagefs)) != _device(
-                on_host(host, root_dir)
-            )
-            if containers and containers[0].mountpoint not in ("", fs.imagefs):
-                fs.containerfs = containers[0].mountpoint
-                fs.split = fs.dedicated_imagefs
             disk("imagefs", fs.imagefs)
             if fs.split:
                 disk("containerfs", fs.containerfs)
             else:
-                base = "imagefs" if fs.dedicated_imagefs else "nodefs"
-                for kind in ("available", "inodesFree"):
-                    o = obs.get(f"{base}.{kind}")
-                    if o is not None:
-                        obs[f"containerfs.{kind}"] = replace(o, signal=f"containerfs.{kind}")
+                obs.update(containerfs_copies(obs, fs))
     if "pid.available" in signals:
         from kubegc_cli.host.memory import pid_available
 
@@ -541,6 +523,64 @@ def _device(local: str) -> int:
         return -1
 
 
+def fs_layout(
+    host_root: Path, root_dir: str, images: Sequence[Any], containers: Sequence[Any]
+) -> FsLayout:
+    """The filesystem layout from CRI `ImageFsInfo` (`images`, `containers`: its
+    `FilesystemUsage` lists) and the kubelet root `root_dir` (host paths, read under
+    `host_root`): imagefs is the first image filesystem's mountpoint, dedicated when its
+    device differs from the root dir's; containerfs is set when the runtime reports a container
+    filesystem elsewhere, and the layout is split when imagefs is dedicated too (kubelet
+    eviction: the layout detection at the first synchronize). Raises `RuntimeUnavailable`
+    when the runtime reports no image filesystem."""
+    from kubegc_cli.host.logs import on_host
+
+    if not images:
+        raise RuntimeUnavailable("the runtime reports no image filesystem")
+    fs = FsLayout(nodefs=root_dir, imagefs=images[0].mountpoint)
+    image_dev = _device(on_host(host_root, fs.imagefs))
+    root_dev = _device(on_host(host_root, root_dir))
+    fs.layout_known = image_dev != -1 and root_dev != -1
+    fs.dedicated_imagefs = fs.layout_known and image_dev != root_dev
+    if containers and containers[0].mountpoint not in ("", fs.imagefs):
+        fs.containerfs = containers[0].mountpoint
+        fs.split = fs.dedicated_imagefs
+    return fs
+
+
+def disk_observations(family: str, st: Any, path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The `<family>.available` and `<family>.inodesFree` observations (signal →
+    `Observation`) of one filesystem's `FsStats` `st`, statvfs'd at the host path `path`:
+    available = bavail, inodes free = files free, each against its capacity; and the signals
+    that cannot be observed (signal → why: a filesystem reporting no inodes)."""
+    from kubegc_cli.eviction.thresholds import Observation
+
+    obs: dict[str, Any] = {
+        f"{family}.available": Observation(
+            f"{family}.available", st.available, st.capacity, f"statvfs {path} (bavail)"
+        )
+    }
+    if st.inodes > 0:
+        obs[f"{family}.inodesFree"] = Observation(
+            f"{family}.inodesFree", st.inodes_free, st.inodes, f"statvfs {path} (files)"
+        )
+        return obs, {}
+    return obs, {f"{family}.inodesFree": f"statvfs {path} reports no inodes"}
+
+
+def containerfs_copies(obs: Mapping[str, Any], fs: FsLayout) -> dict[str, Any]:
+    """The `containerfs.*` observations when writable layers share a filesystem with nodefs
+    or imagefs (not split): copies of the imagefs ones with a dedicated imagefs, else of the
+    nodefs ones (signal → `Observation`; absent when the base was not observed)."""
+    base = "imagefs" if fs.dedicated_imagefs else "nodefs"
+    out: dict[str, Any] = {}
+    for kind in ("available", "inodesFree"):
+        o = obs.get(f"{base}.{kind}")
+        if o is not None:
+            out[f"containerfs.{kind}"] = replace(o, signal=f"containerfs.{kind}")
+    return out
+
+
 def evict_check(
     s: Settings, ui: Ui, flags: Any, *, root_dir: str, allocatable: int | None, top: int
 ) -> EvictionReport:
@@ -558,10 +598,12 @@ def evict_check(
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
     report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
     report.notes.extend(config.notes)
-    if not fs.imagefs and any(f in DISK_FAMILIES for f in _families(config)):
+    if (not fs.imagefs or not fs.layout_known) and any(
+        f in DISK_FAMILIES for f in _families(config)
+    ):
         report.notes.append(
-            "the image filesystem is unknown, so is the disk layout: the reclaim column "
-            "assumes one filesystem"
+            "the disk layout is unknown (the image filesystem or the kubelet root dir cannot "
+            "be read): containerfs and the reclaim column assume one filesystem"
         )
     why_signals: dict[str, list[str]] = {}
     for r in results:
@@ -595,17 +637,27 @@ def rank_met(s: Settings, ui: Ui, report: EvictionReport, *, root_dir: str, top:
         return
     node = node_name(s.node_name)
     active: list[PodResources] = []
+    elsewhere: set[str] = set()
     for uid, info in sorted(pods.pods.items()):
         raw = info.raw or {}
         spec: Mapping[str, Any] = (
             raw.get("spec") or {} if isinstance(raw.get("spec"), Mapping) else {}
         )
-        if pods.is_terminated(uid) or spec.get("nodeName") not in (None, "", node):
+        if spec.get("nodeName") not in (None, "", node):
+            elsewhere.add(str(spec.get("nodeName")))
+            continue
+        if pods.is_terminated(uid):
             continue
         try:
             active.append(pod_resources(raw))
         except BadInput as exc:
             report.notes.append(f"pod {info.namespace}/{info.name} not ranked: {exc}")
+    if elsewhere:
+        shown = ", ".join(sorted(elsewhere)[:3]) + (", ..." if len(elsewhere) > 3 else "")
+        report.notes.append(
+            f"pods of the pod source bound to {shown} are not ranked: this node is {node} "
+            "(--node-name)"
+        )
     signals = sorted({r.threshold.signal for r in report.met()}, key=_signal_order)
     needs_disk = any(sig.split(".", 1)[0] in DISK_FAMILIES for sig in signals)
     stats = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk)

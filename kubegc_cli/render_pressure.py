@@ -120,6 +120,8 @@ def render_eviction(
             else "-", met, kind, r.condition,
             ", ".join(x.split("(")[-1].rstrip(")") for x in r.reclaim) or "-",
         )  # fmt: skip
+    for signal, text, _source in report.config.disabled:
+        t.add_row(signal, "", safe_text(text), "", "", "disabled", "", "", "-")
     console.print(t)
     for signal, ranked in report.ranking.items():
         rt = _rows_table(

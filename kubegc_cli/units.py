@@ -157,6 +157,7 @@ def rfc3339_to_ns(text: str, *, what: str = "timestamp") -> int:
 _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,4})?$"
 )
+MAX_QUANTITY = 2**63 - 1  # what a Kubernetes quantity's Value() can hold (int64)
 _SUFFIX_FACTOR: dict[str, int | Fraction] = {
     "Ki": 1024,
     "Mi": 1024**2,
@@ -180,16 +181,24 @@ _SUFFIX_FACTOR: dict[str, int | Fraction] = {
 def parse_quantity(text: str, *, flag: str = "quantity") -> Fraction:
     """Parse a Kubernetes resource quantity (`100Mi`, `1.5Gi`, `5000`, `1e3`, `500m`) exactly.
 
-    Returns a `Fraction` (no rounding). Raises `BadInput` naming `flag` and the value.
+    Returns a `Fraction` (no rounding). Raises `BadInput` naming `flag` and the value, also for
+    a magnitude above 2^63−1 (an int64, as Kubernetes holds quantities).
     """
     m = _QUANTITY.match(text.strip())
     if not m:
         raise BadInput(f"invalid value for {flag}: {text!r} is not a quantity (e.g. 100Mi, 1Gi)")
     number, suffix = m.group(1), m.group(2) or ""
     value = Fraction(number)
-    if suffix[:1] in ("e", "E") and suffix not in ("E",):
-        return value * Fraction(10) ** int(suffix[1:])
-    return value * _SUFFIX_FACTOR[suffix]
+    if suffix[:1] in ("e", "E") and suffix not in ("E", "Ei"):
+        exponent = int(suffix[1:])
+        value = value * Fraction(10) ** exponent if exponent < 40 else Fraction(MAX_QUANTITY + 1)
+    else:
+        value *= _SUFFIX_FACTOR[suffix]
+    if abs(value) > MAX_QUANTITY:
+        raise BadInput(
+            f"invalid value for {flag}: {text!r} is too large (at most 2^63-1 = {MAX_QUANTITY})"
+        )
+    return value
 
 
 def parse_bytes(text: str, *, flag: str = "size") -> int:

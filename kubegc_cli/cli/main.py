@@ -110,6 +110,7 @@ def cli() -> None:
     kubegc gc images                unused images, by the kubelet's image GC rules
     kubegc residue scan             leftovers: orphaned pod dirs, netns, CNI IPs, cgroups, ...
     kubegc residue clean            remove the leftovers that are safe to remove
+    kubegc df                       what fills the node's disks, and what can be reclaimed
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
     kubegc history                  what past runs removed (from the state store)
 
@@ -420,41 +421,27 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     from kubegc_cli.app import ActOptions
     from kubegc_cli.app import gc_images as run
     from kubegc_cli.host.kubelet import load_kubelet_config
-    from kubegc_cli.policy.images import ImageGCPolicy
-    from kubegc_cli.units import format_go_duration, parse_duration
+    from kubegc_cli.policy.images import (
+        IMAGE_GC_SETTINGS,
+        ImageGCPolicy,
+        resolve_image_gc_settings,
+    )
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output)
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
-    values: dict[str, Any] = {}
-    names: dict[str, str] = {}  # policy field -> how messages name it: flag, or file and key
-    for name, field, key in (
-        ("image_gc_high_threshold", "high_threshold", "imageGCHighThresholdPercent"),
-        ("image_gc_low_threshold", "low_threshold", "imageGCLowThresholdPercent"),
-        ("minimum_image_ttl_duration", "min_age", "imageMinimumGCAge"),
-        ("image_maximum_gc_age", "max_age", "imageMaximumGCAge"),
-    ):
-        flag = "--" + name.replace("_", "-")
-        names[field] = flag
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
-            raw, origin = opts[name], flag
-        elif name in kcfg.image_gc:
-            raw, origin = kcfg.image_gc[name], kcfg.source
-            names[field] = f"{key} in {kcfg.source}"
-        else:
-            raw, origin = opts[name], "kubelet default"
-        values[name] = parse_duration(raw, flag=flag) if isinstance(raw, str) else raw
-        shown = format_go_duration(values[name]) if "threshold" not in name else raw
-        ui.info(f"{name} = {shown} (from {origin})")
+    given = {
+        name: opts[name]
+        for name, _, _ in IMAGE_GC_SETTINGS
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    }
+    settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source)
+    for line in settings.provenance():
+        ui.info(line)
     policy = ImageGCPolicy(
-        high_threshold=values["image_gc_high_threshold"],
-        low_threshold=values["image_gc_low_threshold"],
-        min_age=values["minimum_image_ttl_duration"],
-        max_age=values["image_maximum_gc_age"],
-        prune_unused=opts["prune_unused"],
-        keep=tuple(opts["keep"]),
+        **settings.values, prune_unused=opts["prune_unused"], keep=tuple(opts["keep"])
     )
-    policy.validate(names)
+    policy.validate(settings.names)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
@@ -561,10 +548,13 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
     from rich.live import Live
 
     with Live(memory_renderable(report), refresh_per_second=4, screen=False) as live:
-        while True:
-            time.sleep(interval)
-            report = memory_report(s, ui, allocatable=given, top=top)
-            live.update(memory_renderable(report))
+        try:
+            while True:
+                time.sleep(interval)
+                report = memory_report(s, ui, allocatable=given, top=top)
+                live.update(memory_renderable(report))
+        except KeyboardInterrupt:  # Ctrl-C is how a watch ends: not an error
+            return
 
 
 @cli.group(cls=KubegcGroup)
@@ -677,7 +667,8 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
 
 @evict.command("prune")
 @click.option("--all-nodes", is_flag=True, help="Evicted pods of every node, not only this one.")
-@click.option("-n", "--namespace", metavar="NS", help="Only this namespace.")
+@click.option("-n", "--namespace", metavar="NS", multiple=True,
+              help="Only this namespace (one).")  # fmt: skip
 @click.option(
     "--older-than",
     default="0s",
@@ -717,10 +708,15 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
+    if len(opts["namespace"]) > 1:
+        raise BadInput(
+            f"evict prune takes one --namespace, got {len(opts['namespace'])}: "
+            f"{', '.join(opts['namespace'])} (run it once per namespace, or give none for all)"
+        )
     popts = PruneOptions(
         all_nodes=opts["all_nodes"],
         node=node_name(s.node_name),
-        namespace=opts["namespace"],
+        namespace=opts["namespace"][0] if opts["namespace"] else None,
         older_than=parse_duration(opts["older_than"], flag="--older-than"),
     )
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
@@ -906,6 +902,82 @@ def emit_plan(plan: Any, s: Any) -> None:
         render.render_plan(plan, verbose=s.verbose)
 
 
+@cli.command("df")
+@click.option(
+    "--root-dir",
+    default="/var/lib/kubelet",
+    show_default=True,
+    metavar="PATH",
+    help="The kubelet's root directory: its filesystem is nodefs; pods/ below it is walked.",
+)
+@click.option(
+    "--pod-logs-dir",
+    metavar="PATH",
+    help="Pod log root on the host [default: the kubelet config's podLogsDir, /var/log/pods].",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(0, 1_000_000),
+    default=10,
+    show_default=True,
+    help="Pods listed, largest footprint (logs + emptyDir + writable layers) first (0 = all).",
+)
+@click.option(
+    "--no-runtime",
+    is_flag=True,
+    help="Do not ask the CRI runtime: host lines only, images and writable layers not "
+    "measured, and no exit 3 for an absent runtime.",
+)
+@global_options
+@click.pass_context
+def df(ctx: click.Context, /, **opts: Any) -> None:
+    """Show what fills the node's disks, and what kubegc can reclaim of it (read-only).
+
+    For nodefs (the filesystem of --root-dir), imagefs (the CRI image filesystem) and the
+    pod log filesystem when it is separate: capacity, used, available and inodes (statvfs, as
+    the kubelet reads them), the eviction and image GC thresholds that apply, and a breakdown
+    — images (in use, unused), writable layers (running, dead containers), container logs,
+    emptyDir volumes, the rest of the pod directories, residue, root's reserve and other —
+    that adds up to used. Each line: bytes, share of capacity, reclaimable bytes and the
+    kubegc command that reclaims them. Directory trees count allocated blocks, never follow
+    symlinks, count hard links once and do not enter mount points (listed as mounted).
+
+    Exit codes: 0 done, 2 bad input, 3 the runtime could not be read (the host lines are
+    still printed; --no-runtime leaves the runtime out and exits 0).
+
+    \b
+    Examples:
+      kubegc df
+      kubegc df --pods-file pods.json --top 20
+      kubegc df -o json | jq '.filesystems[] | {roles, used, reclaimable}'
+      kubegc df --host-root /host
+      kubegc df --no-runtime
+    """
+    from kubegc_cli.df import DfOptions, disk_usage
+
+    s = settings_from(ctx)
+    ui = ConsoleUi(s.verbose, s.output)
+    options = DfOptions(
+        root_dir=opts["root_dir"],
+        pod_logs_dir=opts["pod_logs_dir"],
+        top=opts["top"],
+        runtime=not opts["no_runtime"],
+    )
+    from kubegc_cli.render_df import walk_progress
+
+    with walk_progress(sys.stderr.isatty()) as progress:
+        report = disk_usage(s, ui, options, progress=progress)
+    if s.output in ("json", "yaml"):
+        from kubegc_cli import render
+
+        render.dump_document(report.to_dict(), s.output)
+    else:
+        from kubegc_cli.render_df import render_df
+
+        render_df(report, verbose=s.verbose)
+    sys.exit(report.exit_code())
+
+
 @cli.command("snapshot")
 @click.option("-f", "--file", "path", metavar="FILE", help="Write here instead of stdout.")
 @global_options
@@ -916,7 +988,8 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     JSON, or YAML with -o yaml; --snapshot reads either.
 
     The file holds every CRI container (with status), sandbox, image and image filesystem, and
-    the capture time. Any planning command reads it back with --snapshot FILE (dry run only).
+    the capture time. gc containers and gc sandboxes read it back with --snapshot FILE (dry run
+    only); gc images cannot (its image records live in the node's state store).
 
     \b
     Examples:

@@ -344,10 +344,11 @@ def _parse_percent(signal: str, text: str, *, where: str) -> float:
 def _parse_amount(signal: str, text: str, *, where: str) -> Fraction:
     try:
         return parse_quantity(text)
-    except BadInput:
-        raise BadInput(
-            f"{where}: {signal}: {text!r} is not a quantity (e.g. 100Mi, 1Gi, 5%)"
-        ) from None
+    except BadInput as exc:
+        why = str(exc).split(": ", 1)[-1]  # "'<text>' is not a quantity ..." / "... too large"
+        if "too large" not in why:
+            why = f"{text!r} is not a quantity (e.g. 100Mi, 1Gi, 5%)"
+        raise BadInput(f"{where}: {signal}: {why}") from None
 
 
 def parse_threshold_value(signal: str, text: str, *, where: str) -> Threshold | None:

@@ -63,6 +63,7 @@ def node_name(explicit: str | None) -> str:
 
 
 def _client(src: ApiSource) -> tuple[Any, str]:
+    import yaml
     from kubernetes import client
     from kubernetes import config as kubeconfig
 
@@ -75,7 +76,12 @@ def _client(src: ApiSource) -> tuple[Any, str]:
             config.load_kube_config(
                 config_file=src.kubeconfig, context=src.context, client_configuration=cfg
             )
-    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+    except (TypeError, AttributeError, KeyError):  # YAML, but not shaped like a kubeconfig
+        raise BadInput(
+            f"cannot use kubeconfig {src.kubeconfig}: not a kubeconfig (expected clusters, "
+            "users and contexts)"
+        ) from None
+    except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadInput(f"cannot use kubeconfig {src.kubeconfig}: {first}") from None
     cfg.retries = 0

@@ -130,6 +130,11 @@ def test_case_5_hundred_percent_disables_the_threshold(tmp_path: Path) -> None:
     ]
     assert "nodefs.available" not in by_signal(doc)
     assert code == 0, err  # memory is fine; nothing disk-related is configured
+    code, table, err = check(
+        tmp_path, "--eviction-hard", "nodefs.available<100%,memory.available<1Mi"
+    )
+    row = next(line for line in table.splitlines() if line.startswith("nodefs.available"))
+    assert "disabled" in row and "100%" in row and code == 0, err
 
 
 def test_kubelet_config_file_and_flags_precedence(tmp_path: Path) -> None:
@@ -209,6 +214,10 @@ def test_ranking_of_the_pods_the_kubelet_would_evict_first(tmp_path: Path) -> No
     allocatable = by_signal(doc)["allocatableMemory.available"]
     # kubepods limit 3 GiB − working set 1400 MiB = 1672 MiB: above 1 GiB, not met
     assert allocatable["observed"] == 1672 * MiB and allocatable["met"] is False
+    code, out, err = check(tmp_path, *args[:-1], "node-2", "-o", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["ranking"]["memory.available"] == []
+    assert any("bound to node-1 are not ranked: this node is node-2" in n for n in doc["notes"])
     code, out, err = check(tmp_path, *args, "--top", "2")
     assert code == 1 and "Pods the kubelet would evict first for memory.available" in out
 

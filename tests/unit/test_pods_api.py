@@ -143,3 +143,23 @@ def test_case_6_forbidden_api_is_exit_3_and_nothing_is_touched(
     assert exc.value.code == 3 and out == ""
     assert err.count("\n") == 1 and "403 Forbidden" in err and "list pods" in err
     assert "127.0.0.1" in err and "nonexistent.sock" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("just some text\n", "not a kubeconfig"),
+        ("a: [1\n", "while parsing"),
+        ("apiVersion: v1\nclusters: 7\n", "kubeconfig"),
+        ("\xff\xfe binary", "kubeconfig"),
+    ],
+)
+def test_unusable_kubeconfig_is_one_line_bad_input(tmp_path: Path, text: str, needle: str) -> None:
+    from kubegc_cli.errors import BadInput
+
+    path = tmp_path / "kubeconfig"
+    path.write_text(text, encoding="latin-1")
+    with pytest.raises(BadInput) as exc:
+        load_api_inventory(ApiSource(str(path), None, "node-a"), 5)
+    assert needle in str(exc.value) and str(path) in str(exc.value)
+    assert "\n" not in str(exc.value)

@@ -62,16 +62,22 @@ def test_negative_duration_allowed_when_asked() -> None:
         ("500m", Fraction(1, 2)),
         ("1k", 1000),
         ("1M", 10**6),
+        ("1Ei", 2**60),
+        ("7Ei", 7 * 2**60),
+        ("1e-400", Fraction(1, 10**400)),
     ],
 )
 def test_parse_quantity(text: str, value: Fraction | int) -> None:
     assert parse_quantity(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "Mi", "1.2.3", "1mi", "1KB", "ten"])
+@pytest.mark.parametrize(
+    "text", ["", "Mi", "1.2.3", "1mi", "1KB", "ten", "8Ei", "1e400", "9223372036854775808"]
+)
 def test_parse_quantity_rejects(text: str) -> None:
-    with pytest.raises(BadInput):
+    with pytest.raises(BadInput) as exc:
         parse_quantity(text, flag="--max-recv-size")
+    assert repr(text) in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_parse_bytes_rounds_up_and_must_be_positive() -> None:
