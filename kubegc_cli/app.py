@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
 from kubegc_cli.model import ContainerState, NodeSnapshot
-from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import (
+    ContainerAction,
+    ImageAction,
+    LogAction,
+    Plan,
+    Result,
+    SandboxAction,
+    apply_caps,
+)
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
@@ -26,7 +34,14 @@ from kubegc_cli.pods import (
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
 from kubegc_cli.policy.sandboxes import plan_sandboxes
-from kubegc_cli.state import DEFAULT_STATE_DIR, node_lock, record_audit
+from kubegc_cli.state import (
+    DEFAULT_STATE_DIR,
+    hold_run_lock,
+    node_lock,
+    record_audit,
+    release_run_lock,
+    run_lock_held,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -54,10 +69,17 @@ class Settings:
     context: str | None = None
     node_name: str | None = None
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    lock_timeout: float = 0.0  # seconds a changing run waits for another run's node lock
+    metrics_file: Path | None = None  # --metrics-file: node_exporter textfile written after
+    events: bool = False  # --events: Kubernetes Events on the Node (kubegc_cli.report.events)
 
 
 class Ui(Protocol):
-    """How the core talks to the person or script running it."""
+    """How the core talks to the person or script running it.
+
+    A Ui may also offer `progress(total)`: a context manager whose `advance(action)` is
+    called once per finished removal (a progress bar); `_carry_out` uses it when present.
+    """
 
     def info(self, message: str) -> None:
         """A diagnostic line (stderr); shown with -v."""
@@ -77,11 +99,15 @@ class Ui(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ActOptions:
-    """How a destructive command may act: `dry_run`, `yes`, `concurrency` (parallel calls)."""
+    """How a destructive command may act: `dry_run`, `yes`, `concurrency` (parallel calls),
+    and the blast-radius caps `max_delete` (removals) and `max_bytes` (planned bytes) — None
+    is no cap; the actions beyond a cap are held back (`kubegc_cli.plan.apply_caps`)."""
 
     dry_run: bool = False
     yes: bool = False
     concurrency: int = 4
+    max_delete: int | None = None
+    max_bytes: int | None = None
 
 
 def load_pod_inventory(s: Settings, ui: Ui, *, needs_source: bool = False) -> PodInventory:
@@ -195,7 +221,11 @@ class Mode(StrEnum):
 def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
     """`--dry-run` and `--snapshot` plan only; `--yes` acts; else ask a terminal, or dry-run.
 
-    Raises `BadInput` for `--snapshot` with `--yes` (a snapshot cannot be acted on).
+    A run that may act (`ACT`, `ASK`) takes the node's run lock here, before it observes, and
+    keeps it until it has acted (`_carry_out`) or decided not to (`_may_act`), so its plan is
+    made with no other run changing the node. Raises `BadInput` for `--snapshot` with `--yes`
+    (a snapshot cannot be acted on); `Busy` (exit 4) when another run holds the lock past
+    `s.lock_timeout`.
     """
     if s.snapshot is not None:
         if act.yes:
@@ -203,31 +233,45 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
         return Mode.DRY_RUN
     if act.dry_run:
         return Mode.DRY_RUN
-    if act.yes:
-        return Mode.ACT
-    return Mode.ASK if ui.interactive() else Mode.NO_TTY
+    mode = Mode.ACT if act.yes else Mode.ASK if ui.interactive() else Mode.NO_TTY
+    if mode is not Mode.NO_TTY:
+        hold_run_lock(s.state_dir, s.lock_timeout)
+    return mode
 
 
-def _may_act(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
+def _may_act(mode: Mode, plan: Plan[Any], ui: Ui, noun: str, act: ActOptions | None = None) -> bool:
     """Show-then-ask, as the mode says. True when the plan's actions should be carried out.
 
-    Sets `plan.dry_run` (and `plan.declined` when a person said no).
+    First holds back what `act`'s caps do not allow (`apply_caps`; in every mode, so a dry
+    run shows it). Sets `plan.dry_run` (and `plan.declined` when a person said no). Returning
+    False lets go of the run lock.
     """
-    if mode is Mode.NO_TTY and plan.actions:
+    if act is not None and apply_caps(plan, act.max_delete, act.max_bytes):
+        ui.warn(plan.notes[-1])
+    go = _decide(mode, plan, ui, noun)
+    if not go:
+        release_run_lock()
+    return go
+
+
+def _decide(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
+    """`_may_act` once the caps are applied: only PLANNED actions count as to be done."""
+    todo = sum(1 for a in plan.actions if a.result is Result.PLANNED)
+    if mode is Mode.NO_TTY and todo:
         ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
     if mode in (Mode.DRY_RUN, Mode.NO_TTY):
         return False
     if mode is Mode.ASK:
-        if not plan.actions:
+        if not todo:
             return False
         plan.dry_run = False  # shown as what is about to happen
         ui.show_plan(plan)
-        if not ui.confirm(f"Remove {len(plan.actions)} {noun}(s)?"):
+        if not ui.confirm(f"Remove {todo} {noun}(s)?"):
             plan.dry_run, plan.declined = True, True
             ui.warn("nothing removed")
             return False
     plan.dry_run = False
-    return bool(plan.actions)
+    return bool(todo)
 
 
 @dataclass(frozen=True)
@@ -245,11 +289,20 @@ def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, 
 
     After an interrupt, later stages start nothing: their actions are marked skipped.
     """
+    from contextlib import nullcontext
+
     from kubegc_cli.execute import Interrupted
     from kubegc_cli.plan import INTERRUPTED
 
-    with node_lock(s.state_dir):
+    held = run_lock_held(s.state_dir)
+    progress = getattr(ui, "progress", None)
+    todo_total = sum(1 for a in plan.actions if a.result is Result.PLANNED)
+    with (
+        nullcontext() if held else node_lock(s.state_dir, s.lock_timeout),
+        progress(todo_total) if progress else nullcontext() as bar,
+    ):
         for stage in stages:
+            stage.executor.on_done = getattr(bar, "advance", None)
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
             if plan.interrupted:
                 for a in todo:
@@ -266,6 +319,8 @@ def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, 
             record_audit(s.state_dir, command, plan.now, plan.actions, ui.warn)
         except Exception as exc:  # the audit log must never undo a finished run
             ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+    if held:
+        release_run_lock()
 
 
 def gc_containers(
@@ -287,7 +342,9 @@ def gc_containers(
         return plan
 
     if s.snapshot is not None:
-        return plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        _may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
+        return offline
 
     from kubegc_cli.execute import ContainerRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
@@ -307,7 +364,7 @@ def gc_containers(
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
         )
         plan = plan_from(snap, snap.endpoint)
-        if _may_act(mode, plan, ui, "container"):
+        if _may_act(mode, plan, ui, "container", act):
             remover = ContainerRemover(
                 client,
                 concurrency=act.concurrency,
@@ -341,7 +398,9 @@ def gc_sandboxes(
         return plan
 
     if s.snapshot is not None:
-        return plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        _may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
+        return offline
 
     from kubegc_cli.execute import SandboxRemover
     from kubegc_cli.observe import observe_node
@@ -354,7 +413,7 @@ def gc_sandboxes(
             f"{len(snap.containers)} containers listed; pod source {pods.source}"
         )
         plan = plan_from(snap, snap.endpoint)
-        if _may_act(mode, plan, ui, "sandbox"):
+        if _may_act(mode, plan, ui, "sandbox", act):
             remover = SandboxRemover(client, concurrency=act.concurrency)
             _carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
         return plan
@@ -395,7 +454,7 @@ def _observe_logs(
         ) from None
     links = [
         LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
-        for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR))
+        for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR), s.host_root)
         for cid in [container_id_of(name)]
     ]
     return dirs, links
@@ -447,8 +506,10 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
             pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
         )  # fmt: skip
         plan.source = snap.endpoint
-        if _may_act(mode, plan, ui, "log path"):
-            remover = LogRemover(client, concurrency=act.concurrency, mounts=mounts)
+        if _may_act(mode, plan, ui, "log path", act):
+            remover = LogRemover(
+                client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root
+            )
             _carry_out(s, plan, [Stage(remover, LOG_KINDS)], "gc logs", ui)
         return plan
     finally:
@@ -517,7 +578,7 @@ def gc_all(
             out_of_scope=pc.out_of_scope,
             source=snap.endpoint,
         )
-        if _may_act(mode, plan, ui, "object"):
+        if _may_act(mode, plan, ui, "object", act):
             n = act.concurrency
             log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
             stages = [
@@ -527,7 +588,10 @@ def gc_all(
                     lambda: recheck_guard(pc, client.list_containers(), policy),
                 ),
                 Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
-                Stage(LogRemover(client, concurrency=n, mounts=mounts), LOG_KINDS),
+                Stage(
+                    LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root),
+                    LOG_KINDS,
+                ),
             ]
             _carry_out(s, plan, stages, "gc all", ui)
         return plan
@@ -675,7 +739,7 @@ def gc_images(
             "available_after": None,
             "regained": None,
         }
-        if _may_act(mode, plan, ui, "image"):
+        if _may_act(mode, plan, ui, "image", act):
             remover = ImageRemover(client, concurrency=act.concurrency)
 
             def recheck() -> None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import signal
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Generic
 
 from kubegc_cli.errors import RuntimeUnavailable
@@ -60,11 +62,13 @@ class Executor(ABC, Generic[A]):
     """Runs one kind of action with bounded concurrency; subclasses say how to act on one.
 
     Each `_act` re-checks its object and sets the action's result; a `RuntimeUnavailable`
-    it raises marks the action failed (and counts toward halting the run).
+    it raises marks the action failed (and counts toward halting the run). `on_done`, when
+    set, hears of each action once it has its result (a progress bar).
     """
 
     client: CriClient
     concurrency: int = 4
+    on_done: Callable[[A], None] | None = field(default=None, kw_only=True)
     _halt: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _unreachable_in_a_row: int = field(default=0, init=False)
@@ -101,6 +105,13 @@ class Executor(ABC, Generic[A]):
         return self._halt.is_set()
 
     def _one(self, a: A) -> None:
+        try:
+            self._one_action(a)
+        finally:
+            if self.on_done is not None:
+                self.on_done(a)  # progress: called once per action, from a worker thread
+
+    def _one_action(self, a: A) -> None:
         if self._halt.is_set():
             a.result, a.error = Result.SKIPPED, HALTED
             return
@@ -185,10 +196,12 @@ class LogRemover(Executor[LogAction]):
     """Removes pod log directories and dangling legacy symlinks, re-checking each first.
 
     A pod log directory is skipped if the runtime now has a container of that pod, or if it
-    has become a mount point or holds one; a symlink is skipped if it no longer dangles.
+    has become a mount point or holds one (or the mount table could not be read); a symlink
+    is skipped if it no longer dangles (its target resolved under `host_root`).
     """
 
     mounts: MountTable | None = None
+    host_root: Path = Path("/")
 
     def _act(self, a: LogAction) -> None:
         assert self.mounts is not None
@@ -199,7 +212,7 @@ class LogRemover(Executor[LogAction]):
                     return
                 a.bytes_freed = remove_pod_log_dir(a.local_path, self.mounts)
             else:
-                remove_dangling_link(a.local_path)
+                remove_dangling_link(a.local_path, self.host_root)
         except LogDirChanged as exc:
             a.result, a.error = Result.SKIPPED, str(exc)
             return

@@ -303,7 +303,9 @@ class NodeSnapshot:
                     FilesystemUsage.from_dict(f) for f in d.get("container_filesystems") or ()
                 ),
             )
-        except BadInput:
-            raise
+        except BadInput as exc:
+            if source in str(exc):
+                raise
+            raise BadInput(f"{source}: {exc}") from None  # name the file, not just the field
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise BadInput(f"{source}: malformed snapshot: {type(exc).__name__}: {exc}") from None

@@ -19,12 +19,14 @@ INTERRUPTED = "interrupted before removal"
 
 
 class Result(StrEnum):
-    """What became of an action. `kept` is used for objects the plan deliberately leaves."""
+    """What became of an action. `kept` is used for objects the plan deliberately leaves;
+    `held-back` for removals a blast-radius cap (`--max-delete`, `--max-bytes`) stopped."""
 
     PLANNED = "planned"
     REMOVED = "removed"
     SKIPPED = "skipped"
     FAILED = "failed"
+    HELD_BACK = "held-back"
     KEPT = "kept"
 
 
@@ -269,7 +271,12 @@ class Plan(Generic[A]):
             "kept": len(self.kept),
             "kept_by_rule": dict(sorted(Counter(k.rule for k in self.kept).items())),
             "out_of_scope": self.out_of_scope,
-            "bytes_planned": sum(a.planned_bytes for a in self.actions),
+            "bytes_planned": sum(
+                a.planned_bytes for a in self.actions if a.result is not Result.HELD_BACK
+            ),
+            "bytes_held_back": sum(
+                a.planned_bytes for a in self.actions if a.result is Result.HELD_BACK
+            ),
             "bytes_freed": sum(a.bytes_freed for a in self.actions),
             "shortfall": self.shortfall,
         }
@@ -289,3 +296,38 @@ class Plan(Generic[A]):
             "summary": self.summary(),
             **({"filesystem": self.filesystem} if self.filesystem is not None else {}),
         }
+
+
+def apply_caps(plan: Plan[Any], max_delete: int | None, max_bytes: int | None) -> int:
+    """Hold back the planned actions beyond a blast-radius cap; returns how many.
+
+    Actions are taken in plan order (the order the rules rank them) while both caps allow:
+    at most `max_delete` actions and at most `max_bytes` planned bytes (`planned_bytes`). The
+    first action that would pass a cap and every one after it become `held-back`, with the
+    cap named in `error` (`held back by --max-delete 5`). A note says what was held back.
+    """
+    taken = 0
+    size = 0
+    held = 0
+    why = ""
+    for a in plan.actions:
+        if a.result is not Result.PLANNED:
+            continue
+        if not why:
+            if max_delete is not None and taken + 1 > max_delete:
+                why = f"held back by --max-delete {max_delete}"
+            elif max_bytes is not None and size + a.planned_bytes > max_bytes:
+                why = f"held back by --max-bytes {max_bytes}"
+        if why:
+            a.result, a.error = Result.HELD_BACK, why
+            held += 1
+        else:
+            taken += 1
+            size += a.planned_bytes
+    if held:
+        cap = why.removeprefix("held back by ")
+        plan.notes.append(
+            f"{held} removal(s) held back by {cap}: the cap lets {taken} of "
+            f"{taken + held} go in this run."
+        )
+    return held

@@ -31,6 +31,7 @@ RESULT_STYLE = {
     Result.REMOVED: "green",
     Result.SKIPPED: "cyan",
     Result.FAILED: "bold red",
+    Result.HELD_BACK: "magenta",
     Result.KEPT: "dim",
 }
 
@@ -60,6 +61,8 @@ def _short(cid: str) -> str:
 
 def _result_text(a: Action) -> str:
     result = a.result.value
+    if a.result is Result.HELD_BACK and a.error:
+        return a.error  # "held back by --max-delete 5"
     if a.error:
         return f"{result}: {a.error}"
     if a.log_note:
@@ -268,7 +271,8 @@ EVICTED_PODS = Layout(
 
 
 def _finding_row(a: Finding, now: int) -> list[str]:
-    """One residue finding: object, size, safe, evidence (and why not safe), action, result."""
+    """One residue finding: object, size, safe, evidence (and why not safe), what `residue
+    clean` does (nothing when not safe), what an operator could run instead, result."""
     size = "-" if a.bytes is None else format_bytes(a.bytes)
     if a.result is Result.REMOVED and a.bytes_freed:
         size = format_bytes(a.bytes_freed)
@@ -277,7 +281,8 @@ def _finding_row(a: Finding, now: int) -> list[str]:
         size,
         "yes" if a.safe else "no",
         a.reason,
-        a.action,
+        a.clean_action,
+        a.manual,
         "" if a.result in (Result.PLANNED, Result.KEPT) else _result_text(cast(Action, a)),
     ]
 
@@ -290,7 +295,8 @@ RESIDUE = Layout(
         ("SIZE", False),
         ("SAFE", False),
         ("EVIDENCE", True),
-        ("ACTION", True),
+        ("CLEAN DOES", True),
+        ("BY HAND", True),
         ("RESULT", True),
     ),
     _finding_row,
@@ -318,18 +324,24 @@ def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = N
         if f.type not in types:
             types.append(f.type)
     acted = any(f.result not in (Result.PLANNED, Result.KEPT) for f in findings)
-    cols = RESIDUE.columns if acted else RESIDUE.columns[:-1]
-    suffix = " (dry run)" if plan.dry_run and plan.actions else ""
+    scan_only = getattr(plan, "scan_only", False)
+    suffix = " (dry run)" if plan.dry_run and plan.actions and not scan_only else ""
     if not findings:
         console.print(Text(f"{RESIDUE.title}{suffix}: nothing found.", style="bold"))
     for t in types:
         group = [f for f in findings if f.type == t]
         if not group:
             continue
-        table = _residue_table(f"{t}{suffix}", cols)
         shown = group if verbose else group[:RESIDUE_ROWS]
+        wanted = [
+            i
+            for i, (col, _) in enumerate(RESIDUE.columns)
+            if (col != "RESULT" or acted) and (col != "BY HAND" or any(f.manual for f in shown))
+        ]
+        table = _residue_table(f"{t}{suffix}", tuple(RESIDUE.columns[i] for i in wanted))
         for f in shown:
-            row = [Text(safe_text(v)) for v in RESIDUE.row(f, plan.now)][: len(cols)]
+            cells = RESIDUE.row(f, plan.now)
+            row = [Text(safe_text(cells[i])) for i in wanted]
             style = RESULT_STYLE[f.result] if acted else (None if f.safe else "dim")
             table.add_row(*row, style=style)
         console.print(table)
@@ -356,7 +368,7 @@ def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = N
 
 def _residue_table(title: str, columns: tuple[tuple[str, bool], ...]) -> Any:
     """A residue table: objects and sizes never wrap (a path must stay one string to copy);
-    evidence, action and result wrap at words, into pipes too (rows per type are few)."""
+    evidence, actions and result wrap at words, into pipes too (rows per type are few)."""
     from rich.table import Table
 
     table = Table(
@@ -459,7 +471,7 @@ def render_plan(
     out = out or sys.stdout
     console = _console(out)
     wrap = hasattr(out, "isatty") and out.isatty()
-    acted = any(a.result is not Result.PLANNED for a in plan.actions)
+    acted = any(a.result not in _NOT_ACTED for a in plan.actions)
     title = layout.title + (" (dry run)" if plan.dry_run else "")
 
     def cells(a: Any) -> list[Any]:
@@ -468,7 +480,8 @@ def render_plan(
     if plan.actions:
         table = _table(title, layout, wrap=wrap)
         for a in plan.actions:
-            table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted else None)
+            held = a.result is Result.HELD_BACK
+            table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted or held else None)
         console.print(table)
     else:
         console.print(Text(f"{title}: nothing to remove.", style="bold"))
@@ -495,11 +508,16 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
     layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
     logs = f", {format_bytes(s['bytes_planned'])} of logs" if layout.counts_bytes else ""
-    if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
-        return f"{s['total']} {layout.noun}(s) to remove{logs}; {s['kept']} kept."
     by = s["by_result"]
+    held = f", {by['held-back']} held back by a cap" if by["held-back"] else ""
+    if plan.dry_run or all(a.result in _NOT_ACTED for a in plan.actions):
+        going = s["total"] - by["held-back"]
+        return f"{going} {layout.noun}(s) to remove{logs}{held}; {s['kept']} kept."
     freed = f"; freed {format_bytes(s['bytes_freed'])} of logs" if layout.counts_bytes else ""
-    return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{freed}."
+    return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{freed}."
+
+
+_NOT_ACTED = (Result.PLANNED, Result.HELD_BACK)
 
 
 def render_ids(plan: Plan[Any], out: IO[str] | None = None) -> None:
@@ -507,5 +525,5 @@ def render_ids(plan: Plan[Any], out: IO[str] | None = None) -> None:
     out = out or sys.stdout
     acted = not plan.dry_run
     for a in plan.actions:
-        if not acted or a.result is Result.REMOVED:
+        if (not acted and a.result is Result.PLANNED) or a.result is Result.REMOVED:
             out.write(safe_text(a.id) + "\n")

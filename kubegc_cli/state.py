@@ -2,8 +2,9 @@
 
 Layout under `--state-dir` (default `/var/lib/kubegc`):
 
-- `lock`: held (flock, exclusive) for the whole of any run that changes the node, so two
-  kubegc runs (a cron job and a person) never act at once.
+- `lock`: held (flock, exclusive) from before the plan to the end of any run that may change
+  the node, so two kubegc runs (a cron job and a person) never act at once; it holds the
+  holder's pid, which a run that finds it taken names in its error (exit 4).
 - `state.db`: SQLite in WAL mode with a busy timeout, so concurrent runs neither corrupt nor
   block it for long. Table `audit` — one row per action a run carried out or tried: run id,
   time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed. Table
@@ -136,30 +137,114 @@ def _ensure_dir(state_dir: Path) -> None:
         ) from None
 
 
-@contextmanager
-def node_lock(state_dir: Path) -> Iterator[None]:
-    """Hold the node's run lock (`state_dir/lock`) for the block.
+LOCK_NAME = "lock"
+LOCK_POLL_SECONDS = 0.1
 
-    Raises `Busy` (exit 4) if another run holds it, `StateUnavailable` (exit 2) if the lock
-    file cannot be created or opened for writing (read-only state dir), `BadInput` if
-    `state_dir` is not a directory.
-    """
+#: The run lock this process holds for its whole run, by state dir: (path, fd).
+_run_locks: dict[str, tuple[Path, int]] = {}
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid written in the lock file at `path` by the run holding it, or None when the file
+    holds none (yet) or cannot be read."""
+    for _ in range(5):  # the holder writes its pid right after taking the lock
+        try:
+            text = path.read_text(encoding="ascii", errors="replace").strip()
+        except OSError:
+            return None
+        if text.isdigit():
+            return int(text)
+        time.sleep(0.02)
+    return None
+
+
+_LOCK_OPEN_ERRORS = {
+    errno.EROFS: "read-only filesystem",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
+
+
+def _acquire(state_dir: Path, timeout: float) -> tuple[Path, int]:
+    """Take `state_dir/lock` (flock, exclusive), waiting up to `timeout` seconds, and write
+    this process's pid into it. Returns (path, fd). Raises as `node_lock`."""
     _ensure_dir(state_dir)
-    path = state_dir / "lock"
+    path = state_dir / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
-        raise StateUnavailable(f"cannot open lock file {path}: {exc.strerror or exc}") from None
+        why = _LOCK_OPEN_ERRORS.get(exc.errno or 0, exc.strerror or str(exc))
+        raise StateUnavailable(
+            f"cannot open lock file {path}: {why}; a run that removes needs a writable "
+            "--state-dir for its lock and audit log; nothing was removed (--dry-run plans "
+            "without it)"
+        ) from None
+    deadline = time.monotonic() + max(0.0, timeout)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Busy(f"another kubegc run holds {path}; try again when it finishes") from None
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    pid = lock_holder(path)
+                    who = f"another kubegc run (pid {pid})" if pid else "another kubegc run"
+                    waited = f" after waiting {timeout:g}s" if timeout > 0 else ""
+                    raise Busy(
+                        f"{who} holds the node lock {path}; gave up{waited} "
+                        "(--lock-timeout waits longer)"
+                    ) from None
+                time.sleep(min(LOCK_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return path, fd
+
+
+def _release(path: Path, fd: int) -> None:
+    """Empty the lock file (no stale pid is left to name) and let go of the lock."""
+    with suppress(OSError):
+        os.ftruncate(fd, 0)
+    os.close(fd)
+
+
+@contextmanager
+def node_lock(state_dir: Path, timeout: float = 0.0) -> Iterator[None]:
+    """Hold the node's run lock (`state_dir/lock`, holding the holder's pid) for the block.
+
+    Waits up to `timeout` seconds for another run to let go. Raises `Busy` (exit 4, naming the
+    holder's pid) if another run still holds it, `StateUnavailable` (exit 2) if the lock file
+    cannot be created or opened for writing (read-only state dir), `BadInput` if `state_dir`
+    is not a directory. Not reentrant: a second `node_lock` in one process is `Busy` too.
+    """
+    path, fd = _acquire(state_dir, timeout)
+    try:
         yield
     finally:
-        os.close(fd)
+        _release(path, fd)
+
+
+def hold_run_lock(state_dir: Path, timeout: float = 0.0) -> None:
+    """Take the node's run lock for the rest of this run (until `release_run_lock`), so a run
+    that may change the node plans and acts with no other run in between. Holding it already
+    is fine. Raises as `node_lock`."""
+    key = str(state_dir.absolute())
+    if key not in _run_locks:
+        _run_locks[key] = _acquire(state_dir, timeout)
+
+
+def run_lock_held(state_dir: Path) -> bool:
+    """True when this process holds the run lock of `state_dir` (`hold_run_lock`)."""
+    return str(state_dir.absolute()) in _run_locks
+
+
+def release_run_lock() -> None:
+    """Let go of every run lock this process holds (none held: nothing happens)."""
+    while _run_locks:
+        _, (path, fd) = _run_locks.popitem()
+        _release(path, fd)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ grpc, the Kubernetes client and rich are imported inside the commands that need 
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -16,8 +17,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from kubegc_cli import __version__
+from kubegc_cli.cli.completion import complete_namespace, complete_pod
+from kubegc_cli.cli.log import LOG
+from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
 from kubegc_cli.cli.options import F, KubegcGroup, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
+from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 
 if TYPE_CHECKING:
     from kubegc_cli.app import Settings
@@ -27,12 +32,14 @@ MAX_TIMEOUT_SECONDS = 24 * 3600
 MAX_RECV_BYTES = 2**31 - 1
 
 
+@reported_settings
 def settings_from(ctx: click.Context) -> Settings:
     """Global option values → `kubegc_cli.app.Settings`. Raises `BadInput` for bad values."""
     from kubegc_cli.app import Settings
     from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
 
     g = collected(ctx)
+    LOG.configure(g.get("log_format") or "text", bool(g.get("quiet")))
     timeout = parse_duration(g["timeout"], flag="--timeout")
     if not 0 < timeout <= MAX_TIMEOUT_SECONDS:
         raise BadInput(
@@ -48,6 +55,9 @@ def settings_from(ctx: click.Context) -> Settings:
     host_root = Path(g["host_root"])
     if not host_root.is_dir():
         raise BadInput(f"invalid value for --host-root: {g['host_root']!r} is not a directory")
+    lock_timeout = parse_duration(g.get("lock_timeout") or "0s", flag="--lock-timeout")
+    if lock_timeout > MAX_TIMEOUT_SECONDS:
+        raise BadInput(f"invalid value for --lock-timeout: {g['lock_timeout']!r} is above 24h")
     return Settings(
         runtime_endpoint=g.get("runtime_endpoint"),
         timeout=timeout,
@@ -66,6 +76,9 @@ def settings_from(ctx: click.Context) -> Settings:
         context=g.get("context") or None,
         node_name=g.get("node_name") or None,
         env=dict(os.environ),
+        lock_timeout=lock_timeout,
+        metrics_file=metrics_file_option(g.get("metrics_file")),
+        events=bool(g.get("events")),
     )
 
 
@@ -78,10 +91,14 @@ class ConsoleUi:
 
     def info(self, message: str) -> None:
         if self.verbose:
-            click.echo(f"kubegc: {message}", err=True)
+            LOG.emit("info", message)
 
     def warn(self, message: str) -> None:
-        click.echo(f"kubegc: {message}", err=True)
+        LOG.emit("warning", message)
+
+    def progress(self, total: int) -> Any:
+        """A context for `total` removals: a bar on a terminal, -vv lines (see `LOG`)."""
+        return LOG.progress(total, self.verbose)
 
     def show_plan(self, plan: Any) -> None:
         from kubegc_cli.render import render_plan
@@ -113,6 +130,9 @@ def cli() -> None:
     kubegc df                       what fills the node's disks, and what can be reclaimed
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
     kubegc history                  what past runs removed (from the state store)
+    kubegc apply plan.json          carry out a plan a dry run saved with --plan-out
+    kubegc config view              the configuration in force, with each value's source
+    kubegc completion bash          the shell completion script (bash, zsh, fish)
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
     Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,
@@ -136,16 +156,26 @@ def removal_options(f: F) -> F:
                 help="Also treat pods in phase Succeeded/Failed as gone (needs a pod source).",
             ),
             click.option(
-                "-n", "--namespace", multiple=True, metavar="NS", help="Only these namespaces."
+                "-n",
+                "--namespace",
+                multiple=True,
+                metavar="NS",
+                help="Only these namespaces.",
+                shell_complete=complete_namespace,
             ),
             click.option(
-                "--exclude-namespace", multiple=True, metavar="NS", help="Never these namespaces."
+                "--exclude-namespace",
+                multiple=True,
+                metavar="NS",
+                help="Never these namespaces.",
+                shell_complete=complete_namespace,
             ),
             click.option(
                 "--pod",
                 multiple=True,
                 metavar="POD",
                 help="Only these pods (name, ns/name or UID).",
+                shell_complete=complete_pod,
             ),
             click.option("--dry-run", is_flag=True, help="Show the plan and stop."),
             click.option("-y", "--yes", is_flag=True, help="Act without asking."),
@@ -159,7 +189,62 @@ def removal_options(f: F) -> F:
         ]
     ):
         f = decorator(f)
-    return f
+    return cap_options(f)
+
+
+def cap_options(f: F) -> F:
+    """The blast-radius caps of unattended runs: `--max-delete N`, `--max-bytes SIZE`."""
+    f = click.option(
+        "--max-bytes",
+        metavar="SIZE",
+        help="Remove at most this many planned bytes (100Mi, 2Gi); the rest is held back.",
+    )(f)
+    return click.option(
+        "--max-delete",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Remove at most N objects; the rest of the plan is held back (shown, not done).",
+    )(f)
+
+
+def plan_out_option(f: F) -> F:
+    """`--plan-out FILE`: save the dry run's plan for `kubegc apply`."""
+    return click.option(
+        "--plan-out",
+        metavar="FILE",
+        help="Dry run, and save the plan to FILE for review; `kubegc apply FILE --yes` "
+        "carries it out later.",
+    )(f)
+
+
+def act_options(opts: dict[str, Any]) -> Any:
+    """`ActOptions` from `--dry-run`, `--yes`, `--concurrency`, the caps and `--plan-out`.
+
+    `--plan-out` makes the run a dry run. Raises `BadInput` for `--dry-run` with `--yes`,
+    `--plan-out` with `--yes` or an empty path, and a `--max-bytes` that is not a size.
+    """
+    from kubegc_cli.app import ActOptions
+    from kubegc_cli.units import parse_bytes
+
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    plan_out = opts.get("plan_out")
+    if plan_out is not None:
+        if not plan_out.strip():
+            raise BadInput("invalid value for --plan-out: empty path")
+        if opts["yes"]:
+            raise BadInput(
+                "--plan-out saves the plan of a dry run; drop --yes "
+                "(then carry it out with: kubegc apply FILE --yes)"
+            )
+    raw_bytes = opts.get("max_bytes")
+    return ActOptions(
+        dry_run=opts["dry_run"] or plan_out is not None,
+        yes=opts["yes"],
+        concurrency=opts["concurrency"],
+        max_delete=opts.get("max_delete"),
+        max_bytes=parse_bytes(raw_bytes, flag="--max-bytes") if raw_bytes is not None else None,
+    )
 
 
 def container_policy_options(f: F) -> F:
@@ -220,24 +305,31 @@ def container_policy(opts: dict[str, Any]) -> Any:
 
 def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None) -> Any:
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions."""
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.policy.containers import Scope
 
-    if opts["dry_run"] and opts["yes"]:
-        raise BadInput("--dry-run and --yes contradict each other; give one")
+    act = act_options(opts)
     scope = Scope(
         namespaces=frozenset(opts["namespace"]),
         exclude_namespaces=frozenset(opts["exclude_namespace"]),
         pods=frozenset(opts["pod"]),
         older_than=older_than,
     )
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
     return scope, act
 
 
 def finish(plan: Any, s: Any) -> None:
-    """Print the plan (or its results) and turn its outcome into the exit code."""
+    """Print the plan (or its results), save it with `--plan-out`, and turn its outcome into
+    the exit code."""
+    outcome(plan)
     emit_plan(plan, s)
+    ctx = click.get_current_context(silent=True)
+    plan_out = ctx.params.get("plan_out") if ctx is not None else None
+    if plan_out:
+        from kubegc_cli.saved_plan import save_plan
+
+        save_plan(plan, Path(plan_out), s)
+        LOG.emit("warning", f"plan saved to {plan_out}; carry it out with: kubegc apply "
+                 f"{plan_out} --yes")  # fmt: skip
     if plan.interrupted:
         from kubegc_cli.plan import INTERRUPTED
 
@@ -251,6 +343,7 @@ def finish(plan: Any, s: Any) -> None:
 
 @gc.command("containers")
 @container_policy_options
+@plan_out_option
 @click.option(
     "--older-than",
     metavar="DURATION",
@@ -286,6 +379,7 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
 
 @gc.command("sandboxes")
 @removal_options
+@plan_out_option
 @global_options
 @click.pass_context
 def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
@@ -321,6 +415,8 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
     "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
     help="Removals in flight at once.",
 )  # fmt: skip
+@cap_options
+@plan_out_option
 @global_options
 @click.pass_context
 def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
@@ -336,18 +432,18 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc logs --pods-file pods.json --dry-run
       kubegc gc logs --pods-file pods.json --yes -o json
     """
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.app import gc_logs as run
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    act = act_options(opts)
     finish(run(s, opts["pod_logs_dir"], act, ConsoleUi(s.verbose, s.output)), s)
 
 
 @gc.command("all")
 @container_policy_options
+@plan_out_option
 @click.option("--pod-logs-dir", metavar="PATH", help="Pod log root on the host (see gc logs).")
 @removal_options
 @global_options
@@ -397,6 +493,8 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Act without asking.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Removals in flight at once.")  # fmt: skip
+@cap_options
+@plan_out_option
 @global_options
 @click.pass_context
 def gc_images(ctx: click.Context, /, **opts: Any) -> None:
@@ -418,7 +516,6 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     """
     from click.core import ParameterSource
 
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.app import gc_images as run
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.policy.images import (
@@ -433,9 +530,11 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        if ctx.get_parameter_source(name)
+        in (ParameterSource.COMMANDLINE, ParameterSource.DEFAULT_MAP)
     }
     settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source)
+    _name_config_values(ctx, settings)
     for line in settings.provenance():
         ui.info(line)
     policy = ImageGCPolicy(
@@ -444,7 +543,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     policy.validate(settings.names)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    act = act_options(opts)
     from kubegc_cli.units import rfc3339_to_ns
 
     infra = opts["pod_infra_container_image"]
@@ -464,6 +563,23 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
+
+
+def _name_config_values(ctx: click.Context, settings: Any) -> None:
+    """Image GC settings the config file gave: named by key and file, in errors and -v."""
+    from click.core import ParameterSource
+
+    from kubegc_cli.cli.config import loaded
+    from kubegc_cli.policy.images import IMAGE_GC_SETTINGS
+
+    cfg = loaded(ctx)
+    if cfg is None:
+        return
+    for option, fld, _ in IMAGE_GC_SETTINGS:
+        if ctx.get_parameter_source(option) is ParameterSource.DEFAULT_MAP:
+            key = cfg.key(("gc", "images"), option)
+            settings.names[fld] = f"{key} in {cfg.path}"
+            settings.origins[option] = cfg.source
 
 
 @cli.group(cls=KubegcGroup)
@@ -654,6 +770,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
         allocatable=parse_bytes(given, flag="--allocatable") if given is not None else None,
         top=opts["top"],
     )  # fmt: skip
+    outcome(report)
     from kubegc_cli import render
 
     if s.output in ("json", "yaml"):
@@ -668,7 +785,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
 @evict.command("prune")
 @click.option("--all-nodes", is_flag=True, help="Evicted pods of every node, not only this one.")
 @click.option("-n", "--namespace", metavar="NS", multiple=True,
-              help="Only this namespace (one).")  # fmt: skip
+              help="Only this namespace (one).", shell_complete=complete_namespace)  # fmt: skip
 @click.option(
     "--older-than",
     default="0s",
@@ -685,6 +802,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     show_default=True,
     help="Parallel API calls.",
 )
+@cap_options
 @global_options
 @click.pass_context
 def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
@@ -700,7 +818,6 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
       kubegc evict prune --dry-run
       kubegc evict prune --all-nodes --older-than 1h --yes
     """
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.pods.api import node_name
     from kubegc_cli.pods.evicted import PruneOptions, prune_evicted
     from kubegc_cli.units import parse_duration
@@ -719,7 +836,7 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
         namespace=opts["namespace"][0] if opts["namespace"] else None,
         older_than=parse_duration(opts["older_than"], flag="--older-than"),
     )
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    act = act_options(opts)
     plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output))
     finish(plan, s)
 
@@ -789,7 +906,8 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     `gc all` would remove), leaked network namespaces and CNI IP reservations, orphaned pod
     cgroups, leaked shims, runtime lists near the gRPC message limit, unused images. Each
     finding says why it is residue, its bytes on disk, whether `residue clean` may remove it
-    (and if not, why) and the exact action. Nothing is changed.
+    (and if not, why), what cleaning does (nothing when not safe) and what an operator could
+    run by hand. Nothing is changed.
 
     Without a pod source nothing that depends on a pod being gone is safe. If the runtime
     cannot be read, the host is still scanned (nothing that depends on the runtime is safe)
@@ -805,6 +923,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
 
     s = settings_from(ctx)
     plan = run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts))
+    outcome(plan)
     if s.quiet and s.output == "table":
         for f in [*plan.actions, *plan.kept]:
             click.echo(f.target)
@@ -826,13 +945,15 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
     help="Removals in flight at once.",
 )  # fmt: skip
+@cap_options
 @global_options
 @click.pass_context
 def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
     """Remove the leftovers `residue scan` marks safe, re-checking each right before.
 
     Directories are removed without following symlinks or crossing into another filesystem,
-    never with anything mounted below (the mount table is read again first); a network
+    never with anything mounted below (the mount table is read again first; if it cannot be
+    read, no directory is removed); a network
     namespace is unmounted and unlinked only if no process holds it; a CNI IP reservation
     only while its ID is still unknown to the runtime; a pod cgroup only when empty (rmdir,
     deepest first). Shims, runtime objects and images are never touched: the finding names
@@ -843,13 +964,12 @@ def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
       kubegc residue clean --pods-file pods.json --dry-run
       kubegc residue clean --pods-file pods.json --kind orphaned-pod-dir --yes
     """
-    from kubegc_cli.app import ActOptions
     from kubegc_cli.residue.scan import residue_clean as run
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
-    act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"], concurrency=opts["concurrency"])
+    act = act_options(opts)
     finish(run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts), act), s)
 
 
@@ -1011,13 +1131,18 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write snapshot {path}: {exc.strerror or exc}") from None
-        click.echo(f"kubegc: wrote {len(snap.containers)} containers to {path}", err=True)
+        LOG.emit("info", f"wrote {len(snap.containers)} containers to {path}")
     else:
         sys.stdout.write(text)
 
 
+cli.add_command(apply_cmd)
+cli.add_command(config_group)
+cli.add_command(completion_cmd)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    click.echo(f"kubegc: error: {message}", err=True)
+    LOG.emit("error", message)
     sys.exit(code)
 
 
@@ -1031,9 +1156,14 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+@reported_main
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command; every error is one line on stderr and its exit code."""
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # gRPC's C core must not write to stderr
+    words = sys.argv[1:] if argv is None else argv  # errors before the options are read too
+    pairs = itertools.pairwise(words)
+    json_log = "--log-format=json" in words or ("--log-format", "json") in pairs
+    LOG.configure("json" if json_log else "text", quiet=False)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:

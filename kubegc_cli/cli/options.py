@@ -76,8 +76,40 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "show_default": True,
         },
     ),
-    (("-v", "--verbose"), {"count": True, "help": "Say more on stderr (repeatable)."}),
-    (("-q", "--quiet"), {"is_flag": True, "help": "Print only object IDs."}),
+    (
+        ("-v", "--verbose"),
+        {"count": True, "help": "Say more on stderr: -v what kubegc finds, -vv each action."},
+    ),
+    (
+        ("-q", "--quiet"),
+        {"is_flag": True, "help": "Only errors on stderr; with -o table, print only object IDs."},
+    ),
+    (
+        ("--log-format",),
+        {
+            "type": click.Choice(["text", "json"]),
+            "default": "text",
+            "help": "stderr lines as text, or one JSON object each (time, level, message).",
+            "show_default": True,
+        },
+    ),
+    (
+        ("--config",),
+        {
+            "metavar": "PATH",
+            "help": "Config file with global options and per-command options "
+            "[default: $KUBEGC_CONFIG, else /etc/kubegc/config.yaml if present].",
+        },
+    ),
+    (
+        ("--lock-timeout",),
+        {
+            "default": "0s",
+            "metavar": "DURATION",
+            "help": "How long a changing run waits for another run's node lock before exit 4.",
+            "show_default": True,
+        },
+    ),
     (
         ("--pod-source",),
         {
@@ -109,6 +141,22 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "metavar": "PATH",
             "help": "kubegc's lock and audit log.",
             "show_default": True,
+        },
+    ),
+    (
+        ("--metrics-file",),
+        {
+            "metavar": "PATH",
+            "help": "After the run, write its metrics here for node_exporter's textfile "
+            "collector (a *.prom file, replaced atomically).",
+        },
+    ),
+    (
+        ("--events",),
+        {
+            "is_flag": True,
+            "help": "Record Kubernetes Events on this node's Node object for what the run did "
+            "or found (at most one per reason per 10 minutes).",
         },
     ),
     (
@@ -149,21 +197,86 @@ def collected(ctx: click.Context) -> dict[str, Any]:
     while c is not None:
         chain.append(c)
         c = c.parent
-    levels: dict[int, dict[str, Any]] = ctx.find_root().meta.get(META_KEY, {})
+    return _gather(ctx, chain)[0]
+
+
+def global_sources(ctx: click.Context) -> dict[str, str]:
+    """Where each global option's value in `collected(ctx)` comes from: `flag`,
+    `env <VAR>` (`ENV_OVER_FILE`), `config <path>` or `default`."""
+    chain: list[click.Context] = []
+    c: click.Context | None = ctx
+    while c is not None:
+        chain.append(c)
+        c = c.parent
+    return _gather(ctx, chain)[1]
+
+
+#: Global options whose environment variable outranks the config file (flag > env > file).
+ENV_OVER_FILE = {"runtime_endpoint": "CONTAINER_RUNTIME_ENDPOINT", "kubeconfig": "KUBECONFIG"}
+
+
+def _gather(
+    ctx: click.Context, chain: list[click.Context]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(values, sources) of the global options along `chain` (the context and its parents),
+    with the loaded config file (`kubegc_cli.cli.config`) filling what no flag gave."""
+    import os
+
+    root = ctx.find_root()
+    levels: dict[int, dict[str, Any]] = root.meta.get(META_KEY, {})
     out: dict[str, Any] = {}
+    explicit_names: set[str] = set()
     for depth, level_ctx in enumerate(reversed(chain)):
         for name, value in levels.get(depth, {}).items():
             source = level_ctx.get_parameter_source(name)
             explicit = source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
             if name == "verbose":
                 out["verbose"] = out.get("verbose", 0) + (value or 0)
+                if value:
+                    explicit_names.add(name)
             elif explicit or name not in out:
                 out[name] = value
-    return out
+            if explicit:
+                explicit_names.add(name)
+    sources = {name: "flag" if name in explicit_names else "default" for name in out}
+    cfg = root.meta.get("kubegc.config")
+    for name, value in getattr(cfg, "globals", {}).items():
+        if name in explicit_names:
+            continue
+        var = ENV_OVER_FILE.get(name)
+        if var and os.environ.get(var):
+            sources[name] = f"env {var}"
+            continue
+        out[name] = value
+        sources[name] = f"config {cfg.path}"  # type: ignore[union-attr]
+    for name, var in ENV_OVER_FILE.items():
+        if sources.get(name) == "default" and os.environ.get(var):
+            sources[name] = f"env {var}"
+    return out, sources
 
 
 class KubegcCommand(click.Command):
-    """A command whose help lists its own options first and the global ones after."""
+    """A command whose help lists its own options first and the global ones after.
+
+    Before its callback runs, the config file is read and fills the options the command line
+    left unset (`kubegc_cli.cli.config.apply_config`); a `BadInput` about such a value is
+    told with its key and file. The node's run lock, if this run took one, is released when
+    the callback ends.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from kubegc_cli.cli.config import annotate, apply_config
+        from kubegc_cli.errors import BadInput
+
+        try:
+            apply_config(ctx)
+            return super().invoke(ctx)
+        except BadInput as exc:
+            raise annotate(exc, ctx) from None
+        finally:
+            from kubegc_cli.state import release_run_lock
+
+            release_run_lock()
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         own: list[tuple[str, str]] = []

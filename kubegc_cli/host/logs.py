@@ -149,13 +149,16 @@ def deletable_log_files(
     """The log files of `log_path` kubegc may delete, and notes on those it may not.
 
     Files must lie in a directory inside podLogsDir (after resolving symlinks) and must not be
-    mount points. Used both to plan (bytes to free) and to remove, so the two agree.
+    mount points; when the mount table could not be read (`mounts.known` False) none may be
+    deleted. Used both to plan (bytes to free) and to remove, so the two agree.
     """
     if not log_path:
         return [], []
     local = on_host(roots.host_root, log_path)
     if not roots.inside_pod_logs(local):
         return [], [f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left"]
+    if not mounts.known:
+        return [], [f"{mounts.error}; log {log_path} left"]
     files, notes = [], []
     for path, st in log_files(local):
         if mounts.is_mount_point(os.path.realpath(path)):

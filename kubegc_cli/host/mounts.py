@@ -55,19 +55,39 @@ def parse_mount_filesystems(text: str) -> list[tuple[str, str, str]]:
 class MountTable:
     """The mount points visible to this process, read once.
 
-    `is_mount_point(p)` and `has_mount_below(p)` take real (symlink-free) absolute paths.
+    `is_mount_point(p)` and `has_mount_below(p)` take real (symlink-free) absolute paths and
+    answer from the points the table lists. A table that could not be read (`known` False,
+    `error` says why) lists none, so its "not mounted" means nothing: every deletion path
+    checks `known` first and refuses (anything may be mounted). Measuring code may still use
+    it, with its own device checks.
     """
 
-    def __init__(self, points: frozenset[str]) -> None:
+    def __init__(self, points: frozenset[str], error: str = "") -> None:
         self.points = points
+        self.error = error
+
+    @property
+    def known(self) -> bool:
+        """The table was read: its points are the mounts ("not listed" means "not mounted")."""
+        return not self.error
 
     @classmethod
     def read(cls, path: Path = MOUNTINFO) -> MountTable:
-        """Read `/proc/self/mountinfo`; an unreadable file yields an empty table."""
+        """Read `/proc/self/mountinfo`. An unreadable file, or one that lists no mount point
+        (a real one always lists `/`), yields an unknown table (`known` False)."""
         try:
-            return cls(parse_mountinfo(path.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            return cls(frozenset())
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return cls.unreadable(f"cannot read the mount table {path} ({exc.strerror or exc})")
+        points = parse_mountinfo(text)
+        if not points:
+            return cls.unreadable(f"the mount table {path} lists no mount point")
+        return cls(points)
+
+    @classmethod
+    def unreadable(cls, why: str) -> MountTable:
+        """An unknown table: `why` the mount table could not be read."""
+        return cls(frozenset(), error=f"{why}: anything may be mounted")
 
     def is_mount_point(self, path: str) -> bool:
         return os.path.normpath(path) in self.points

@@ -11,7 +11,9 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
+from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
 
 
@@ -19,7 +21,9 @@ from kubegc_cli.host.mounts import MountTable
 class PodLogDir:
     """One entry of the pod log root. `path` is local (under the host root); `uid` parsed from
     the name (last `_` field); `bytes` of regular files below (not following symlinks);
-    `mount` is "" or a mount point at or below it (such a directory is never removed)."""
+    `mount` is "" or a mount point at or below it (such a directory is never removed);
+    `mounts_unknown` is "" or why the mount table could not be read (then it is never
+    removed either: anything may be mounted below it)."""
 
     name: str
     path: str
@@ -27,6 +31,7 @@ class PodLogDir:
     bytes: int
     is_symlink: bool
     mount: str = ""
+    mounts_unknown: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
             continue
         real = os.path.realpath(e.path)
         mount = ""
+        unknown = "" if is_link else mounts.error
         if not is_link:
             if mounts.is_mount_point(real):
                 mount = real
@@ -96,13 +102,60 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
                 bytes=0 if is_link else _tree_bytes(e.path),
                 is_symlink=is_link,
                 mount=mount,
+                mounts_unknown=unknown,
             )
         )
     return out
 
 
-def dangling_links(local_dir: str) -> list[tuple[str, str]]:
-    """(name, local path) of the dangling symlinks `*.log` in `local_dir` (missing dir: none)."""
+def _host_path(real_root: str, local: str) -> str | None:
+    """The host path of the local path `local` under the resolved host root (None outside)."""
+    if real_root == "/":
+        return local
+    if local == real_root:
+        return "/"
+    if local.startswith(real_root + "/"):
+        return local[len(real_root) :]
+    return None
+
+
+def link_dangles(local_link: str, host_root: Path = Path("/")) -> bool:
+    """Whether the symlink `local_link` (a local path under `host_root`) points to nothing on
+    the host. False when it is no symlink (or gone).
+
+    The target is resolved as the host resolves it, never on this process's `/`: an absolute
+    target (and every absolute link met on the way) starts again at `host_root`, a relative
+    one starts at the link's own (resolved) directory, and `..` never climbs above
+    `host_root`. A target that cannot be resolved (a symlink loop) points nowhere. With
+    `host_root` `/` this is "the link exists, `os.path.exists` says no".
+    """
+    if not os.path.islink(local_link):
+        return False
+    real_root = os.path.realpath(str(host_root))
+    if real_root == "/":
+        return not os.path.exists(local_link)
+    parent = _host_path(real_root, os.path.dirname(local_link))
+    if parent is None:
+        return False  # not under the host root: not kubegc's to judge
+    try:
+        host_dir = _host_path(real_root, resolve_on_host(Path(real_root), parent))
+        target = os.readlink(local_link)
+    except OSError:
+        return False
+    if host_dir is None:
+        return False
+    host_target = target if target.startswith("/") else os.path.join(host_dir, target)
+    try:
+        resolved = resolve_on_host(Path(real_root), host_target)
+    except OSError:
+        return True  # a loop (ELOOP): it resolves to nothing
+    return not os.path.lexists(resolved)
+
+
+def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[str, str]]:
+    """(name, local path) of the dangling symlinks `*.log` in `local_dir` (a local path under
+    `host_root`; missing dir: none). Targets are resolved under `host_root` (`link_dangles`).
+    """
     out: list[tuple[str, str]] = []
     try:
         with os.scandir(local_dir) as it:
@@ -112,7 +165,7 @@ def dangling_links(local_dir: str) -> list[tuple[str, str]]:
     for e in entries:
         if not e.name.endswith(".log") or not e.is_symlink():
             continue
-        if not os.path.exists(e.path):  # follows the link: it points nowhere
+        if link_dangles(e.path, host_root):
             out.append((e.name, e.path))
     return out
 
@@ -124,7 +177,8 @@ class LogDirChanged(Exception):
 def remove_pod_log_dir(local_path: str, mounts: MountTable) -> int:
     """Remove a pod log directory (or, for a symlink, only the link). Returns bytes freed.
 
-    Re-checks right before: a mount point at or below it now, or no longer a directory →
+    Re-checks right before: a mount point at or below it now, no longer a directory, or a
+    mount table that could not be read (`mounts.known` False: anything may be mounted) →
     `LogDirChanged`. Never follows symlinks (shutil.rmtree uses fd-based traversal on Linux).
     Raises `OSError` on failure.
     """
@@ -133,6 +187,8 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable) -> int:
         return 0
     if not os.path.isdir(local_path):
         raise LogDirChanged(f"{local_path} is no longer a directory; left")
+    if not mounts.known:
+        raise LogDirChanged(f"{mounts.error}; {local_path} left")
     real = os.path.realpath(local_path)
     if mounts.is_mount_point(real) or mounts.has_mount_below(real):
         raise LogDirChanged(f"{local_path} has a mount point at or below it now; left")
@@ -141,8 +197,9 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable) -> int:
     return freed
 
 
-def remove_dangling_link(local_path: str) -> None:
-    """Unlink a legacy symlink if it is still a dangling symlink, else `LogDirChanged`."""
-    if not os.path.islink(local_path) or os.path.exists(local_path):
+def remove_dangling_link(local_path: str, host_root: Path = Path("/")) -> None:
+    """Unlink a legacy symlink if it is still a dangling symlink (its target resolved under
+    `host_root`, `link_dangles`), else `LogDirChanged`."""
+    if not link_dangles(local_path, host_root):
         raise LogDirChanged(f"{local_path} is no longer a dangling symlink; left")
     os.unlink(local_path)

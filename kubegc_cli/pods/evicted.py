@@ -464,7 +464,7 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
             notes=notes,
             source=f"api:{host} {opts.describe()}",
         )
-        if _may_act(mode, plan, ui, "evicted pod"):
+        if _may_act(mode, plan, ui, "evicted pod", act):
             deleter = PodDeleter(api, concurrency=act.concurrency, host=host, timeout=s.timeout)
             _carry_out(s, plan, [Stage(deleter, (PodAction.kind,))], COMMAND, ui)
         return plan

@@ -6,7 +6,8 @@ in short:
 - Pod log directories are only touched when a pod source is known (the kubelet's
   `allSourcesReady`). A directory goes when its pod (UID = last `_` field of the name) is gone
   from the pod source. kubegc adds: never while the runtime still has a container of that pod
-  (its logs are in use), never a directory with a mount point at or below it (reported).
+  (its logs are in use), never a directory with a mount point at or below it, nor any while
+  the mount table cannot be read (both reported, `mount-point`).
 - Dangling legacy symlinks in `/var/log/containers` are judged without a pod source: a name
   that does not parse goes; a container the runtime no longer has goes; an EXITED container's
   link goes; any other state keeps it (log rotation briefly leaves a running container's link
@@ -62,6 +63,7 @@ def plan_logs(
     is acted on by the namespace and pod names in the directory and link names.
     """
     scope = scope or Scope()
+    dirs = list(dirs)
     live_uids = {c.pod_uid for c in containers if c.pod_uid}
     plan: Plan[LogAction] = Plan(
         kind="LogGCPlan",
@@ -84,6 +86,8 @@ def plan_logs(
             rule, why, result = KEEP_HAS_CONTAINERS, "the runtime still has its containers", True
         elif d.mount:
             rule, why, result = KEEP_MOUNT, f"mount point at or below it: {d.mount}", True
+        elif d.mounts_unknown:
+            rule, why, result = KEEP_MOUNT, d.mounts_unknown, True
         else:
             rule, why, result = RULE_DELETED, pods.deletion_reason(d.uid), False
         action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes)
@@ -112,6 +116,9 @@ def plan_logs(
             plan.kept.append(action)
         else:
             plan.actions.append(action)
+    unknown = next((d.mounts_unknown for d in dirs if d.mounts_unknown), "")
+    if unknown:
+        plan.notes.append(f"No pod log directory is removed: {unknown}.")
     if not pods.known:
         plan.notes.append(
             "No pod source: pod log directories are left alone (give --pods-file or a kubeconfig "

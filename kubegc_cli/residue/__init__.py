@@ -42,6 +42,9 @@ TYPES = (
     UNUSED_IMAGE,
 )
 
+#: What `residue clean` does with a finding that is not safe.
+NOTHING = "nothing"
+
 
 @dataclass(slots=True)
 class Finding:
@@ -53,10 +56,13 @@ class Finding:
     is residue. `bytes` is what it holds on disk (allocated blocks; None when not measured or
     not applicable). `safe` marks what `residue clean` may act on; `unsafe_reason` says why not
     (a mount below it, processes inside, no pod source, left to another command). `action` is
-    the exact action cleaning takes, in words an operator can repeat (`rm -r ... (one
-    filesystem, no symlinks followed)`, `umount + unlink`, `rmdir`, or for unsafe ones the
-    command to run by hand). `details` holds type-specific facts for JSON (network name, IP,
-    pod UID, mount points below, process count, ...).
+    the exact action cleaning takes on a safe finding, in words an operator can repeat (`rm -r
+    ... (one filesystem, no symlinks followed)`, `umount + unlink`, `rmdir`); cleaning takes
+    none on an unsafe one, so `clean_action` (what is shown) is then `NOTHING`. `manual` is
+    what an operator could run by hand instead ("" when kubegc has nothing to suggest): the
+    command that owns the object (`kubegc gc all`, `kubegc gc images`), the check and `kill`
+    for a shim, the mounts to release first. `details` holds type-specific facts for JSON
+    (network name, IP, pod UID, mount points below, process count, ...).
     """
 
     type: str
@@ -67,6 +73,7 @@ class Finding:
     action: str
     unsafe_reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    manual: str = ""
     result: Result = Result.PLANNED
     error: str = ""
     bytes_freed: int = 0
@@ -90,6 +97,11 @@ class Finding:
     def planned_bytes(self) -> int:
         return self.bytes or 0
 
+    @property
+    def clean_action(self) -> str:
+        """What `residue clean` does with it: `action` when safe, else `NOTHING`."""
+        return self.action if self.safe else NOTHING
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "finding",
@@ -99,7 +111,8 @@ class Finding:
             "bytes": self.bytes,
             "safe_to_clean": self.safe,
             "unsafe_reason": self.unsafe_reason or None,
-            "action": self.action,
+            "action": self.clean_action,
+            "manual_action": self.manual or None,
             "details": dict(self.details),
             "result": self.result.value,
             "error": self.error or None,
@@ -116,11 +129,14 @@ class ScanContext:
     depends on "the pod is gone" may be marked safe. `pod_uids` are the UIDs the pod source
     lists (pods that still exist); `runtime_pod_uids` the pod UIDs of every sandbox and
     container the runtime has, in any state; `sandbox_ids`/`container_ids` every ID the
-    runtime knows; `sandbox_netns` the network namespace paths the runtime's sandboxes use
-    (from verbose PodSandboxStatus; empty when the runtime does not say). `runtime_known` is
+    runtime knows, `notready_sandbox_ids` those of its sandboxes that are not READY (they hold
+    no live pod network, but the runtime still has them); `sandbox_netns` the network
+    namespace paths the runtime's sandboxes use (from verbose PodSandboxStatus; empty when
+    the runtime does not say). `runtime_known` is
     False when the runtime could not be listed: then nothing that depends on "the runtime does
     not know it" may be marked safe. `mounts` is this process's mount table (local paths, as
     `on_host` gives them), read at scan time; cleaning reads it again before each removal.
+    A table that could not be read (`mounts.known` False) makes no directory safe.
     """
 
     host_root: Path
@@ -134,6 +150,7 @@ class ScanContext:
     runtime_known: bool = False
     runtime_pod_uids: frozenset[str] = frozenset()
     sandbox_ids: frozenset[str] = frozenset()
+    notready_sandbox_ids: frozenset[str] = frozenset()
     container_ids: frozenset[str] = frozenset()
     sandbox_netns: frozenset[str] = frozenset()
     mounts: MountTable = field(default_factory=lambda: MountTable(frozenset()))

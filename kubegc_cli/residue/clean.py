@@ -2,14 +2,17 @@
 
 Rules per finding type (only findings marked `safe` are ever acted on):
 
-- directories (`POD_DIR`, `POD_LOG_DIR`): the pod must still be gone; the mount table is read
-  again and nothing may be mounted at or below the directory; it must not have become a
+- directories (`POD_DIR`, `POD_LOG_DIR`): the name must be a pod UID and the pod must still
+  be gone; the mount table is read again — it must be readable (else anything may be
+  mounted) and nothing may be mounted at or below the directory; it must not have become a
   symlink. Removal (`remove_tree`) opens every directory without following symlinks (a
   symlink inside is unlinked, its target untouched) and never enters a directory on another
   device or named by the mount table; what it had to leave is reported.
-- `LOG_LINK`: unlinked only while it is still a dangling symlink (and, when its name carries
-  a container ID, only while the runtime still does not know that ID).
-- `NETNS`: only while no process is in the namespace or holds it open; a plain `umount`
+- `LOG_LINK`: unlinked only while it is still a dangling symlink, its target resolved under
+  the host root (and, when its name carries a container ID, only while the runtime still
+  does not know that ID).
+- `NETNS`: only while no process is in the namespace or holds it open (by any name: the
+  namespace's nsfs inode, or the file under its mount); a plain `umount`
   (not lazy, not following a symlink; "not mounted" is fine), then `unlink`.
 - `CNI_IP`: under the network's host-local `lock` (the plugin's own flock), the file must
   still record the planned ID and the runtime must still not know that ID; then `unlink`.
@@ -52,6 +55,10 @@ from kubegc_cli.residue.host import (
     CNI_BOOKKEEPING,
     NETNS_PREFIX,
     NO_PROCESSES,
+    NOT_A_POD,
+    holders_of,
+    is_pod_uid,
+    netns_keys,
     netns_users,
     read_reservation,
     sees_host_processes,
@@ -99,13 +106,18 @@ def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
     """Remove the directory `local` (a resolved local path: no symlink in it) and everything
     below it that lies on its filesystem, as `rm -r --one-file-system` would, but safer.
 
-    Raises `Refused` without touching anything when `local` is a symlink, not a directory, or
-    has a mount point (per `mounts`) at or below it. While walking, every directory is opened
-    relative to its parent with `O_NOFOLLOW` and checked to be the one listed; a symlink is
-    unlinked, never followed; a directory on another device or named by `mounts`, or one
-    swapped under the walk, is left with its contents (and so are its ancestors), and
-    reported in `left`. Failed removals are reported in `errors`; the walk goes on.
+    Raises `Refused` without touching anything when the mount table could not be read
+    (`mounts.known` False: anything may be mounted), or when `local` is a symlink, not a
+    directory, or has a mount point (per `mounts`) at or below it. While walking, every
+    directory is opened relative to its parent with `O_NOFOLLOW` and checked to be the one
+    listed; a symlink is unlinked, never followed; a directory on another device or named by
+    `mounts`, or one swapped under the walk, is left with its contents (and so are its
+    ancestors), and reported in `left`. Failed removals are reported in `errors`; the walk
+    goes on. The walk is iterative and holds two descriptors at most (it climbs back with
+    `..`, checked to be the directory it came from), so depth is not limited.
     """
+    if not mounts.known:
+        raise Refused(f"{mounts.error}; left")
     try:
         top = os.lstat(local)
     except FileNotFoundError:
@@ -119,13 +131,10 @@ def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
         raise Refused(f"mounted at or below it now: {', '.join(below)}; left")
     out = TreeRemoval()
     fd = os.open(local, _OPEN_DIR)
-    try:
-        if not _same(os.fstat(fd), top):
-            raise Refused(f"{local} changed while it was opened; left")
-        complete = _clear(fd, local, top.st_dev, mounts, out)
-    finally:
+    if not _same(os.fstat(fd), top):
         os.close(fd)
-    if complete:
+        raise Refused(f"{local} changed while it was opened; left")
+    if _clear(fd, local, top, mounts, out):
         try:
             os.rmdir(local)
             out.count(top)
@@ -138,63 +147,135 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
-def _clear(fd: int, path: str, dev: int, mounts: MountTable, out: TreeRemoval) -> bool:
-    """Empty the directory open as `fd` (local path `path`); True if it is now empty."""
-    complete = True
-    with os.scandir(fd) as it:
-        names = [e.name for e in it]
-    for name in names:
-        child = f"{path.rstrip('/')}/{name}"
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if mounts.is_mount_point(child):
-            out.left.append(child)
-            complete = False
-            continue
-        if not stat.S_ISDIR(st.st_mode):
+@dataclass(slots=True)
+class _Dir:
+    """A directory being emptied by `_clear`: its `name` in its parent, local `path`, `st`
+    as listed, the entry `names` still to handle, and whether all so far went."""
+
+    name: str
+    path: str
+    st: os.stat_result
+    names: list[str]
+    complete: bool = True
+
+
+def _clear(fd: int, path: str, top: os.stat_result, mounts: MountTable, out: TreeRemoval) -> bool:
+    """Empty the directory open as `fd` (local path `path`, `top` its lstat); True if it is
+    now empty. Takes ownership of `fd` (closed on return).
+
+    Depth-first without recursion: only the directory being emptied is open. Going down, the
+    child is opened relative to it (`O_NOFOLLOW`, checked against its listing) and the parent
+    closed; coming back, `..` is opened from the child and must be the parent as first
+    listed, else the walk stops there (the tree moved under it) and reports it.
+    """
+    dev = top.st_dev
+    try:
+        stack = [_Dir("", path, top, _names(fd))]
+    except OSError as exc:
+        os.close(fd)
+        out.errors.append(f"{path}: {exc.strerror or exc}")
+        return False
+    try:
+        while True:
+            cur = stack[-1]
+            if cur.names:
+                name = cur.names.pop()
+                sub = _enter(fd, cur, name, dev, mounts, out)
+                if sub is not None:
+                    child_fd, child = sub
+                    os.close(fd)
+                    fd = child_fd
+                    stack.append(child)
+                continue
+            done = stack.pop()
+            if not stack:
+                return done.complete
+            parent = stack[-1]
             try:
-                os.unlink(name, dir_fd=fd)
-                out.count(st)
+                up = os.open("..", _OPEN_DIR, dir_fd=fd)
+            except OSError as exc:
+                out.errors.append(f"{done.path}/..: {exc.strerror or exc}")
+                return False
+            os.close(fd)
+            fd = up
+            if not _same(os.fstat(fd), parent.st):
+                out.errors.append(f"{parent.path} moved while it was being removed; stopped")
+                return False
+            if not done.complete:
+                parent.complete = False
+                continue
+            try:
+                os.rmdir(done.name, dir_fd=fd)
+                out.count(done.st)
             except FileNotFoundError:
                 pass
             except OSError as exc:
-                out.errors.append(f"{child}: {exc.strerror or exc}")
-                complete = False
-            continue
-        if st.st_dev != dev:
-            out.left.append(child)
-            complete = False
-            continue
+                out.errors.append(f"{done.path}: {exc.strerror or exc}")
+                parent.complete = False
+    finally:
+        os.close(fd)
+
+
+def _names(fd: int) -> list[str]:
+    with os.scandir(fd) as it:
+        return [e.name for e in it]
+
+
+def _enter(
+    fd: int, cur: _Dir, name: str, dev: int, mounts: MountTable, out: TreeRemoval
+) -> tuple[int, _Dir] | None:
+    """Handle the entry `name` of the directory `cur` (open as `fd`): unlink it if it is no
+    directory; leave it if it is a mount point, on another device or swapped since listed;
+    else return its open descriptor and `_Dir` to descend into. Marks `cur` incomplete when
+    the entry stays."""
+    child = f"{cur.path.rstrip('/')}/{name}"
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        out.errors.append(f"{child}: {exc.strerror or exc}")
+        cur.complete = False
+        return None
+    if mounts.is_mount_point(child):
+        out.left.append(child)
+        cur.complete = False
+        return None
+    if not stat.S_ISDIR(st.st_mode):
         try:
-            sub = os.open(name, _OPEN_DIR, dir_fd=fd)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            out.errors.append(f"{child}: {exc.strerror or exc}")
-            complete = False
-            continue
-        try:
-            if not _same(os.fstat(sub), st):  # swapped, or mounted over, since listed
-                out.left.append(child)
-                complete = False
-                continue
-            emptied = _clear(sub, child, dev, mounts, out)
-        finally:
-            os.close(sub)
-        if not emptied:
-            complete = False
-            continue
-        try:
-            os.rmdir(name, dir_fd=fd)
+            os.unlink(name, dir_fd=fd)
             out.count(st)
         except FileNotFoundError:
             pass
         except OSError as exc:
             out.errors.append(f"{child}: {exc.strerror or exc}")
-            complete = False
-    return complete
+            cur.complete = False
+        return None
+    if st.st_dev != dev:
+        out.left.append(child)
+        cur.complete = False
+        return None
+    try:
+        sub = os.open(name, _OPEN_DIR, dir_fd=fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        out.errors.append(f"{child}: {exc.strerror or exc}")
+        cur.complete = False
+        return None
+    try:
+        if not _same(os.fstat(sub), st):  # swapped, or mounted over, since listed
+            out.left.append(child)
+            cur.complete = False
+            os.close(sub)
+            return None
+        names = _names(sub)
+    except OSError as exc:
+        os.close(sub)
+        out.errors.append(f"{child}: {exc.strerror or exc}")
+        cur.complete = False
+        return None
+    return sub, _Dir(name, child, st, names)
 
 
 # --- network namespaces -----------------------------------------------------------------------
@@ -307,6 +388,8 @@ class ResidueCleaner(Executor[Any]):
         named = name == uid if a.type == POD_DIR else pod_uid_from_dir(name) == uid
         if not named:
             raise Refused(f"{a.target} does not name pod {uid}; left")
+        if not is_pod_uid(uid):
+            raise Refused(f"{a.target} is {NOT_A_POD}; left")
         self._pod_gone(uid)
         local = self._entry(a.target)
         st = os.lstat(local)
@@ -317,6 +400,8 @@ class ResidueCleaner(Executor[Any]):
         if root != "/" and not real.startswith(root.rstrip("/") + "/"):
             raise Refused(f"{a.target} resolves outside --host-root ({real}); left")
         mounts = self.read_mounts()
+        if not mounts.known:
+            raise Refused(f"{mounts.error}; left")
         points = sorted(set(mounts.at_or_below(local)) | set(mounts.at_or_below(real)))
         if points:
             shown = ", ".join(host_path_of(self.host_root, p) for p in points)
@@ -339,7 +424,7 @@ class ResidueCleaner(Executor[Any]):
         if cid:
             self._id_unknown(cid)
         try:
-            remove_dangling_link(self._entry(a.target))
+            remove_dangling_link(self._entry(a.target), self.host_root)
         except LogDirChanged as exc:
             raise Refused(str(exc)) from None
         a.result = Result.REMOVED
@@ -356,7 +441,8 @@ class ResidueCleaner(Executor[Any]):
         st = os.lstat(local)
         if not stat.S_ISREG(st.st_mode):
             raise Refused(f"{a.target} is no longer a namespace file; left")
-        holders = sorted(netns_users(pids()).get((st.st_dev, st.st_ino), ()))
+        keys = netns_keys(local)
+        holders = holders_of(netns_users(pids(), files=keys), keys)
         if holders:
             raise Refused("in use by PID " + ", ".join(map(str, holders)) + " now")
         umount(local)
@@ -392,6 +478,8 @@ class ResidueCleaner(Executor[Any]):
             name = os.path.basename(p.rstrip("/"))
             if not (name.endswith(uid) or name.endswith(uid.replace("-", "_") + ".slice")):
                 raise Refused(f"{p} is not the cgroup of pod {uid}; left")
+        if not is_pod_uid(uid):
+            raise Refused(f"{uid} is {NOT_A_POD}; left")
         self._pod_gone(uid)
         plans: list[list[str]] = []
         for p in paths:

@@ -27,10 +27,11 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 import stat
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -45,6 +46,7 @@ from kubegc_cli.residue import (
     CNI_IP,
     LOG_LINK,
     NETNS,
+    NOTHING,
     POD_CGROUP,
     POD_DIR,
     POD_LOG_DIR,
@@ -57,7 +59,7 @@ SETUP_GRACE_SECONDS = 600
 """Objects younger than this (seconds) may belong to a sandbox still being set up: the
 runtime creates the network namespace, reserves the IP and starts the shim before it lists
 the new sandbox. Such network namespaces and IP reservations are never marked safe, and such
-shims are not reported."""
+shims are reported with their age (shims are never safe anyway)."""
 
 CRI_NAMESPACE = "k8s.io"
 """The containerd namespace the CRI plugin keeps Kubernetes containers in; shims of other
@@ -73,6 +75,16 @@ NO_PROCESSES = "cannot see the host's processes (--host-root is not /)"
 NEVER_KILL = "kubegc never kills processes"
 
 DIR_ACTION = "rm -r {path} (one filesystem, no symlinks followed)"
+NOT_A_POD = "not named like a pod (a pod UID: a dashed UUID, or 32 hex characters)"
+
+_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
+
+
+def is_pod_uid(name: str) -> bool:
+    """`name` is spelled as the kubelet names pod directories: a pod UID, which is a dashed
+    lower-case UUID (pods from the API) or 32 lower-case hex characters (static pods: a
+    hash of the manifest). Anything else was not made by the kubelet for a pod."""
+    return _POD_UID.fullmatch(name) is not None
 
 
 # --- shared helpers ---------------------------------------------------------------------------
@@ -121,10 +133,12 @@ def _pod_unknown(ctx: ScanContext, uid: str) -> bool:
 
 
 def _pod_gone_reasons(ctx: ScanContext, uid: str) -> list[str]:
-    """Why kubegc cannot treat pod `uid` as gone (empty when `ctx.pod_is_gone(uid)`)."""
+    """Why kubegc cannot treat pod `uid` as gone (empty when `ctx.pod_is_gone(uid)` and `uid`
+    is spelled like a pod UID; a name that is not is never a gone pod's)."""
+    naming = [] if is_pod_uid(uid) else [NOT_A_POD]
     if ctx.pod_is_gone(uid):
-        return []
-    reasons = []
+        return naming
+    reasons = naming
     if not ctx.pods_known:
         reasons.append(NO_POD_SOURCE)
     if not ctx.runtime_known:
@@ -174,6 +188,8 @@ def _dir_facts(ctx: ScanContext, local: str) -> _DirFacts | None:
     except OSError as exc:
         return _DirFacts([f"cannot resolve {host}: {exc.strerror or exc}"], [], False, local)
     reasons: list[str] = []
+    if not ctx.mounts.known:
+        reasons.append(ctx.mounts.error)
     top = os.path.realpath(str(root))
     if top != "/" and real != top and not real.startswith(top + "/"):
         reasons.append(f"it resolves outside --host-root ({real})")
@@ -184,6 +200,16 @@ def _dir_facts(ctx: ScanContext, local: str) -> _DirFacts | None:
     if below:
         reasons.append("mounted below it: " + ", ".join(below))
     return _DirFacts(reasons, [host_path_of(root, p) for p in points], False, real)
+
+
+def _release_mounts(kind: str, mounts: list[str]) -> str:
+    """By hand, for a directory kept for its mounts: release them, then clean again."""
+    if not mounts:
+        return ""
+    return (
+        f"umount {' '.join(mounts)} (once nothing uses them), then "
+        f"`kubegc residue clean --kind {kind}`"
+    )
 
 
 # --- 1. orphaned pod directories --------------------------------------------------------------
@@ -218,9 +244,11 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
     every mount point at or below it). Evidence quotes the kubelet's "orphaned pod <uid>
     found, but volume paths are still present on disk" when volume directories remain.
 
-    Safe only when `ctx.pod_is_gone(uid)` and nothing at or below it is mounted and it is
-    neither a symlink nor a mount point itself; otherwise `unsafe_reason` names the mounts,
-    the missing pod source or the unreadable runtime.
+    Safe only when `ctx.pod_is_gone(uid)`, `<uid>` is spelled like a pod UID
+    (`is_pod_uid`), the mount table was read and nothing at or below it is mounted, and it
+    is neither a symlink nor a mount point itself; otherwise `unsafe_reason` names the
+    mounts, the unreadable mount table, the name, the missing pod source or the unreadable
+    runtime.
     """
     pods_host = f"{ctx.root_dir.rstrip('/')}/pods"
     try:
@@ -260,6 +288,7 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
                 unsafe_reason=why,
                 action=DIR_ACTION.format(path=host),
                 details={"uid": uid, "volumes": volumes, "mounts_below": facts.mounts},
+                manual=_release_mounts(POD_DIR, facts.mounts),
             )
         )
     return _sorted(findings)
@@ -274,10 +303,12 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
 
     A directory `<pod_logs_dir>/<namespace>_<pod>_<uid>` (UID = last `_` field, KUBELET-
     SEMANTICS §c.2) is a finding when pod `<uid>` is unknown (as for pod directories) and is
-    safe under the same rule: the pod is gone, nothing is mounted at or below it, it is not a
-    symlink. `bytes` are allocated bytes; details `uid`, `mounts_below`.
+    safe under the same rule: the pod is gone, `<uid>` is spelled like a pod UID, the mount
+    table was read and nothing is mounted at or below it, it is not a symlink. `bytes` are
+    allocated bytes; details `uid`, `mounts_below`.
 
-    A legacy link is a finding when it is dangling. Safe when its name carries no container
+    A legacy link is a finding when it is dangling: its target, resolved under `host_root`
+    (`link_dangles`), does not exist. Safe when its name carries no container
     ID (the kubelet removes those unconditionally, §c.4) or when the runtime was listed and
     knows no such container; a link whose container the runtime still has is reported but
     left (`kubegc gc logs` decides on the container's state). details `container_id`.
@@ -310,11 +341,12 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
                 unsafe_reason=why,
                 action=DIR_ACTION.format(path=host),
                 details={"uid": d.uid, "mounts_below": mounts},
+                manual=_release_mounts(POD_LOG_DIR, mounts),
             )
         )
     links_host = ctx.container_logs_dir.rstrip("/")
     try:
-        links = dangling_links(resolve_on_host(ctx.host_root, links_host))
+        links = dangling_links(resolve_on_host(ctx.host_root, links_host), ctx.host_root)
     except OSError:
         links = []
     known = ctx.container_ids | ctx.sandbox_ids
@@ -358,20 +390,27 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
 # --- 3. network namespaces --------------------------------------------------------------------
 
 
-def netns_users(pids: Iterable[int], proc_dir: str = "/proc") -> dict[tuple[int, int], set[int]]:
-    """Which processes use which network namespace: `(st_dev, st_ino)` of the namespace →
-    PIDs.
+def netns_users(
+    pids: Iterable[int],
+    proc_dir: str = "/proc",
+    files: Collection[tuple[int, int]] = (),
+) -> dict[tuple[int, int], set[int]]:
+    """Which processes use which network namespace: `(st_dev, st_ino)` → PIDs.
 
     A process uses a namespace when one of its threads is in it (`/proc/<pid>/task/<tid>/ns/
-    net`, stat'ed: the namespace's nsfs inode) or it holds a file descriptor on it (a
-    `/proc/<pid>/fd/<n>` that is the same inode). Processes and threads that vanish or cannot
-    be read are skipped.
+    net`, stat'ed: the namespace's nsfs inode) or it holds a file descriptor on it: a
+    `/proc/<pid>/fd/<n>` that stats (the open file itself, whatever name it was opened by:
+    `/proc/<pid>/ns/net`, a bind mount such as `/run/netns/<name>`, ...) to an nsfs inode, or
+    to one of `files` (such as a namespace file's own inode under its mount, see
+    `netns_keys`). Processes, threads and descriptors that vanish or cannot be read are
+    skipped.
     """
     users: dict[tuple[int, int], set[int]] = defaultdict(set)
     try:
         nsfs_dev = os.stat(f"{proc_dir}/self/ns/net").st_dev
     except OSError:
-        nsfs_dev = -1
+        nsfs_dev = None
+    wanted = set(files)
     for pid in pids:
         base = f"{proc_dir}/{pid}"
         try:
@@ -391,12 +430,39 @@ def netns_users(pids: Iterable[int], proc_dir: str = "/proc") -> dict[tuple[int,
             continue
         for fd in fds:
             try:
-                link = os.readlink(f"{base}/fd/{fd}")
+                st = os.stat(f"{base}/fd/{fd}")  # follows to the open file
             except OSError:
                 continue
-            if link.startswith("net:[") and link.endswith("]") and link[5:-1].isdigit():
-                users[(nsfs_dev, int(link[5:-1]))].add(pid)
+            key = (st.st_dev, st.st_ino)
+            if nsfs_dev is None or st.st_dev == nsfs_dev or key in wanted:
+                users[key].add(pid)
     return users
+
+
+def netns_keys(local: str) -> set[tuple[int, int]]:
+    """The `(st_dev, st_ino)` pairs a process holding the namespace file `local` open may
+    have: what the path stats to (the namespace's nsfs inode while it is mounted there, the
+    plain file otherwise) and the plain file under the mount (the directory entry's inode,
+    which a process may have opened before the namespace was bound). Raises `OSError` when
+    the file cannot be stat'ed."""
+    st = os.lstat(local)
+    keys = {(st.st_dev, st.st_ino)}
+    parent, name = os.path.split(local)
+    with contextlib.suppress(OSError):
+        dev = os.stat(parent).st_dev
+        with os.scandir(parent) as it:
+            for e in it:
+                if e.name == name:
+                    keys.add((dev, e.inode()))
+                    break
+    return keys
+
+
+def holders_of(
+    users: dict[tuple[int, int], set[int]], keys: Iterable[tuple[int, int]]
+) -> list[int]:
+    """The PIDs `netns_users` found for any of `keys`, sorted."""
+    return sorted({pid for k in keys for pid in users.get(k, ())})
 
 
 def _netns_dirs(ctx: ScanContext) -> list[tuple[str, str]]:
@@ -424,8 +490,9 @@ def scan_netns(
 
     A sandbox uses an entry when one of `ctx.sandbox_netns` resolves to the same path or has
     the same name. Safe only when the runtime was listed and said which namespaces its
-    sandboxes use (an empty `sandbox_netns` while sandboxes exist is not an answer), no
-    process is in it or holds it open (`netns_users`; needs the host's process table, so
+    sandboxes use (an empty `sandbox_netns` while sandboxes exist is not an answer: with
+    only host-network sandboxes no namespace is ever safe), no process is in it or holds it
+    open by any name (`netns_users` with `netns_keys`; needs the host's process table, so
     `host_root` `/`, or `pids` given), and it is at least `SETUP_GRACE_SECONDS` old.
     `pids` supplies the PIDs to check (default: psutil's, when `host_root` is `/`). details:
     `name`, `used_by` (PIDs).
@@ -437,7 +504,7 @@ def scan_netns(
         used_names.add(os.path.basename(p.rstrip("/")))
         with contextlib.suppress(OSError):
             used_real.add(resolve_on_host(ctx.host_root, p))
-    candidates: list[tuple[str, str, os.stat_result]] = []
+    candidates: list[tuple[str, str, os.stat_result, set[tuple[int, int]]]] = []
     for host_dir, local_dir in _netns_dirs(ctx):
         try:
             with os.scandir(local_dir) as it:
@@ -448,17 +515,19 @@ def scan_netns(
             local = os.path.join(local_dir, name)
             try:
                 st = os.lstat(local)
+                keys = netns_keys(local)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and name not in used_names and local not in used_real:
-                candidates.append((host_dir, name, st))
+                candidates.append((host_dir, name, st, keys))
     if not candidates:
         return []
     if pids is None and sees_host_processes(ctx.host_root):
         pids = psutil.pids
-    users = netns_users(pids()) if pids is not None else None
+    wanted = {k for *_, keys in candidates for k in keys}
+    users = netns_users(pids(), files=wanted) if pids is not None else None
     findings: list[Finding] = []
-    for host_dir, name, st in candidates:
+    for host_dir, name, st, keys in candidates:
         host = f"{host_dir}/{name}"
         reasons: list[str] = []
         if not ctx.runtime_known:
@@ -469,7 +538,7 @@ def scan_netns(
         if users is None:
             reasons.append(NO_PROCESSES)
         else:
-            holders = sorted(users.get((st.st_dev, st.st_ino), ()))
+            holders = holders_of(users, keys)
             if holders:
                 reasons.append("in use by PID " + ", ".join(map(str, holders)))
         age = _age(st, now)
@@ -515,15 +584,17 @@ def read_reservation(local: str) -> tuple[str, str]:
 
 def scan_cni(ctx: ScanContext) -> list[Finding]:
     """Leaked host-local IPAM reservations (type `CNI_IP`): files
-    `<cni_dir>/networks/<net>/<ip>` whose recorded container ID is no sandbox or container
-    the runtime knows.
+    `<cni_dir>/networks/<net>/<ip>` whose recorded container ID is no live sandbox: unknown
+    to the runtime, or a sandbox of `ctx.notready_sandbox_ids` (such a finding is not safe
+    while the runtime has the sandbox: `kubegc gc sandboxes` removes it first). An ID the
+    runtime knows as a READY sandbox or as a container is no finding.
 
     Only files named by an IPv4/IPv6 address count; `lock`, `last_reserved_ip.*` and
     anything else are never findings. details: `network`, `ip`, `id` (recorded), `ifname`,
     `network_leaked` (findings in that network) and `network_reserved` (address files in
-    it). Safe only when the runtime was listed, the file records an ID, and it is at least
-    `SETUP_GRACE_SECONDS` old (the runtime reserves the address before it lists the new
-    sandbox).
+    it). Safe only when the runtime was listed, the file records an ID the runtime does not
+    know, and it is at least `SETUP_GRACE_SECONDS` old (the runtime reserves the address
+    before it lists the new sandbox).
     """
     now = time.time()
     nets_host = f"{ctx.cni_dir.rstrip('/')}/networks"
@@ -532,7 +603,8 @@ def scan_cni(ctx: ScanContext) -> list[Finding]:
             nets = sorted((e.name, e.path) for e in it if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
-    known = ctx.sandbox_ids | ctx.container_ids
+    notready = ctx.notready_sandbox_ids
+    live = (ctx.sandbox_ids - notready) | ctx.container_ids
     findings: list[Finding] = []
     for net, net_local in nets:
         try:
@@ -552,11 +624,17 @@ def scan_cni(ctx: ScanContext) -> list[Finding]:
             except OSError:
                 continue
             reserved += 1
-            if _known_id(cid, known):
+            if _known_id(cid, live):
                 continue
+            dead = next((n for n in sorted(notready) if _known_id(cid, (n,))), "")
             reasons: list[str] = []
             if not ctx.runtime_known:
                 reasons.append(NO_RUNTIME)
+            if dead:
+                reasons.append(
+                    f"sandbox {dead} is NOTREADY; once `kubegc gc sandboxes` removes it, the "
+                    "reservation can go"
+                )
             if not cid:
                 reasons.append("the reservation records no container ID")
             age = _age(st, now)
@@ -564,20 +642,27 @@ def scan_cni(ctx: ScanContext) -> list[Finding]:
                 reasons.append(f"reserved {int(age)}s ago: a sandbox may still be being set up")
             safe, why = _unsafe(reasons)
             host = f"{nets_host}/{net}/{ip}"
+            holder = (
+                f"the NOTREADY sandbox {dead}, which holds no live pod network"
+                if dead
+                else f"{cid or '(no ID)'}, which is no sandbox or container the runtime knows"
+            )
             leaked.append(
                 Finding(
                     type=CNI_IP,
                     target=host,
-                    evidence=(
-                        f"{ip} in network {net} is reserved for {cid or '(no ID)'}, which is "
-                        "no sandbox or container the runtime knows"
-                    ),
+                    evidence=f"{ip} in network {net} is reserved for {holder}",
                     bytes=None,
                     safe=safe,
                     unsafe_reason=why,
                     action=f"unlink {host} (only if it still records {cid or '(no ID)'} and "
                     "the runtime still does not know it)",
                     details={"network": net, "ip": ip, "id": cid, "ifname": ifname},
+                    manual=(
+                        "kubegc gc sandboxes, then `kubegc residue clean --kind leaked-cni-ip`"
+                        if dead
+                        else ""
+                    ),
                 )
             )
         for f in leaked:
@@ -724,12 +809,14 @@ def scan_shims(
     """Leaked containerd shims (type `SHIM`, never safe: kubegc never kills processes).
 
     A `containerd-shim*` process of the CRI namespace (`-namespace k8s.io`) whose `-id` (or
-    shim v1 `-workdir` basename) is no sandbox or container the runtime knows. Shims started
-    less than `SETUP_GRACE_SECONDS` ago are not reported (a sandbox being created). With
-    `address` (the runtime's socket, `unix://` optional) shims of another containerd are
-    ignored. Only when the runtime was listed and the host's processes are visible
-    (`host_root` `/`, or `processes` given); otherwise []. Target `pid:<n>`; details `pid`,
-    `id`, `namespace`, `address`, `cmdline`.
+    shim v1 `-workdir` basename) is no sandbox or container the runtime knows. A shim started
+    less than `SETUP_GRACE_SECONDS` ago is reported with its age (it may serve a sandbox
+    being created). With `address` (the runtime's socket, `unix://` optional) shims of
+    another containerd are ignored. Only when the runtime was listed and the host's
+    processes are visible (`host_root` `/`, or `processes` given); otherwise []. Target
+    `pid:<n>`; `manual` the check (`ctr` against the shim's containerd) and the `kill` an
+    operator could run; details `pid`, `id`, `namespace`, `address`, `cmdline`,
+    `age_seconds`.
     """
     if not ctx.runtime_known:
         return []
@@ -750,8 +837,14 @@ def scan_shims(
             continue
         if address and args.get("address") and _socket(args["address"]) != _socket(address):
             continue
-        if now - p.create_time < SETUP_GRACE_SECONDS or _known_id(sid, known):
+        if _known_id(sid, known):
             continue
+        age = now - p.create_time
+        why = NEVER_KILL
+        if age < SETUP_GRACE_SECONDS:
+            why += f"; started {int(age)}s ago: a sandbox may still be being set up"
+        sock = _socket(args.get("address", "") or address)
+        ctr = f"ctr --address {sock} -n {CRI_NAMESPACE}" if sock else f"ctr -n {CRI_NAMESPACE}"
         findings.append(
             Finding(
                 type=SHIM,
@@ -760,15 +853,16 @@ def scan_shims(
                 "container the runtime knows",
                 bytes=None,
                 safe=False,
-                unsafe_reason=NEVER_KILL,
-                action=f"by hand, after `ctr -n {CRI_NAMESPACE} tasks ls` shows no task "
-                f"{sid}: kill {p.pid}",
+                unsafe_reason=why,
+                action=NOTHING,
+                manual=f"once `{ctr} tasks ls` shows no task {sid}: kill {p.pid}",
                 details={
                     "pid": p.pid,
                     "id": sid,
                     "namespace": args.get("namespace", ""),
                     "address": args.get("address", ""),
                     "cmdline": " ".join(p.cmdline),
+                    "age_seconds": int(age),
                 },
             )
         )

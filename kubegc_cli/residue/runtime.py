@@ -22,7 +22,14 @@ from kubegc_cli.pods import PodInventory
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
 from kubegc_cli.policy.images import images_in_use
 from kubegc_cli.policy.sandboxes import plan_sandboxes
-from kubegc_cli.residue import DEAD_CONTAINER, DEAD_SANDBOX, OVERSIZED_LIST, UNUSED_IMAGE, Finding
+from kubegc_cli.residue import (
+    DEAD_CONTAINER,
+    DEAD_SANDBOX,
+    NOTHING,
+    OVERSIZED_LIST,
+    UNUSED_IMAGE,
+    Finding,
+)
 from kubegc_cli.units import format_bytes
 
 MIB = 1024 * 1024
@@ -53,8 +60,9 @@ def dead_objects(
     `containers` should carry their status (log path and bytes, from `observe_node` with
     `statuses="dead"`); `now` is nanoseconds since the epoch. Without a pod source no pod is
     deleted, as in `gc all`. Each finding is one object, not safe (`residue clean` leaves them
-    to `command`), with the planner's rule and reason as evidence; `bytes` is a container's log
-    bytes (None for sandboxes, whose disk use the runtime does not report).
+    to `command`, its `manual` action), with the planner's rule and reason as evidence;
+    `bytes` is a container's log bytes (None for sandboxes, whose disk use the runtime does
+    not report).
     """
     containers = list(containers)
     pc = plan_containers(containers, ContainerGCPolicy(), pods, now)
@@ -72,7 +80,8 @@ def dead_objects(
                 f"{c.container_name}#{c.attempt}: {a.reason} ({a.rule})",
                 bytes=c.log_bytes,
                 safe=False,
-                action=command,
+                action=NOTHING,
+                manual=command,
                 unsafe_reason=GC_ALL,
                 details={
                     "rule": a.rule,
@@ -96,7 +105,8 @@ def dead_objects(
                 evidence=f"{s.state.value} sandbox of {pod}#{s.attempt}: {sa.reason} ({sa.rule})",
                 bytes=None,
                 safe=False,
-                action=command,
+                action=NOTHING,
+                manual=command,
                 unsafe_reason=GC_ALL,
                 details={
                     "rule": sa.rule,
@@ -146,7 +156,8 @@ def oversized_lists(
                 evidence=evidence,
                 bytes=None,
                 safe=False,
-                action="remove dead sandboxes and containers: kubegc gc all",
+                action=NOTHING,
+                manual="remove dead sandboxes and containers: kubegc gc all",
                 unsafe_reason=LIST_NOT_CLEANABLE,
                 details={
                     "encoded_bytes": size,
@@ -186,7 +197,8 @@ def unused_images(
                 evidence=f"no container uses this image ({tags})",
                 bytes=img.size,
                 safe=False,
-                action="kubegc gc images --prune-unused",
+                action=NOTHING,
+                manual="kubegc gc images --prune-unused",
                 unsafe_reason=GC_IMAGES,
                 details={
                     "repo_tags": list(img.repo_tags),

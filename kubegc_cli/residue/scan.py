@@ -32,7 +32,7 @@ from kubegc_cli.app import (
     open_client,
 )
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Image, Sandbox
+from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Image, Sandbox, SandboxState
 from kubegc_cli.plan import Plan, Result
 from kubegc_cli.pods import PodInventory, check_source_covers_node
 from kubegc_cli.residue import (
@@ -101,10 +101,12 @@ class ResiduePlan(Plan[Any]):
     on), `kept` the others (each with its `unsafe_reason`); both hold `Finding`s (typed `Any`:
     `Finding` exposes `rule` and `reason` read-only, the `Action` protocol declares them as
     plain attributes). `types` are the finding types scanned; `runtime_error` says why the
-    runtime could not be read ("" when it was)."""
+    runtime could not be read ("" when it was); `scan_only` marks the plan of `residue scan`
+    (a report, not a dry run of `residue clean`)."""
 
     types: tuple[str, ...] = ()
     runtime_error: str = ""
+    scan_only: bool = False
 
     def totals(self) -> dict[str, dict[str, int]]:
         """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes`."""
@@ -240,8 +242,9 @@ def observe_runtime(
 
 
 def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
-    """`ctx` with what the runtime knows: every sandbox and container ID, the pod UIDs of
-    every sandbox (metadata and label) and container, and the sandboxes' netns paths."""
+    """`ctx` with what the runtime knows: every sandbox and container ID (and which
+    sandboxes are not READY), the pod UIDs of every sandbox (metadata and label) and
+    container, and the sandboxes' netns paths."""
     from dataclasses import replace
 
     uids = {sb.uid for sb in facts.sandboxes}
@@ -253,6 +256,9 @@ def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
         runtime_known=True,
         runtime_pod_uids=frozenset(uids),
         sandbox_ids=frozenset(sb.id for sb in facts.sandboxes),
+        notready_sandbox_ids=frozenset(
+            sb.id for sb in facts.sandboxes if sb.state is not SandboxState.READY
+        ),
         container_ids=frozenset(c.id for c in facts.containers),
         sandbox_netns=facts.netns,
     )
@@ -409,6 +415,8 @@ def _plan(
     facts: RuntimeFacts | None,
     runtime_error: str,
 ) -> ResiduePlan:
+    from kubegc_cli.residue.host import sees_host_processes
+
     order = {t: i for i, t in enumerate(TYPES)}
     findings.sort(key=lambda f: (order.get(f.type, len(order)), f.target))
     for f in findings:
@@ -433,6 +441,17 @@ def _plan(
         runtime_error=runtime_error,
     )
     notes = plan.notes
+    if not ctx.mounts.known and {POD_DIR, POD_LOG_DIR} & set(types):
+        notes.append(
+            f"No directory is safe to clean: {ctx.mounts.error} (kubegc reads its own "
+            "/proc/self/mountinfo)."
+        )
+    if {NETNS, SHIM} & set(types) and not sees_host_processes(ctx.host_root):
+        notes.append(
+            "kubegc trusts its process table to be the host's only with --host-root /: with "
+            f"--host-root {ctx.host_root} no network namespace is safe to clean and shims are not "
+            "looked for (run kubegc on the host for those)."
+        )
     if not pods.known:
         notes.append(
             "No pod source: nothing whose residue-ness depends on the pod being gone is marked "
@@ -467,7 +486,9 @@ def residue_scan(s: Settings, ui: Ui, opts: ResidueOptions) -> ResiduePlan:
     the plan's `runtime_error` says why, host findings are still reported and nothing whose
     safety depends on the runtime is safe.
     """
-    return _scan(s, ui, opts, keep_client=False).plan
+    plan = _scan(s, ui, opts, keep_client=False).plan
+    plan.scan_only = True
+    return plan
 
 
 def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) -> ResiduePlan:
@@ -487,7 +508,7 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     plan, client = scan.plan, scan.client
     assert client is not None
     try:
-        if _may_act(mode, plan, ui, "finding"):
+        if _may_act(mode, plan, ui, "finding", act):
             fresh: dict[str, PodInventory] = {"pods": scan.pods}
 
             def reread_pods() -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,51 @@ def test_mounted_volume_keeps_the_pod_dir(node: LocalNode, ns: str, tmp_path: Pa
         subprocess.run(["umount", "-l", str(mnt)], check=True)
 
 
+def hidden_proc(node: LocalNode, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubegc` in a private mount namespace whose /proc is an empty tmpfs: the mount table
+    (/proc/self/mountinfo) cannot be read; every mount made before stays in place."""
+    cmd = [
+        sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+        "--kubelet-config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),
+        *args,
+    ]  # fmt: skip
+    return subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c",
+         'mount -t tmpfs tmpfs /proc && exec "$@"', "sh", *cmd],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_unreadable_mount_table_removes_nothing(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """F1 end to end: an orphaned pod dir with a bind-mounted local volume (same filesystem,
+    so no device check notices it) and kubegc unable to read its mount table: the finding is
+    not safe (the reason says why), `residue clean --yes` removes nothing and exits 0, and
+    the bind source's data is intact."""
+    _, pods = live_pod(node, ns, tmp_path)
+    root = tmp_path / "kubelet"
+    gone = orphan_dir(root)
+    src = tmp_path / "x-bindsrc"
+    (src / "data").mkdir(parents=True)
+    for k in ("k1", "k2", "k3"):
+        (src / "data" / k).write_text(k)
+    vol = gone / "volumes" / "kubernetes.io~local-volume" / "pv1"
+    vol.mkdir(parents=True)
+    subprocess.run(["mount", "--bind", str(src), str(vol)], check=True)
+    try:
+        opts = ("--pods-file", str(pods), "--root-dir", str(root), "--kind", "orphaned-pod-dir")
+        doc = doc_of(hidden_proc(node, tmp_path, "residue", "clean", *opts, "--yes", "-o", "json"))
+        assert doc["actions"] == []
+        (f,) = doc["kept"]
+        assert f["id"] == str(gone) and f["safe_to_clean"] is False
+        assert "cannot read the mount table /proc/self/mountinfo" in f["unsafe_reason"]
+        assert f["action"] == "nothing"
+        assert any("No directory is safe to clean" in n for n in doc["notes"])
+        assert sorted(p.name for p in (src / "data").iterdir()) == ["k1", "k2", "k3"]
+        assert (gone / "volumes/kubernetes.io~empty-dir/cache/f0").exists()
+    finally:
+        subprocess.run(["umount", str(vol)], check=True)
+
+
 def test_symlink_out_of_a_pod_dir_loses_only_the_link(
     node: LocalNode, ns: str, tmp_path: Path
 ) -> None:
@@ -193,7 +240,8 @@ def test_deleted_pods_runtime_objects_are_reported_never_cleaned(
     for f in (ctr, sbx):
         assert f["safe_to_clean"] is False
         assert f["unsafe_reason"] == "removed by `kubegc gc all`"
-        assert f["action"] == f"kubegc gc all --pods-file {pods}"
+        assert f["action"] == "nothing"
+        assert f["manual_action"] == f"kubegc gc all --pods-file {pods}"
         assert f["details"]["rule"] == "deleted-pod" and f["details"]["pod_uid"] == gone.uid
     assert ctr["bytes"] is not None and ctr["bytes"] > 0  # its log
     assert live.sandbox_id not in findings(doc)
@@ -235,6 +283,33 @@ def test_cni_reservations_of_unknown_ids_only(node: LocalNode, ns: str, tmp_path
     ]  # fmt: skip
 
 
+def test_cni_reservation_of_a_notready_sandbox(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """An address reserved for a sandbox the runtime has, but NOTREADY (its pod stopped), is
+    a finding — no live sandbox holds it — and not safe until `gc sandboxes` removes the
+    sandbox; a READY sandbox's address is no finding."""
+    live, _ = live_pod(node, ns, tmp_path)
+    stopped = node.run_pod("stopped", namespace=ns)
+    node.stop_pod(stopped)
+    pods = write_pods_file(tmp_path / "pods.json", live, stopped)
+    net = tmp_path / "cni" / "networks" / "cbr0"
+    net.mkdir(parents=True)
+    (net / "10.88.0.5").write_text(f"{live.sandbox_id}\neth0")
+    (net / "10.88.0.7").write_text(f"{stopped.sandbox_id}\neth0")
+    old = time.time() - 3600
+    for f in net.iterdir():
+        os.utime(f, (old, old))
+    opts = ("--pods-file", str(pods), "--cni-dir", str(tmp_path / "cni"), "--kind", "leaked-cni-ip")
+    doc = doc_of(residue(node, tmp_path, "scan", *opts, "-o", "json"))
+    found = findings(doc, "leaked-cni-ip")
+    assert list(found) == [str(net / "10.88.0.7")]
+    f = found[str(net / "10.88.0.7")]
+    assert f["safe_to_clean"] is False
+    assert f"sandbox {stopped.sandbox_id} is NOTREADY" in f["unsafe_reason"]
+    assert f["manual_action"].startswith("kubegc gc sandboxes")
+    done = doc_of(residue(node, tmp_path, "clean", *opts, "--yes", "-o", "json"))
+    assert done["actions"] == [] and (net / "10.88.0.7").exists()
+
+
 def test_unused_image_points_to_gc_images(node: LocalNode, ns: str, tmp_path: Path) -> None:
     """An image no container uses is a finding with its bytes, never safe; the busybox image
     (used) and the sandbox image (pause) are not."""
@@ -247,7 +322,7 @@ def test_unused_image_points_to_gc_images(node: LocalNode, ns: str, tmp_path: Pa
         found = findings(doc, "unused-image")
         f = found[image_id]
         assert f["bytes"] and f["bytes"] >= 64 * 1024
-        assert f["safe_to_clean"] is False and "gc images" in f["action"]
+        assert f["safe_to_clean"] is False and "gc images" in f["manual_action"]
         tags = [t for x in found.values() for t in x["details"]["repo_tags"]]
         assert "registry.k8s.io/pause:3.9" not in tags
         assert "docker.io/library/busybox:kubegc-test" not in tags

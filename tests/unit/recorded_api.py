@@ -13,8 +13,14 @@ server would, and records every request so tests can assert exactly what kubegc 
   pod, 409 when a precondition does not match, else 200 (202 while finalizers hold it) and the
   pod is gone from later lists. `delete_answers["ns/name"] = (status, message)` forces an
   answer. Each request (with its decoded body) is appended to `deletes`.
+- `POST /api/v1/namespaces/<ns>/events`: records the Event (its decoded body, with the
+  namespace of the path) in `events` and answers 201 with it, or `event_answer` (status,
+  message) when set — as the API server, an Event whose `metadata.namespace` differs from
+  the path's is refused 400.
+- `GET /api/v1/nodes/<name>`: the Node in `nodes[name]`, else 404.
 - Anything else is answered 404/405 and appended to `unexpected`; with `down` every request
-  is dropped unanswered and only counted in `dropped`.
+  is dropped unanswered and only counted in `dropped`. Every answered request's method and
+  path (no query) is appended to `calls`, in order.
 
 Use `serve_recorded_api(tmp_path)` in a fixture; it yields the `RecordedApi` and a kubeconfig
 pointing at the server.
@@ -36,6 +42,8 @@ from urllib.parse import parse_qs, urlparse
 
 LIST_PATH = re.compile(r"/api/v1(?:/namespaces/([^/]+))?/pods")
 POD_PATH = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)")
+EVENTS_PATH = re.compile(r"/api/v1/namespaces/([^/]+)/events")
+NODE_PATH = re.compile(r"/api/v1/nodes/([^/]+)")
 
 
 def api_pod(
@@ -136,6 +144,10 @@ class RecordedApi:
     unexpected: list[str] = field(default_factory=list)
     down: bool = False  # True: every request is dropped unanswered (an API that went away)
     dropped: int = 0
+    events: list[Any] = field(default_factory=list)  # posted Event bodies
+    event_answer: tuple[int, str] | None = None  # forced answer to every Event POST
+    nodes: dict[str, Any] = field(default_factory=dict)  # name → Node served by GET
+    calls: list[tuple[str, str]] = field(default_factory=list)  # (method, path) answered
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def answer(self, query: dict[str, list[str]], namespace: str | None = None) -> tuple[int, Any]:
@@ -211,6 +223,20 @@ class RecordedApi:
         self.remove(namespace, name)
         return 200, pod
 
+    def post_event(self, namespace: str, body: Any) -> tuple[int, Any]:
+        """A POST of one core/v1 Event: recorded (with `namespace` from the path) unless
+        `event_answer` forces a refusal; the namespace check is the API server's."""
+        with self.lock:
+            if self.event_answer is not None:
+                code, msg = self.event_answer
+                return code, _status(code, "Forced", msg)
+            meta_ns = ((body or {}).get("metadata") or {}).get("namespace")
+            if meta_ns not in (None, namespace):
+                msg = "the namespace of the provided object does not match the namespace sent"
+                return 400, _status(400, "BadRequest", msg)
+            self.events.append({**body, "_namespace": namespace})
+            return 201, body
+
 
 def _kubeconfig(path: Path, port: int) -> Path:
     path.write_text(
@@ -252,10 +278,22 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
                     self.close_connection = True
                 return recorded.down
 
+        def _call(self) -> None:
+            with recorded.lock:
+                recorded.calls.append((self.command, urlparse(self.path).path))
+
         def do_GET(self) -> None:
             if self._drop():
                 return
+            self._call()
             url = urlparse(self.path)
+            node = NODE_PATH.fullmatch(url.path)
+            if node:
+                found = recorded.nodes.get(node.group(1))
+                if found is None:
+                    msg = f'nodes "{node.group(1)}" not found'
+                    return self._send(404, _status(404, "NotFound", msg))
+                return self._send(200, found)
             m = LIST_PATH.fullmatch(url.path)
             if not m:
                 return self._unexpected(404)
@@ -270,15 +308,29 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self._drop():
                 return
+            self._call()
             if not m:
                 return self._unexpected(404)
             body = json.loads(raw) if raw else None
             self._send(*recorded.delete(m.group(1), m.group(2), body, parse_qs(url.query)))
 
         def do_POST(self) -> None:
+            url = urlparse(self.path)
+            m = EVENTS_PATH.fullmatch(url.path)
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self._drop():
+                return
+            self._call()
+            if not m:
+                return self._unexpected(405)
+            body = json.loads(raw) if raw else {}
+            self._send(*recorded.post_event(m.group(1), body))
+
+        def do_PUT(self) -> None:
+            self._call()
             self._unexpected(405)
 
-        do_PUT = do_PATCH = do_POST
+        do_PATCH = do_PUT
 
         def log_message(self, *args: Any) -> None:
             pass

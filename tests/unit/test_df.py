@@ -309,6 +309,9 @@ def runtime_view() -> RuntimeView:
     )
 
 
+GONE = "0d1e5a7c-9c1b-4f5e-8a52-6b7c4d3e2f10"  # residue must be named like a pod UID
+
+
 @needs_root
 def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path) -> None:
     host = tmp_path / "host"
@@ -316,13 +319,13 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
     with tmpfs(kubelet, logs, imagefs):
         write(imagefs / "blobs", 3584 * KiB)  # what the images and layers above take
         empty = write(kubelet / "pods/uid1/volumes/kubernetes.io~empty-dir/v/f", 16 * KiB)
-        orphan = write(kubelet / "pods/uid-gone/volumes/kubernetes.io~empty-dir/v/f", 8 * KiB)
+        orphan = write(kubelet / f"pods/{GONE}/volumes/kubernetes.io~empty-dir/v/f", 8 * KiB)
         dead = [
             write(logs / "pods/ns_a_uid1/app/0.log", 64 * KiB),
             write(logs / "pods/ns_a_uid1/app/0.log.20261129-010101.gz", 32 * KiB),
         ]
         running = write(logs / "pods/ns_a_uid1/web/0.log", 16 * KiB)
-        orphan_log = write(logs / "pods/ns_gone_uid-gone/x/0.log", 4 * KiB)
+        orphan_log = write(logs / f"pods/ns_gone_{GONE}/x/0.log", 4 * KiB)
         pods = pods_file(tmp_path / "pods.json", ("uid1", "a"))
         s = Settings(host_root=host, pods_file=pods, env={"HOME": "/"})
         ticks: list[tuple[str, int, int]] = []
@@ -371,7 +374,7 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
         p = pod(doc, "uid1")
         assert p["writable_layers"] == 1536 * KiB
         assert p["footprint"] == p["logs"] + p["empty_dir"] + 1536 * KiB
-        assert "uid-gone" not in {q["uid"] for q in doc["pods"]}
+        assert GONE not in {q["uid"] for q in doc["pods"]}
         assert ("pod logs", 2, 2) in ticks and ("pod directories", 2, 2) in ticks
 
         out = io.StringIO()

@@ -28,3 +28,39 @@ def test_man_page_names_every_command_and_exit_code() -> None:
         assert f".SS {' '.join(path)}" in page
     for code in ("0", "1", "2", "3", "4"):
         assert f"\n {code}" in page
+
+
+def test_every_command_has_its_own_man_page() -> None:
+    files = docgen.outputs()
+    for path, _ in docgen.walk(cli):
+        if len(path) == 1:
+            continue
+        page = files[docgen.ROOT / "man" / f"{'-'.join(path)}.1"]
+        assert page.startswith(f".TH {'-'.join(path).upper()} 1")
+        assert f".B {' '.join(path)}".replace("-", "\\-") in page
+        assert "kubegc(1)" in page
+    assert docgen.leftovers(files) == []  # no page of a command that is gone
+
+
+def test_readme_residue_section_documents_what_decides_safety() -> None:
+    """The README's residue section says which mount table is read and what an unreadable
+    one means, the grace periods, what needs the host's processes (and what happens in a pod
+    with another --host-root), the host-network case, and the split of `action` (what clean
+    does) from `manual_action` (what to run by hand)."""
+    readme = (docgen.ROOT / "README.md").read_text()
+    start = readme.index("### `kubegc residue scan` / `kubegc residue clean`")
+    section = readme[start : readme.index("\n### ", start + 1)]
+    for needle in (
+        "/proc/self/mountinfo",
+        "If the table cannot be read",
+        "younger than 10 minutes",
+        "started N s ago",
+        "hostPID",
+        "--host-root /",
+        "host networking",
+        "`manual_action`",
+        "not named like a pod",
+        "NOTREADY",
+        "ctr --address",
+    ):
+        assert needle in section, needle

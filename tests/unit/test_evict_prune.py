@@ -273,7 +273,9 @@ def test_conflict_is_skipped_gone_is_skipped_500_fails_and_exits_1(
         "delete refused: 500 Internal Server Error: etcdserver: request timed out",
     )
     assert recorded.find("x", "changed") is not None  # changed since the plan: not deleted
-    assert plan.counts() == {"planned": 0, "removed": 1, "skipped": 3, "failed": 1}
+    assert plan.counts() == {
+        "planned": 0, "removed": 1, "skipped": 3, "failed": 1, "held-back": 0,
+    }  # fmt: skip
 
     with pytest.raises(PartialFailure) as err:  # the gc commands' exit path: exit code 1
         finish(plan, s)
@@ -321,7 +323,7 @@ def test_a_list_failing_on_page_2_is_unavailable_and_nothing_is_deleted(
     assert err.value.exit_code == 3 and "\n" not in str(err.value)
     assert "listing Failed pods of node node-a" in str(err.value)
     assert len(recorded.requests) == 2 and recorded.deletes == []
-    assert not (tmp_path / "state").exists()
+    assert not (tmp_path / "state" / "state.db").exists()  # no audit: nothing was done
 
 
 def test_forbidden_list_names_the_permission(api: tuple[RecordedApi, Path], tmp_path: Path) -> None:

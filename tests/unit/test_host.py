@@ -122,6 +122,20 @@ def test_log_that_is_a_mount_point_is_left(tmp_path: Path) -> None:
     assert freed == 75  # the rotated siblings went
 
 
+def test_logs_are_left_when_the_mount_table_cannot_be_read(tmp_path: Path) -> None:
+    """F1 for container logs (gc containers, gc all): a mount table that could not be read
+    means any log file may be a mount point; none is removed or counted, the note says why."""
+    log_path, d = make_logs(tmp_path)
+    unknown = MountTable.read(tmp_path / "no-proc/self/mountinfo")
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    assert log_bytes(roots, log_path, unknown) == 0
+    freed, note = remove_container_logs(roots, ctr("a"), log_path, unknown)
+    assert freed == 0 and "cannot read the mount table" in note
+    assert sorted(os.listdir(d)) == [
+        "0.log", "0.log.20261128-101010.gz", "0.log.20261129-101010", "1.log",
+    ]  # fmt: skip
+
+
 def test_log_symlink_is_unlinked_not_followed(tmp_path: Path) -> None:
     target = tmp_path / "target.log"
     target.write_text("keep me")

@@ -314,7 +314,9 @@ def test_plan_json_shape() -> None:
     assert a["kind"] == "container" and a["result"] == "planned"
     assert a["created_at"].endswith("Z")
     assert doc["summary"]["bytes_planned"] == 10
-    assert doc["summary"]["by_result"] == {"planned": 1, "removed": 0, "skipped": 0, "failed": 0}
+    assert doc["summary"]["by_result"] == {
+        "planned": 1, "removed": 0, "skipped": 0, "failed": 0, "held-back": 0,
+    }  # fmt: skip
     empty = plan_containers([], ContainerGCPolicy(), NO_POD_SOURCE, NOW).to_dict()
     assert empty["actions"] == [] and empty["kept"] == []
 

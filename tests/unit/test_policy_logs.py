@@ -15,6 +15,7 @@ from kubegc_cli.host.podlogs import (
     dangling_links,
     pod_uid_from_dir,
     read_pod_log_dirs,
+    remove_dangling_link,
     remove_pod_log_dir,
 )
 from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
@@ -92,6 +93,27 @@ def test_dir_of_a_pod_with_containers_or_a_mount_is_kept(tmp_path: Path) -> None
     assert [k.rule for k in plan2.kept] == ["has-containers"]
 
 
+def test_unreadable_mount_table_keeps_every_pod_log_dir(tmp_path: Path) -> None:
+    """F1 for gc logs: with a mount table that could not be read no pod log directory is
+    planned (kept, `mount-point`, the reason says why) and removal refuses."""
+    logs = tree(tmp_path)
+    unknown = MountTable.read(tmp_path / "no-proc/self/mountinfo")
+    dirs = read_pod_log_dirs(str(logs), unknown)
+    pods = inventory_of([PodInfo(LIVE, "default", "web")])
+    plan = plan_logs(
+        dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert plan.actions == []
+    (kept,) = plan.kept
+    assert kept.rule == "mount-point" and "cannot read the mount table" in kept.reason
+    assert any("No pod log directory is removed" in n for n in plan.notes)
+    d = logs / f"kube-system_coredns-7d8f_{GONE}"
+    with pytest.raises(LogDirChanged, match="cannot read the mount table"):
+        remove_pod_log_dir(str(d), unknown)
+    assert (d / "app/0.log").exists()
+
+
 def test_remove_refuses_a_dir_that_became_a_mount(tmp_path: Path) -> None:
     logs = tree(tmp_path)
     d = logs / f"kube-system_coredns-7d8f_{GONE}"
@@ -152,6 +174,54 @@ def test_dangling_links(tmp_path: Path) -> None:
     assert [(k.path.rsplit("/", 1)[1], k.rule) for k in plan.kept] == [
         ("b_ns_c-bbbbbbbbbbbb.log", "container-not-exited")
     ]
+
+
+def test_dangling_links_resolve_under_the_host_root(tmp_path: Path) -> None:
+    """F2 for gc logs: under --host-root a link's target is looked up on the host, never on
+    this machine's `/`; removal re-checks the same way (LogRemover with the host root)."""
+    from kubegc_cli.execute import LogRemover
+    from kubegc_cli.plan import LogAction, Result
+
+    host = tmp_path / "host"
+    live = f"/var/log/pods/default_web_{LIVE}/nginx/0.log"
+    (host / live.lstrip("/")).parent.mkdir(parents=True)
+    (host / live.lstrip("/")).write_text("serving\n")
+    links = host / "var/log/containers"
+    links.mkdir(parents=True)
+    (links / "web_default_nginx-aaaaaaaaaaaa.log").symlink_to(live)
+    (links / "web_default_etc-bbbbbbbbbbbb.log").symlink_to("/etc/hostname")
+    (links / "web_default_rel-cccccccccccc.log").symlink_to(f"../pods/default_web_{LIVE}")
+    (links / "web_default_esc-dddddddddddd.log").symlink_to("../../../../../../../etc/hostname")
+    (links / "web_default_loop-eeeeeeeeeeee.log").symlink_to("web_default_loop-eeeeeeeeeeee.log")
+    found = dangling_links(str(links), host)
+    assert [n for n, _ in found] == [
+        "web_default_esc-dddddddddddd.log",
+        "web_default_etc-bbbbbbbbbbbb.log",
+        "web_default_loop-eeeeeeeeeeee.log",
+    ]
+    assert remove_dangling_link_refuses(str(links / "web_default_nginx-aaaaaaaaaaaa.log"), host)
+
+    def action(name: str) -> LogAction:
+        return LogAction(
+            "log-symlink", f"/var/log/containers/{name}", str(links / name), "", "r", "why"
+        )
+
+    keep = action("web_default_nginx-aaaaaaaaaaaa.log")
+    go = action("web_default_etc-bbbbbbbbbbbb.log")
+    remover = LogRemover(None, concurrency=1, mounts=MountTable.read(), host_root=host)  # type: ignore[arg-type]
+    remover.run([keep, go])  # links need no runtime: the client is never asked
+    assert keep.result is Result.SKIPPED and "no longer a dangling symlink" in keep.error
+    assert go.result is Result.REMOVED
+    assert (links / "web_default_nginx-aaaaaaaaaaaa.log").is_symlink()
+    assert not os.path.lexists(links / "web_default_etc-bbbbbbbbbbbb.log")
+
+
+def remove_dangling_link_refuses(local: str, host: Path) -> bool:
+    try:
+        remove_dangling_link(local, host)
+    except LogDirChanged:
+        return os.path.islink(local)
+    return False
 
 
 def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import fcntl
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from kubegc_cli.residue import (
     DEAD_SANDBOX,
     NETNS,
     POD_CGROUP,
+    POD_DIR,
     SHIM,
     Finding,
 )
@@ -40,6 +41,7 @@ from tests.unit.test_residue_host import (
     UID1,
     Mount,
     ctx_for,
+    held_netns,
     ipam,
     me,
     mount,
@@ -47,9 +49,10 @@ from tests.unit.test_residue_host import (
     netns_file,
     only,
     pod_dir,
+    unreadable_mounts,
 )
 
-__all__ = ["mount"]  # the fixture, used by name
+__all__ = ["held_netns", "mount"]  # the fixtures, used by name
 
 
 def cleaner(root: Path, **kw: object) -> ResidueCleaner:
@@ -175,6 +178,95 @@ def test_remove_tree_refuses_a_mount_at_or_below(tmp_path: Path, mount: Mount) -
         remove_tree(str(tmp_path / "l"), MountTable(frozenset()))
 
 
+@needs_root
+def test_unreadable_mount_table_at_removal_refuses(tmp_path: Path, mount: Mount) -> None:
+    """F1: a finding planned safe, then a bind mount (same filesystem) of a volume whose
+    source holds data, and a mount table that cannot be read when cleaning: skipped with
+    the reason, nothing removed, the bind source's data intact."""
+    d = pod_dir(tmp_path)
+    vol = d / "volumes/kubernetes.io~local-volume/pv1"
+    vol.mkdir(parents=True)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.safe
+    src = tmp_path / "x-bindsrc"
+    (src / "data").mkdir(parents=True)
+    for k in ("k1", "k2", "k3"):
+        (src / "data" / k).write_text(k)
+    mount("--bind", str(src), str(vol))
+    before = files_under(d)
+    run(cleaner(tmp_path, read_mounts=lambda: unreadable_mounts(tmp_path)), f)
+    assert f.result is Result.SKIPPED and "cannot read the mount table" in f.error
+    assert sorted(p.name for p in (src / "data").iterdir()) == ["k1", "k2", "k3"]
+    assert files_under(d) == before and f.bytes_freed == 0
+
+
+def test_remove_tree_refuses_an_unreadable_mount_table(tmp_path: Path) -> None:
+    d = tmp_path / "t"
+    (d / "a").mkdir(parents=True)
+    (d / "a/f").write_text("x")
+    with pytest.raises(Refused, match="cannot read the mount table"):
+        remove_tree(str(d), unreadable_mounts(tmp_path))
+    assert (d / "a/f").read_text() == "x"
+
+
+def test_remove_tree_handles_very_deep_trees(tmp_path: Path) -> None:
+    """F4: 3,000 nested directories (deeper than Python's recursion limit, longer than
+    PATH_MAX as a path) with a file at the bottom are removed completely."""
+    top = tmp_path / "deep"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(3000):
+            os.mkdir("d", dir_fd=fd)
+            sub = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        leaf = os.open("f", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.write(leaf, b"x" * 4096)
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    done = remove_tree(str(top), MountTable.read())
+    assert done.complete, (done.left[:1], done.errors[:1])
+    assert not top.exists() and done.bytes_freed >= 4096
+
+
+def test_remove_tree_leaves_a_directory_moved_under_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Climbing back with `..` checks it is the directory the walk came from: a subtree
+    moved elsewhere while it is walked stops the walk, and nothing outside is touched."""
+    d = tmp_path / "t"
+    (d / "a/b").mkdir(parents=True)
+    (d / "a/b/f").write_text("x")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("keep")
+    real_names = clean_mod._names
+
+    def moving_names(fd: int) -> list[str]:
+        names = real_names(fd)
+        if "f" in names:  # inside a/b: move it out from under the walk
+            (d / "a/b").rename(elsewhere / "b")
+        return names
+
+    monkeypatch.setattr(clean_mod, "_names", moving_names)
+    done = remove_tree(str(d), MountTable.read())
+    assert not done.complete and any("moved" in e for e in done.errors)
+    assert (elsewhere / "keep").read_text() == "keep" and d.is_dir()
+
+
+def test_dir_not_named_like_a_pod_is_refused_even_if_marked_safe(tmp_path: Path) -> None:
+    d = tmp_path / PODS.lstrip("/") / "not-a-uid"
+    d.mkdir(parents=True)
+    (d / "f").write_text("x")
+    target = f"{PODS}/not-a-uid"
+    f = Finding(POD_DIR, target, "e", 0, True, "rm -r", details={"uid": "not-a-uid"})
+    run(cleaner(tmp_path), f)
+    assert f.result is Result.SKIPPED and "not named like a pod" in f.error
+    assert (d / "f").exists()
+
+
 def test_pod_known_again_or_not_rechecked_is_skipped(tmp_path: Path) -> None:
     d = pod_dir(tmp_path)
     f = only(scan_pod_dirs(ctx_for(tmp_path)))
@@ -265,6 +357,27 @@ def test_netns_entered_after_the_scan_is_refused(tmp_path: Path, mount: Mount) -
     mount("--bind", "/proc/self/ns/net", str(ns))  # now this process is in it
     run(cleaner(tmp_path), f)
     assert f.result is Result.SKIPPED and f"in use by PID {os.getpid()}" in f.error
+    assert ns.exists() and mounted(ns)
+
+
+@needs_root
+@pytest.mark.parametrize("open_first", [False, True], ids=["nsfs-inode", "plain-file"])
+def test_netns_held_open_by_path_after_the_scan_is_refused(
+    tmp_path: Path,
+    held_netns: Callable[[str, bool], tuple[Path, int]],
+    monkeypatch: pytest.MonkeyPatch,
+    open_first: bool,
+) -> None:
+    """F3 at action time: a namespace planned safe (its holder not among the PIDs the scan
+    looked at), held open by its path by another process — after the namespace was bound
+    there, or before (the plain file under the mount): the re-check sees the holder and
+    nothing is unmounted."""
+    monkeypatch.setattr(host_mod, "SETUP_GRACE_SECONDS", 0)
+    ns, pid = held_netns("cni-held-open", open_first)
+    f = only(scan_netns(ctx_for(tmp_path), pids=me))  # the holder is not among these PIDs
+    assert f.safe, f.unsafe_reason
+    run(cleaner(tmp_path, pids=lambda: [os.getpid(), pid]), f)
+    assert f.result is Result.SKIPPED and f"in use by PID {pid}" in f.error
     assert ns.exists() and mounted(ns)
 
 

@@ -30,9 +30,11 @@ from kubegc_cli.residue.host import (
     NO_POD_SOURCE,
     NO_PROCESSES,
     NO_RUNTIME,
+    NOT_A_POD,
     ProcessInfo,
     cni_summary,
     is_ip_name,
+    is_pod_uid,
     scan_cni,
     scan_netns,
     scan_pod_cgroups,
@@ -226,6 +228,78 @@ def test_pod_dir_without_volumes_and_missing_roots(tmp_path: Path) -> None:
     assert f.safe and "volume paths" not in f.evidence and f.details["volumes"] == []
 
 
+def unreadable_mounts(tmp_path: Path) -> MountTable:
+    """What `MountTable.read` gives when /proc/self/mountinfo cannot be read."""
+    return MountTable.read(tmp_path / "no-proc/self/mountinfo")
+
+
+def test_unreadable_mount_table_is_unknown_not_empty(tmp_path: Path) -> None:
+    table = unreadable_mounts(tmp_path)
+    assert not table.known and "cannot read the mount table" in table.error
+    assert "anything may be mounted" in table.error
+    (tmp_path / "empty").write_text("")
+    assert not MountTable.read(tmp_path / "empty").known  # a real one always lists /
+    assert MountTable.read().known and MountTable(frozenset()).known
+
+
+@needs_root
+def test_unreadable_mount_table_makes_no_dir_safe(tmp_path: Path, mount: Mount) -> None:
+    """F1: a bind-mounted volume (same filesystem: no device check can see it) in an orphaned
+    pod dir, and a pod log dir, scanned with a mount table that could not be read: neither is
+    safe, the reason says why."""
+    d = pod_dir(tmp_path)
+    src = tmp_path / "bindsrc"
+    (src / "data").mkdir(parents=True)
+    (src / "data/k1").write_text("v1")
+    vol = d / "volumes/kubernetes.io~local-volume/pv1"
+    vol.mkdir(parents=True)
+    mount("--bind", str(src), str(vol))
+    put(tmp_path, f"/var/log/pods/ns_web_{UID2}/app/0.log", "x")
+    ctx = ctx_for(tmp_path, mounts=unreadable_mounts(tmp_path))
+    f = only(scan_pod_dirs(ctx))
+    assert not f.safe and "cannot read the mount table" in f.unsafe_reason
+    log_dir = only([x for x in scan_pod_log_dirs(ctx) if x.type == POD_LOG_DIR])
+    assert not log_dir.safe and "anything may be mounted" in log_dir.unsafe_reason
+    assert not only(scan_pod_dirs(ctx_for(tmp_path))).safe  # read: the mount is named
+
+
+@pytest.mark.parametrize(
+    ("name", "uid"),
+    [
+        (UID1, True),
+        ("0123456789abcdef0123456789abcdef", True),  # a static pod: the manifest's hash
+        ("not-a-uid", False),
+        ("1111", False),
+        ("9A1B2C3D-0000-1111-2222-333344445555", False),  # upper case: not the kubelet's
+        (UID1 + "-x", False),
+        ("0123456789abcdef0123456789abcdeg", False),
+    ],
+)
+def test_is_pod_uid(name: str, uid: bool) -> None:
+    assert is_pod_uid(name) is uid
+
+
+def test_dirs_not_named_like_a_pod_are_never_safe(tmp_path: Path) -> None:
+    """Pod dirs and pod log dirs whose name (or last `_` field) is no pod UID: findings at
+    most, never safe; a static pod's 32-hex UID is named like a pod."""
+    static = "0123456789abcdef0123456789abcdef"
+    for name in ("not-a-uid", static):
+        (tmp_path / PODS.lstrip("/") / name).mkdir(parents=True)
+    for name in ("nounderscores", "ns_web_not-a-uid", f"ns_static_{static}"):
+        put(tmp_path, f"/var/log/pods/{name}/app/0.log", "x")
+    dirs = {f.target: f for f in scan_pod_dirs(ctx_for(tmp_path))}
+    assert not dirs[f"{PODS}/not-a-uid"].safe
+    assert dirs[f"{PODS}/not-a-uid"].unsafe_reason == NOT_A_POD
+    assert dirs[f"{PODS}/{static}"].safe
+    logs = {f.target: f for f in scan_pod_log_dirs(ctx_for(tmp_path))}
+    assert [logs[f"/var/log/pods/{n}"].safe for n in ("nounderscores", "ns_web_not-a-uid")] == [
+        False,
+        False,
+    ]
+    assert NOT_A_POD in logs["/var/log/pods/nounderscores"].unsafe_reason
+    assert logs[f"/var/log/pods/ns_static_{static}"].safe
+
+
 # --- 2. pod log dirs and legacy links ------------------------------------------------------------
 
 
@@ -261,7 +335,7 @@ def test_dangling_legacy_links(tmp_path: Path) -> None:
     (links / "p_ns_c-bbbbbbbbbbbb.log").symlink_to("/nowhere/b")  # unknown container
     (links / "p_ns_c-x.log").symlink_to("/nowhere/x")  # no ID in the name
     (tmp_path / "target.log").write_text("")
-    (links / "p_ns_c-cccccccccccc.log").symlink_to(tmp_path / "target.log")  # not dangling
+    (links / "p_ns_c-cccccccccccc.log").symlink_to("/target.log")  # not dangling on the host
     found = scan_pod_log_dirs(ctx_for(tmp_path, container_ids=frozenset({"aaaaaaaaaaaa" * 2})))
     assert [(f.type, f.target, f.safe) for f in found] == [
         (LOG_LINK, "/var/log/containers/p_ns_c-aaaaaaaaaaaa.log", False),
@@ -271,6 +345,28 @@ def test_dangling_legacy_links(tmp_path: Path) -> None:
     assert "still has container" in found[0].unsafe_reason
     found = scan_pod_log_dirs(ctx_for(tmp_path, runtime_known=False))
     assert [f.safe for f in found] == [False, False, True]
+
+
+def test_dangling_links_are_judged_on_the_host_root_not_on_slash(tmp_path: Path) -> None:
+    """F2: link targets resolve under --host-root. A link to a live pod's log that exists
+    under the host root is not dangling; one to /etc/hostname (present on this machine's /,
+    absent under the host root) is; relative targets resolve from the link's directory and
+    `..` never climbs out of the host root."""
+    assert Path("/etc/hostname").exists()
+    live = f"/var/log/pods/ns_web_{UID1}/nginx/0.log"
+    put(tmp_path, live, "log line\n")
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    (links / "web_ns_nginx-aaaaaaaaaaaa.log").symlink_to(live)
+    (links / "web_ns_etc-bbbbbbbbbbbb.log").symlink_to("/etc/hostname")
+    (links / "web_ns_rel-cccccccccccc.log").symlink_to(f"../pods/ns_web_{UID1}/nginx/0.log")
+    (links / "web_ns_up-dddddddddddd.log").symlink_to("../../../../../../../../etc/hostname")
+    ctx = ctx_for(tmp_path, pod_uids=frozenset({UID1}))
+    found = scan_pod_log_dirs(ctx)
+    assert [(f.type, f.target) for f in found] == [
+        (LOG_LINK, "/var/log/containers/web_ns_etc-bbbbbbbbbbbb.log"),
+        (LOG_LINK, "/var/log/containers/web_ns_up-dddddddddddd.log"),
+    ]
 
 
 # --- 3. network namespaces ----------------------------------------------------------------------
@@ -327,6 +423,48 @@ def test_netns_in_use_by_a_process_is_unsafe(tmp_path: Path, mount: Mount) -> No
     assert free_f.safe and free_f.details["used_by"] == []
 
 
+@pytest.fixture
+def held_netns(tmp_path: Path) -> Iterator[Callable[[str, bool], tuple[Path, int]]]:
+    """`make(name, open_first)`: a real network namespace bound at `run/netns/<name>`
+    (`unshare --net=FILE`) and a `sleep` holding the file open as fd 3 — opened by its path
+    after the namespace was bound (the nsfs inode), or before (`open_first`: the plain file
+    under the mount). Returns (file, holder PID); all of it is undone afterwards."""
+    made: list[tuple[Path, subprocess.Popen[bytes]]] = []
+
+    def make(name: str, open_first: bool) -> tuple[Path, int]:
+        ns = netns_file(tmp_path, name)
+        fd = os.open(ns, os.O_RDONLY) if open_first else -1
+        subprocess.run(["unshare", f"--net={ns}", "true"], check=True)
+        if fd < 0:
+            fd = os.open(ns, os.O_RDONLY)
+        try:
+            holder = subprocess.Popen(["sleep", "300"], stdin=fd)  # its fd 0 is the file
+        finally:
+            os.close(fd)
+        made.append((ns, holder))
+        return ns, holder.pid
+
+    yield make
+    for ns, holder in made:
+        holder.kill()
+        holder.wait()
+        subprocess.run(["umount", str(ns)], capture_output=True)
+
+
+@needs_root
+@pytest.mark.parametrize("open_first", [False, True], ids=["nsfs-inode", "plain-file"])
+def test_netns_held_open_by_its_path_is_unsafe(
+    tmp_path: Path, held_netns: Callable[[str, bool], tuple[Path, int]], open_first: bool
+) -> None:
+    """F3: a process that opened the namespace file by its path (its /proc/PID/fd link reads
+    back as the path, not `net:[ino]`) holds it: not safe, named in `used_by`."""
+    ns, pid = held_netns("cni-held-open", open_first)
+    assert os.readlink(f"/proc/{pid}/fd/0") == str(ns)
+    f = only(scan_netns(ctx_for(tmp_path), pids=lambda: [pid]))
+    assert not f.safe and f.details["used_by"] == [pid]
+    assert f"in use by PID {pid}" in f.unsafe_reason
+
+
 def test_netns_unsafe_without_the_facts(tmp_path: Path) -> None:
     netns_file(tmp_path, "cni-a")
     f = only(scan_netns(ctx_for(tmp_path)))  # host root is not /: no process table
@@ -369,6 +507,25 @@ def test_case3_only_the_unknown_reservation_is_a_finding(tmp_path: Path) -> None
         "network_leaked": 1,
         "network_reserved": 2,
     }
+    assert cni_summary([f]) == {"cbr0": (1, 2)}
+
+
+def test_reservation_of_a_notready_sandbox_is_a_finding_not_safe(tmp_path: Path) -> None:
+    """An address reserved for a NOTREADY sandbox holds no live pod network: a finding, not
+    safe while the runtime has the sandbox; a READY sandbox's address is no finding."""
+    dead = "d" * 64
+    ipam(tmp_path, "cbr0", "10.88.0.5", LIVE)
+    ipam(tmp_path, "cbr0", "10.88.0.6", dead)
+    ctx = ctx_for(
+        tmp_path, sandbox_ids=frozenset({LIVE, dead}), notready_sandbox_ids=frozenset({dead})
+    )
+    f = only(scan_cni(ctx))
+    assert f.target == "/var/lib/cni/networks/cbr0/10.88.0.6" and not f.safe
+    assert f.unsafe_reason == (
+        f"sandbox {dead} is NOTREADY; once `kubegc gc sandboxes` removes it, the reservation can go"
+    )
+    assert "NOTREADY sandbox" in f.evidence and f.clean_action == "nothing"
+    assert f.manual.startswith("kubegc gc sandboxes")
     assert cni_summary([f]) == {"cbr0": (1, 2)}
 
 
@@ -478,14 +635,34 @@ def test_shims_of_unknown_ids(tmp_path: Path) -> None:
     ]
     ctx = ctx_for(tmp_path, sandbox_ids=frozenset({LIVE}))
     found = scan_shims(ctx, processes=lambda: procs)
-    assert [f.target for f in found] == ["pid:10", "pid:14", "pid:16"]
-    assert all(f.type == SHIM and not f.safe and f.unsafe_reason == NEVER_KILL for f in found)
-    assert "kill 10" in found[0].action and "ctr -n k8s.io tasks ls" in found[0].action
-    assert found[0].details["id"] == GONE and found[0].details["address"] == SOCK
+    assert [f.target for f in found] == ["pid:10", "pid:13", "pid:14", "pid:16"]
+    assert all(f.type == SHIM and not f.safe and f.clean_action == "nothing" for f in found)
+    old, young, other, v1 = found
+    assert "started" in young.unsafe_reason
+    assert [f.unsafe_reason for f in (old, other, v1)] == [NEVER_KILL] * 3
+    assert (
+        old.manual
+        == f"once `ctr --address {SOCK} -n k8s.io tasks ls` shows no task {GONE}: kill 10"
+    )
+    assert "ctr --address /other.sock -n k8s.io" in other.manual
+    assert old.details["id"] == GONE and old.details["address"] == SOCK
     found = scan_shims(ctx, processes=lambda: procs, address=f"unix://{SOCK}")
-    assert [f.target for f in found] == ["pid:10", "pid:16"]
+    assert [f.target for f in found] == ["pid:10", "pid:13", "pid:16"]
+    assert f"ctr --address {SOCK} -n k8s.io" in found[2].manual  # shim v1: the runtime's socket
     assert scan_shims(ctx_for(tmp_path, runtime_known=False), processes=lambda: procs) == []
     assert scan_shims(ctx) == []  # host root is not /: the host's processes are not visible
+
+
+def test_young_shim_is_reported_not_safe_with_its_age(tmp_path: Path) -> None:
+    """A shim of an unknown ID started minutes ago is reported (not hidden), not safe, with
+    its age; the manual check names the shim's containerd socket."""
+    ctx = ctx_for(tmp_path, sandbox_ids=frozenset({LIVE}))
+    procs = [shim(13, "-namespace", "k8s.io", "-id", GONE, "-address", SOCK, age=5)]
+    f = only(scan_shims(ctx, processes=lambda: procs))
+    assert f.target == "pid:13" and not f.safe and f.details["age_seconds"] in (4, 5, 6)
+    assert f.unsafe_reason.startswith(NEVER_KILL + "; started ")
+    assert "s ago: a sandbox may still be being set up" in f.unsafe_reason
+    assert f"ctr --address {SOCK} -n k8s.io tasks ls" in f.manual
 
 
 def test_shim_args() -> None:

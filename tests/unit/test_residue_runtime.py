@@ -107,7 +107,7 @@ def test_sandbox_list_near_half_the_limit(size: int, found: bool) -> None:
     assert [f.target for f in findings] == (["ListPodSandbox"] if found else [])
     for f in findings:
         assert f.type == OVERSIZED_LIST and not f.safe and f.bytes is None
-        assert f.unsafe_reason and "kubegc gc all" in f.action
+        assert f.unsafe_reason and "kubegc gc all" in f.manual and f.clean_action == "nothing"
         assert str(size) in f.evidence and str(GRPC_DEFAULT_LIMIT) in f.evidence
         assert TOO_LARGE in f.evidence and str(KUBELET_LIMIT) in f.evidence
         assert f.details["encoded_bytes"] == size and f.details["items"] == 8
@@ -186,7 +186,7 @@ def test_dead_objects_are_what_gc_all_removes_and_never_safe() -> None:
     assert by_id["sb-old-live"].details["rule"] == "older-sandbox"
     for f in found:
         assert not f.safe and f.unsafe_reason == "removed by `kubegc gc all`"
-        assert f.action == "kubegc gc all --pods-file x"
+        assert f.clean_action == "nothing" and f.manual == "kubegc gc all --pods-file x"
 
 
 def test_dead_objects_without_a_pod_source_treat_no_pod_as_deleted() -> None:
@@ -207,7 +207,8 @@ def test_unused_images_skip_used_pinned_and_the_sandbox_image() -> None:
     ]
     found = unused_images(images, [used], ["registry.k8s.io/pause:3.9"])
     assert [(f.target, f.bytes) for f in found] == [("sha256:idle", 40), ("sha256:untagged", 50)]
-    assert all(f.type == UNUSED_IMAGE and not f.safe and "gc images" in f.action for f in found)
+    assert all(f.type == UNUSED_IMAGE and not f.safe and "gc images" in f.manual for f in found)
+    assert all(f.to_dict()["action"] == "nothing" for f in found)
     assert "idle:1, idle:latest" in found[0].evidence and "untagged" in found[1].evidence
 
 
@@ -264,6 +265,53 @@ def test_table_groups_by_type_with_totals() -> None:
     assert "CNI network cbr0: 1 of 2" in text
     assert "orphaned-pod-dir: 2 finding(s)\n" not in text  # totals notes not repeated
     assert "3 finding(s), 16Ki; 1 safe to clean (12Ki); 2 not safe." in text
+
+
+def test_unsafe_rows_say_clean_does_nothing_and_what_to_run_by_hand() -> None:
+    """An unsafe finding's row shows what `residue clean` does with it (nothing), and,
+    separately, what an operator could run; a safe one shows the action clean takes."""
+    from kubegc_cli.render import render_plan
+
+    plan = sample_plan()
+    plan.kept[1].manual = "kubegc gc images --prune-unused"
+    doc = plan.to_dict()
+    assert doc["actions"][0]["action"] == "rm -r /var/lib/kubelet/pods/1111"
+    assert [k["action"] for k in doc["kept"]] == ["nothing", "nothing"]
+    assert [k["manual_action"] for k in doc["kept"]] == [None, "kubegc gc images --prune-unused"]
+    out = io.StringIO()
+    render_plan(plan, out=out)
+    text = out.getvalue()
+    assert "rm -r /var/lib/kubelet/pods/1111" in text
+    assert "rm -r /var/lib/kubelet/pods/2222" not in text
+    assert "CLEAN DOES" in text and "BY HAND" in text
+    assert "kubegc gc images --prune-unused" in text
+
+
+def test_scan_table_is_not_a_dry_run() -> None:
+    """`residue scan` is a report: its sections are not titled "(dry run)"; a `residue clean
+    --dry-run` plan's are."""
+    from kubegc_cli.render import render_plan
+
+    scan = sample_plan()
+    scan.scan_only = True
+    out = io.StringIO()
+    render_plan(scan, out=out)
+    assert "(dry run)" not in out.getvalue() and "orphaned-pod-dir" in out.getvalue()
+    out = io.StringIO()
+    render_plan(sample_plan(), out=out)
+    assert "orphaned-pod-dir (dry run)" in out.getvalue()
+
+
+def test_with_runtime_marks_notready_sandboxes() -> None:
+    from kubegc_cli.residue import ScanContext
+    from kubegc_cli.residue.scan import RuntimeFacts, with_runtime
+
+    facts = RuntimeFacts(
+        "test", sandboxes=[sandbox("sb-ready", "u1", "READY"), sandbox("sb-dead", "u2")]
+    )
+    ctx = with_runtime(ScanContext(Path("/")), facts)
+    assert ctx.sandbox_ids == {"sb-ready", "sb-dead"}
+    assert ctx.notready_sandbox_ids == {"sb-dead"}
 
 
 def test_table_lists_at_most_20_rows_per_type_without_verbose() -> None:

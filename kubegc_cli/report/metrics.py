@@ -1,0 +1,416 @@
+"""`--metrics-file PATH`: a node_exporter textfile-collector file, written after every run.
+
+The file is in the Prometheus text exposition format (0.0.4), as node_exporter's textfile
+collector reads it from `*.prom` files in its `--collector.textfile.directory`: a HELP and a
+TYPE line per metric, then samples `name{label="value",...} value`, without timestamps.
+
+Every series carries a `command` label (`gc all`, `evict check`, ...). A run replaces only its
+own command's series and writes the other commands' back as the previous file held them, so
+a timer running `gc all` and `residue scan` into one file keeps both.
+
+| metric | type | labels (besides `command`) | value |
+|---|---|---|---|
+| `kubegc_runs_total` | counter | `result` (`success`, `failure`) | runs |
+| `kubegc_objects_total` | counter | `kind`, `result` (removed, skipped, failed) | objects |
+| `kubegc_freed_bytes_total` | counter | `kind` | bytes freed by removals |
+| `kubegc_last_run_objects` | gauge | `kind`, `result` (also planned, kept) | last run's plan |
+| `kubegc_last_run_planned_bytes` | gauge | `kind` | bytes the last run's plan would free |
+| `kubegc_last_run_freed_bytes` | gauge | `kind` | bytes the last run freed |
+| `kubegc_last_run_duration_seconds` | gauge | | wall time of the last run |
+| `kubegc_last_run_exit_code` | gauge | | its exit code |
+| `kubegc_last_run_timestamp_seconds` | gauge | | when it ended (Unix time) |
+| `kubegc_last_success_timestamp_seconds` | gauge | | when the last successful run ended |
+| `kubegc_eviction_threshold_met` | gauge | `signal`, `type` (hard, soft) | 1 met, 0 not |
+| `kubegc_residue_findings` | gauge | `kind` (finding type), `safe` | findings (residue) |
+| `kubegc_residue_bytes` | gauge | `kind` | bytes the findings hold on disk |
+
+`kind` is the action's kind (`container`, `sandbox`, `pod-log-dir`, `log-symlink`, `image`,
+`pod`), or for residue the finding type (`orphaned-pod-dir`, ...).
+
+Counters are carried across runs in the file itself: a run adds to what the previous file
+holds (no previous file, or one that cannot be parsed, starts them at 0, which Prometheus
+takes as a counter reset). A failed run keeps the previous file's
+`kubegc_last_success_timestamp_seconds`. Success is exit code 0 — and for `evict check` also
+1 (a threshold met is what the check found, not a failure of the check).
+
+Writing is atomic: a temporary file in the same directory (`.NAME.<random>.tmp`, ignored by
+the collector), written, fsync'ed, given mode 0644, renamed over PATH, the directory
+fsync'ed. kubegc runs writing the same file take turns (flock on the directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import math
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.errors import BadInput, KubegcError
+from kubegc_cli.plan import Result
+
+SUFFIX = ".prom"
+LOCK_TIMEOUT_SECONDS = 10.0
+
+#: name → (type, help), in the order written.
+METRICS: dict[str, tuple[str, str]] = {
+    "kubegc_runs_total": (
+        "counter",
+        "kubegc runs by command and result (success: exit 0, for evict check 0 or 1).",
+    ),
+    "kubegc_objects_total": (
+        "counter",
+        "Objects kubegc acted on, by command, kind and result (removed, skipped, failed).",
+    ),
+    "kubegc_freed_bytes_total": (
+        "counter",
+        "Bytes freed by kubegc's removals, by command and kind.",
+    ),
+    "kubegc_last_run_objects": (
+        "gauge",
+        "Objects in the last run's plan by kind and result (planned in a dry run; removed, "
+        "skipped, failed after acting; kept: left by a rule).",
+    ),
+    "kubegc_last_run_planned_bytes": ("gauge", "Bytes the last run's plan would free, by kind."),
+    "kubegc_last_run_freed_bytes": ("gauge", "Bytes the last run freed, by kind."),
+    "kubegc_last_run_duration_seconds": ("gauge", "Wall time of the last run of the command."),
+    "kubegc_last_run_exit_code": ("gauge", "Exit code of the last run of the command."),
+    "kubegc_last_run_timestamp_seconds": (
+        "gauge",
+        "When the last run of the command ended (Unix time).",
+    ),
+    "kubegc_last_success_timestamp_seconds": (
+        "gauge",
+        "When the last successful run of the command ended (Unix time); kept by failed runs.",
+    ),
+    "kubegc_eviction_threshold_met": (
+        "gauge",
+        "1 when the eviction threshold on the signal is met, else 0 (evict check).",
+    ),
+    "kubegc_residue_findings": ("gauge", "Residue findings by type and whether safe to clean."),
+    "kubegc_residue_bytes": ("gauge", "Bytes on disk the residue findings hold, by type."),
+}
+COUNTERS = frozenset(n for n, (t, _) in METRICS.items() if t == "counter")
+KEEP_ON_FAILURE = frozenset({"kubegc_last_success_timestamp_seconds"})
+
+#: Action kinds each command acts on (their counters start at 0 on the first run).
+KINDS: dict[str, tuple[str, ...]] = {
+    "gc containers": ("container",),
+    "gc sandboxes": ("sandbox",),
+    "gc logs": ("pod-log-dir", "log-symlink"),
+    "gc all": ("container", "sandbox", "pod-log-dir", "log-symlink"),
+    "gc images": ("image",),
+    "evict prune": ("pod",),
+}
+ACTED = ("removed", "skipped", "failed")
+LABEL_ORDER = ("command", "kind", "signal", "type", "safe", "result")
+
+Labels = tuple[tuple[str, str], ...]
+Key = tuple[str, Labels]
+
+
+class MetricsError(KubegcError):
+    """The metrics file could not be written (or the previous one read). Exit code 1."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """One finished run: `command` (`gc all`), `exit_code`, `started` and `ended` (Unix
+    seconds), `duration` (seconds, monotonic), `result` (a `Plan`, an `EvictionReport`, or
+    None when the command produced neither)."""
+
+    command: str
+    exit_code: int
+    started: float
+    ended: float
+    duration: float
+    result: Any = None
+
+    @property
+    def succeeded(self) -> bool:
+        """Exit 0, or for `evict check` 0 or 1 (met thresholds are its finding)."""
+        return self.exit_code == 0 or (self.command == "evict check" and self.exit_code == 1)
+
+
+def check_metrics_path(text: str) -> Path:
+    """`--metrics-file` value → Path. Raises `BadInput` (exit 2, naming the value) when it is
+    empty, does not end in `.prom` (the collector reads nothing else), or is a directory.
+
+    A directory that is missing or not writable is not bad input: the run does its work and
+    then fails to write the file (one line on stderr, exit 1)."""
+    if not text.strip():
+        raise BadInput("invalid value for --metrics-file: empty path")
+    if not text.endswith(SUFFIX) or text.endswith("/" + SUFFIX) or text == SUFFIX:
+        raise BadInput(
+            f"invalid value for --metrics-file: {text!r} must be a file name ending in .prom "
+            "(node_exporter's textfile collector reads only *.prom)"
+        )
+    path = Path(text)
+    if path.is_dir():
+        raise BadInput(f"invalid value for --metrics-file: {text!r} is a directory")
+    return path
+
+
+def _key(name: str, labels: Mapping[str, str]) -> Key:
+    order = {k: i for i, k in enumerate(LABEL_ORDER)}
+    pairs = sorted(labels.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+    return name, tuple(pairs)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == int(value) and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
+
+
+_SAMPLE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+-?\d+)?")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+def parse_samples(text: str) -> dict[Key, float]:
+    """Samples of a text-format file: (name, labels) → value. Comment lines and lines that
+    do not parse are skipped (a damaged previous file costs its values, nothing more)."""
+    out: dict[Key, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.fullmatch(line)
+        if not m:
+            continue
+        labels: dict[str, str] = {}
+        rest = m.group(2) or ""
+        pos = 0
+        while pos < len(rest):
+            lm = _LABEL.match(rest, pos)
+            if not lm:
+                break
+            labels[lm.group(1)] = _unescape(lm.group(2))
+            pos = lm.end()
+        if pos < len(rest):
+            continue
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            continue
+        out[_key(m.group(1), labels)] = value
+    return out
+
+
+def render(samples: Mapping[Key, float]) -> str:
+    """The text format: known metrics in `METRICS` order, each with HELP and TYPE, samples
+    sorted by labels. Unknown metric names are dropped (the file holds only kubegc's)."""
+    lines: list[str] = []
+    for name, (kind, help_text) in METRICS.items():
+        rows = sorted((labels, v) for (n, labels), v in samples.items() if n == name)
+        if not rows:
+            continue
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in rows:
+            inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+            lines.append(
+                f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _kind_of(action: Any) -> str:
+    """The `kind` label of an action: its kind, or for a residue finding its type."""
+    if action.kind == "finding":
+        return str(action.type)
+    return str(action.kind)
+
+
+def run_samples(facts: RunFacts) -> dict[Key, float]:
+    """This run's own samples (counters as this run's increments, not yet summed)."""
+    cmd = facts.command
+    out: dict[Key, float] = {}
+
+    def put(name: str, value: float, **labels: str) -> None:
+        key = _key(name, {"command": cmd, **labels})
+        out[key] = out.get(key, 0.0) + value
+
+    put("kubegc_runs_total", 1.0, result="success" if facts.succeeded else "failure")
+    put("kubegc_runs_total", 0.0, result="failure" if facts.succeeded else "success")
+    put("kubegc_last_run_duration_seconds", round(facts.duration, 6))
+    put("kubegc_last_run_exit_code", float(facts.exit_code))
+    put("kubegc_last_run_timestamp_seconds", round(facts.ended, 3))
+    if facts.succeeded:
+        put("kubegc_last_success_timestamp_seconds", round(facts.ended, 3))
+    result = facts.result
+    if result is None:
+        return out
+    if hasattr(result, "actions") and hasattr(result, "kept"):
+        _plan_samples(facts, result, put)
+    if hasattr(result, "results") and hasattr(result, "met"):
+        for r in result.results:
+            t = r.threshold
+            put("kubegc_eviction_threshold_met", 1.0 if r.met else 0.0,
+                signal=t.signal, type="hard" if t.hard else "soft")  # fmt: skip
+    return out
+
+
+def _plan_samples(facts: RunFacts, plan: Any, put: Any) -> None:
+    kinds = list(KINDS.get(facts.command, ()))
+    types = tuple(getattr(plan, "types", ()) or ())
+    kinds += [t for t in types if t not in kinds]
+    for a in [*plan.actions, *plan.kept]:
+        k = _kind_of(a)
+        if k not in kinds:
+            kinds.append(k)
+    for k in kinds:
+        for r in ACTED:
+            put("kubegc_objects_total", 0.0, kind=k, result=r)
+        put("kubegc_freed_bytes_total", 0.0, kind=k)
+        put("kubegc_last_run_planned_bytes", 0.0, kind=k)
+        put("kubegc_last_run_freed_bytes", 0.0, kind=k)
+        for r in Result:  # planned, removed, skipped, failed, kept, ...
+            put("kubegc_last_run_objects", 0.0, kind=k, result=r.value)
+    for a in plan.actions:
+        k, r = _kind_of(a), a.result.value
+        put("kubegc_last_run_objects", 1.0, kind=k, result=r)
+        put("kubegc_last_run_planned_bytes", float(a.planned_bytes), kind=k)
+        if r in ACTED:
+            put("kubegc_objects_total", 1.0, kind=k, result=r)
+        if a.bytes_freed:
+            put("kubegc_freed_bytes_total", float(a.bytes_freed), kind=k)
+            put("kubegc_last_run_freed_bytes", float(a.bytes_freed), kind=k)
+    for a in plan.kept:
+        put("kubegc_last_run_objects", 1.0, kind=_kind_of(a), result="kept")
+    if hasattr(plan, "totals") and types:
+        for t in types:
+            put("kubegc_residue_findings", 0.0, kind=t, safe="true")
+            put("kubegc_residue_findings", 0.0, kind=t, safe="false")
+            put("kubegc_residue_bytes", 0.0, kind=t)
+        for f in [*plan.actions, *plan.kept]:
+            put("kubegc_residue_findings", 1.0, kind=f.type, safe="true" if f.safe else "false")
+            put("kubegc_residue_bytes", float(f.bytes or 0), kind=f.type)
+
+
+def merge(previous: Mapping[Key, float], facts: RunFacts) -> dict[Key, float]:
+    """The file's new samples: other commands' series as `previous` held them; this
+    command's replaced by this run's, counters summed with their previous values, and the
+    last-success time kept from `previous` when this run failed."""
+    mine = run_samples(facts)
+    out: dict[Key, float] = {}
+    for key, value in previous.items():
+        name, labels = key
+        if name not in METRICS:
+            continue
+        if dict(labels).get("command") != facts.command:
+            out[key] = value
+        elif name in COUNTERS:
+            out[key] = value + mine.pop(key, 0.0)
+        elif name in KEEP_ON_FAILURE and key not in mine:
+            out[key] = value
+    out.update(mine)
+    return out
+
+
+def _take_turn(fd: int, path: Path, timeout: float) -> None:
+    """flock on the directory's descriptor `fd` (read access suffices, no lock file is left);
+    gives up with `MetricsError` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise MetricsError(
+                    f"cannot write metrics file {path}: another run held it for {timeout:g}s"
+                ) from None
+            time.sleep(0.05)
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "no such directory"
+    return exc.strerror or str(exc)
+
+
+def read_previous(path: Path) -> dict[Key, float]:
+    """The samples of the file as a previous run left it ({} when there is none). Raises
+    `MetricsError` when it exists but cannot be read (its counters would be lost)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise MetricsError(
+            f"cannot read the previous metrics file {path}: {exc.strerror or exc}"
+        ) from None
+    return parse_samples(data.decode("utf-8", errors="replace"))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text`: temp file in the same directory, fsync, chmod 0644,
+    rename, fsync of the directory. Raises `MetricsError`; never leaves the temp file."""
+    directory = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise MetricsError(f"cannot write metrics file {path}: {_why(exc)}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # node_exporter runs as another user
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise MetricsError(f"cannot write metrics file {path}: {exc.strerror or exc}") from None
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def write_metrics(path: Path, facts: RunFacts) -> None:
+    """Write the metrics of the run `facts` into the textfile `path` (see the module doc).
+
+    Raises `MetricsError` (one line naming the file) when the directory is missing or not
+    writable, the previous file cannot be read, or another run holds the file too long."""
+    try:
+        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise MetricsError(f"cannot write metrics file {path}: {_why(exc)}") from None
+    try:
+        _take_turn(fd, path, LOCK_TIMEOUT_SECONDS)
+        samples = merge(read_previous(path), facts)
+        write_atomically(path, render(samples))
+    finally:
+        os.close(fd)
+
+
+def series(samples: Mapping[Key, float], name: str) -> Iterable[tuple[dict[str, str], float]]:
+    """The samples of metric `name` as (labels, value) pairs (for callers and tests)."""
+    for (n, labels), value in samples.items():
+        if n == name:
+            yield dict(labels), value

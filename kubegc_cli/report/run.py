@@ -1,0 +1,177 @@
+"""One hook for reporting every command run: `--metrics-file` and `--events`.
+
+The command-line wrapper (`kubegc_cli.cli.main`) uses these from here:
+
+- `reported_main` wraps `main()`: it starts a `Run` (wall and monotonic start), lets the
+  command run to its exit — normally, with an error, interrupted — and then reports it with
+  the exit code. A metrics file that cannot be written is one line on stderr and turns exit 0
+  into 1 (a failing exit code is kept); an Event that cannot be posted is a warning only.
+- `reported_settings` wraps `settings_from()`: it notes the command (`gc containers`, ...)
+  and its `Settings` the moment a command has parsed its global options. A run that never
+  got that far (`--help`, a usage error) is not reported: there is no command to report.
+- `outcome(result)`: a command hands over what it produced — a `Plan` (with results after
+  acting) or an `EvictionReport` — in one call; commands that produce neither report only
+  their exit code and duration.
+- `metrics_file_option(value)`: the `--metrics-file` value checked into a Path (exit 2 for
+  a value that cannot be a textfile-collector file).
+
+A run that fails before its command parsed its global options (a bad `--timeout`, a bad
+`--metrics-file`) writes no metrics: alert on a stale `kubegc_last_run_timestamp_seconds`.
+
+This module imports only the standard library at load time: `--help` and `--version` stay
+free of grpc and the Kubernetes client. The reporters are imported when a run asks for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol, TypeVar
+
+PROG = "kubegc"
+
+C = TypeVar("C")
+
+
+@dataclass
+class Run:
+    """One command run: `started` (seconds since the epoch) and `started_mono` (monotonic
+    seconds, for the duration); `command` the subcommand path without the program name
+    (`gc containers`, "" until known); `settings` its `kubegc_cli.app.Settings` (None until
+    known); `result` what it produced (`Plan`, `EvictionReport`, or None)."""
+
+    started: float
+    started_mono: float
+    command: str = ""
+    settings: Any = None
+    result: Any = None
+
+
+_current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("kubegc_run", default=None)
+
+
+def command_name(command_path: str) -> str:
+    """`kubegc gc containers` → `gc containers` (click's command path, program name dropped)."""
+    parts = command_path.split()
+    return " ".join(parts[1:]) if len(parts) > 1 else ""
+
+
+def outcome(result: Any) -> None:
+    """Hand what the command produced (a `Plan` or an `EvictionReport`) to the reporters.
+    Outside a reported run (a test calling a command's core) it does nothing."""
+    run = _current.get()
+    if run is not None:
+        run.result = result
+
+
+def reported_settings(fn: Callable[[Any], C]) -> Callable[[Any], C]:
+    """Decorate `settings_from(ctx)`: note the command path and the `Settings` it returns."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx: Any) -> C:
+        settings = fn(ctx)
+        run = _current.get()
+        if run is not None:
+            run.command = command_name(ctx.command_path)
+            run.settings = settings
+        return settings
+
+    return wrapper
+
+
+def exit_code_of(code: Any) -> int:
+    """`SystemExit.code` as the process exit status (None → 0, a message → 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1
+
+
+class Main(Protocol):
+    """The shape of `kubegc_cli.cli.main.main` once wrapped: `main(argv=None)`, never returns."""
+
+    def __call__(self, argv: list[str] | None = None) -> NoReturn: ...
+
+
+def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
+    """Decorate `main(argv)` (which ends with `SystemExit`): report the run, then exit with
+    its exit code (1 instead of 0 when the metrics file could not be written)."""
+
+    @functools.wraps(fn)
+    def wrapper(argv: list[str] | None = None) -> NoReturn:
+        run = Run(started=time.time(), started_mono=time.monotonic())
+        token = _current.set(run)
+        try:
+            fn(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exit_code_of(exc.code)
+        finally:
+            _current.reset(token)
+        try:
+            final = report_run(run, code)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while reporting: the run itself is over
+            final = code or 130
+        sys.exit(final)
+
+    return wrapper
+
+
+def _say(level: str, message: str) -> None:
+    """One stderr line at `level` (`warning`, `error`), in the run's log format."""
+    try:
+        from kubegc_cli.cli.log import LOG
+    except ImportError:  # pragma: no cover - the log module is part of the package
+        sys.stderr.write(f"{PROG}: {'error: ' if level == 'error' else ''}{message}\n")
+        return
+    with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing more to say
+        LOG.emit(level, message)
+
+
+def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -> int:
+    """Write the metrics file and post the Events a finished run asks for; returns the exit
+    code to end with: `code`, or 1 when it was 0 and the metrics file could not be written.
+
+    Never raises: every failure here is one line through `say(level, message)` (the
+    metrics file's at level `error`, an Event's at `warning`)."""
+    s = run.settings
+    if s is None or not run.command:
+        return code
+    end = time.time()
+    duration = max(0.0, time.monotonic() - run.started_mono)
+    metrics_file = getattr(s, "metrics_file", None)
+    if metrics_file is not None:
+        from kubegc_cli.report.metrics import RunFacts, write_metrics
+
+        facts = RunFacts(run.command, code, run.started, end, duration, run.result)
+        try:
+            write_metrics(metrics_file, facts)
+        except Exception as exc:  # a metrics failure must never hide the run's own outcome
+            say("error", str(exc))
+            code = code or 1
+    if getattr(s, "events", False):
+        try:
+            from kubegc_cli.report.events import record_events
+
+            record_events(
+                s, run.command, run.result, code, warn=lambda m: say("warning", m), now=end
+            )
+        except Exception as exc:  # events are advisory: they never fail the run
+            say("warning", f"events not recorded: {type(exc).__name__}: {exc}")
+    return code
+
+
+def metrics_file_option(value: str | None) -> Any:
+    """`--metrics-file` → Path (None when not given). Raises `BadInput` (exit 2) naming a
+    value that cannot be a textfile-collector file (see `metrics.check_metrics_path`)."""
+    if value is None:
+        return None
+    from kubegc_cli.report.metrics import check_metrics_path
+
+    return check_metrics_path(value)
