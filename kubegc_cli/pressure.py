@@ -132,8 +132,13 @@ def resolve_allocatable(
 
     name = node_name(s.node_name)
     node = pods.nodes.get(name)
-    if node is None and len(pods.nodes) == 1:
+    if node is None and len(pods.nodes) == 1 and not s.node_name:
         name, node = next(iter(pods.nodes.items()))
+    elif node is None and pods.nodes:
+        ui.warn(
+            f"the pod source holds Node(s) {', '.join(sorted(pods.nodes))} but not {name} "
+            "(--node-name): allocatable from the kubepods cgroup limit"
+        )
     if node is not None:
         value = _node_allocatable(node, pods.source)
         if value is not None:
@@ -184,9 +189,15 @@ def _load_pods(s: Settings, ui: Ui) -> PodInventory:
     try:
         return load_pod_inventory(s, ui)
     except KubegcError:
-        if s.pod_source or s.pods_file:
+        if explicit_pod_source(s):
             raise
         return NO_POD_SOURCE
+
+
+def explicit_pod_source(s: Settings) -> bool:
+    """The operator named a pod source (--pod-source, --pods-file, --kubeconfig): a source
+    that cannot be read is then an error, not a quiet fallback to none."""
+    return bool(s.pod_source or s.pods_file or s.kubeconfig)
 
 
 def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> MemoryReport:
@@ -594,6 +605,8 @@ def evict_check(
     from kubegc_cli.eviction.thresholds import evaluate
 
     config = eviction_config(s, ui, flags)
+    # A named pod source is read up front: a bad one is exit 2 whether or not anything is met.
+    pods = _load_pods(s, ui) if explicit_pod_source(s) else None
     obs, unread, fs = observe_signals(s, ui, config, root_dir=root_dir, allocatable=allocatable)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
     report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
@@ -613,12 +626,21 @@ def evict_check(
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
     if report.met():
-        rank_met(s, ui, report, root_dir=root_dir, top=top)
+        rank_met(s, ui, report, root_dir=root_dir, top=top, pods=pods)
     return report
 
 
-def rank_met(s: Settings, ui: Ui, report: EvictionReport, *, root_dir: str, top: int) -> None:
-    """Fill `report.ranking` for each met signal (needs a pod source; a note otherwise)."""
+def rank_met(
+    s: Settings,
+    ui: Ui,
+    report: EvictionReport,
+    *,
+    root_dir: str,
+    top: int,
+    pods: PodInventory | None = None,
+) -> None:
+    """Fill `report.ranking` for each met signal (needs a pod source; a note otherwise).
+    `pods` is the pod source already read, if any."""
     from kubegc_cli.eviction.ranking import (
         PodResources,
         PodStats,
@@ -629,7 +651,8 @@ def rank_met(s: Settings, ui: Ui, report: EvictionReport, *, root_dir: str, top:
     )
     from kubegc_cli.pods.api import node_name
 
-    pods = _load_pods(s, ui)
+    if pods is None:
+        pods = _load_pods(s, ui)
     if not pods.known:
         report.notes.append(
             "no pod source (--pods-file or the API): pods are not ranked for eviction"

@@ -222,7 +222,7 @@ def _image_row(a: ImageAction, now: int) -> list[str]:
         format_bytes(a.image.size),
         format_duration((now - a.first_detected) / NS_PER_SECOND),
         last,
-        a.rule,
+        f"{a.rule}: {a.reason}" if a.result is Result.KEPT else a.rule,
         _result_text(a),
     ]
 
@@ -240,7 +240,9 @@ IMAGES = Layout(
         ("RESULT", True),
     ),
     _image_row,
-    lambda k: k.rule == "min-age",
+    # in-use and not-needed images are many and self-explanatory; protected ones (the sandbox
+    # image, --keep, pinned) and MinAge are what an operator asks "why not?" about
+    lambda k: k.rule in ("min-age", "protected", "pinned"),
     False,
 )
 

@@ -124,6 +124,8 @@ def render_eviction(
         t.add_row(signal, "", safe_text(text), "", "", "disabled", "", "", "-")
     console.print(t)
     for signal, ranked in report.ranking.items():
+        if not ranked:
+            continue  # the notes say why no pod is ranked
         rt = _rows_table(
             f"Pods the kubelet would evict first for {signal}",
             [("#", True), ("NAMESPACE", False), ("POD", False), ("PRIORITY", True),

@@ -147,7 +147,8 @@ def rfc3339_to_ns(text: str, *, what: str = "timestamp") -> int:
     try:
         dt = datetime.fromisoformat(f"{date}T{clock}{zone}")
     except ValueError as exc:
-        raise BadInput(f"invalid {what}: {text!r}: {exc}") from None
+        why = "the UTC offset is out of range" if "offset" in str(exc) else str(exc)
+        raise BadInput(f"invalid {what}: {text!r}: {why}") from None
     ns = int(dt.timestamp()) * NS_PER_SECOND + int((frac or "0").ljust(9, "0"))
     if not 0 <= ns < MAX_TIMESTAMP_NS:
         raise BadInput(f"invalid {what}: {text!r} is outside 1970-01-01 .. 9999-12-31 UTC")

@@ -294,7 +294,7 @@ def _split_map(text: str, sep: str, *, flag: str) -> dict[str, str]:
             raise BadInput(
                 f"{flag}: malformed pair {pair!r} in {text!r} "
                 f"(expected signal{sep}value, e.g. memory.available{sep}"
-                f"{'100Mi' if sep == '<' else '1m30s'})"
+                f"{'1m30s' if sep == '=' and 'grace' in flag else '100Mi'})"
             )
         key, value = pair.split(sep, 1)
         result[key.strip()] = value.strip()

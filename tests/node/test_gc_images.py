@@ -30,6 +30,9 @@ def test_gc_images_remembers_first_detection_and_protects_what_is_needed(tmp_pat
         assert by_tag["docker.io/library/busybox:kubegc-test"] == "in-use"
         assert by_tag["registry.k8s.io/pause:3.9"] == "protected"
         assert doc["policy"]["sandbox_image"] == "registry.k8s.io/pause:3.9"
+        table = kubegc(node, tmp_path, "gc", "images", "--prune-unused", "--dry-run")
+        pause_row = next(r for r in table.stdout.splitlines() if "pause" in r)
+        assert "the sandbox image" in pause_row  # protected images shown without -v
 
         go = kubegc(node, tmp_path, "gc", "images", "--prune-unused",
                     "--minimum-image-ttl-duration", "0s", "--yes", "-o", "json")  # fmt: skip

@@ -229,3 +229,15 @@ def test_unreadable_memory_is_exit_3_when_nothing_is_met(tmp_path: Path) -> None
     doc = json.loads(out)
     assert code == 3 and doc["exit_code"] == 3
     assert "/proc/meminfo" in doc["unread"]["memory.available"]
+
+
+@pytest.mark.parametrize("available_mib", [900, 2000])  # met, and not met
+def test_a_named_pod_source_that_cannot_be_read_is_exit_2_either_way(
+    tmp_path: Path, available_mib: int
+) -> None:
+    v1_node(tmp_path, available_mib=available_mib)
+    garbage = tmp_path / "garbage.yaml"
+    garbage.write_text("garbage{{{\n")
+    for args in (["--pods-file", str(tmp_path / "missing.json")], ["--kubeconfig", str(garbage)]):
+        code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", *args)
+        assert code == 2 and out == "" and err.count("\n") == 1, (args, err)
