@@ -268,7 +268,7 @@ def _decide(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
         ui.show_plan(plan)
         if not ui.confirm(f"Remove {todo} {noun}(s)?"):
             plan.dry_run, plan.declined = True, True
-            ui.warn("nothing removed")
+            ui.warn("declined; nothing removed")
             return False
     plan.dry_run = False
     return bool(todo)
@@ -284,8 +284,11 @@ class Stage:
     recheck: Callable[[], None] | None = None
 
 
-def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui) -> None:
-    """Act under the node lock, stage by stage (the kubelet's order), then write the audit log.
+def _carry_out(
+    s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui, at: int | None = None
+) -> None:
+    """Act under the node lock, stage by stage (the kubelet's order), then write the audit log
+    (stamped `at`, ns since the epoch; default the plan's time).
 
     After an interrupt, later stages start nothing: their actions are marked skipped.
     """
@@ -316,7 +319,8 @@ def _carry_out(s: Settings, plan: Plan[Any], stages: list[Stage], command: str, 
             except Interrupted as exc:
                 plan.interrupted = exc.signal_name
         try:
-            record_audit(s.state_dir, command, plan.now, plan.actions, ui.warn)
+            stamp = plan.now if at is None else at
+            record_audit(s.state_dir, command, stamp, plan.actions, ui.warn)
         except Exception as exc:  # the audit log must never undo a finished run
             ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
     if held:
@@ -718,7 +722,11 @@ def gc_images(
 
         plan: Plan[ImageAction] = Plan(
             kind="ImageGCPlan",
-            policy={**policy.to_dict(), "sandbox_image": pause or ""},
+            policy={
+                **policy.to_dict(),
+                "sandbox_image": pause or "",
+                "pod_infra_container_image": pod_infra_image or "",
+            },
             now=now,
             actions=[action(d, Result.PLANNED) for d in ip.remove],
             kept=[action(d, Result.KEPT) for d in ip.kept],

@@ -18,24 +18,36 @@ Where each figure comes from, and where it is counted:
 - Images: CRI `ListImages` sizes. In use: used by any container the runtime has, exited ones
   too (`policy.images.images_in_use`); reclaimable: what `gc images --prune-unused` removes
   (the image GC planner with MinAge 0: unused, not pinned, not the sandbox image).
-- Writable layers: CRI `ListContainerStats`; the layers of containers that are not running are
-  reclaimable by `gc containers`.
+- Writable layers: CRI `ListContainerStats`; reclaimable: the layers of the containers
+  `gc containers` removes, as its planner (`policy.containers.plan_containers`, default
+  policy, this pod source) plans them.
 - Container logs: every pod's log directory, rotated files included. Reclaimable: the log files
-  of dead containers as `gc containers` deletes them (`host.logs.deletable_log_files`), and the
-  whole directory of a pod the pod source says is deleted.
+  of those containers as `gc containers` deletes them (`host.logs.deletable_log_files`), and
+  the whole directory of a pod the pod source says is deleted — only when the runtime was read,
+  so that the pod source was checked against the pods running here (`check_source_covers_node`);
+  without it no pod counts as deleted and a note says so.
 - Residue: orphaned pod directories and pod log directories, as `residue scan` finds them; their
   bytes count there, not again under logs or emptyDir.
 - other = used − every line above, per filesystem, so the lines add up to used exactly. It is
   negative when CRI sizes overstate (a layer shared by two images counts in both image sizes).
+  What the walk cannot read is in other, and counted in `DfReport.unreadable` with a note.
+- Paths (`--root-dir`, `--pod-logs-dir`) are resolved under the host root, absolute symlink
+  targets included; a kubelet root that is missing or not a directory raises
+  `RuntimeUnavailable`, a pod log root that is neither is a note.
+- Each command shown carries this run's options (`_commands`), so that it acts on what was
+  measured.
 
-Exit code: 3 (`DfReport.exit_code`) when the runtime could not be read — host lines are still
-reported, image and writable-layer lines are unknown — unless the runtime was left out on
-purpose (`DfOptions.runtime` False); 0 otherwise.
+Exit code: 3 (`DfReport.exit_code`) when the runtime could not be read, or its image
+filesystem was not found under the host root — host lines are still reported, image and
+writable-layer lines are unknown — unless the runtime was left out on purpose
+(`DfOptions.runtime` False); 0 otherwise.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shlex
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -43,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.host.du import BLOCK, tree_usage
+from kubegc_cli.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
 from kubegc_cli.pods import PodInventory
@@ -100,6 +112,7 @@ LABELS = {
 }
 ORDER = {k: i for i, k in enumerate(LABELS)}
 
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 CMD_IMAGES = "kubegc gc images --prune-unused"
 CMD_CONTAINERS = "kubegc gc containers"
 CMD_ALL = "kubegc gc all"
@@ -117,7 +130,7 @@ class DfOptions:
     footprint first (0 = all); `runtime`: False leaves the CRI runtime out (image and
     writable-layer lines are then not measured, and exit code 3 does not apply)."""
 
-    root_dir: str = "/var/lib/kubelet"
+    root_dir: str = DEFAULT_ROOT_DIR
     pod_logs_dir: str | None = None
     top: int = 10
     runtime: bool = True
@@ -265,9 +278,14 @@ class PodFootprint:
 class DfReport:
     """`kubegc df`: the filesystems with their breakdown, the pods with the largest footprint
     (`pods`, at most `DfOptions.top`, of `pod_count`), the mount points met and not counted
-    (`mounted`: host path and pod UID), where settings came from, the runtime's endpoint and
-    why it could not be read (`runtime_error`, "" when it was or was not asked), the walk's
-    size (`entries`) and duration (`walk_seconds`), notes, and the capture time (ns)."""
+    (`mounted`: host path and pod UID), where settings came from, the runtime's endpoint (the
+    one tried when it failed) and why it could not be read (`runtime_error`, "" when it was
+    or was not asked), why images and writable layers are unknown although the runtime was
+    read (`images_unknown`: the image filesystem it names was not found), whether the pod
+    source was checked against the pods running here (`pod_source_checked`: only then does
+    a pod count as deleted), what the walk could not read (`unreadable`: count, first host
+    path, error), the walk's size (`entries`) and duration (`walk_seconds`), notes, and the
+    capture time (ns)."""
 
     filesystems: list[Filesystem]
     pods: list[PodFootprint]
@@ -278,15 +296,19 @@ class DfReport:
     runtime_endpoint: str = ""
     runtime_error: str = ""
     runtime_skipped: bool = False
+    images_unknown: str = ""
     pod_source: str = "none"
+    pod_source_checked: bool = False
     image_gc_sources: dict[str, str] = field(default_factory=dict)
+    unreadable: dict[str, Any] | None = None
     entries: int = 0
     walk_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def exit_code(self) -> int:
-        """3 when the runtime was asked for and could not be read, else 0."""
-        return 3 if self.runtime_error else 0
+        """3 when the runtime was asked for and its images and writable layers are unknown
+        (it could not be read, or its image filesystem was not found), else 0."""
+        return 3 if self.runtime_error or self.images_unknown else 0
 
     def reclaimable(self) -> int:
         return sum(f.reclaimable() for f in self.filesystems)
@@ -310,8 +332,11 @@ class DfReport:
                 "read": not self.runtime_error and not self.runtime_skipped,
                 "skipped": self.runtime_skipped,
                 "error": self.runtime_error or None,
+                "images_unknown": self.images_unknown or None,
             },
             "pod_source": self.pod_source,
+            "pod_source_checked": self.pod_source_checked,
+            "unreadable": dict(self.unreadable) if self.unreadable else None,
             "image_gc_sources": dict(self.image_gc_sources),
             "filesystems": [f.to_dict() for f in self.filesystems],
             "pods": [p.to_dict() for p in self.pods],
@@ -400,7 +425,10 @@ class Tally:
 
 class Walker:
     """Measures the pod log root and the kubelet's pods directory into a `Tally` and per-pod
-    footprints. `skip` holds the (device, inode) of directories counted elsewhere (residue)."""
+    footprints. `skip` holds the (device, inode) of directories counted elsewhere (residue).
+    Entries it cannot read (permission denied, a path beyond PATH_MAX) are counted in
+    `unreadable`, the first with why in `first_unreadable` (local path, reason): what they
+    hold is in no line (so it ends up in `other`)."""
 
     def __init__(
         self,
@@ -416,6 +444,16 @@ class Walker:
         self.pods: dict[str, PodFootprint] = {}
         self.mounted: list[tuple[str, str]] = []  # (local path, pod UID)
         self.entries = 0
+        self.unreadable = 0
+        self.first_unreadable: tuple[str, str] | None = None
+
+    def _cannot_read(self, path: str, exc: OSError, n: int = 1) -> None:
+        """Count `n` entries that could not be read (not one that vanished meanwhile)."""
+        if exc.errno in VANISHED:
+            return
+        self.unreadable += n
+        if self.first_unreadable is None:
+            self.first_unreadable = (path, exc.strerror or str(exc))
 
     def pod(self, uid: str) -> PodFootprint:
         p = self.pods.get(uid)
@@ -433,7 +471,8 @@ class Walker:
         is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`)."""
         try:
             st = os.lstat(path)
-        except OSError:
+        except OSError as exc:
+            self._cannot_read(path, exc)
             return None
         if (st.st_dev, st.st_ino) in self.skip:
             return None
@@ -442,6 +481,10 @@ class Walker:
             return None
         t = tree_usage(path, self.mounts, self.seen)
         self.entries += t.inodes
+        if t.unreadable:
+            self.unreadable += t.unreadable
+            if self.first_unreadable is None:
+                self.first_unreadable = (t.first_unreadable, t.first_reason)
         for m in t.mounts:
             self._mounted(m, uid)
         return t.bytes
@@ -450,16 +493,19 @@ class Walker:
         try:
             with os.scandir(path) as it:
                 return sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            self._cannot_read(path, exc)
             return []
 
     def _root(self, root: str, key: str) -> tuple[int, list[os.DirEntry[str]]]:
         """The device and entries of a walk's root; its own blocks count under `key`. Raises
-        `OSError` when the root cannot be read."""
+        `OSError` when the root cannot be read (`NotADirectoryError` when it is not a
+        directory: then nothing of it is counted)."""
         top = os.stat(root)
-        self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
         with os.scandir(root) as it:
-            return top.st_dev, sorted(it, key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name)
+        self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
+        return top.st_dev, entries
 
     def _ticking(self, entries: list[os.DirEntry[str]], what: str) -> Iterator[os.DirEntry[str]]:
         """`entries`, telling `progress` how far the walk of `what` is."""
@@ -512,7 +558,8 @@ class Walker:
         not a directory on `dev` to enter (a mount point is listed)."""
         try:
             st = os.lstat(path)
-        except OSError:
+        except OSError as exc:
+            self._cannot_read(path, exc)
             return None
         if (st.st_dev, st.st_ino) in self.skip or not stat.S_ISDIR(st.st_mode):
             return None
@@ -564,11 +611,58 @@ class Walker:
 # --- the report --------------------------------------------------------------------------------
 
 
-def _with_pod_source(command: str, s: Settings) -> str:
-    """`command` with this run's pod source options (deleted pods need one)."""
+def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
+    """Each reclaiming command (`CMD_*`) as this run would run it, so that it acts on what was
+    measured: the same host root, runtime endpoint and kubelet config; the same pod source
+    (not for `gc images`, which reads none); the kubelet root (`residue clean`) and pod log
+    root (`gc all`, `residue clean`) when given. Values are shell-quoted."""
+    common: list[str] = []
+    if os.path.normpath(str(s.host_root)) != "/":
+        common += ["--host-root", str(s.host_root)]
+    if s.runtime_endpoint:
+        common += ["-r", s.runtime_endpoint]
+    if s.kubelet_config is not None:
+        common += ["--kubelet-config", str(s.kubelet_config)]
+    pods: list[str] = []
     if s.pods_file is not None:
-        return f"{command} --pods-file {s.pods_file}"
-    return f"{command} --pod-source {s.pod_source}" if s.pod_source else command
+        pods += ["--pods-file", str(s.pods_file)]
+    else:
+        if s.pod_source:
+            pods += ["--pod-source", s.pod_source]
+        for flag, value in (
+            ("--kubeconfig", s.kubeconfig), ("--context", s.context), ("--node-name", s.node_name)
+        ):  # fmt: skip
+            if value:
+                pods += [flag, value]
+    logs = [] if opts.pod_logs_dir is None else ["--pod-logs-dir", opts.pod_logs_dir]
+    root = [] if opts.root_dir == DEFAULT_ROOT_DIR else ["--root-dir", opts.root_dir]
+
+    def line(base: str, *args: str) -> str:
+        return " ".join([base, *(shlex.quote(a) for a in args)])
+
+    return {
+        CMD_IMAGES: line(CMD_IMAGES, *common),
+        CMD_CONTAINERS: line(CMD_CONTAINERS, *common, *pods),
+        CMD_ALL: line(CMD_ALL, *common, *pods, *logs),
+        CMD_RESIDUE: line(CMD_RESIDUE, *common, *pods, *root, *logs),
+    }
+
+
+def _real(s: Settings, host_path: str) -> str:
+    """The local path of `host_path`, every symlink in it resolved under the host root (an
+    absolute link target starts again at `--host-root`). Raises `OSError` (ELOOP)."""
+    from kubegc_cli.host.logs import resolve_on_host
+
+    return resolve_on_host(s.host_root, host_path)
+
+
+def _host_real(s: Settings, host_path: str) -> str:
+    """`host_path` with every symlink in it resolved under the host root, as a host path."""
+    from pathlib import Path
+
+    from kubegc_cli.host.logs import host_path_of
+
+    return host_path_of(Path(os.path.realpath(s.host_root)), _real(s, host_path))
 
 
 RuntimeReader = Callable[["Settings", "Ui", str, MountTable], RuntimeView]
@@ -584,16 +678,16 @@ def disk_usage(
 ) -> DfReport:
     """`kubegc df`: the node's filesystems, what fills each, and what kubegc can reclaim.
 
-    Paths in `opts` are host paths read under `s.host_root`. `progress` is called while the
-    directory trees are walked; `reader` reads the runtime (`read_runtime`, over CRI).
-    Raises `BadInput` for bad options, pod source or kubelet config (exit 2),
-    `RuntimeUnavailable` when the kubelet root cannot be read (exit 3). An unreachable
-    runtime does not raise: the report's `runtime_error` says why (exit 3 once printed). The
-    rules are in this module's docstring.
+    Paths in `opts` are host paths read under `s.host_root` (symlinks in them resolved there).
+    `progress` is called while the directory trees are walked; `reader` reads the runtime
+    (`read_runtime`, over CRI). Raises `BadInput` for bad options, pod source or kubelet
+    config (exit 2), `RuntimeUnavailable` when the kubelet root cannot be read or is not a
+    directory (exit 3). An unreachable runtime does not raise: the report's `runtime_error`
+    says why (exit 3 once printed). The rules are in this module's docstring.
     """
     from kubegc_cli.app import load_pod_inventory
     from kubegc_cli.host.kubelet import load_kubelet_config, validate_pod_logs_dir
-    from kubegc_cli.host.logs import host_path_of, on_host
+    from kubegc_cli.host.logs import host_path_of
     from kubegc_cli.pods import check_source_covers_node
     from kubegc_cli.pressure import kubelet_root
 
@@ -601,9 +695,9 @@ def disk_usage(
         raise BadInput("df measures the node's filesystems; --snapshot holds none")
     if opts.top < 0:
         raise BadInput(f"invalid value for --top: {opts.top} must be 0 or more")
-    root_dir = kubelet_root(opts.root_dir)
+    given_root = kubelet_root(opts.root_dir)
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
-    logs_dir = (
+    given_logs = (
         validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
         if opts.pod_logs_dir is not None
         else kcfg.pod_logs_dir
@@ -613,26 +707,39 @@ def disk_usage(
     pods = load_pod_inventory(s, ui)
     now = time.time_ns()
     mounts = MountTable.read()
+    commands = _commands(s, opts)
 
-    local_root = on_host(s.host_root, root_dir)
     try:
-        os.stat(local_root)
+        root_dir = _host_real(s, given_root)
+        if not stat.S_ISDIR(os.stat(_real(s, root_dir)).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
     except OSError as exc:
+        under = "" if os.path.normpath(s.host_root) == "/" else f" under {s.host_root}"
         raise RuntimeUnavailable(
-            f"cannot read the kubelet root {local_root}: {exc.strerror or exc}"
+            f"cannot read the kubelet root {given_root}{under}: {exc.strerror or exc}"
         ) from None
+    logs_dir = _host_real_or_given(s, given_logs)
 
     rt: RuntimeView | None = None
     runtime_error = ""
+    endpoint = ""
     if opts.runtime:
         try:
             rt = reader(s, ui, logs_dir, mounts)
         except RuntimeUnavailable as exc:
             runtime_error = str(exc)
+            endpoint = _endpoint_tried(s)
             ui.warn(f"{exc}; images and writable layers are unknown (exit 3 after the report)")
         else:
+            endpoint = rt.endpoint
             running = [c.pod_uid for c in rt.containers if c.state is ContainerState.RUNNING]
-            check_source_covers_node(pods, running)
+            check_source_covers_node(
+                pods, running, consequence="df needs this node's pods, or no pod source"
+            )
+    # Without the runtime the pod source cannot be checked against the pods running here
+    # (the check every gc command makes): no pod counts as deleted then.
+    checked = pods.known and rt is not None
+    deleted = pods.is_deleted if checked else _never
 
     report = DfReport(
         filesystems=[],
@@ -640,48 +747,93 @@ def disk_usage(
         pod_count=0,
         captured_at=now,
         paths={
-            "root_dir": root_dir,
-            "pod_logs_dir": logs_dir,
+            "root_dir": given_root,
+            "pod_logs_dir": given_logs,
             "imagefs": None,
             "containerfs": None,
         },
-        runtime_endpoint=rt.endpoint if rt else "",
+        runtime_endpoint=endpoint,
         runtime_error=runtime_error,
         runtime_skipped=not opts.runtime,
         pod_source=pods.source,
+        pod_source_checked=checked,
         image_gc_sources=dict(gc_settings.origins),
     )
     layout = _layout(s, rt, root_dir, report)
+    removed = _container_gc(rt, pods, now) if rt is not None else frozenset()
 
     residue, skip = _residue(s, ui, root_dir, logs_dir, pods, rt, mounts)
     walker = Walker(mounts, skip, progress)
     began = time.perf_counter()
-    logs_dev = _walk(walker, s, root_dir, logs_dir, pods, report)
+    logs_dev = _walk(walker, s, root_dir, logs_dir, deleted, report)
     report.walk_seconds = time.perf_counter() - began
     report.entries = walker.entries
     if rt is not None and logs_dev is not None:
-        _dead_container_logs(walker, s, logs_dir, rt, pods, logs_dev, mounts)
+        kubelet_logs = _host_real_or_given(s, kcfg.pod_logs_dir)
+        _dead_container_logs(
+            walker, s, kubelet_logs, rt, deleted, removed, logs_dev, mounts
+        )  # fmt: skip
 
-    roles = [("nodefs", root_dir), ("pods", f"{root_dir}/pods"), ("logs", logs_dir)]
+    roles = [("nodefs", root_dir), ("pods", f"{root_dir.rstrip('/')}/pods"), ("logs", logs_dir)]
     if layout is not None:
         roles[1:1] = [("imagefs", layout.imagefs),
                       ("containerfs", layout.containerfs or layout.imagefs)]  # fmt: skip
     systems = _filesystems(s, roles, report)
     for finding in residue:
         _count_finding(s, finding, walker.tally, report)
-    _attribute(s, systems, walker, rt, now, report)
+    _attribute(s, systems, walker, rt, removed, now, commands, report)
     _thresholds(systems, eviction, layout, report)
     _image_gc(systems, gc_settings, report)
     report.filesystems = systems
-    _rank(walker, pods, rt, opts.top, report)
+    _rank(walker, pods, deleted, rt, opts.top, report)
     report.mounted += [
         {"path": host_path_of(s.host_root, path), "pod_uid": uid}
         for path, uid in sorted(walker.mounted)
     ]
     for p in walker.pods.values():
         p.mounted = sorted(host_path_of(s.host_root, m) for m in p.mounted)
-    _notes(report, pods, rt)
+    if walker.unreadable and walker.first_unreadable is not None:
+        path, why = walker.first_unreadable
+        report.unreadable = {
+            "count": walker.unreadable,
+            "first": host_path_of(s.host_root, path),
+            "error": why,
+        }
+    _notes(report, pods, rt, walker)
     return report
+
+
+def _host_real_or_given(s: Settings, host_path: str) -> str:
+    """`_host_real`, or `host_path` as given when it cannot be resolved (a symlink loop: the
+    walk then says it cannot be read)."""
+    try:
+        return _host_real(s, host_path)
+    except OSError:
+        return host_path
+
+
+def _never(uid: str) -> bool:
+    return False
+
+
+def _endpoint_tried(s: Settings) -> str:
+    """The runtime endpoint kubegc tried ("" when none could be resolved)."""
+    from kubegc_cli.cri.endpoint import resolve_endpoint
+    from kubegc_cli.errors import KubegcError
+
+    try:
+        return resolve_endpoint(s.runtime_endpoint, s.env, s.host_root).display
+    except KubegcError:
+        return ""
+
+
+def _container_gc(rt: RuntimeView, pods: PodInventory, now: int) -> frozenset[str]:
+    """The IDs of the containers `gc containers` removes with its default policy and this
+    pod source: the container GC planner itself, so reclaimable is what it frees."""
+    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+
+    plan = plan_containers(rt.containers, ContainerGCPolicy(), pods, now)
+    return frozenset(a.container.id for a in plan.actions)
 
 
 def _attribute(
@@ -689,12 +841,15 @@ def _attribute(
     systems: list[Filesystem],
     walker: Walker,
     rt: RuntimeView | None,
+    removed: frozenset[str],
     now: int,
+    commands: Mapping[str, str],
     report: DfReport,
 ) -> None:
     """Fill each filesystem's lines: what the walk and residue counted on its device, images
-    on imagefs, writable layers on containerfs (unknown lines on nodefs when the runtime was
-    not read), then root's reserve and `other`."""
+    on imagefs, writable layers on containerfs (`removed`: the containers `gc containers`
+    removes), unknown lines on nodefs when the runtime was not read or its image filesystem
+    was not found (`report.images_unknown`, exit 3), then root's reserve and `other`."""
     by_dev = {f.device: f for f in systems}
     tally = walker.tally
     for dev in sorted(tally.devices() - by_dev.keys()):
@@ -704,19 +859,26 @@ def _attribute(
             "of the filesystems shown"
         )
     for f in systems:
-        _lines(f, tally, s)
+        _lines(f, tally, commands)
     image_fs = next((f for f in systems if "imagefs" in f.roles), None)
     layer_fs = next((f for f in systems if "containerfs" in f.roles), None)
     if rt is not None and image_fs is not None and layer_fs is not None:
-        image_fs.lines += _image_lines(rt, now)
-        layer_fs.lines += [_layer_lines(rt, walker), *_layer_details(rt)]
+        image_fs.lines += _image_lines(rt, now, commands[CMD_IMAGES])
+        layer_fs.lines += _layer_lines(rt, walker, removed, commands[CMD_CONTAINERS])
     else:
         if report.runtime_skipped:
             why = "not read (--no-runtime)"
         elif report.runtime_error:
             why = f"unknown: the runtime could not be read ({report.runtime_error})"
         else:
-            why = "unknown: the image filesystem is unknown"
+            if not report.images_unknown:
+                paths = {report.paths.get("imagefs"), report.paths.get("containerfs")}
+                where = ", ".join(sorted(p for p in paths if p))
+                report.images_unknown = (
+                    f"the image filesystem the runtime reports ({where}) was not found under "
+                    f"--host-root {s.host_root}"
+                )
+            why = f"unknown: {report.images_unknown}"
         systems[0].lines += [
             Line(IMAGES, None, reclaimable=None, note=why),
             Line(LAYERS, None, reclaimable=None, note=why),
@@ -729,12 +891,17 @@ def _attribute(
 
 
 def _rank(
-    walker: Walker, pods: PodInventory, rt: RuntimeView | None, top: int, report: DfReport
+    walker: Walker,
+    pods: PodInventory,
+    deleted: Callable[[str], bool],
+    rt: RuntimeView | None,
+    top: int,
+    report: DfReport,
 ) -> None:
-    """Name the pods (pod source, else their log directory, else the runtime's sandbox) and
-    keep the `top` largest footprints (0 = all)."""
+    """Name the pods (pod source, else their log directory, else the runtime's sandbox), mark
+    those that count as `deleted`, and keep the `top` largest footprints (0 = all)."""
     for uid, p in walker.pods.items():
-        p.deleted = pods.is_deleted(uid)
+        p.deleted = deleted(uid)
         info = pods.pods.get(uid)
         if info is not None:
             p.namespace, p.name = info.namespace, info.name
@@ -776,7 +943,8 @@ def _layout(
     try:
         layout = fs_layout(s.host_root, root_dir, rt.image_fs, rt.container_fs)
     except RuntimeUnavailable as exc:
-        report.notes.append(f"{exc}: images and writable layers are not attributed")
+        report.images_unknown = str(exc)
+        report.notes.append(f"{exc}: images and writable layers are not attributed (exit 3)")
         return None
     report.paths["imagefs"] = layout.imagefs
     report.paths["containerfs"] = layout.containerfs or layout.imagefs
@@ -784,24 +952,34 @@ def _layout(
 
 
 def _walk(
-    w: Walker, s: Settings, root_dir: str, logs_dir: str, pods: PodInventory, report: DfReport
+    w: Walker,
+    s: Settings,
+    root_dir: str,
+    logs_dir: str,
+    deleted: Callable[[str], bool],
+    report: DfReport,
 ) -> int | None:
     """Walk the pod log root and the pods directory (symlinks in their paths resolved as the
-    host resolves them); returns the log root's device (None when there is no log root)."""
+    host resolves them); returns the log root's device (None when there is no log root). A
+    root that is not a directory is no root: a note, and nothing of it is counted."""
     from kubegc_cli.host.logs import resolve_on_host
 
     logs_dev: int | None = None
     try:
-        logs_dev = w.pod_logs(resolve_on_host(s.host_root, logs_dir), pods.is_deleted)
+        logs_dev = w.pod_logs(resolve_on_host(s.host_root, logs_dir), deleted)
     except FileNotFoundError:
         report.notes.append(f"no pod log directory at {logs_dir}")
+    except NotADirectoryError:
+        report.notes.append(f"no pod log directory at {logs_dir}: not a directory")
     except OSError as exc:
         report.notes.append(f"cannot read the pod log root {logs_dir}: {exc.strerror or exc}")
-    pods_dir = f"{root_dir}/pods"
+    pods_dir = f"{root_dir.rstrip('/')}/pods"
     try:
         w.pod_dirs(resolve_on_host(s.host_root, pods_dir))
     except FileNotFoundError:
         report.notes.append(f"no pods directory at {pods_dir}")
+    except NotADirectoryError:
+        report.notes.append(f"no pods directory at {pods_dir}: not a directory")
     except OSError as exc:
         report.notes.append(f"cannot read the pods directory {pods_dir}: {exc.strerror or exc}")
     return logs_dev
@@ -810,37 +988,40 @@ def _walk(
 def _dead_container_logs(
     w: Walker,
     s: Settings,
-    logs_dir: str,
+    kubelet_logs_dir: str,
     rt: RuntimeView,
-    pods: PodInventory,
+    deleted: Callable[[str], bool],
+    removed: frozenset[str],
     logs_dev: int,
     mounts: MountTable,
 ) -> None:
-    """The log files `gc containers` would delete with each dead container (rotated ones
-    too), counted as reclaimable on the log filesystem. A deleted pod's are already counted
-    with its whole directory; a pod whose directory is residue is not walked here."""
-    from kubegc_cli.host.logs import LogRoots, deletable_log_files
+    """The log files of the dead containers (rotated ones too), on the log filesystem; those
+    of the containers `gc containers` removes (`removed`) are reclaimable, as far as it may
+    delete them (inside the kubelet config's podLogsDir `kubelet_logs_dir`, which is what
+    `gc containers` reads). A deleted pod's logs are already counted with its whole
+    directory; a pod whose directory is residue is not walked here."""
+    from kubegc_cli.host.logs import LogRoots, deletable_log_files, log_files, on_host
 
-    roots = LogRoots(s.host_root, logs_dir)
+    roots = LogRoots(s.host_root, kubelet_logs_dir)
     counted: set[tuple[int, int]] = set()
-    total = dead = 0
+    total = back = dead = 0
     for c in rt.containers:
-        if c.state is ContainerState.RUNNING or not c.log_path or pods.is_deleted(c.pod_uid):
+        if c.state is ContainerState.RUNNING or not c.log_path or deleted(c.pod_uid):
             continue
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
-        files, _ = deletable_log_files(roots, c.log_path, mounts)
-        n = 0
-        for _, st in files:
+        may_go = {p for p, _ in deletable_log_files(roots, c.log_path, mounts)[0]}
+        for path, st in log_files(on_host(s.host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)
             if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
                 counted.add(key)
-                n += st.st_blocks * BLOCK
-        total += n
+                total += st.st_blocks * BLOCK
+                if c.id in removed and path in may_go:
+                    back += st.st_blocks * BLOCK
         dead += 1
     if dead:
-        w.tally.add(logs_dev, LOGS, 0, reclaim=total)
-        w.tally.add(logs_dev, LOGS_DEAD, total, reclaim=total, count=dead)
+        w.tally.add(logs_dev, LOGS, 0, reclaim=back)
+        w.tally.add(logs_dev, LOGS_DEAD, total, reclaim=back, count=dead)
 
 
 def _residue(
@@ -925,16 +1106,17 @@ def _count_finding(s: Settings, f: Finding, tally: Tally, report: DfReport) -> N
 
 
 def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) -> list[Filesystem]:
-    """One `Filesystem` per device among the role paths, in role order (nodefs first).
-    Raises `RuntimeUnavailable` when nodefs cannot be statvfs'd; another role's failure is a
-    note."""
+    """One `Filesystem` per device among the role paths (host paths, symlinks resolved under
+    the host root), in role order (nodefs first). Raises `RuntimeUnavailable` when nodefs
+    cannot be statvfs'd; another role's failure is a note (the pod log root and the pods
+    directory are no role when they are not directories: the walk says so)."""
     from kubegc_cli.host.fs import fs_stats
-    from kubegc_cli.host.logs import on_host
 
     out: dict[int, Filesystem] = {}
     for role, path in roles:
         try:
-            dev = os.stat(on_host(s.host_root, path)).st_dev
+            local = _real(s, path)
+            st_dev = os.stat(local)
         except OSError as exc:
             if role == "nodefs":
                 raise RuntimeUnavailable(
@@ -943,11 +1125,14 @@ def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) ->
             if role not in ("pods", "logs"):  # the walk says when those are missing
                 report.notes.append(f"{role} {path}: {exc.strerror or exc}; not shown")
             continue
+        if role in ("pods", "logs") and not stat.S_ISDIR(st_dev.st_mode):
+            continue
+        dev = st_dev.st_dev
         if dev in out:
             out[dev].roles.append(role)
             continue
         try:
-            st: FsStats = fs_stats(s.host_root, path)
+            st: FsStats = fs_stats(s.host_root, _host_real(s, path))
         except RuntimeUnavailable as exc:
             if role == "nodefs":
                 raise
@@ -957,22 +1142,22 @@ def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) ->
     return list(out.values())
 
 
-def _lines(f: Filesystem, tally: Tally, s: Settings) -> None:
+def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
     """The walked and residue lines of `f` from the tally, with the commands that reclaim
-    them (those that need the pod source carry this run's pod source options)."""
-    gc_all, clean = _with_pod_source(CMD_ALL, s), _with_pod_source(CMD_RESIDUE, s)
-    commands = {LOGS: gc_all, LOGS_DEAD: CMD_CONTAINERS, LOGS_DELETED: gc_all, RESIDUE: clean,
-                RESIDUE_POD_DIRS: clean, RESIDUE_LOG_DIRS: clean}  # fmt: skip
+    them (`_commands`: carrying this run's options)."""
+    gc_all, clean = commands[CMD_ALL], commands[CMD_RESIDUE]
+    by_key = {LOGS: gc_all, LOGS_DEAD: commands[CMD_CONTAINERS], LOGS_DELETED: gc_all,
+              RESIDUE: clean, RESIDUE_POD_DIRS: clean, RESIDUE_LOG_DIRS: clean}  # fmt: skip
     for (dev, key), n in tally.bytes.items():
         if dev != f.device:
             continue
         back = tally.reclaim.get((dev, key), 0)
         count = tally.count.get((dev, key))
-        cmd = commands.get(key, "") if back else ""
+        cmd = by_key.get(key, "") if back else ""
         f.lines.append(Line(key, n, count, back, cmd))
 
 
-def _image_lines(rt: RuntimeView, now: int) -> list[Line]:
+def _image_lines(rt: RuntimeView, now: int, command: str) -> list[Line]:
     """images (total), in use, unused; reclaimable = what `gc images --prune-unused` removes."""
     from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy, plan_images
 
@@ -987,38 +1172,40 @@ def _image_lines(rt: RuntimeView, now: int) -> list[Line]:
     kept = len(unused) - len(plan.remove)
     note = f"{kept} unused kept: pinned or the sandbox image" if kept else ""
     return [
-        Line(IMAGES, sum(i.size for i in every), len(every), back, CMD_IMAGES if back else ""),
+        Line(IMAGES, sum(i.size for i in every), len(every), back, command if back else ""),
         Line(IMAGES_IN_USE, sum(i.size for i in in_use), len(in_use)),
         Line(IMAGES_UNUSED, sum(i.size for i in unused), len(unused), back,
-             CMD_IMAGES if back else "", note),
+             command if back else "", note),
     ]  # fmt: skip
 
 
-def _layer_lines(rt: RuntimeView, w: Walker) -> Line:
-    """writable layers (total); each pod's share goes to its footprint."""
-    total = back = 0
-    for c in rt.containers:
-        b = rt.layers.get(c.id, (None, None))[0] or 0
-        total += b
-        if c.state is not ContainerState.RUNNING:
-            back += b
-        if c.pod_uid:
-            p = w.pod(c.pod_uid)
-            p.writable_layers = (p.writable_layers or 0) + b
-    return Line(LAYERS, total, len(rt.containers), back, CMD_CONTAINERS if back else "")
-
-
-def _layer_details(rt: RuntimeView) -> list[Line]:
+def _layer_lines(rt: RuntimeView, w: Walker, removed: frozenset[str], command: str) -> list[Line]:
+    """writable layers (total), of running and of dead containers; reclaimable: the layers of
+    the containers `gc containers` removes (`removed`). Each pod's share goes to its
+    footprint."""
     running = [c for c in rt.containers if c.state is ContainerState.RUNNING]
     dead = [c for c in rt.containers if c.state is not ContainerState.RUNNING]
 
     def size(cs: Iterable[Container]) -> int:
         return sum(rt.layers.get(c.id, (None, None))[0] or 0 for c in cs)
 
-    back = size(dead)
+    for c in rt.containers:
+        if c.pod_uid:
+            p = w.pod(c.pod_uid)
+            p.writable_layers = (p.writable_layers or 0) + size([c])
+    back = size(c for c in dead if c.id in removed)
+    kept = sum(1 for c in dead if c.id not in removed)
+    note = (
+        f"{kept} kept: gc containers (default policy, this pod source) keeps the newest dead "
+        "container of each container of a pod not known to be deleted (MaxPerPodContainer 1)"
+        if kept
+        else ""
+    )
+    cmd = command if back else ""
     return [
+        Line(LAYERS, size(rt.containers), len(rt.containers), back, cmd),
         Line(LAYERS_RUNNING, size(running), len(running)),
-        Line(LAYERS_DEAD, back, len(dead), back, CMD_CONTAINERS if back else ""),
+        Line(LAYERS_DEAD, size(dead), len(dead), back, cmd, note),
     ]
 
 
@@ -1112,19 +1299,36 @@ def _image_gc(systems: list[Filesystem], settings: ImageGCSettings, report: DfRe
         }
 
 
-def _notes(report: DfReport, pods: PodInventory, rt: RuntimeView | None) -> None:
+def _notes(report: DfReport, pods: PodInventory, rt: RuntimeView | None, w: Walker) -> None:
     if not pods.known:
         report.notes.append(
             "no pod source (--pods-file or the API): no pod counts as deleted, so the logs of "
             "deleted pods and orphaned directories are not told apart"
         )
+    elif not report.pod_source_checked:
+        gone = [p for uid, p in w.pods.items() if pods.is_deleted(uid)]
+        why = "--no-runtime" if report.runtime_skipped else "the runtime could not be read"
+        report.notes.append(
+            f"pod source {pods.source} not checked against the pods running on this node "
+            f"({why}; gc refuses a source that lists none of them): no pod counts as deleted, "
+            f"so the logs of the {len(gone)} pod(s) it does not list "
+            f"({format_bytes(sum(p.logs for p in gone))}) are not counted reclaimable"
+        )
     if rt is not None:
         report.notes.append(
-            "reclaimable is at most: gc containers keeps the newest dead container of each "
-            "live pod's container unless --match-kubelet; images younger than MinAge stay"
+            "reclaimable is at most: gc images keeps images first seen less than MinAge "
+            "(minimumImageTTLDuration) ago"
         )
     if report.mounted:
         report.notes.append(
             f"{len(report.mounted)} mount point(s) below pod directories are not counted "
-            "(memory-backed emptyDir, secrets, other volumes): see mounted"
+            "(memory-backed emptyDir, secrets, other volumes): listed with -v, and under "
+            "mounted in -o json"
+        )
+    if report.unreadable:
+        u = report.unreadable
+        report.notes.append(
+            f"{u['count']} entr{'y' if u['count'] == 1 else 'ies'} below the pod directories "
+            f"and pod logs could not be read (first: {u['first']}: {u['error']}): what they "
+            "hold is in no line above but in other"
         )

@@ -462,6 +462,8 @@ def render_plan(
 
     Runtime-supplied text is never parsed as markup (pod names may contain `[`) and control
     characters are escaped. With `verbose`, every kept object is listed with its reason.
+    Without it each table lists at most `PLAN_ROWS` rows (and every failed one), says how many
+    more there are, and the summary line is printed before it too.
     """
     from rich.padding import Padding
     from rich.text import Text
@@ -479,23 +481,46 @@ def render_plan(
     def cells(a: Any) -> list[Any]:
         return [Text(safe_text(v)) for v in layout.row(a, plan.now)]
 
+    shown, more = _capped(plan.actions, verbose)
+    worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
+    shown_kept, more_kept = _capped(worth, verbose)
+    if more or more_kept:  # a long table: the totals first, where they are seen
+        console.print(Text(summary_line(plan, layout)))
     if plan.actions:
         table = _table(title, layout, wrap=wrap)
-        for a in plan.actions:
+        for a in shown:
             held = a.result is Result.HELD_BACK
             table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted or held else None)
         console.print(table)
+        if more:
+            console.print(Text(f"  {more} {_NOT_LISTED}"))
     else:
         console.print(Text(f"{title}: nothing to remove.", style="bold"))
-    shown_kept = [k for k in plan.kept if verbose or layout.show_kept(k)]
     if shown_kept:
         kept = _table("Kept (not removed)", layout, wrap=wrap)
         for k in shown_kept:
             kept.add_row(*cells(k), style="dim")
         console.print(kept)
+        if more_kept:
+            console.print(Text(f"  {more_kept} {_NOT_LISTED}"))
     for note in plan.notes:
         console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
     console.print(Text(summary_line(plan, layout)))
+
+
+#: Rows a plan table lists without -v (a node can hold tens of thousands of dead containers;
+#: a rich table of them takes minutes and scrolls past every screen); failed ones always are.
+PLAN_ROWS = 100
+_NOT_LISTED = "more not listed (-v lists all; -o json has every one)"
+
+
+def _capped(rows: list[Any], verbose: int) -> tuple[list[Any], int]:
+    """(the rows a table lists, how many it leaves out): every row with `verbose`, else the
+    first `PLAN_ROWS` and every failed one."""
+    if verbose or len(rows) <= PLAN_ROWS:
+        return rows, 0
+    shown = [a for i, a in enumerate(rows) if i < PLAN_ROWS or a.result is Result.FAILED]
+    return shown, len(rows) - len(shown)
 
 
 def render_container_plan(

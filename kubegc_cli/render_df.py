@@ -116,7 +116,18 @@ def _row(ln: Line, capacity: int) -> list[str]:
     share = ln.bytes / capacity if capacity else 0.0
     drawn = "" if ln.parent else bar(share)
     back = "-" if ln.reclaimable is None else _b(ln.reclaimable) if ln.reclaimable else ""
-    return [label, _b(ln.bytes), drawn, f"{share * 100:.1f}%", back, ln.command]
+    return [label, _b(ln.bytes), drawn, f"{share * 100:.1f}%", back, short_command(ln.command)]
+
+
+def short_command(command: str) -> str:
+    """`command` without the options df added to it ("…" stands for them): the table stays
+    narrow; `render_df` prints each full command once below."""
+    from kubegc_cli.df import CMD_ALL, CMD_CONTAINERS, CMD_IMAGES, CMD_RESIDUE
+
+    for base in (CMD_IMAGES, CMD_CONTAINERS, CMD_ALL, CMD_RESIDUE):
+        if command.startswith(base + " "):
+            return base + " …"
+    return command
 
 
 def _filesystem(console: Any, f: Filesystem, verbose: int) -> None:
@@ -172,6 +183,16 @@ def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None)
             )  # fmt: skip
         console.print(pt)
         console.print()
+    full = dict.fromkeys(
+        ln.command for f in report.filesystems for ln in f.lines
+        if ln.command and short_command(ln.command) != ln.command
+    )  # fmt: skip
+    if full:
+        console.print(Text("Reclaim with (… = the options that act on what was measured):",
+                           style="bold"))  # fmt: skip
+        for command in full:
+            console.print(Text("  " + safe_text(command)), soft_wrap=True)
+        console.print()
     if report.mounted and verbose:
         console.print(Text("Mounted below pod directories, not counted:", style="bold"))
         for m in report.mounted:
@@ -190,4 +211,6 @@ def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None)
     line = f"reclaimable: {format_bytes(total)}"
     if report.runtime_error:
         line += "; the runtime could not be read (exit 3)"
+    elif report.images_unknown:
+        line += "; images and writable layers are unknown (exit 3)"
     console.print(Text(line, style="bold"))

@@ -9,28 +9,60 @@ The file is the plan's JSON document (as `-o json` prints it) plus what acting n
   listed it (`kubegc snapshot`'s shape). Log actions need none: their `path` is the object.
 
 An operator may review the file and delete actions from it; `apply` does the rest and nothing
-else. Each object is re-checked right before its removal by the same executors as the gc
-commands (a container gone, running or re-created is skipped; a sandbox READY or with
-containers; a log directory whose pod has containers again or became a mount point; an image
-gone or used by a container), and the container guard is re-applied to a fresh container list.
-Actions the plan held back (`--max-delete`, `--max-bytes`) stay held back.
+else. Actions the plan held back (`--max-delete`, `--max-bytes`) stay held back.
+
+The file is untrusted input: whatever it says, nothing is removed that the node as it is now
+does not allow. `load_saved_plan` refuses (`BadInput`, exit 2) a file whose `saved.command` is
+not the command of its kind, an action kind that plan kind cannot carry, an unknown rule, a
+pod log directory path that is not clean or whose name's UID is not the action's `pod_uid`,
+and a legacy link path that is not directly in `/var/log/containers`; `apply_plan` also
+refuses pod log directories that are not direct children of the current podLogsDir (the
+kubelet config, or `--pod-logs-dir`). Then, against the runtime's fresh inventory
+(`recheck_saved_plan`), every object is re-derived from the node, never taken from the file:
+
+- a container is the runtime's (labels, state, log path from `ContainerStatus`); gone,
+  running or re-created (creation time differs) → skipped;
+- a sandbox is the runtime's; gone, re-created or READY → skipped; `older-sandbox` only
+  while a newer sandbox of its pod exists;
+- `deleted-pod` / `terminated-pod` actions (containers, sandboxes, pod log directories) only
+  when the pod source given to `apply` says so now (none given → skipped);
+- the container guard is re-applied to a fresh list (`--match-kubelet` on `apply` turns it
+  off; the file cannot);
+- a pod log directory is `<podLogsDir>/<name>` on this host, skipped while the runtime has a
+  container of its UID; a legacy link is `/var/log/containers/<name>`, skipped unless its
+  container is gone or exited (as `gc logs` judges it);
+- an image is the runtime's; pinned, the sandbox image (the runtime's now, or as saved),
+  `--keep` or `--pod-infra-container-image` as saved, or used by a container → skipped.
+
+The executors then re-check each object right before its removal, as for the gc commands.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import socket
 import tempfile
 import time
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli import __version__
 from kubegc_cli.errors import BadInput
-from kubegc_cli.model import API_VERSION, Container, Image, Sandbox
+from kubegc_cli.model import (
+    API_VERSION,
+    Container,
+    ContainerState,
+    Image,
+    NodeSnapshot,
+    Sandbox,
+    SandboxState,
+)
 from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.units import ns_to_rfc3339, rfc3339_to_ns
 
 if TYPE_CHECKING:
@@ -45,6 +77,24 @@ COMMANDS = {
     "ImageGCPlan": "gc images",
 }
 LOG_KINDS = ("pod-log-dir", "log-symlink")
+#: The action kinds each plan kind carries.
+KINDS = {
+    "ContainerGCPlan": ("container",),
+    "SandboxGCPlan": ("sandbox",),
+    "LogGCPlan": LOG_KINDS,
+    "GCPlan": ("container", "sandbox", *LOG_KINDS),
+    "ImageGCPlan": ("image",),
+}
+POD_RULES = ("deleted-pod", "terminated-pod")
+#: The rules that may select an action of each kind (`kubegc_cli.policy`).
+RULES = {
+    "container": frozenset({*POD_RULES, "max-per-pod-container", "max-containers-share",
+                            "max-containers"}),
+    "sandbox": frozenset({*POD_RULES, "older-sandbox"}),
+    "pod-log-dir": frozenset({"deleted-pod"}),
+    "log-symlink": frozenset({"unparsable-link", "container-gone", "container-exited"}),
+    "image": frozenset({"max-age", "space", "prune-unused"}),
+}  # fmt: skip
 
 
 def this_node(s: Settings) -> str:
@@ -102,16 +152,39 @@ def save_plan(plan: Plan[Any], path: Path, s: Settings) -> None:
         raise BadInput(f"cannot write plan file {path}: {exc.strerror or exc}") from None
 
 
-def _action(d: dict[str, Any], s: Settings, result: Result) -> Any:
-    """One action (or kept object) of a saved plan. Raises KeyError/ValueError/TypeError."""
+def _log_path(kind: str, path: str, pod_uid: str) -> None:
+    """Refuse a log path no plan could hold: not clean and absolute; a pod log directory whose
+    name is not one path component ending in the action's pod UID; a legacy link not directly
+    in /var/log/containers. Raises ValueError."""
+    from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
+    from kubegc_cli.host.podlogs import pod_uid_from_dir
+
+    name = os.path.basename(path)
+    if not path.startswith("/") or os.path.normpath(path) != path or name in ("", ".", ".."):
+        raise ValueError(f"log path {path!r} is not a clean absolute path")
+    if kind == "pod-log-dir":
+        if not pod_uid or pod_uid_from_dir(name) != pod_uid:
+            raise ValueError(
+                f"pod log directory {path!r}: its name does not end in the action's pod UID "
+                f"{pod_uid!r}"
+            )
+    elif os.path.dirname(path) != CONTAINER_LOGS_DIR or not name.endswith(".log"):
+        raise ValueError(f"log symlink {path!r} is not a *.log directly in {CONTAINER_LOGS_DIR}")
+
+
+def _action(d: dict[str, Any], s: Settings, result: Result, kinds: tuple[str, ...] = ()) -> Any:
+    """One action (or kept object) of a saved plan; an action's `kind` must be one of `kinds`
+    and its rule one that selects that kind. Raises KeyError/ValueError/TypeError."""
     kind = d["kind"]
     rule, reason = str(d["rule"]), str(d.get("reason", ""))
+    if kinds and kind not in kinds:
+        raise ValueError(f"a {kind!r} action cannot be in this plan (only {', '.join(kinds)})")
+    if result is not Result.KEPT and kind in RULES and rule not in RULES[kind]:
+        raise ValueError(f"{kind} {d.get('id')!r}: {rule!r} is not a rule that removes a {kind}")
     if kind == "container":
         c = Container.from_dict(d["object"])
         if c.id != d["id"]:
             raise ValueError(f"action {d['id']!r} and its object {c.id!r} differ")
-        from kubegc_cli.model import ContainerState
-
         return ContainerAction(
             c, rule, reason, result, stop_first=c.state is ContainerState.UNKNOWN
         )
@@ -123,11 +196,11 @@ def _action(d: dict[str, Any], s: Settings, result: Result) -> Any:
     if kind in LOG_KINDS:
         from kubegc_cli.host.logs import on_host
 
-        path = str(d["path"])
-        if not path.startswith("/"):
-            raise ValueError(f"log path {path!r} is not absolute")
+        path, pod_uid = str(d["path"]), str(d.get("pod_uid", ""))
+        if result is not Result.KEPT:
+            _log_path(kind, path, pod_uid)
         return LogAction(
-            kind, path, on_host(s.host_root, path), str(d.get("pod_uid", "")), rule, reason,
+            kind, path, on_host(s.host_root, path), pod_uid, rule, reason,
             int(d.get("bytes", 0)), result,
         )  # fmt: skip
     if kind == "image":
@@ -166,6 +239,11 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
         raise BadInput(
             f"plan file {path}: no 'saved' section; write plans to apply with --plan-out FILE"
         )
+    if saved.get("command") != COMMANDS[kind]:
+        raise BadInput(
+            f"plan file {path}: saved command {saved.get('command')!r} is not the command of a "
+            f"{kind} ({COMMANDS[kind]!r})"
+        )
     node = str(saved.get("node", ""))
     if node != this_node(s):
         raise BadInput(
@@ -182,11 +260,11 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
                     f"action {i} has result {d.get('result')!r}; only planned or held-back "
                     "actions can be applied"
                 )
-            a = _action(d, s, result)
+            a = _action(d, s, result, KINDS[kind])
             if result is Result.HELD_BACK:
                 a.error = str(d.get("error", "")) or "held back by the plan's cap"
             actions.append(a)
-        kept = [_action(d, s, Result.KEPT) for d in doc.get("kept") or []]
+        kept = [_action(d, s, Result.KEPT, KINDS[kind]) for d in doc.get("kept") or []]
         plan: Plan[Any] = Plan(
             kind=doc["kind"],
             policy=dict(doc.get("policy") or {}),
@@ -207,52 +285,266 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     return plan, saved
 
 
-def apply_plan(s: Settings, path: Path, act: ActOptions, ui: Ui) -> Plan[Any]:
+def _skip(a: Any, why: str) -> None:
+    a.result, a.error = Result.SKIPPED, why
+
+
+def pod_rule_refusal(rule: str, uid: str, pods: PodInventory) -> str:
+    """Why a removal the plan made for a deleted (`deleted-pod`) or terminated
+    (`terminated-pod`) pod may not happen now ("" when it may, or for another rule): the
+    pod source given now must say so; without one no pod is treated as gone."""
+    if rule not in POD_RULES:
+        return ""
+    if not pods.known:
+        return (
+            f"no pod source to re-check that pod {uid or '(no UID)'} is gone (give apply "
+            "--pods-file, or a kubeconfig for the API)"
+        )
+    if rule == "deleted-pod" and not pods.is_deleted(uid):
+        return f"pod {uid or '(no UID)'} is not gone by the pod source ({pods.source}) now"
+    if rule == "terminated-pod" and not pods.is_terminated(uid):
+        return f"pod {uid or '(no UID)'} is neither gone nor terminated by {pods.source} now"
+    return ""
+
+
+def link_refusal(name: str, containers: Iterable[Container]) -> str:
+    """Why the dangling legacy link `name` may not go with `containers` as the runtime has
+    them now ("" when it may), as `gc logs` judges it: a name without a container ID, or a
+    container that is gone or exited, may go."""
+    from kubegc_cli.host.podlogs import container_id_from_link
+    from kubegc_cli.policy.logs import link_state
+
+    cid = container_id_from_link(name)
+    state = link_state(cid, containers) if cid else ""
+    if state in ("", ContainerState.EXITED.value):
+        return ""
+    if state == "none":
+        return f"container ID {cid} matches several containers now"
+    return f"its container is {state} now"
+
+
+def recheck_saved_plan(
+    plan: Plan[Any],
+    snap: NodeSnapshot,
+    pods: PodInventory,
+    *,
+    host_root: Path,
+    pod_logs_root: str,
+    protected: Iterable[str] = (),
+    match_kubelet: bool = False,
+) -> None:
+    """Re-derive every planned action of a saved plan from the node as it is now and skip
+    (with the reason) what the node does not allow; see the module doc.
+
+    `snap` is the runtime's fresh inventory (containers with status, and sandboxes and images
+    when the plan has such actions); `pods` the pod source given now; `pod_logs_root` the
+    current podLogsDir (a host path; `load_saved_plan` and `apply_plan` have refused pod log
+    directories elsewhere); `protected` image IDs, tags or digests never to remove. Objects in
+    the plan are replaced by the runtime's; log actions get their local paths re-made under
+    `host_root` and their bytes re-measured. Reads the log directories' sizes, nothing else.
+    """
+    from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
+    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.podlogs import _tree_bytes
+    from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
+    from kubegc_cli.policy.images import images_in_use
+
+    todo = [a for a in plan.actions if a.result is Result.PLANNED]
+    containers = {c.id: c for c in snap.containers}
+    for a in (a for a in todo if a.kind == "container"):
+        c = containers.get(a.id)
+        if c is None:
+            _skip(a, "gone before removal")
+        elif c.state is ContainerState.RUNNING:
+            _skip(a, "running now; no longer garbage")
+        elif c.created_at != a.container.created_at:
+            _skip(a, "changed since the plan (creation time differs)")
+        elif why := pod_rule_refusal(a.rule, c.pod_uid, pods):
+            _skip(a, why)
+        else:
+            a.container, a.stop_first = c, c.state is ContainerState.UNKNOWN
+    mine = [a for a in plan.actions if a.kind == "container"]
+    guarded: Plan[Any] = Plan(kind="ContainerGCPlan", policy={}, now=plan.now, actions=mine)
+    recheck_guard(guarded, snap.containers, ContainerGCPolicy(match_kubelet=match_kubelet))
+
+    sandboxes = {sb.id: sb for sb in snap.sandboxes}
+    for a in (a for a in todo if a.kind == "sandbox"):
+        sb = sandboxes.get(a.id)
+        if sb is None:
+            _skip(a, "gone before removal")
+        elif sb.created_at != a.sandbox.created_at:
+            _skip(a, "changed since the plan (creation time differs)")
+        elif sb.state is SandboxState.READY:
+            _skip(a, "READY now; no longer garbage")
+        elif a.rule == "older-sandbox" and not any(
+            o.uid == sb.uid and o.id != sb.id and o.created_at > sb.created_at
+            for o in snap.sandboxes
+        ):
+            _skip(a, "now the newest sandbox of its pod")
+        elif why := pod_rule_refusal(a.rule, sb.uid, pods):
+            _skip(a, why)
+        else:
+            a.sandbox = sb
+
+    going = {a.id for a in plan.actions if a.kind == "container" and a.result is Result.PLANNED}
+    left = [c for c in snap.containers if c.id not in going]
+    live_uids = {c.pod_uid for c in left if c.pod_uid}
+    for a in (a for a in todo if a.kind in LOG_KINDS):
+        name = os.path.basename(a.path)
+        if a.kind == "log-symlink":
+            a.local_path = os.path.join(on_host(host_root, CONTAINER_LOGS_DIR), name)
+            if why := link_refusal(name, left):
+                _skip(a, why)
+            continue
+        a.local_path = os.path.join(on_host(host_root, pod_logs_root), name)
+        if why := pod_rule_refusal(a.rule, a.pod_uid, pods):
+            _skip(a, why)
+        elif a.pod_uid in live_uids:
+            _skip(a, "the runtime has containers of it now")
+        elif not os.path.lexists(a.local_path):
+            _skip(a, "gone before removal")
+        else:
+            is_dir = os.path.isdir(a.local_path) and not os.path.islink(a.local_path)
+            a.bytes = _tree_bytes(a.local_path) if is_dir else 0
+
+    images = {i.id: i for i in snap.images}
+    refs = set(protected)
+    in_use = images_in_use(snap.containers)
+    saved_keep = plan.policy.get("keep")  # the saved --keep patterns: they only protect
+    patterns = saved_keep if isinstance(saved_keep, list) else []
+    keep = [k for k in patterns if isinstance(k, str) and k.strip()]
+    for a in (a for a in todo if a.kind == "image"):
+        img = images.get(a.id)
+        names = (*img.repo_tags, *img.repo_digests) if img is not None else ()
+        if img is None:
+            _skip(a, "gone before removal")
+        elif img.pinned:
+            _skip(a, "pinned by the runtime")
+        elif refs & {img.id, *names}:
+            _skip(a, "the sandbox image")
+        elif any(fnmatch.fnmatchcase(n, k) for n in names for k in keep):
+            _skip(a, "matches --keep")
+        elif img.id in in_use:
+            _skip(a, "used by a container now")
+        else:
+            a.image = img
+
+
+def apply_plan(
+    s: Settings,
+    path: Path,
+    act: ActOptions,
+    ui: Ui,
+    *,
+    pod_logs_dir: str | None = None,
+    match_kubelet: bool = False,
+) -> Plan[Any]:
     """`kubegc apply FILE`: carry out a saved plan (see the module doc), under the node lock,
     stage by stage in the kubelet's order (containers, sandboxes, logs, images), writing the
-    audit log as `apply`.
+    audit log as `apply` with the time it acted.
 
-    Raises `BadInput` for an unusable file or `--snapshot`, `RuntimeUnavailable` when the
-    runtime cannot be reached, `Busy` when another run holds the lock. Returns the plan with
-    results (all as saved for a dry run).
+    `pod_logs_dir` (a host path) overrides the kubelet config's podLogsDir for pod log
+    directories; `match_kubelet` turns the container guard off; `act`'s caps hold back what
+    they do not allow (on top of what the plan held back). Raises `BadInput` for an unusable
+    file (also one naming pod log directories outside podLogsDir) or `--snapshot`,
+    `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when another run holds
+    the lock. Returns the plan with results (all as re-checked for a dry run).
     """
-    from kubegc_cli.app import Stage, _carry_out, _may_act, decide_mode, open_client
+    from kubegc_cli.app import (
+        Stage,
+        _carry_out,
+        _may_act,
+        _pod_logs_root,
+        decide_mode,
+        load_pod_inventory,
+        open_client,
+    )
 
     if s.snapshot is not None:
         raise BadInput("apply acts on the node; --snapshot cannot be given")
     plan, saved = load_saved_plan(path, s)
     plan.notes.append(
         f"saved plan of '{saved.get('command')}' from {saved.get('saved_at', '?')} "
-        f"({path}); each object is re-checked right before its removal"
+        f"({path}); each object is re-checked against the node now and right before its removal"
     )
+    todo = [a for a in plan.actions if a.result is Result.PLANNED]
+    kinds = {a.kind for a in todo}
+    root = ""
+    if kinds & set(LOG_KINDS):
+        root = _pod_logs_root(s, pod_logs_dir)
+        for a in todo:
+            if a.kind == "pod-log-dir" and os.path.dirname(a.path) != root:
+                raise BadInput(
+                    f"plan file {path}: {a.path} is not directly inside podLogsDir {root}; "
+                    "only pod log directories there are removed (--pod-logs-dir names another "
+                    "root)"
+                )
+    pods = NO_POD_SOURCE
+    if any(a.rule in POD_RULES for a in todo):
+        pods = load_pod_inventory(s, ui)
+        if not pods.known:
+            ui.warn(
+                "no pod source: the plan's removals for deleted or terminated pods are skipped "
+                "(give --pods-file, or a kubeconfig for the API)"
+            )
+    saved_policy = plan.policy.get("containers", plan.policy)
+    if (
+        "container" in kinds
+        and isinstance(saved_policy, dict)
+        and saved_policy.get("match_kubelet")
+        and not match_kubelet
+    ):
+        ui.warn(
+            "the plan was made with --match-kubelet; apply keeps kubegc's guard unless "
+            "given --match-kubelet too"
+        )
     mode = decide_mode(s, act, ui)
-    kinds = {a.kind for a in plan.actions if a.result is Result.PLANNED}
     if not kinds:
-        _may_act(mode, plan, ui, "object")
+        _may_act(mode, plan, ui, "object", act)
         return plan
 
+    from kubegc_cli.cri.client import sandbox_image_from_info
     from kubegc_cli.execute import ContainerRemover, ImageRemover, LogRemover, SandboxRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.observe import observe_node
+    from kubegc_cli.pods import check_source_covers_node
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
     from kubegc_cli.policy.images import images_in_use
 
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
         if plan.source and client.endpoint.display != plan.source:
             ui.warn(f"the plan was made on {plan.source}; applying it on {client.endpoint.display}")
-        if not _may_act(mode, plan, ui, "object"):
+        mounts = MountTable.read()
+        snap = observe_node(
+            client, s.host_root, statuses="dead", sandboxes="sandbox" in kinds,
+            images="image" in kinds, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
+        )  # fmt: skip
+        check_source_covers_node(
+            pods, {c.pod_uid for c in snap.containers if c.state is ContainerState.RUNNING}
+        )
+        protected: set[str] = set()
+        if "image" in kinds:
+            saved_refs = (plan.policy.get("sandbox_image"),
+                          plan.policy.get("pod_infra_container_image"))  # fmt: skip
+            protected = {str(r) for r in saved_refs if r} | {
+                r for r in [sandbox_image_from_info(client.status_info())] if r
+            }
+        recheck_saved_plan(
+            plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
+            match_kubelet=match_kubelet,
+        )  # fmt: skip
+        if not _may_act(mode, plan, ui, "object", act):
             return plan
         n = act.concurrency
-        mounts = MountTable.read()
         stages = []
         if "container" in kinds:
-            kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
-            policy = plan.policy.get("containers", plan.policy)
-            guard_policy = ContainerGCPolicy(match_kubelet=bool(policy.get("match_kubelet")))
+            guard_policy = ContainerGCPolicy(match_kubelet=match_kubelet)
             containers: Plan[Any] = Plan(
-                kind="ContainerGCPlan", policy=policy, now=plan.now,
+                kind="ContainerGCPlan", policy={}, now=plan.now,
                 actions=[a for a in plan.actions if a.kind == "container"],
             )  # fmt: skip
             log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
@@ -266,15 +558,25 @@ def apply_plan(s: Settings, path: Path, act: ActOptions, ui: Ui) -> Plan[Any]:
         if "sandbox" in kinds:
             stages.append(Stage(SandboxRemover(client, concurrency=n), ("sandbox",)))
         if kinds & set(LOG_KINDS):
-            stages.append(Stage(LogRemover(client, concurrency=n, mounts=mounts), LOG_KINDS))
+
+            def links_now() -> None:
+                fresh = client.list_containers()
+                for a in plan.actions:
+                    if a.kind != "log-symlink" or a.result is not Result.PLANNED:
+                        continue
+                    if why := link_refusal(os.path.basename(a.path), fresh):
+                        _skip(a, why)
+
+            remover = LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root)
+            stages.append(Stage(remover, LOG_KINDS, links_now))
         if "image" in kinds:
-            remover = ImageRemover(client, concurrency=n)
+            images = ImageRemover(client, concurrency=n)
 
             def in_use() -> None:
-                remover.in_use = frozenset(images_in_use(client.list_containers()))
+                images.in_use = frozenset(images_in_use(client.list_containers()))
 
-            stages.append(Stage(remover, ("image",), in_use))
-        _carry_out(s, plan, stages, "apply", ui)
+            stages.append(Stage(images, ("image",), in_use))
+        _carry_out(s, plan, stages, "apply", ui, at=time.time_ns())
         return plan
     finally:
         client.close()

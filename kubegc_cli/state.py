@@ -196,7 +196,8 @@ def _acquire(state_dir: Path, timeout: float) -> tuple[Path, int]:
                     ) from None
                 time.sleep(min(LOCK_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with suppress(OSError):  # only informative; a full disk must not stop a run freeing it
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     except BaseException:
         os.close(fd)
         raise

@@ -123,6 +123,8 @@ def _convert(param: click.Option, value: Any, where: str) -> Any:
             if not isinstance(v, int) or v < 0:
                 raise BadInput(f"invalid value for {where}: {v!r} (expected a count, 0 or more)")
             return v
+        if isinstance(v, float) and isinstance(param.type, click.types.IntParamType):
+            v = repr(v)  # as the flag would have it: click's int() must not truncate 2.5 to 2
         try:
             out = param.type.convert(v, param, None)
         except click.BadParameter as exc:
@@ -235,14 +237,14 @@ def apply_config(ctx: click.Context) -> ConfigFile:
     return cfg
 
 
-def annotate(exc: BadInput, ctx: click.Context) -> BadInput:
+def annotate(exc: BadInput, ctx: click.Context, path: tuple[str, ...] | None = None) -> BadInput:
     """`exc` with the config key and file added when its message names an option whose value
     came from the config file (a value only the command could judge, like a timeout above
-    24h)."""
+    24h). `path` is the command's (default: `ctx`'s own)."""
     cfg = loaded(ctx)
     if cfg is None or cfg.path is None or str(cfg.path) in str(exc):
         return exc
-    path = command_path(ctx)
+    path = command_path(ctx) if path is None else path
     from_file = global_sources(ctx)
     candidates: list[tuple[tuple[str, ...], str]] = [
         ((), n) for n in cfg.globals if from_file.get(n, "").startswith("config ")

@@ -55,7 +55,10 @@ def settings_from(ctx: click.Context) -> Settings:
     host_root = Path(g["host_root"])
     if not host_root.is_dir():
         raise BadInput(f"invalid value for --host-root: {g['host_root']!r} is not a directory")
-    lock_timeout = parse_duration(g.get("lock_timeout") or "0s", flag="--lock-timeout")
+    raw_lock_timeout = g.get("lock_timeout")
+    lock_timeout = parse_duration(
+        "0s" if raw_lock_timeout is None else raw_lock_timeout, flag="--lock-timeout"
+    )
     if lock_timeout > MAX_TIMEOUT_SECONDS:
         raise BadInput(f"invalid value for --lock-timeout: {g['lock_timeout']!r} is above 24h")
     return Settings(
@@ -110,7 +113,21 @@ class ConsoleUi:
         return sys.stdin.isatty() and sys.stderr.isatty()
 
     def confirm(self, question: str) -> bool:
-        return click.confirm(question, default=False, err=True)
+        """Ask on stderr, read a line from stdin: y/yes is yes; n/no or nothing is no; the
+        end of input (Ctrl-D, a closed stdin) is no as well — not an interrupt. Ctrl-C still
+        interrupts (exit 130)."""
+        while True:
+            click.echo(f"{question} [y/N]: ", nl=False, err=True)
+            line = sys.stdin.readline()
+            if not line:
+                click.echo("", err=True)
+                return False
+            answer = line.strip().lower()
+            if answer in ("y", "yes"):
+                return True
+            if answer in ("", "n", "no"):
+                return False
+            click.echo("Error: invalid input", err=True)
 
 
 @click.group(cls=KubegcGroup, context_settings=CONTEXT)
@@ -514,18 +531,33 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc images --image-gc-high-threshold 70 --image-gc-low-threshold 60 --yes
       kubegc gc images --prune-unused --keep 'registry.k8s.io/*' --dry-run
     """
+    from kubegc_cli.app import gc_images as run
+
+    s = settings_from(ctx)
+    ui = ConsoleUi(s.verbose, s.output)
+    policy, act, infra, assumed = _image_gc_options(ctx, opts, s, ui)
+    plan = run(s, policy, act, ui, pod_infra_image=infra, assume_detected_at=assumed)
+    finish(plan, s)
+    if plan.shortfall and not plan.dry_run:
+        raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
+
+
+def _image_gc_options(
+    ctx: click.Context, opts: dict[str, Any], s: Any, ui: Any
+) -> tuple[Any, Any, str | None, int | None]:
+    """`gc images`' option values as its run takes them: (policy, act options, pod infra
+    image, assume-detected-at in ns). Each image GC setting from its flag or the config file,
+    else the kubelet config file, else the default (`ui.info` says which). Raises `BadInput`."""
     from click.core import ParameterSource
 
-    from kubegc_cli.app import gc_images as run
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.policy.images import (
         IMAGE_GC_SETTINGS,
         ImageGCPolicy,
         resolve_image_gc_settings,
     )
+    from kubegc_cli.units import rfc3339_to_ns
 
-    s = settings_from(ctx)
-    ui = ConsoleUi(s.verbose, s.output)
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     given = {
         name: opts[name]
@@ -544,25 +576,37 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = act_options(opts)
-    from kubegc_cli.units import rfc3339_to_ns
-
     infra = opts["pod_infra_container_image"]
     if infra is not None and not infra.strip():
         raise BadInput(f"invalid value for --pod-infra-container-image: {infra!r} is empty")
     assumed = opts["assume_detected_at"]
-    plan = run(
-        s,
-        policy,
-        act,
-        ui,
-        pod_infra_image=infra,
-        assume_detected_at=(
-            rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed is not None else None
-        ),
-    )
-    finish(plan, s)
-    if plan.shortfall and not plan.dry_run:
-        raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
+    at = rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed is not None else None
+    return policy, act, infra, at
+
+
+def check_options(path: tuple[str, ...], ctx: click.Context, s: Any) -> None:
+    """The checks the command at `path` makes of its option values (in `ctx.params`) before
+    it observes anything, made the same way with the same messages — for `config view`, so
+    that it refuses what the run would refuse. Raises `BadInput`."""
+    from kubegc_cli.host.kubelet import validate_pod_logs_dir
+    from kubegc_cli.units import parse_bytes, parse_duration
+
+    opts = ctx.params
+    if path == ("gc", "images"):
+        _image_gc_options(ctx, opts, s, ConsoleUi(0, s.output))
+        return
+    if "minimum_container_ttl_duration" in opts:
+        container_policy(opts)
+    if opts.get("older_than"):
+        parse_duration(opts["older_than"], flag="--older-than")
+    if {"dry_run", "yes", "concurrency"} <= opts.keys():
+        act_options(opts)
+    if opts.get("pod_logs_dir") is not None and path[0] in ("gc", "apply"):
+        validate_pod_logs_dir(opts["pod_logs_dir"], source="--pod-logs-dir")
+    if opts.get("allocatable") is not None:
+        parse_bytes(opts["allocatable"], flag="--allocatable")
+    if opts.get("watch") is not None:
+        _interval(opts["watch"])
 
 
 def _name_config_values(ctx: click.Context, settings: Any) -> None:
@@ -1062,8 +1106,13 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
     kubegc command that reclaims them. Directory trees count allocated blocks, never follow
     symlinks, count hard links once and do not enter mount points (listed as mounted).
 
-    Exit codes: 0 done, 2 bad input, 3 the runtime could not be read (the host lines are
-    still printed; --no-runtime leaves the runtime out and exits 0).
+    Each command shown carries this run's options (--host-root, -r, --kubelet-config, the
+    pod source, --root-dir, --pod-logs-dir), so that it acts on what was measured. Without
+    the runtime the pod source cannot be checked, so no pod counts as deleted.
+
+    Exit codes: 0 done, 2 bad input, 3 the runtime could not be read or its image filesystem
+    is not under --host-root (the host lines are still printed; --no-runtime leaves the
+    runtime out and exits 0), or the kubelet root cannot be read.
 
     \b
     Examples:

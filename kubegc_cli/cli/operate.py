@@ -28,8 +28,31 @@ from kubegc_cli.cli.options import (
 @click.option("--dry-run", is_flag=True, help="Show the saved plan and stop.")
 @click.option("-y", "--yes", is_flag=True, help="Act without asking.")
 @click.option(
-    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
     help="Removals in flight at once.",
+)
+@click.option(
+    "--max-delete",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Remove at most N objects; the rest of the plan is held back (shown, not done).",
+)
+@click.option(
+    "--max-bytes",
+    metavar="SIZE",
+    help="Remove at most this many planned bytes (100Mi, 2Gi); the rest is held back.",
+)
+@click.option(
+    "--pod-logs-dir",
+    metavar="PATH",
+    help="Pod log root on the host (default: the kubelet config's podLogsDir).",
+)
+@click.option(
+    "--match-kubelet", is_flag=True,
+    help="Let the plan remove the newest dead container of a live pod's evict unit.",
 )  # fmt: skip
 @global_options
 @click.pass_context
@@ -37,23 +60,32 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
     """Carry out a plan saved by a dry run with --plan-out, exactly as saved.
 
     Only the actions in FILE are carried out (delete some to do less; nothing is added).
-    Each object is re-checked right before its removal, as the gc commands do: one that is
-    gone, running, re-created or in use again is skipped with the reason. Actions the plan
-    held back by --max-delete or --max-bytes stay held back. A plan applies only on the node
-    it was made on.
+    FILE is not trusted: every object is re-read from the node now (a container, sandbox or
+    image from the runtime, a log path rebuilt under podLogsDir or /var/log/containers) and
+    skipped with the reason when it is gone, running, re-created, in use, pinned or no longer
+    garbage; a file naming a path elsewhere, another command or an unknown rule is exit 2.
+    Removals for deleted pods need a pod source now (--pods-file or the API); kubegc's guard
+    on the newest dead container of a live pod is re-applied unless --match-kubelet. Actions
+    the plan held back stay held back; --max-delete and --max-bytes hold back more. A plan
+    applies only on the node it was made on.
 
     \b
     Examples:
       kubegc gc all --pods-file pods.json --plan-out /root/gc-plan.json
       less /root/gc-plan.json                   # review, delete what should stay
-      kubegc apply /root/gc-plan.json --yes
+      kubegc apply /root/gc-plan.json --pods-file pods.json --yes
     """
     from kubegc_cli.cli.main import ConsoleUi, act_options, finish, settings_from
     from kubegc_cli.saved_plan import apply_plan
 
     s = settings_from(ctx)
     act = act_options(opts)
-    finish(apply_plan(s, Path(plan_file), act, ConsoleUi(s.verbose, s.output)), s)
+    ui = ConsoleUi(s.verbose, s.output)
+    plan = apply_plan(
+        s, Path(plan_file), act, ui,
+        pod_logs_dir=opts["pod_logs_dir"], match_kubelet=opts["match_kubelet"],
+    )  # fmt: skip
+    finish(plan, s)
 
 
 @click.group("config", cls=KubegcGroup)
@@ -147,13 +179,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
     )
     if words:
         cmd, path, rest = _target(root, list(words))
-        sub = cmd.make_context(path[-1], rest, parent=ctx)
-        sub.meta.update(ctx.meta)
-        cfg_path = tuple(path)
-        for name, value in cfg.commands.get(cfg_path, {}).items():
-            if sub.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
-                sub.params[name] = value
-                sub.set_parameter_source(name, ParameterSource.DEFAULT_MAP)
+        sub = _checked(ctx, cmd, tuple(path), rest, s)
         kubelet = _kubelet_values(cmd, s, sub)
         for key, param in _own_options(cmd).items():
             assert param.name is not None
@@ -175,10 +201,39 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
                          "source": source})  # fmt: skip
     else:
         for trail, opts in sorted(cfg.commands.items()):
+            cmd, _, _ = _target(root, list(trail))
+            _checked(ctx, cmd, trail, None, s)
             for name, value in opts.items():
                 rows.append({"key": cfg.key(trail, name), "value": _value_text(value),
                              "source": cfg.source})  # fmt: skip
     _print_rows(rows, s.output, cfg.path)
+
+
+def _checked(
+    ctx: click.Context, cmd: click.Command, path: tuple[str, ...], args: list[str] | None, s: Any
+) -> click.Context:
+    """The context `kubegc PATH ARGS` would run in (`args` None: no command line), with the
+    config file's values filled in, after the checks that run makes of its options
+    (`kubegc_cli.cli.main.check_options`): a value the run refuses is refused here too, with
+    the same message. Raises `BadInput`."""
+    from kubegc_cli.cli.config import annotate, loaded
+    from kubegc_cli.cli.main import check_options
+    from kubegc_cli.errors import BadInput
+
+    cfg = loaded(ctx)
+    assert cfg is not None
+    # `config view` alone: no command line, so a command's own arguments are not checked
+    sub = cmd.make_context(path[-1], args or [], parent=ctx, resilient_parsing=args is None)
+    sub.meta.update(ctx.meta)
+    for name, value in cfg.commands.get(path, {}).items():
+        if sub.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
+            sub.params[name] = value
+            sub.set_parameter_source(name, ParameterSource.DEFAULT_MAP)
+    try:
+        check_options(path, sub, s)
+    except BadInput as exc:
+        raise annotate(exc, sub, path) from None
+    return sub
 
 
 def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str, tuple[Any, str]]:
@@ -217,8 +272,9 @@ def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None) -> N
                "values": rows}  # fmt: skip
         render.dump_document(doc, output)
         return
-    width = max(len(r["key"]) for r in rows)
-    vwidth = min(40, max(len(_show(r["value"])) for r in rows))
+    width = max(len("KEY"), *(len(r["key"]) for r in rows))
+    vwidth = min(40, max(len("VALUE"), *(len(_show(r["value"])) for r in rows)))
+    click.echo(f"{'KEY':<{width}}  {'VALUE':<{vwidth}}  SOURCE")
     for r in rows:
         click.echo(f"{r['key']:<{width}}  {_show(r['value']):<{vwidth}}  {r['source']}")
 

@@ -162,6 +162,19 @@ def detect_layout(host_root: Path) -> CgroupLayout:
     )
 
 
+def cgroup_mounts_visible(host_root: Path) -> bool:
+    """Whether a mount table under `host_root` (the host init's, else this process's) lists
+    any cgroup filesystem: when not, finding no pod cgroup means nothing."""
+    for source in MOUNTINFO_SOURCES:
+        try:
+            text = read_text(on_host(host_root, source))
+        except SignalUnavailable:
+            continue
+        if any(fs in ("cgroup", "cgroup2") for _, fs, _ in parse_mount_filesystems(text)):
+            return True
+    return False
+
+
 def cgroup_hierarchies(host_root: Path) -> list[CgroupLayout]:
     """Every mounted cgroup hierarchy under /sys/fs/cgroup that holds a kubepods cgroup, one
     layout per (hierarchy, kubepods cgroup), sorted by `pods_cgroup`.

@@ -206,12 +206,13 @@ def remove_container_logs(
         if _unlink(path, "log") and stat.S_ISREG(st.st_mode):
             freed += st.st_size
     link_dir = on_host(roots.host_root, roots.container_logs_dir)
-    link = os.path.join(
-        link_dir,
-        legacy_symlink_name(
-            container.pod_name, container.pod_namespace, container.container_name, container.id
-        ),
+    name = legacy_symlink_name(
+        container.pod_name, container.pod_namespace, container.container_name, container.id
     )
+    if "/" in name:  # labels no kubelet writes: never leave /var/log/containers
+        notes.append(f"legacy link name {name!r} is not a file name; left")
+        return freed, "; ".join(notes)
+    link = os.path.join(link_dir, name)
     link_st: os.stat_result | None
     try:
         link_st = os.lstat(link)

@@ -97,12 +97,15 @@ class PodInventory:
 NO_POD_SOURCE = PodInventory(known=False, source="none")
 
 
-def check_source_covers_node(pods: PodInventory, running_pod_uids: Iterable[str]) -> None:
+def check_source_covers_node(
+    pods: PodInventory, running_pod_uids: Iterable[str], *, consequence: str = "nothing removed"
+) -> None:
     """Refuse a pod source that lists none of the pods running on this node.
 
     An empty list, another node's pods, or a failed `kubectl` would otherwise mark every pod
     here as deleted and take the newest records of live pods. `running_pod_uids` are the pod
-    UIDs of this node's RUNNING containers. Raises `BadInput` (nothing is removed).
+    UIDs of this node's RUNNING containers. Raises `BadInput` (nothing is removed), its
+    message ending with `consequence`.
     """
     if not pods.known:
         return
@@ -110,7 +113,7 @@ def check_source_covers_node(pods: PodInventory, running_pod_uids: Iterable[str]
     if running and not running & pods.pods.keys():
         raise BadInput(
             f"pod source {pods.source} lists none of the {len(running)} pod(s) running on this "
-            "node (an empty list, another node's pods, a failed kubectl?); nothing removed"
+            f"node (an empty list, another node's pods, a failed kubectl?); {consequence}"
         )
 
 
@@ -138,6 +141,9 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
         if item.get("kind") not in (None, "Pod"):
             raise BadInput(f"{source}: items[{i}] is a {item.get('kind')}, not a Pod")
         status = item.get("status") if isinstance(item.get("status"), Mapping) else {}
+        for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
+            if not isinstance(status.get(key) or [], list):
+                raise BadInput(f"{source}: items[{i}].status.{key} is not a list")
         uid = str(meta["uid"])
         pods[uid] = PodInfo(
             uid=uid,

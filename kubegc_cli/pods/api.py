@@ -46,13 +46,21 @@ def find_credentials(explicit: str | None, env: Mapping[str, str]) -> str | None
     """The kubeconfig path kubectl would use, `in-cluster`, or None when there is none."""
     if explicit:
         return explicit
+
+    def is_file(path: Path) -> bool:  # a home kubegc may not look into has no kubeconfig
+        try:  # and a file it may not read is skipped (--kubeconfig names one explicitly)
+            found = path.expanduser()
+            return found.is_file() and os.access(found, os.R_OK)
+        except (OSError, RuntimeError):
+            return False
+
     if env.get("KUBECONFIG"):  # as kubectl: when set, ~/.kube/config is not looked at
         for candidate in env["KUBECONFIG"].split(os.pathsep):
-            if candidate and Path(candidate).expanduser().is_file():
+            if candidate and is_file(Path(candidate)):
                 return str(Path(candidate).expanduser())
-    elif Path("~/.kube/config").expanduser().is_file():
+    elif is_file(Path("~/.kube/config")):
         return str(Path("~/.kube/config").expanduser())
-    if env.get("KUBERNETES_SERVICE_HOST") and Path(TOKEN_FILE).is_file():
+    if env.get("KUBERNETES_SERVICE_HOST") and is_file(Path(TOKEN_FILE)):
         return IN_CLUSTER
     return None
 
@@ -84,6 +92,10 @@ def _client(src: ApiSource) -> tuple[Any, str]:
     except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadInput(f"cannot use kubeconfig {src.kubeconfig}: {first}") from None
+    if not str(cfg.host).startswith(("https://", "http://")):  # urllib3 would only warn
+        raise BadInput(
+            f"cannot use kubeconfig {src.kubeconfig}: server {cfg.host!r} is not an https:// URL"
+        )
     cfg.retries = 0
     return client.CoreV1Api(client.ApiClient(cfg)), cfg.host
 

@@ -220,8 +220,8 @@ def events_for(command: str, result: Any, exit_code: int) -> list[NodeEvent]:
     if result.dry_run:
         return []
     kinds = {a.kind for a in result.actions}
-    if kinds & {"image"}:
-        return _image_events(result)
+    if kinds & {"image"} or getattr(result, "kind", "") == "ImageGCPlan":
+        return _image_events(result)  # a shortfall with no image eligible is an event too
     if kinds & {"pod"}:
         return _prune_events(result)
     if kinds & CONTAINER_GC_KINDS:

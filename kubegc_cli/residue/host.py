@@ -358,7 +358,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
         cid = container_id_from_link(name)
         host = f"{links_host}/{name}"
         reasons = []
-        if not cid:
+        if not cid or not _HEX_ID.fullmatch(cid):
             evidence = "dangling symlink whose name carries no container ID"
         else:
             evidence = f"dangling symlink of container {cid}"
@@ -684,6 +684,9 @@ def cni_summary(findings: Iterable[Finding]) -> dict[str, tuple[int, int]]:
 
 
 # --- 5. pod cgroups ---------------------------------------------------------------------------
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{6,64}")  # a CRI container ID, as the link names it
 
 
 def scan_pod_cgroups(ctx: ScanContext) -> list[Finding]:

@@ -32,6 +32,7 @@ from kubegc_cli.app import (
     open_client,
 )
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Image, Sandbox, SandboxState
 from kubegc_cli.plan import Plan, Result
 from kubegc_cli.pods import PodInventory, check_source_covers_node
@@ -451,6 +452,11 @@ def _plan(
             "kubegc trusts its process table to be the host's only with --host-root /: with "
             f"--host-root {ctx.host_root} no network namespace is safe to clean and shims are not "
             "looked for (run kubegc on the host for those)."
+        )
+    if POD_CGROUP in types and not cgroup_mounts_visible(ctx.host_root):
+        notes.append(
+            f"Pod cgroups were not looked for: no cgroup filesystem is listed in "
+            f"{ctx.host_root}/proc/1/mountinfo or {ctx.host_root}/proc/self/mountinfo."
         )
     if not pods.known:
         notes.append(

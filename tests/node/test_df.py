@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -33,10 +34,12 @@ def layer_bytes(node: LocalNode, ids: list[str]) -> dict[str, int]:
 def test_images_and_writable_layers_appear_and_numbers_add_up(tmp_path: Path) -> None:
     """Three filesystems, each a tmpfs: the kubelet root (nodefs), containerd's root (imagefs,
     holding images and writable layers) and /var/log. A running and an exited container each
-    wrote a copy of busybox into their writable layer; one imported image is used by no
-    container. Images and layers are on imagefs and match CRI; the exited container's layer and
-    log and the unused image are reclaimable; each filesystem's lines add up to used, and on
-    nodefs and the log filesystem `other` is exactly 0 (nothing else lives there)."""
+    wrote a copy of busybox into their writable layer, and the exited one ran again (attempt
+    1); one imported image is used by no container. Images and layers are on imagefs and match
+    CRI; reclaimable is what the gc commands free: the unused image, and the older exited
+    container's layer and log (`gc containers` keeps the newer one) — the command df names,
+    run with --dry-run, plans exactly that container; each filesystem's lines add up to used,
+    and on nodefs and the log filesystem `other` is exactly 0 (nothing else lives there)."""
     kubelet = tmp_path / "kubelet"
     kubelet.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(kubelet)], check=True)
@@ -56,6 +59,7 @@ def test_images_and_writable_layers_appear_and_numbers_add_up(tmp_path: Path) ->
                 pod, "job", symlink=False,
                 command=["/bin/sh", "-c", f"{WRITE_BUSYBOX}; cat /bin/busybox >> /fill; exit 3"],
             )  # fmt: skip
+            again = node.add_container(pod, "job", attempt=1, symlink=False)
             busybox = Path("/bin/busybox").stat().st_size
             deadline = time.monotonic() + 40  # containerd refreshes snapshot usage every 10 s
             layers = layer_bytes(node, [running, exited])
@@ -80,6 +84,7 @@ def test_images_and_writable_layers_appear_and_numbers_add_up(tmp_path: Path) ->
             assert res.returncode == 0, res.stderr
             doc = json.loads(res.stdout)
             after = layer_bytes(node, [running, exited])
+            layers[again] = layer_bytes(node, [again]).get(again, 0)
             images = node.list_images()
 
             img = by_role(doc, "imagefs")
@@ -91,9 +96,21 @@ def test_images_and_writable_layers_appear_and_numbers_add_up(tmp_path: Path) ->
             (size,) = [im.size for im in images if im.id == filler]
             assert i["images"]["reclaimable"] == size  # not the sandbox image, not busybox
             assert i["images.in-use"]["count"] == 1
-            if after == layers:  # containerd did not refresh between the two reads
-                assert i["writable-layers"]["bytes"] == layers[running] + layers[exited]
+            if after == {k: layers[k] for k in after}:  # containerd did not refresh meanwhile
+                assert i["writable-layers"]["bytes"] == sum(layers.values())
                 assert i["writable-layers.dead"]["reclaimable"] == layers[exited]
+            assert i["writable-layers.dead"]["count"] == 2
+            assert "1 kept" in i["writable-layers.dead"]["note"]
+            command = i["writable-layers.dead"]["command"]
+            assert f"-r {node.endpoint}" in command and f"--pods-file {pods}" in command
+            plan = subprocess.run(
+                [sys.executable, "-m", "kubegc_cli", *shlex.split(command)[1:], "--dry-run",
+                 "-o", "json"],
+                capture_output=True, text=True, timeout=120,
+                env={"PATH": os.environ["PATH"], "HOME": "/"},
+            )  # fmt: skip
+            assert plan.returncode == 0, plan.stderr
+            assert [a["id"] for a in json.loads(plan.stdout)["actions"]] == [exited]
             assert i["writable-layers.running"]["bytes"] >= busybox
             assert i["writable-layers.dead"]["bytes"] >= 2 * busybox
             assert_adds_up(img)
@@ -113,10 +130,12 @@ def test_images_and_writable_layers_appear_and_numbers_add_up(tmp_path: Path) ->
             logfs = by_role(doc, "logs")
             lg = lines(logfs)
             job_log = pod.log_directory / "job/0.log"
+            kept_log = pod.log_directory / "job/1.log"
             app_log = pod.log_directory / "app/0.log"
-            assert lg["logs.dead-containers"]["bytes"] == job_log.stat().st_blocks * 512 > 0
-            both = job_log.stat().st_blocks + app_log.stat().st_blocks
-            assert lg["logs"]["bytes"] == both * 512
+            dead_logs = job_log.stat().st_blocks + kept_log.stat().st_blocks
+            assert lg["logs.dead-containers"]["bytes"] == dead_logs * 512
+            assert lg["logs.dead-containers"]["reclaimable"] == job_log.stat().st_blocks * 512 > 0
+            assert lg["logs"]["bytes"] == (dead_logs + app_log.stat().st_blocks) * 512
             assert_adds_up(logfs)
             assert lg["other"]["bytes"] == 0 and logfs["used"] == used(logs)
 

@@ -420,11 +420,12 @@ def _run_on_tty(argv: list[str], answer: bytes, timeout: float = 60) -> tuple[in
     return code, out.decode(errors="replace")
 
 
-@pytest.mark.parametrize(("answer", "removed"), [(b"y\n", True), (b"n\n", False)])
+@pytest.mark.parametrize(("answer", "removed"), [(b"y\n", True), (b"n\n", False), (b"\x04", False)])
 def test_terminal_is_asked_before_acting(
     node: LocalNode, ns: str, tmp_path: Path, answer: bytes, removed: bool
 ) -> None:
-    """Without --yes a terminal sees the plan and is asked; only "y" removes."""
+    """Without --yes a terminal sees the plan and is asked; only "y" removes. Ctrl-D (the end
+    of input) is a no: declined, exit 0, not an interrupt."""
     _, init0, init1, app = pod_with_init(node, ns)
     code, screen = _run_on_tty(
         [
@@ -440,7 +441,7 @@ def test_terminal_is_asked_before_acting(
         assert "removed 1" in screen
         assert ids(node, ns) == {init1, app}
     else:
-        assert "nothing removed" in screen
+        assert "declined; nothing removed" in screen and "aborted" not in screen
         assert ids(node, ns) == {init0, init1, app}
 
 

@@ -3,13 +3,20 @@ between two runs, the blast-radius cap, and a saved plan applied later."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from kubegc_cli.cri.v1 import api_pb2
-from tests.node.localnode import LocalNode, Pod
+from tests.node.localnode import BUSYBOX_IMAGE, PAUSE_IMAGE, LocalNode, Pod
+from tests.node.test_gc_containers import write_pods_file
 
 
 def argv(node: LocalNode, tmp_path: Path, *args: str) -> list[str]:
@@ -124,3 +131,331 @@ def test_saved_plan_applied_later_skips_what_changed(
     again = kubegc(node, tmp_path, "apply", str(plan_file), "--yes", "-o", "json")
     assert again.returncode == 0, again.stderr
     assert {a["result"] for a in json.loads(again.stdout)["actions"]} == {"skipped"}
+
+
+# --- a saved plan is untrusted input ---------------------------------------------------------
+#
+# Whatever an edited plan file says, `apply` removes nothing the node as it is now does not
+# allow. Exit codes: 2 (nothing removed, before the runtime is asked) for a file no plan could
+# be — another command, an action kind or rule its kind cannot hold, a pod log directory that
+# is not a direct child of podLogsDir named with its action's pod UID, a legacy link not
+# directly in /var/log/containers, a path with `..`; 0 with the action `skipped` and the reason
+# for an object the node does not let go now (running, in use, the newest record, a live pod,
+# a container's link) — the file's copy of an object is never used, the runtime's is.
+
+
+def tree(*roots: Path) -> dict[str, str]:
+    """Every path under `roots` (the roots too) with what it is: a file's sha256, a symlink's
+    target, `dir`; missing roots are `missing`. Equal before and after = nothing touched."""
+    out: dict[str, str] = {}
+    for root in roots:
+        if not root.exists() and not root.is_symlink():
+            out[str(root)] = "missing"
+            continue
+        for p in [root, *sorted(root.rglob("*"))] if root.is_dir() else [root]:
+            if p.is_symlink():
+                out[str(p)] = "-> " + os.readlink(p)
+            elif p.is_dir():
+                out[str(p)] = "dir"
+            else:
+                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def make_victim(where: Path) -> Path:
+    """A directory that no plan may touch, with files worth checksumming."""
+    (where / "sub").mkdir(parents=True)
+    (where / "a.txt").write_text("precious\n")
+    (where / "sub" / "b.log").write_bytes(os.urandom(4096))
+    return where
+
+
+def edited(plan_file: Path, change: Callable[[dict[str, Any]], object], name: str) -> Path:
+    doc = json.loads(plan_file.read_text())
+    change(doc)
+    out = plan_file.with_name(f"{name}.json")
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def action(doc: dict[str, Any], wanted: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(a for a in doc["actions"] if a["id"] == wanted)
+    return found
+
+
+def test_apply_of_a_tampered_container_plan_removes_only_what_the_node_allows(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Containers: another command, a running container or the newest record swapped in, the
+    rule turned into deleted-pod, the guard turned off in the file, the labels moved to another
+    pod, the log path and legacy link name pointed at a victim: each is exit 2 or skipped; only
+    the planned dead containers and their own logs go, the victim is byte for byte the same."""
+    pod = node.run_pod("p", namespace=ns)
+    web = node.add_container(pod, "web", state="running")
+    app = [node.add_container(pod, "app", attempt=i) for i in range(3)]
+    victim = make_victim(tmp_path / "victim")
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--plan-out", str(plan_file))
+    assert dry.returncode == 0, dry.stderr
+    saved = json.loads(plan_file.read_text())
+    assert [a["id"] for a in saved["actions"]] == app[:2]
+    newest = next(k["object"] for k in saved["kept"] if k["id"] == app[2])
+    running = {**newest, "id": web, "state": "EXITED"}  # what the file claims; not so
+    pods = write_pods_file(tmp_path / "pods.json", pod)
+    everything = {web, *app}
+    before = tree(victim, pod.log_directory)
+
+    def swap(doc: dict[str, Any], obj: dict[str, Any], **fields: Any) -> None:
+        doc["actions"][0].update(id=obj["id"], object=obj, **fields)
+
+    cases: list[tuple[str, Callable[[dict[str, Any]], object], list[str], int, str]] = [
+        ("command", lambda d: d["saved"].update(command="rm -rf"), [], 2, "saved command"),
+        ("kind", lambda d: d["actions"][0].update(kind="sandbox"), [], 2, "cannot be in this"),
+        ("rule", lambda d: d["actions"][0].update(rule="guard-newest-record"), [], 2,
+         "not a rule that removes"),
+        ("running", lambda d: swap(d, running), [], 0, "running now"),
+        ("newest", lambda d: swap(d, newest), [], 0, "newest record"),
+        ("guard-off", lambda d: (swap(d, newest), d["policy"].update(match_kubelet=True)), [],
+         0, "newest record"),
+        ("other-pod", lambda d: swap(d, {**newest, "labels": {**newest["labels"],
+         "io.kubernetes.pod.uid": "0ther-p0d"}}), [], 0, "newest record"),
+        ("deleted-pod", lambda d: swap(d, newest, rule="deleted-pod"), [], 0,
+         "no pod source to re-check"),
+        ("deleted-pod-alive", lambda d: swap(d, newest, rule="deleted-pod"),
+         ["--pods-file", str(pods)], 0, "is not gone by the pod source"),
+    ]  # fmt: skip
+    for name, change, extra, code, said in cases:
+        f = edited(plan_file, lambda d, c=change: (d.update(actions=d["actions"][:1]), c(d)), name)
+        res = kubegc(node, tmp_path, *extra, "apply", str(f), "--yes", "-o", "json")
+        assert res.returncode == code, (name, res.stderr)
+        if code == 2:
+            assert res.stdout == "" and said in res.stderr, (name, res.stderr)
+        else:
+            [result] = json.loads(res.stdout)["actions"]
+            assert result["result"] == "skipped" and said in result["error"], (name, result)
+        assert node.container_ids(namespace=ns) == everything, name
+        assert node.container_status(web).state == api_pb2.CONTAINER_RUNNING
+        assert tree(victim, pod.log_directory) == before, name
+
+    # The file's object names the victim as the log, and labels that would put the legacy
+    # link there: the runtime's own log path and labels are used, the victim stays.
+    legacy = Path("/var/log/containers")  # the host's (host root /): the lure must resolve
+    made = not legacy.exists()
+    legacy.mkdir(parents=True, exist_ok=True)
+    try:
+        lured(node, ns, tmp_path, saved, victim, legacy, pod, web, app)
+    finally:
+        if made:
+            legacy.rmdir()
+
+
+def lured(node: LocalNode, ns: str, tmp_path: Path, saved: dict[str, Any], victim: Path,
+          legacy: Path, pod: Pod, web: str, app: list[str]) -> None:  # fmt: skip
+    for a in saved["actions"]:
+        link = f"{os.path.relpath(victim, legacy)}/x"
+        lure = victim / f"x_{ns}_app-{a['id']}.log"
+        lure.symlink_to(victim / "a.txt")
+        a["object"].update(
+            log_path=str(victim / "a.txt"),
+            labels={**a["object"]["labels"], "io.kubernetes.pod.name": link},
+        )
+    f = tmp_path / "lured.json"
+    f.write_text(json.dumps(saved))
+    before = tree(victim)
+    res = kubegc(node, tmp_path, "apply", str(f), "--yes", "-o", "json")
+    assert res.returncode == 0, res.stderr
+    assert [(a["id"], a["result"]) for a in json.loads(res.stdout)["actions"]] == [
+        (app[0], "removed"), (app[1], "removed"),
+    ]  # fmt: skip
+    assert node.container_ids(namespace=ns) == {web, app[2]}
+    assert tree(victim) == before
+    assert sorted(p.name for p in (pod.log_directory / "app").iterdir()) == ["2.log"]
+
+
+def test_apply_of_a_tampered_log_plan_removes_only_what_the_node_allows(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Pod log directories and legacy links, on a host under --host-root: a path outside
+    podLogsDir, one with `..`, a UID not the directory's, a link outside /var/log/containers
+    are exit 2; another pod's directory, a running container's link, a link that does not
+    dangle are skipped; a symlinked directory loses only its link. The victim, the other pod's
+    logs and everything not planned stay byte for byte."""
+    host = tmp_path / "host"
+    pods_dir, links_dir = host / "var/log/pods", host / "var/log/containers"
+    links_dir.mkdir(parents=True)
+    kubelet = tmp_path / "kubelet.yaml"
+    kubelet.write_text("kind: KubeletConfiguration\npodLogsDir: /var/log/pods\n")
+    victim = make_victim(host / "srv/victim")
+    live = node.run_pod("web", namespace=ns)
+    live_cid = node.add_container(live, "app", state="running")
+    pods = write_pods_file(tmp_path / "pods.json", live)
+    gone_uid = str(uuid.uuid4())
+    gone = pods_dir / f"{ns}_gone_{gone_uid}"
+    (gone / "c").mkdir(parents=True)
+    (gone / "c/0.log").write_text("old\n")
+    other = pods_dir / f"{ns}_web_{live.uid}"  # the live pod's
+    (other / "app").mkdir(parents=True)
+    (other / "app/0.log").write_text("live\n")
+    gone_link = links_dir / f"gone_{ns}_c-{'ab' * 32}.log"
+    gone_link.symlink_to("/nonexistent/0.log")
+    running_link = links_dir / f"web_{ns}_app-{live_cid}.log"
+    running_link.symlink_to("/nonexistent/rotated.log")  # dangles during log rotation
+    lure = links_dir / f"v_{ns}_c-{'cd' * 32}.log"
+    lure.symlink_to("../../../srv/victim/a.txt")  # does not dangle
+    base = ["--host-root", str(host), "--kubelet-config", str(kubelet)]
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "gc", "logs", "--plan-out",
+                 str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    saved = json.loads(plan_file.read_text())
+    dir_id = f"/var/log/pods/{gone.name}"
+    link_id = f"/var/log/containers/{gone_link.name}"
+    assert sorted(a["id"] for a in saved["actions"]) == sorted([link_id, dir_id])
+    evil_uid = str(uuid.uuid4())
+    evil = pods_dir / f"{ns}_evil_{evil_uid}"
+    evil.symlink_to(victim, target_is_directory=True)
+    watched = (victim, other, gone, links_dir)
+    before = tree(*watched)
+
+    def redirect(**fields: Any) -> Callable[[dict[str, Any]], object]:
+        return lambda d: action(d, dir_id).update(id=fields.get("path"), **fields)
+
+    def relink(path: str) -> Callable[[dict[str, Any]], object]:
+        return lambda d: action(d, link_id).update(id=path, path=path)
+
+    outside = "/srv/victim"
+    cases: list[tuple[str, Callable[[dict[str, Any]], object], bool, int, str]] = [
+        ("outside", redirect(path=outside, pod_uid="victim"), True, 2, "not directly inside"),
+        ("dotdot", redirect(path=f"/var/log/pods/../../..{outside}", pod_uid="victim"), True,
+         2, "not a clean absolute path"),
+        ("below", redirect(path=f"/var/log/pods/{evil.name}/sub", pod_uid="sub"), True, 2,
+         "not directly inside"),
+        ("uid", redirect(path=f"/var/log/pods/{other.name}"), True, 2,
+         "does not end in the action's pod UID"),
+        ("other-pod", redirect(path=f"/var/log/pods/{other.name}", pod_uid=live.uid), True, 0,
+         "is not gone by the pod source"),
+        ("other-pod-no-source", redirect(path=f"/var/log/pods/{other.name}",
+         pod_uid=live.uid), False, 0, "no pod source"),
+        ("link-outside", relink(f"{outside}/a.log"), True, 2, "directly in /var/log/containers"),
+        ("link-dotdot", relink(f"/var/log/containers/../../..{outside}/a.log"), True, 2,
+         "not a clean absolute path"),
+        ("link-running", relink(f"/var/log/containers/{running_link.name}"), True, 0,
+         "its container is RUNNING now"),
+        ("link-lure", relink(f"/var/log/containers/{lure.name}"), True, 0,
+         "no longer a dangling symlink"),
+        ("command", lambda d: d["saved"].update(command="gc containers"), True, 2,
+         "saved command"),
+    ]  # fmt: skip
+    for name, change, with_pods, code, said in cases:
+        f = edited(plan_file, change, name)
+        source = ["--pods-file", str(pods)] if with_pods else []
+        res = kubegc(node, tmp_path, *base, *source, "apply", str(f), "--yes", "-o", "json")
+        assert res.returncode == code, (name, res.stderr)
+        if code == 2:
+            assert res.stdout == "" and said in res.stderr, (name, res.stderr)
+            assert tree(*watched) == before, name
+            continue
+        results = {a["id"]: a for a in json.loads(res.stdout)["actions"]}
+        tampered = next(a for i, a in results.items() if i not in (dir_id, link_id))
+        assert tampered["result"] == "skipped" and said in tampered["error"], (name, tampered)
+        # the untouched action of the pair was carried out: put it back for the next case
+        if results.get(dir_id, {}).get("result") == "removed":
+            (gone / "c").mkdir(parents=True)
+            (gone / "c/0.log").write_text("old\n")
+        if results.get(link_id, {}).get("result") == "removed":
+            gone_link.symlink_to("/nonexistent/0.log")
+        assert tree(*watched) == before, name
+
+    # A symlinked pod log directory of a pod that is gone: only the link goes.
+    to_evil = redirect(path=f"/var/log/pods/{evil.name}", pod_uid=evil_uid)
+    f = edited(plan_file, lambda d: (to_evil(d), d.update(actions=d["actions"][:1])), "evil")
+    res = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "apply", str(f), "--yes",
+                 "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert action(json.loads(res.stdout), f"/var/log/pods/{evil.name}")["result"] == "removed"
+    assert not evil.is_symlink() and tree(victim) == before_of(before, victim)
+    # The plan as saved: exactly its two objects go.
+    res = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "apply", str(plan_file),
+                 "--yes", "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert {a["id"]: a["result"] for a in json.loads(res.stdout)["actions"]} == {
+        dir_id: "removed", link_id: "removed"}  # fmt: skip
+    assert not gone.exists() and not gone_link.is_symlink()
+    after = tree(victim, other, running_link, lure)
+    assert after == before_of(before, victim, other) | tree(running_link, lure)
+    assert running_link.is_symlink() and lure.is_symlink()
+
+
+def before_of(before: dict[str, str], *roots: Path) -> dict[str, str]:
+    """The entries of `before` at or below `roots`."""
+    return {
+        p: v for p, v in before.items()
+        if any(p == str(r) or p.startswith(f"{r}/") for r in roots)
+    }  # fmt: skip
+
+
+def test_apply_of_a_tampered_image_plan_removes_only_what_the_node_allows(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Images: an action's ID (and object) swapped for an image a container uses, or for the
+    sandbox image with `pinned: false` in the file: skipped; the planned image goes."""
+    pod = node.run_pod("p", namespace=ns)
+    node.add_container(pod, "app")
+    unused = node.import_image(f"kubegc.test/{ns}:1", seed=ns)
+    ids = {t: i.id for i in node.list_images() for t in i.repo_tags}
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, "gc", "images", "--prune-unused", "--minimum-image-ttl-duration",
+                 "0s", "--plan-out", str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    only_mine = lambda d: d.update(actions=[action(d, unused)])  # noqa: E731
+    for name, image in (("in-use", ids[BUSYBOX_IMAGE]), ("sandbox", ids[PAUSE_IMAGE])):
+
+        def swap(d: dict[str, Any], image: str = image) -> None:
+            only_mine(d)
+            obj = {**d["actions"][0]["object"], "id": image, "pinned": False}
+            d["actions"][0].update(id=image, object=obj)
+
+        res = kubegc(node, tmp_path, "apply", str(edited(plan_file, swap, name)), "--yes",
+                     "-o", "json")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        [result] = json.loads(res.stdout)["actions"]
+        assert result["result"] == "skipped", result
+        assert result["error"] in ("used by a container now", "pinned by the runtime",
+                                   "the sandbox image"), result  # fmt: skip
+        assert image in {i.id for i in node.list_images()}
+    res = kubegc(node, tmp_path, "apply", str(edited(plan_file, only_mine, "mine")), "--yes",
+                 "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert [a["result"] for a in json.loads(res.stdout)["actions"]] == ["removed"]
+    assert unused not in {i.id for i in node.list_images()}
+    assert {ids[BUSYBOX_IMAGE], ids[PAUSE_IMAGE]} <= {i.id for i in node.list_images()}
+
+
+def test_apply_takes_caps_and_is_recorded_at_its_own_time(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """`apply --max-delete 1`: one removed, the rest held back (the tighter of the saved plan
+    and the flag); `history` stamps the run with when apply acted, not the plan's time."""
+    _, app = unit_with_attempts(node, ns, 4)
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--max-delete", "2",
+                 "--plan-out", str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    long_ago = "2020-01-01T00:00:00Z"
+    old = edited(
+        plan_file, lambda d: (d.update(now=long_ago), d["saved"].update(saved_at=long_ago)), "old"
+    )
+    started = datetime.now(UTC).replace(microsecond=0)
+    res = kubegc(node, tmp_path, "apply", str(old), "--max-delete", "1", "--yes", "-o", "json")
+    assert res.returncode == 0, res.stderr
+    assert [(a["id"], a["result"]) for a in json.loads(res.stdout)["actions"]] == [
+        (app[0], "removed"), (app[1], "held-back"), (app[2], "held-back"),
+    ]  # fmt: skip
+    assert node.container_ids(namespace=ns) == set(app[1:])
+    wide = kubegc(node, tmp_path, "apply", str(plan_file), "--max-delete", "10", "--dry-run",
+                  "-o", "json")  # fmt: skip
+    assert [a["result"] for a in json.loads(wide.stdout)["actions"]] == [
+        "skipped", "planned", "held-back"]  # fmt: skip
+    [run] = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
+    assert run["command"] == "apply"
+    assert datetime.fromisoformat(run["at"].replace("Z", "+00:00")) >= started

@@ -186,3 +186,50 @@ def test_table_view_lists_key_value_source(
     assert code == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("gc.containers.namespace"))
     assert line.split() == ["gc.containers.namespace", "ci,build", "config", str(cfg)]
+    assert out.splitlines()[0].split() == ["KEY", "VALUE", "SOURCE"]
+
+
+def test_a_fraction_for_a_whole_number_is_exit_2_as_the_flag(
+    tmp_path: Path, snap: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """2.5 in the file is refused, not cut to 2, as --flag 2.5 is; 2 is fine."""
+    cfg = config(tmp_path, f"gc:\n  containers:\n    {KEY.rsplit('.', 1)[1]}: 2.5\n")
+    for argv in (["--snapshot", str(snap), "gc", "containers"], ["config", "view"],
+                 ["config", "view", "gc", "containers"]):  # fmt: skip
+        code, out, err = run(["--config", str(cfg), *argv], capsys)
+        assert (code, out) == (2, ""), err
+        assert err.count("\n") == 1 and f"{KEY} in {cfg}" in err and "'2.5'" in err
+    code, _, err = run(["--snapshot", str(snap), "gc", "containers",
+                        "--maximum-dead-containers-per-container", "2.5"], capsys)  # fmt: skip
+    assert code == 2 and "'2.5' is not a valid integer" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "named"),
+    [
+        ("gc images", "gc:\n  images:\n    image-gc-high-threshold: 150\n",
+         "invalid value for gc.images.image-gc-high-threshold in {cfg}: 150 must be between 0 "
+         "and 100"),
+        ("gc images", "gc:\n  images:\n    image-gc-low-threshold: 90\n",
+         "gc.images.image-gc-low-threshold in {cfg} (90) must be less than"),
+        ("gc logs", "gc:\n  logs:\n    pod-logs-dir: var/log/pods\n",
+         "--pod-logs-dir 'var/log/pods' must be an absolute path (set by gc.logs.pod-logs-dir "
+         "in {cfg})"),
+        ("apply plan.json", "apply:\n  pod-logs-dir: /\n",
+         "(set by apply.pod-logs-dir in {cfg})"),
+    ],
+)  # fmt: skip
+def test_config_view_refuses_what_the_run_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str, named: str
+) -> None:
+    """config view checks each command's values as its run does: exit 2, the run's message."""
+    cfg = config(tmp_path, text)
+    message = named.format(cfg=cfg)
+    runs = [["config", "view"], ["config", "view", *command.split()]]
+    if command.startswith("gc"):
+        runs.append([*command.split(), "--dry-run", "-r", f"unix://{tmp_path}/none.sock",
+                     "--state-dir", str(tmp_path / "s")])  # fmt: skip
+    for argv in runs:
+        code, out, err = run(["--config", str(cfg), *argv], capsys)
+        assert (code, out) == (2, ""), (argv, err)
+        assert err.count("\n") == 1 and message in err, (argv, err)

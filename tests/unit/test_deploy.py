@@ -290,9 +290,35 @@ def test_a_missing_permission_would_be_caught() -> None:
 # --- systemd --------------------------------------------------------------------------------
 
 
+SERVICES = ("kubegc-gc.service", "kubegc-residue.service")
+
+
 def exec_lines(unit: str) -> list[list[str]]:
     lines = re.findall(r"^ExecStart=-?(.+)$", (SYSTEMD / unit).read_text(), re.M)
     return [line.split() for line in lines]
+
+
+def entries(unit: str, key: str) -> list[str]:
+    """The values of `key=` in `unit`, split on spaces."""
+    text = (SYSTEMD / unit).read_text()
+    return [v for line in re.findall(rf"^{key}=(.*)$", text, re.M) for v in line.split()]
+
+
+def test_the_residue_report_runs_whatever_the_cleanup_did() -> None:
+    """A oneshot unit stops at its first failing ExecStart, so `gc all` and `residue scan` are
+    two units: the timer starts the cleanup, which pulls the report in with Wants= (Requires=,
+    Requisite=, BindsTo= would cancel it on a failure) and the report is ordered after it.
+    Each runs one command without `-`, so a failure stays its own unit's, visible."""
+    assert [ln[-3:] for ln in exec_lines("kubegc-gc.service")] == [["gc", "all", "--yes"]]
+    assert [ln[-2:] for ln in exec_lines("kubegc-residue.service")] == [["residue", "scan"]]
+    for unit in SERVICES:
+        assert not re.search(r"^ExecStart=-", (SYSTEMD / unit).read_text(), re.M), unit
+        assert entries(unit, "Type") == ["oneshot"]
+        for strong in ("Requires", "Requisite", "BindsTo", "PartOf", "OnFailure"):
+            assert entries(unit, strong) == [], (unit, strong)
+    assert entries("kubegc-gc.service", "Wants") == ["kubegc-residue.service"]
+    assert "kubegc-gc.service" in entries("kubegc-residue.service", "After")
+    assert entries("kubegc-gc.timer", "Unit") in ([], ["kubegc-gc.service"])
 
 
 def test_systemd_units_verify(tmp_path: Path) -> None:
@@ -300,24 +326,24 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
     if analyze is None:
         pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
     kubegc = shutil.which("kubegc") or str(Path(__file__).resolve().parents[2] / ".venv/bin/kubegc")
-    for unit in ("kubegc-gc.service", "kubegc-gc.timer"):
+    units = (*SERVICES, "kubegc-gc.timer")
+    for unit in units:
         text = (SYSTEMD / unit).read_text().replace("/usr/local/bin/kubegc", kubegc)
         (tmp_path / unit).write_text(text)
     res = subprocess.run(
-        [analyze, "verify", "--man=no", str(tmp_path / "kubegc-gc.service"),
-         str(tmp_path / "kubegc-gc.timer")],
+        [analyze, "verify", "--man=no", *(str(tmp_path / u) for u in units)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     # verify warns (unknown keys, bad values) on stderr but still exits 0
-    assert [ln for ln in res.stderr.splitlines() if "kubegc-gc" in ln] == []
+    assert [ln for ln in res.stderr.splitlines() if "kubegc-" in ln] == []
 
 
 def test_systemd_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The unit's kubegc command lines, on a fixture host without a runtime: every option is
     accepted (exit 3 is the missing runtime), and the metrics reach the textfile."""
     host = _host(tmp_path / "host")
-    lines = exec_lines("kubegc-gc.service")
+    lines = [ln for unit in SERVICES for ln in exec_lines(unit)]
     assert [ln[0] for ln in lines] == ["/usr/local/bin/kubegc"] * 2
     prom = tmp_path / "kubegc.prom"
     for line in lines:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -42,13 +43,25 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/"}  # no kubeconfig: no API pod source
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
 
-def df(root: Path, *args: str) -> tuple[int, str, str]:
+def df(root: Path, *args: str, prefix: tuple[str, ...] = ()) -> tuple[int, str, str]:
     res = subprocess.run(
-        [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), *NO_RUNTIME, "df",
-         *args],
+        [*prefix, sys.executable, "-m", "kubegc_cli", "--host-root", str(root), *NO_RUNTIME,
+         "df", *args],
         capture_output=True, text=True, timeout=60, env=ENV,
     )  # fmt: skip
     return res.returncode, res.stdout, res.stderr
+
+
+def without_permission_override() -> tuple[str, ...]:
+    """A command prefix under which file permissions apply to this process: root without
+    CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (mode 000 then stops it too); nothing for
+    another user. Skips the test when root and `setpriv` is missing."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("needs setpriv to drop root's permission override")
+    return (setpriv, "--bounding-set=-dac_override,-dac_read_search")
 
 
 def write(path: Path, size: int) -> Path:
@@ -175,6 +188,10 @@ def test_case_3_mounted_volume_is_listed_not_counted(tmp_path: Path) -> None:
             p = pod(doc, "uid3")
             assert p["empty_dir"] == allocated(disk) == 64 * KiB
             assert sorted(p["mounted"]) == [f"{base}/cache/sub", f"{base}/mem"]
+            (note,) = [n for n in doc["notes"] if "mount point(s)" in n]
+            assert note.startswith("2 mount point(s)") and "listed with -v" in note
+            code, table, err = df(host, "--no-runtime", "-v")
+            assert code == 0 and f"  {base}/mem  (pod uid3)" in table
             nodefs = fs_with(doc, "nodefs")
             assert lines(nodefs)["empty-dir"]["bytes"] == 64 * KiB
             assert nodefs["used"] == used(kubelet)
@@ -187,7 +204,8 @@ def test_case_4_lines_add_up_to_used_per_filesystem(tmp_path: Path) -> None:
     """nodefs and the log filesystem on two tmpfs: each category is on the filesystem it
     lives on, and the categories plus other equal each filesystem's used bytes exactly.
     `other` is exactly the file outside Kubernetes' directories; a file hard-linked into two
-    pods' emptyDirs counts once; a deleted pod's logs are reclaimable."""
+    pods' emptyDirs counts once; a deleted pod's logs are reclaimable (the runtime runs a
+    container of the pod the pod source lists: the source is checked)."""
     host = tmp_path / "host"
     kubelet, logs = host / "var/lib/kubelet", host / "var/log"
     with tmpfs(kubelet, logs):
@@ -205,10 +223,18 @@ def test_case_4_lines_add_up_to_used_per_filesystem(tmp_path: Path) -> None:
         b_log = write(logs / "pods/ns_b_uid-b/web/3.log", 36 * KiB)
         outside = write(logs / "syslog", 28 * KiB)
         pods = pods_file(tmp_path / "pods.json", ("uid-a", "a"))
-        code, out, err = df(host, "--no-runtime", "--pods-file", str(pods), "-o", "json")
-        assert code == 0, err
-        doc = json.loads(out)
-        assert len(doc["filesystems"]) == 2
+        view = RuntimeView(
+            endpoint="unix:///fake.sock",
+            containers=[running_in("uid-a", "a")],
+            sandboxes=[sandbox("uid-b", "b", SandboxState.NOTREADY)],  # known: not residue
+            images=[], sandbox_images=set(), layers={}, container_fs=[],
+            image_fs=[FilesystemUsage("/var/lib/kubelet", None, None)],
+        )  # fmt: skip
+        s = Settings(host_root=host, pods_file=pods, env={"HOME": "/"})
+        report = disk_usage(s, QuietUi(), DfOptions(), reader=lambda *_: view)
+        assert report.exit_code() == 0
+        doc = report.to_dict()
+        assert len(doc["filesystems"]) == 2 and doc["pod_source_checked"] is True
         nodefs, logfs = fs_with(doc, "nodefs"), fs_with(doc, "logs")
         assert "logs" not in nodefs["roles"] and logfs["roles"] == ["logs"]
         n, lg = lines(nodefs), lines(logfs)
@@ -219,7 +245,7 @@ def test_case_4_lines_add_up_to_used_per_filesystem(tmp_path: Path) -> None:
         assert lg["logs"]["bytes"] == allocated(*a_logs, b_log)
         assert lg["logs"]["reclaimable"] == allocated(b_log)  # uid-b is not in the pods file
         assert lg["logs.deleted-pods"]["bytes"] == allocated(b_log)
-        assert lg["logs"]["command"] == f"kubegc gc all --pods-file {pods}"
+        assert lg["logs"]["command"] == f"kubegc gc all --host-root {host} --pods-file {pods}"
         assert lg["other"]["bytes"] == allocated(outside)
         for f, path in ((nodefs, kubelet), (logfs, logs)):
             assert f["used"] == used(path)
@@ -257,16 +283,34 @@ def labels(uid: str, name: str, container: str) -> dict[str, str]:
             LABEL_CONTAINER_NAME: container}  # fmt: skip
 
 
-def ctr(cid: str, state: ContainerState, container: str, image: str, log: str) -> Container:
+def ctr(
+    cid: str, state: ContainerState, container: str, image: str, log: str, attempt: int = 0
+) -> Container:
     return Container(
-        id=cid, pod_sandbox_id="sb1", name=container, attempt=0, state=state, created_at=1,
-        labels=labels("uid1", "a", container), image_id=image, log_path=log,
+        id=cid, pod_sandbox_id="sb1", name=container, attempt=attempt, state=state,
+        created_at=1 + attempt, labels=labels("uid1", "a", container), image_id=image,
+        log_path=log,
     )  # fmt: skip
 
 
+def running_in(uid: str, name: str) -> Container:
+    return Container(
+        id=f"c-{uid}", pod_sandbox_id=f"sb-{uid}", name="app", attempt=0,
+        state=ContainerState.RUNNING, created_at=1, labels=labels(uid, name, "app"),
+        image_id="sha256:a", log_path="",
+    )  # fmt: skip
+
+
+def sandbox(uid: str, name: str, state: SandboxState = SandboxState.READY) -> Sandbox:
+    return Sandbox(id=f"sb-{uid}", name=name, namespace="ns", uid=uid, attempt=0, state=state,
+                   created_at=1)  # fmt: skip
+
+
 def runtime_view() -> RuntimeView:
-    """Images 2 MiB (1 in use, 1 unused, the sandbox image, 1 pinned); writable layers 1.5 MiB
-    (1 MiB of a running container, 512 KiB of an exited one), all on /var/lib/containerd."""
+    """Images 2 MiB (1 in use, 1 unused, the sandbox image, 1 pinned); writable layers 1.75
+    MiB (1 MiB of a running container, 512 KiB of an exited one that gc containers removes,
+    256 KiB of the newer exited one of the same container, which it keeps), all on
+    /var/lib/containerd."""
     return RuntimeView(
         endpoint="unix:///fake.sock",
         containers=[
@@ -283,6 +327,14 @@ def runtime_view() -> RuntimeView:
                 "app",
                 "sha256:a",
                 "/var/log/pods/ns_a_uid1/app/0.log",
+            ),
+            ctr(
+                "c-kept",
+                ContainerState.EXITED,
+                "app",
+                "sha256:a",
+                "/var/log/pods/ns_a_uid1/app/1.log",
+                attempt=1,
             ),
         ],
         sandboxes=[
@@ -305,7 +357,7 @@ def runtime_view() -> RuntimeView:
         sandbox_images={"sha256:p"},
         image_fs=[FilesystemUsage("/var/lib/containerd", None, None)],
         container_fs=[],
-        layers={"c-run": (MiB, 10), "c-dead": (512 * KiB, 5)},
+        layers={"c-run": (MiB, 10), "c-dead": (512 * KiB, 5), "c-kept": (256 * KiB, 2)},
     )
 
 
@@ -314,25 +366,39 @@ GONE = "0d1e5a7c-9c1b-4f5e-8a52-6b7c4d3e2f10"  # residue must be named like a po
 
 @needs_root
 def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path) -> None:
+    """Each line on its filesystem, reclaimable as the gc commands free it (the container GC
+    planner keeps the newer of the two dead `app` containers), and each command carrying the
+    options that make it act on what df measured. The kubelet root is given as an absolute
+    symlink, resolved under the host root."""
     host = tmp_path / "host"
     kubelet, logs, imagefs = host / "var/lib/kubelet", host / "var/log", host / "var/lib/containerd"
     with tmpfs(kubelet, logs, imagefs):
-        write(imagefs / "blobs", 3584 * KiB)  # what the images and layers above take
+        (host / "k").symlink_to("/var/lib/kubelet")  # as the host sees it, not this process
+        write(imagefs / "blobs", 3840 * KiB)  # what the images and layers above take
         empty = write(kubelet / "pods/uid1/volumes/kubernetes.io~empty-dir/v/f", 16 * KiB)
         orphan = write(kubelet / f"pods/{GONE}/volumes/kubernetes.io~empty-dir/v/f", 8 * KiB)
         dead = [
             write(logs / "pods/ns_a_uid1/app/0.log", 64 * KiB),
             write(logs / "pods/ns_a_uid1/app/0.log.20261129-010101.gz", 32 * KiB),
         ]
+        kept = write(logs / "pods/ns_a_uid1/app/1.log", 8 * KiB)
         running = write(logs / "pods/ns_a_uid1/web/0.log", 16 * KiB)
         orphan_log = write(logs / f"pods/ns_gone_{GONE}/x/0.log", 4 * KiB)
         pods = pods_file(tmp_path / "pods.json", ("uid1", "a"))
-        s = Settings(host_root=host, pods_file=pods, env={"HOME": "/"})
+        config = tmp_path / "kubelet config.yaml"
+        config.write_text("kind: KubeletConfiguration\n")
+        s = Settings(host_root=host, pods_file=pods, env={"HOME": "/"}, kubelet_config=config,
+                     runtime_endpoint="unix:///run/containerd/containerd.sock")  # fmt: skip
         ticks: list[tuple[str, int, int]] = []
         report = disk_usage(
-            s, QuietUi(), DfOptions(), progress=lambda *t: ticks.append(t),
-            reader=lambda *_: runtime_view(),
+            s, QuietUi(), DfOptions(root_dir="/k", pod_logs_dir="/var/log/pods"),
+            progress=lambda *t: ticks.append(t), reader=lambda *_: runtime_view(),
         )  # fmt: skip
+        common = (
+            f"--host-root {host} -r unix:///run/containerd/containerd.sock "
+            f"--kubelet-config '{config}'"
+        )
+        gc_containers = f"kubegc gc containers {common} --pods-file {pods}"
         doc = report.to_dict()
         assert report.exit_code() == 0 and len(doc["filesystems"]) == 3
         img = fs_with(doc, "imagefs")
@@ -343,20 +409,33 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
         assert (i["images.unused"]["bytes"], i["images.unused"]["count"]) == (MiB, 3)
         # neither the pinned image nor the sandbox image is reclaimable
         assert i["images"]["reclaimable"] == 512 * KiB
-        assert i["images"]["command"] == "kubegc gc images --prune-unused"
-        assert i["writable-layers"]["bytes"] == 1536 * KiB
+        assert i["images"]["command"] == f"kubegc gc images --prune-unused {common}"
+        assert i["writable-layers"]["bytes"] == 1792 * KiB
+        assert i["writable-layers.dead"]["bytes"] == 768 * KiB
+        # gc containers removes c-dead and keeps c-kept, the newest of `app`'s dead containers
         assert i["writable-layers.dead"]["reclaimable"] == 512 * KiB
-        assert i["writable-layers"]["command"] == "kubegc gc containers"
+        assert i["writable-layers"]["reclaimable"] == 512 * KiB
+        assert "1 kept" in i["writable-layers.dead"]["note"]
+        assert "--match-kubelet" not in " ".join(doc["notes"])
+        assert i["writable-layers"]["command"] == gc_containers
         assert i["other"]["bytes"] == 0 and img["used"] == used(imagefs)
         assert img["image_gc"]["high_threshold"] == 85 and img["image_gc"]["low_threshold"] == 80
         assert {r["signal"] for r in img["eviction"]} >= {"imagefs.available"}
 
         lg = lines(fs_with(doc, "logs"))
-        assert lg["logs"]["bytes"] == allocated(*dead, running)
-        assert lg["logs.dead-containers"]["bytes"] == allocated(*dead) == 96 * KiB
-        assert lg["logs"]["reclaimable"] == 96 * KiB  # not the running container's log
+        assert lg["logs"]["bytes"] == allocated(*dead, kept, running)
+        assert lg["logs.dead-containers"]["bytes"] == allocated(*dead, kept) == 104 * KiB
+        # neither the running container's log nor the kept dead container's
+        assert lg["logs"]["reclaimable"] == lg["logs.dead-containers"]["reclaimable"] == 96 * KiB
+        assert lg["logs.dead-containers"]["command"] == gc_containers
+        assert lg["logs"]["command"] == (
+            f"kubegc gc all {common} --pods-file {pods} --pod-logs-dir /var/log/pods"
+        )
         assert lg["residue"]["bytes"] == allocated(orphan_log)
-        assert lg["residue"]["command"] == f"kubegc residue clean --pods-file {pods}"
+        assert lg["residue"]["command"] == (
+            f"kubegc residue clean {common} --pods-file {pods} --root-dir /k "
+            "--pod-logs-dir /var/log/pods"
+        )
 
         nodefs = fs_with(doc, "nodefs")
         n = lines(nodefs)
@@ -372,8 +451,8 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
             assert lines(f)["other"]["bytes"] == 0
 
         p = pod(doc, "uid1")
-        assert p["writable_layers"] == 1536 * KiB
-        assert p["footprint"] == p["logs"] + p["empty_dir"] + 1536 * KiB
+        assert p["writable_layers"] == 1792 * KiB
+        assert p["footprint"] == p["logs"] + p["empty_dir"] + 1792 * KiB
         assert GONE not in {q["uid"] for q in doc["pods"]}
         assert ("pod logs", 2, 2) in ticks and ("pod directories", 2, 2) in ticks
 
@@ -381,6 +460,7 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
         render_df(report, out=out)
         table = out.getvalue()
         assert "RECLAIM WITH" in table and "kubegc gc images --prune-unused" in table
+        assert f"\n  {gc_containers}\n" in table  # in full once, below the tables
         assert "imagefs + containerfs" in table and "█" in table
 
 
@@ -392,6 +472,7 @@ def test_unreachable_runtime_reports_the_host_and_exits_3(tmp_path: Path) -> Non
     assert code == 3, err
     doc = json.loads(out)
     assert doc["exit_code"] == 3 and doc["runtime"]["error"]
+    assert doc["runtime"]["endpoint"] == NO_RUNTIME[1]  # the endpoint tried
     nodefs = fs_with(doc, "nodefs")
     n = lines(nodefs)
     assert n["images"]["bytes"] is None and "could not be read" in n["images"]["note"]
@@ -422,6 +503,136 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: s
 def test_missing_kubelet_root_is_exit_3(tmp_path: Path) -> None:
     code, _, err = df(tmp_path, "--no-runtime")
     assert code == 3 and "kubelet root" in err and err.count("\n") == 1
+
+
+def test_bad_paths_kubelet_root_file_pod_log_root_file_and_host_symlinks(tmp_path: Path) -> None:
+    """A kubelet root that is a regular file is the same error as a missing one (exit 3); a
+    pod log root that is a regular file is no log root (a note, nothing counted as logs);
+    absolute symlinks in both roots resolve under --host-root, not in this process's /."""
+    write(tmp_path / "file-root", 4 * KiB)
+    code, out, err = df(tmp_path, "--no-runtime", "--root-dir", "/file-root")
+    assert code == 3 and "kubelet root /file-root" in err and "Not a directory" in err
+    assert err.count("\n") == 1 and out == ""
+
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    code, out, err = df(tmp_path, "--no-runtime", "--pod-logs-dir", "/file-root", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "logs" not in lines(fs_with(doc, "nodefs"))
+    assert all("logs" not in f["roles"] for f in doc["filesystems"])
+    assert "no pod log directory at /file-root: not a directory" in doc["notes"]
+
+    host = tmp_path / "host"
+    vol = host / "data/kubelet/pods/uid1/volumes/kubernetes.io~empty-dir/v"
+    data = write(vol / "f", 16 * KiB)
+    log = write(host / "data/logs/ns_a_uid1/app/0.log", 8 * KiB)
+    (host / "var/lib").mkdir(parents=True)
+    (host / "var/lib/kubelet").symlink_to("/data/kubelet")  # absolute: the host's /data
+    (host / "var/log").mkdir()
+    (host / "var/log/pods").symlink_to("/data/logs")
+    code, out, err = df(host, "--no-runtime", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    p = pod(doc, "uid1")
+    assert p["empty_dir"] == allocated(vol, data)
+    assert p["logs"] == allocated(log.parent.parent, log.parent, log)
+    assert not [n for n in doc["notes"] if "no pod log" in n or "no pods dir" in n]
+
+
+def test_unreadable_entries_are_counted_and_noted(tmp_path: Path) -> None:
+    """A directory df may not read (mode 000, permissions enforced) and a file deeper than
+    PATH_MAX: their bytes are in no line; how many could not be read and the first of them
+    are in a note and in JSON `unreadable`."""
+    host = tmp_path / "host"
+    vol = host / "var/lib/kubelet/pods/uid1/volumes/kubernetes.io~empty-dir/v"
+    seen = write(vol / "seen", 8 * KiB)
+    write(vol / "locked/hidden", 64 * KiB)
+    (vol / "locked").chmod(0)
+    fd = os.open(vol, os.O_RDONLY)
+    try:
+        for _ in range(20):  # 20 × 251 characters: beyond PATH_MAX (4096)
+            os.mkdir("d" * 250, dir_fd=fd)
+            deeper = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+        deep = os.open("deep", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(deep, os.urandom(4 * KiB))
+        os.close(deep)
+    finally:
+        os.close(fd)
+    try:
+        code, out, err = df(host, "--no-runtime", "-o", "json",
+                            prefix=without_permission_override())  # fmt: skip
+        assert code == 0, err
+        doc = json.loads(out)
+        u = doc["unreadable"]
+        assert u["count"] == 2, u
+        assert u["first"].startswith("/var/lib/kubelet/pods/uid1/volumes/"), u
+        everything = sum(
+            os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_blocks * 512
+            for _, dirs, files, dir_fd in os.fwalk(vol)  # by descriptor: no PATH_MAX
+            for name in [*dirs, *files]
+        ) + allocated(vol)  # fmt: skip
+        hidden = allocated(vol / "locked/hidden") + 4 * KiB  # and the deep file
+        p = pod(doc, "uid1")
+        assert allocated(seen) < p["empty_dir"] <= everything - hidden
+        (note,) = [n for n in doc["notes"] if "could not be read" in n]
+        assert note.startswith("2 entries") and u["first"] in note and "other" in note
+        code, table, err = df(host, "--no-runtime", prefix=without_permission_override())
+        assert code == 0 and "could not be read" in table
+    finally:
+        (vol / "locked").chmod(0o755)
+
+
+def test_pod_source_without_the_runtime_claims_no_deleted_pod(tmp_path: Path) -> None:
+    """--no-runtime with a pod source listing none of the node's pods: nothing counts as
+    deleted or reclaimable, and a note says why. With the runtime read, that source is
+    refused (exit 2), in words that fit a read-only command."""
+    from kubegc_cli.errors import BadInput
+
+    write(tmp_path / "var/log/pods/ns_a_uid1/app/0.log", 8 * KiB)
+    write(tmp_path / "var/lib/kubelet/pods/uid1/etc-hosts", 4 * KiB)
+    empty = pods_file(tmp_path / "empty.json")
+    code, out, err = df(tmp_path, "--no-runtime", "--pods-file", str(empty), "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["summary"]["reclaimable"] == 0 and doc["pod_source_checked"] is False
+    assert not [ln for f in doc["filesystems"] for ln in f["lines"] if ln["command"]]
+    assert pod(doc, "uid1")["deleted"] is False
+    (note,) = [n for n in doc["notes"] if "not checked" in n]
+    assert "--no-runtime" in note and "1 pod(s)" in note
+
+    view = RuntimeView(
+        endpoint="unix:///fake.sock", containers=[running_in("uid1", "a")],
+        sandboxes=[sandbox("uid1", "a")], images=[], sandbox_images=set(), layers={},
+        image_fs=[FilesystemUsage("/var/lib/kubelet", None, None)], container_fs=[],
+    )  # fmt: skip
+    s = Settings(host_root=tmp_path, pods_file=empty, env={"HOME": "/"})
+    with pytest.raises(BadInput) as exc:
+        disk_usage(s, QuietUi(), DfOptions(), reader=lambda *_: view)
+    assert "lists none of the 1 pod(s)" in str(exc.value)
+    assert "removed" not in str(exc.value) and "df needs" in str(exc.value)
+
+
+def test_image_filesystem_not_under_the_host_root_is_exit_3(tmp_path: Path) -> None:
+    """The runtime was read but the image filesystem it names is not under --host-root:
+    images and writable layers are unknown, which is exit 3 as for an unreadable runtime."""
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    view = RuntimeView(
+        endpoint="unix:///fake.sock", containers=[], sandboxes=[], images=[],
+        sandbox_images=set(), layers={}, container_fs=[],
+        image_fs=[FilesystemUsage("/var/lib/containerd", None, None)],
+    )  # fmt: skip
+    s = Settings(host_root=tmp_path, env={"HOME": "/"})
+    report = disk_usage(s, QuietUi(), DfOptions(), reader=lambda *_: view)
+    doc = report.to_dict()
+    assert report.exit_code() == 3 and doc["exit_code"] == 3
+    assert "/var/lib/containerd" in doc["runtime"]["images_unknown"]
+    n = lines(fs_with(doc, "nodefs"))
+    assert n["images"]["bytes"] is None and "not found" in n["images"]["note"]
+    out = io.StringIO()
+    render_df(report, out=out)
+    assert "unknown (exit 3)" in out.getvalue()
 
 
 def test_thresholds_come_from_the_kubelet_config(tmp_path: Path) -> None:

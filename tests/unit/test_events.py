@@ -104,6 +104,18 @@ def test_image_gc_freed_failed_and_free_disk_space_failed() -> None:
     )
 
 
+def test_free_disk_space_failed_when_no_image_is_eligible() -> None:
+    """Short of the target with nothing to remove: the kubelet's FreeDiskSpaceFailed all the
+    same (the plan has no action to tell its kind by)."""
+    none = Plan(kind="ImageGCPlan", policy={}, now=NOW, dry_run=False, shortfall=1000,
+                filesystem={"bytes_to_free": 1000})  # fmt: skip
+    [ev] = events_for("gc images", none, 1)
+    assert (ev.reason, ev.type) == ("FreeDiskSpaceFailed", "Warning")
+    assert "Attempted to free 1000 bytes, but only found 0 bytes eligible" in ev.message
+    none.dry_run = True
+    assert events_for("gc images", none, 0) == []
+
+
 def test_evicted_pods_pruned() -> None:
     from kubegc_cli.pods.evicted import PodAction
 

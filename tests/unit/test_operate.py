@@ -16,7 +16,7 @@ import pytest
 from kubegc_cli.app import Settings
 from kubegc_cli.cli.main import main
 from kubegc_cli.errors import BadInput, Busy
-from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.model import API_VERSION, NodeSnapshot
 from kubegc_cli.plan import ContainerAction, Plan, Result, apply_caps
 from kubegc_cli.saved_plan import load_saved_plan, this_node
 from kubegc_cli.state import hold_run_lock, node_lock, release_run_lock, run_lock_held
@@ -149,8 +149,13 @@ def saved_plan(tmp_path: Path, snap: Path, capsys: Any) -> dict[str, Any]:
         (lambda d: d["actions"][0]["object"].update(id="other"), "differ"),
         (lambda d: d["actions"].append(d["actions"][0]), "appears twice"),
         (lambda d: d["actions"][0]["object"].update(created_at="yesterday"), "RFC 3339"),
+        (lambda d: d["saved"].update(command="rm -rf"), "saved command 'rm -rf' is not"),
+        (lambda d: d.update(kind="ImageGCPlan"), "saved command 'gc containers' is not"),
+        (lambda d: d["actions"][0].update(rule="guard-newest-record"), "not a rule that removes"),
+        (lambda d: d["actions"][0].update(kind="pod-log-dir", path="/var/log/pods/a_b_u",
+                                          pod_uid="u"), "cannot be in this plan"),
     ],
-)
+)  # fmt: skip
 def test_apply_refuses_an_unusable_plan_file(
     snap: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, named: str
 ) -> None:
@@ -163,6 +168,75 @@ def test_apply_refuses_an_unusable_plan_file(
     assert named in err and str(f) in err, err
     with pytest.raises(BadInput):
         load_saved_plan(f, Settings())
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "uid", "named"),
+    [
+        ("pod-log-dir", "/tmp/victim", "victim", "not directly inside podLogsDir"),
+        ("pod-log-dir", "/var/log/pods/../../../tmp/ns_p_u", "u", "not a clean absolute path"),
+        ("pod-log-dir", "/var/log/pods//ns_p_u", "u", "not a clean absolute path"),
+        ("pod-log-dir", "/var/log/pods/ns_p_u", "other", "does not end in the action's pod UID"),
+        ("pod-log-dir", "/var/log/pods/ns_p_u/sub", "sub", "not directly inside podLogsDir"),
+        ("pod-log-dir", "/var/log/pods", "pods", "not directly inside podLogsDir"),
+        ("log-symlink", "/tmp/victim/x.log", "", "not a *.log directly in /var/log/containers"),
+        ("log-symlink", "/var/log/containers/../pods/x.log", "", "not a clean absolute path"),
+        ("log-symlink", "/var/log/containers/x", "", "not a *.log directly in"),
+    ],
+)
+def test_apply_refuses_log_paths_no_plan_could_hold(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    path: str,
+    uid: str,
+    named: str,
+) -> None:
+    """A saved log plan naming a path outside the kubelet's log roots is exit 2 before the
+    runtime is asked or anything is removed (the node tests show nothing is touched)."""
+    rule = "deleted-pod" if kind == "pod-log-dir" else "container-gone"
+    action = {
+        "kind": kind,
+        "id": path,
+        "path": path,
+        "pod_uid": uid,
+        "rule": rule,
+        "reason": "",
+        "result": "planned",
+    }
+    doc = {"kind": "LogGCPlan", "apiVersion": API_VERSION, "now": "2024-01-01T00:00:00Z",
+           "policy": {}, "actions": [action], "kept": [],
+           "saved": {"command": "gc logs", "node": this_node(Settings())}}  # fmt: skip
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(doc))
+    kubelet = tmp_path / "kubelet.yaml"
+    kubelet.write_text("kind: KubeletConfiguration\npodLogsDir: /var/log/pods\n")
+    code, out, err = run(["-r", f"unix://{tmp_path}/none.sock", "--state-dir",
+                          str(tmp_path / "s"), "--kubelet-config", str(kubelet), "apply", str(f),
+                          "--yes"], capsys)  # fmt: skip
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert named in err and str(f) in err, err
+
+
+def test_empty_lock_timeout_is_exit_2(snap: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["--lock-timeout", "", "--snapshot", str(snap), "gc", "containers"],
+                         capsys)  # fmt: skip
+    assert (code, out) == (2, "") and "--lock-timeout" in err and "empty" in err
+
+
+def test_end_of_input_at_the_question_is_no(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-D or a closed stdin answers no (nothing done, exit 0), not an interrupt."""
+    import io
+
+    from kubegc_cli.cli.main import ConsoleUi
+
+    ui = ConsoleUi(0, "table")
+    for typed, answer in (("", False), ("\n", False), ("maybe\nyes\n", True), ("n\n", False)):
+        monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+        assert ui.confirm("Remove 1 container(s)?") is answer
+    assert "Remove 1 container(s)? [y/N]" in capsys.readouterr().err
 
 
 def test_apply_cannot_take_a_snapshot(snap: Path, tmp_path: Path, capsys: Any) -> None:

@@ -163,3 +163,49 @@ def test_unusable_kubeconfig_is_one_line_bad_input(tmp_path: Path, text: str, ne
         load_api_inventory(ApiSource(str(path), None, "node-a"), 5)
     assert needle in str(exc.value) and str(path) in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("locked", ["home", "kubeconfig"])
+def test_unreadable_home_kubeconfig_is_skipped_by_every_command(
+    tmp_path: Path, locked: str
+) -> None:
+    """~/.kube/config that kubegc may not read — in a home it may not enter, or itself mode
+    000 — is no kubeconfig, as when it is missing: no pod source, never a traceback, for
+    `gc containers` and `df` alike (permissions enforced even for root). Named explicitly
+    with --kubeconfig, it is a one-line error (exit 2)."""
+    import subprocess
+    import sys
+
+    from tests.unit.test_df import without_permission_override
+
+    home = tmp_path / "home"
+    config = home / ".kube/config"
+    config.parent.mkdir(parents=True)
+    config.write_text("apiVersion: v1\nkind: Config\n")
+    (config if locked == "kubeconfig" else home).chmod(0)
+    (tmp_path / "host/var/lib/kubelet").mkdir(parents=True)
+    prefix = without_permission_override()
+
+    def kubegc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*prefix, sys.executable, "-m", "kubegc_cli", "--host-root", str(tmp_path / "host"),
+             "-r", "unix:///nonexistent/kubegc.sock", *args],
+            capture_output=True, text=True, timeout=60,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+        )  # fmt: skip
+
+    try:
+        gc = kubegc("gc", "containers", "--dry-run")
+        assert gc.returncode == 3, gc.stderr  # the runtime's absence, not the kubeconfig
+        assert "Traceback" not in gc.stderr and gc.stderr.count("\n") == 1
+        assert "nonexistent/kubegc.sock" in gc.stderr and "kubeconfig" not in gc.stderr
+        df = kubegc("df", "--no-runtime", "-o", "json")
+        assert df.returncode == 0, df.stderr
+        assert '"pod_source": "none"' in df.stdout
+        named = kubegc("--kubeconfig", str(config), "gc", "containers", "--dry-run")
+        assert named.returncode == 2, named.stderr
+        assert "Traceback" not in named.stderr and named.stderr.count("\n") == 1
+        assert f"cannot use kubeconfig {config}" in named.stderr
+    finally:
+        home.chmod(0o755)
+        config.chmod(0o644)

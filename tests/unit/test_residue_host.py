@@ -343,6 +343,11 @@ def test_dangling_legacy_links(tmp_path: Path) -> None:
         (LOG_LINK, "/var/log/containers/p_ns_c-x.log", True),
     ]
     assert "still has container" in found[0].unsafe_reason
+    assert "carries no container ID" in found[2].evidence  # `x` is not a container ID
+    (links / "hostlink.log").symlink_to("/nowhere/h")
+    named = {f.target: f.evidence for f in scan_pod_log_dirs(ctx_for(tmp_path))}
+    assert "carries no container ID" in named["/var/log/containers/hostlink.log"]
+    (links / "hostlink.log").unlink()
     found = scan_pod_log_dirs(ctx_for(tmp_path, runtime_known=False))
     assert [f.safe for f in found] == [False, False, True]
 
@@ -672,3 +677,14 @@ def test_shim_args() -> None:
         "debug": "",
     }
     assert shim_args(["shim", "--id=y", "-address=/s"]) == {"id": "y", "address": "/s"}
+
+
+def test_cgroup_mounts_visible_only_with_a_cgroup_mount(tmp_path: Path) -> None:
+    from kubegc_cli.host.cgroups import cgroup_mounts_visible
+    from tests.unit.hostfixtures import MOUNTINFO_NO_CGROUP, MOUNTINFO_V2, write_mountinfo
+
+    assert cgroup_mounts_visible(tmp_path) is False  # no mount table at all
+    write_mountinfo(tmp_path, MOUNTINFO_NO_CGROUP)
+    assert cgroup_mounts_visible(tmp_path) is False
+    write_mountinfo(tmp_path, MOUNTINFO_V2, pid="self")
+    assert cgroup_mounts_visible(tmp_path) is True  # the host init's lacks one; self has it
