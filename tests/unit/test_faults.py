@@ -1,0 +1,418 @@
+"""When the world misbehaves: a runtime that dies, hangs, refuses single objects or is slow
+(`tests.unit.faultcri`), a socket kubegc may not use, a signal in the middle of removals, a
+state store that is locked or full, a Kubernetes API that changes under a paged list.
+
+The state store's own failures (read-only, damaged, locked by another process, concurrent
+writers) are tested on the store in `tests/unit/test_state.py`; the API's timeout, 5xx,
+401/403 and a failing second page in `tests/unit/test_pods_api.py`. Here they are driven
+through whole `kubegc` runs.
+
+The deadlines asserted below are behaviour, not speed: kubegc promises to give up on a
+runtime within `--timeout` (plus one second of process exit), whatever the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from tests.unit.faultcri import FaultCri, Inventory, container_pb, dead_containers, sandbox_pb
+from tests.unit.memorycri import run_cli
+
+NOW = "2027-01-15T08:00:00Z"  # tests.unit.faultcri.NOW_NS
+
+
+def node_inventory(dead: int = 6, pods: int = 2) -> Inventory:
+    """`pods` pods, each with a running `web` and `dead` exited attempts of `job` (all but the
+    newest removable by the default policy)."""
+    inv = Inventory()
+    for p in range(pods):
+        uid, name = f"uid-{p}", f"pod-{p}"
+        inv.sandboxes[f"sb-{uid}"] = sandbox_pb(f"sb-{uid}", pod_uid=uid, pod_name=name)
+        inv.containers[f"web-{p}"] = container_pb(
+            f"web-{p}", pod_uid=uid, pod_name=name, name="web", state="RUNNING"
+        )
+        for a in range(dead):
+            cid = f"job-{p}-{a}"
+            inv.containers[cid] = container_pb(
+                cid, pod_uid=uid, pod_name=name, name="job", attempt=a,
+                created_at=inv.containers[f"web-{p}"].created_at + a * 1_000_000_000,
+            )  # fmt: skip
+    return inv
+
+
+@pytest.fixture
+def sock_dir() -> Iterator[Path]:
+    """A short directory for unix sockets (pytest's tmp paths can exceed 107 bytes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kgc-") as d:
+        yield Path(d)
+
+
+@pytest.fixture
+def cri(sock_dir: Path) -> Iterator[FaultCri]:
+    """A fault-injecting runtime serving `node_inventory()`."""
+    with FaultCri(sock_dir / "cri.sock", node_inventory()) as server:
+        yield server
+
+
+def kubegc(cri: FaultCri | str, state: Path, *args: str) -> list[str]:
+    """The argv of a `kubegc` run against `cri` (or an endpoint) with a scratch state dir."""
+    endpoint = cri if isinstance(cri, str) else cri.endpoint
+    return ["-r", endpoint, "--state-dir", str(state), "--pod-source", "none", "--now", NOW, *args]
+
+
+def run_process(argv: list[str], timeout: float = 60) -> tuple[int, str, str, float]:
+    """Run `python -m kubegc_cli argv`: (exit code, stdout, stderr, seconds)."""
+    began = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", *argv], capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - began
+
+
+def removed_in(doc: dict[str, Any]) -> set[str]:
+    """IDs a JSON plan reports as removed."""
+    return {a["id"] for a in doc["actions"] if a["result"] == "removed"}
+
+
+def history(state: Path) -> list[dict[str, Any]]:
+    """The runs `kubegc history -o json` lists for `state`, newest first."""
+    code, out, err = run_cli(["--state-dir", str(state), "history", "-o", "json"])
+    assert code == 0, err
+    items: list[dict[str, Any]] = json.loads(out)["items"]
+    return items
+
+
+# ---- the issue's cases 3 and 4 ----
+
+
+@pytest.mark.parametrize("dies_after", [1, 2], ids=["observe", "re-list-before-acting"])
+def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_after: int) -> None:
+    """The runtime answers ListContainers, then dies: exit 3 within --timeout + 1 s, nothing
+    removed and nothing reported as removed. When it dies after the re-list right before
+    removals start, the run halts after a few unanswered re-checks: exit 1 (removals failed),
+    still nothing removed nor reported removed, every action accounted for."""
+    cri.die_after["ListContainers"] = dies_after
+    code, out, err, took = run_process(
+        kubegc(cri, tmp_path / "st", "--timeout", "3s", "gc", "containers", "--yes", "-o", "json")
+    )
+    assert took < 3 + 1
+    assert cri.count("ListContainers") == dies_after and not cri.alive
+    assert cri.removed == [] and cri.count("RemoveContainer") == 0
+    assert err.startswith("kubegc: error: ") and "Traceback" not in err
+    if dies_after == 1:
+        assert code == 3 and out == "" and err.count("\n") == 1
+        assert "cri.sock" in err
+        return
+    assert code == 1, err
+    doc = json.loads(out)
+    assert removed_in(doc) == set()
+    results = [(a["result"], a["error"]) for a in doc["actions"]]
+    assert "failed" in {r for r, _ in results} <= {"failed", "skipped"}
+    assert all("cri.sock" in e or e.startswith("not attempted") for _, e in results)
+
+
+def test_case_4_not_found_on_removal_is_skipped_not_failed(cri: FaultCri, tmp_path: Path) -> None:
+    gone = "job-0-0"
+    cri.errors[("RemoveContainer", gone)] = (grpc.StatusCode.NOT_FOUND, "container not found")
+    code, out, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json"))
+    assert code == 0, err
+    doc = json.loads(out)
+    results = {a["id"]: (a["result"], a["error"]) for a in doc["actions"]}
+    assert results.pop(gone) == ("skipped", "gone before removal")
+    assert results and all(r == ("removed", "") for r in results.values())
+    assert set(cri.removed) == set(results)
+
+
+# ---- a runtime that does not answer, or may not be used ----
+
+
+def test_server_that_never_answers_is_exit_3_within_the_deadline(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    cri.hang.add("Version")
+    code, out, err, took = run_process(
+        kubegc(cri, tmp_path, "--timeout", "2s", "gc", "containers", "--yes")
+    )
+    assert code == 3 and out == ""
+    assert took < 2 + 1
+    assert "no CRI answer from" in err and "within 2s" in err and err.count("\n") == 1
+    assert cri.removed == []
+
+
+def test_socket_that_accepts_but_never_speaks_is_exit_3_within_the_deadline(
+    sock_dir: Path, tmp_path: Path
+) -> None:
+    """A socket something listens on without ever answering (a wedged runtime)."""
+    path = sock_dir / "mute.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(16)
+    try:
+        code, _, err, took = run_process(
+            kubegc(f"unix://{path}", tmp_path, "--timeout", "2s", "gc", "containers", "--yes")
+        )
+    finally:
+        listener.close()
+    assert code == 3 and took < 2 + 1
+    assert str(path) in err and err.count("\n") == 1
+
+
+def test_slow_answers_within_the_deadline_are_fine_beyond_it_are_failures(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    """A slow RemoveContainer past --timeout fails that removal (the run halts after a few
+    in a row); what is reported removed was removed."""
+    cri.delay["ContainerStatus"] = 0.2
+    code, out, err = run_cli(
+        kubegc(cri, tmp_path, "--timeout", "2s", "gc", "containers", "--dry-run", "-o", "json")
+    )
+    assert code == 0, err
+    planned = {a["id"] for a in json.loads(out)["actions"]}
+    assert planned
+    cri.delay["ContainerStatus"] = 0
+    cri.delay["RemoveContainer"] = 1.5
+    code, out, err = run_cli(
+        kubegc(cri, tmp_path, "--timeout", "1s", "gc", "containers", "--yes", "-o", "json",
+               "--concurrency", "2")
+    )  # fmt: skip
+    doc = json.loads(out)
+    assert code == 1, err
+    assert {a["result"] for a in doc["actions"]} <= {"failed", "skipped"}
+    assert any("timed out" in a["error"] for a in doc["actions"])
+    assert any(a["error"].startswith("not attempted") for a in doc["actions"])  # halted
+    assert removed_in(doc) <= set(cri.removed)
+
+
+def test_runtime_killed_after_the_first_removals(cri: FaultCri, tmp_path: Path) -> None:
+    """The runtime dies after two removals: exit 1, the two reported removed (and only they),
+    the rest failed or not attempted, every action in the audit log."""
+    cri.die_after["RemoveContainer"] = 2
+    code, out, err, _ = run_process(
+        kubegc(cri, tmp_path, "--timeout", "3s", "gc", "containers", "--yes", "-o", "json",
+               "--concurrency", "1")
+    )  # fmt: skip
+    assert code == 1, err
+    doc = json.loads(out)
+    assert removed_in(doc) == set(cri.removed) and len(cri.removed) == 2
+    others = [a for a in doc["actions"] if a["result"] != "removed"]
+    assert others and {a["result"] for a in others} <= {"failed", "skipped"}
+    [run] = history(tmp_path)
+    assert {a["id"]: a["result"] for a in run["actions"]} == {
+        a["id"]: a["result"] for a in doc["actions"]
+    }
+
+
+def test_errors_on_single_objects_fail_only_those(cri: FaultCri, tmp_path: Path) -> None:
+    refused = "job-1-0"
+    cri.errors[("RemoveContainer", refused)] = (grpc.StatusCode.FAILED_PRECONDITION, "busy")
+    cri.errors[("ContainerStatus", "job-0-1")] = (grpc.StatusCode.INTERNAL, "boom")
+    code, out, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--dry-run", "-o", "json"))
+    assert code == 3 and "ContainerStatus" in err  # an unreadable inventory: no plan at all
+    del cri.errors[("ContainerStatus", "job-0-1")]
+    code, out, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json"))
+    assert code == 1, err
+    doc = json.loads(out)
+    failed = {a["id"]: a["error"] for a in doc["actions"] if a["result"] == "failed"}
+    assert list(failed) == [refused] and "FAILED_PRECONDITION" in failed[refused]
+    assert removed_in(doc) == set(cri.removed) == {a["id"] for a in doc["actions"]} - {refused}
+
+
+def test_permission_denied_on_the_socket(sock_dir: Path) -> None:
+    """A real socket this user may not connect to (kubegc run as `nobody`): exit 3, one line,
+    and the runtime never hears from it."""
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to run kubegc as another user")
+    sock_dir.chmod(0o711)
+    with FaultCri(sock_dir / "cri.sock", node_inventory()) as server:
+        server.socket.chmod(0o600)
+        argv = kubegc(server, sock_dir / "state", "gc", "containers", "--dry-run")
+        proc = subprocess.run(
+            [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+             "kubegc_cli", *argv],
+            capture_output=True, text=True, timeout=60, cwd=Path(__file__).parents[2],
+        )  # fmt: skip
+        assert server.calls == [] and server.removed == []
+    assert proc.returncode == 3, proc.stderr
+    assert "permission denied" in proc.stderr and str(server.socket) in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+# ---- signals in the middle of removals ----
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_removals_reports_and_records_what_was_done(
+    cri: FaultCri, tmp_path: Path, sig: int, code: int
+) -> None:
+    """Three removals done, the fourth in flight when the signal comes: the in-flight one
+    finishes, nothing new starts, the report and the audit log say so, exit 130/143."""
+    cri.gate, cri.gate_after = threading.Event(), 3
+    argv = kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json", "--concurrency", "1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubegc_cli", *argv], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert cri.at_gate.wait(30), "removals never started"
+        proc.send_signal(sig)
+        time.sleep(0.5)  # the signal is taken while the fourth removal is in flight
+        cri.gate.set()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    doc = json.loads(out)
+    assert doc["interrupted"] is True
+    assert removed_in(doc) == set(cri.removed) and len(cri.removed) == 4
+    rest = [a for a in doc["actions"] if a["result"] != "removed"]
+    assert rest and all(
+        (a["result"], a["error"]) == ("skipped", "interrupted before removal") for a in rest
+    )
+    assert cri.count("RemoveContainer") == 4
+    word = "terminated" if sig == signal.SIGTERM else "interrupted"
+    assert f"kubegc: error: {word}; {len(rest)} planned removal(s) not attempted" in err
+    [run] = history(tmp_path)
+    assert run["by_result"] == {"removed": 4, "skipped": len(rest)}
+
+
+# ---- the state store, during whole runs ----
+
+
+def test_locked_state_store_is_exit_4_and_nothing_is_removed(cri: FaultCri, tmp_path: Path) -> None:
+    """Another run holds the node lock (its process here): exit 4 before the runtime is read."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from kubegc_cli.state import node_lock\n"
+         "with node_lock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(60)",
+         str(tmp_path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code, out, err, _ = run_process(kubegc(cri, tmp_path, "gc", "containers", "--yes"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 4 and out == ""
+    assert f"(pid {holder.pid})" in err and err.count("\n") == 1
+    assert cri.removed == [] and cri.calls == []
+
+
+def test_read_only_state_store_stops_a_removing_run_before_the_plan(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    from tests.unit.test_state import _read_only
+
+    state = tmp_path / "st"
+    state.mkdir()
+    with _read_only(state):
+        code, out, err = run_cli(kubegc(cri, state, "gc", "containers", "--yes"))
+        dry = run_cli(kubegc(cri, state, "gc", "containers", "--dry-run", "-o", "json"))
+    assert code == 2 and out == "" and "read-only" in err and err.count("\n") == 1
+    assert cri.removed == [] and cri.count("ListContainers") == 1  # only the dry run listed
+    assert dry[0] == 0 and json.loads(dry[1])["actions"]
+
+
+def test_damaged_state_store_is_moved_aside_and_the_run_is_recorded(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    (tmp_path / "state.db").write_bytes(b"not a database, not at all" * 100)
+    code, _, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json"))
+    assert code == 0, err
+    assert "is damaged" in err and len(list(tmp_path.glob("state.db.corrupt-*"))) == 1
+    [run] = history(tmp_path)
+    assert run["by_result"] == {"removed": len(cri.removed)} and cri.removed
+
+
+def test_full_state_filesystem_does_not_stop_a_run_that_frees_space(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    """No byte left where the state store lives (a node under disk pressure): the lock is
+    still taken, the removals happen, and the missing audit log is one warning line."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        fd = os.open(full / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass  # ENOSPC: the filesystem is full
+        finally:
+            os.close(fd)
+        code, out, err = run_cli(kubegc(cri, full, "gc", "containers", "--yes", "-o", "json"))
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
+    assert code == 0, err
+    assert removed_in(json.loads(out)) == set(cri.removed) and cri.removed
+    assert err.count("\n") == 1 and "could not write the audit log" in err
+    assert "disk is full" in err
+
+
+# ---- the Kubernetes API changing under a paged list ----
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[Any, Path]]:
+    from tests.unit.recorded_api import serve_recorded_api
+
+    with serve_recorded_api(tmp_path) as served:
+        yield served
+
+
+def _api_pod(uid: str) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"uid": uid, "name": f"pod-{uid}", "namespace": "default"},
+            "status": {"phase": "Running"}}  # fmt: skip
+
+
+@pytest.mark.parametrize("explicit", [True, False], ids=["--pod-source-api", "found-kubeconfig"])
+def test_gone_continue_token_never_makes_a_partial_pod_list(
+    cri: FaultCri, api: tuple[Any, Path], tmp_path: Path, explicit: bool
+) -> None:
+    """Page 1 lists pod uid-0; page 2 answers 410 Gone (the continue token expired while the
+    list changed). Pod uid-1 is on no page read, yet it is not deleted: kubegc treats the API
+    as unavailable — exit 3 when the API was asked for, else no pod source (with a warning) —
+    and never acts on the first page alone (that would remove all of uid-1's containers)."""
+    recorded, kubeconfig = api
+    recorded.pages = [[_api_pod("uid-0")], [_api_pod("uid-1")]]
+    recorded.fail = {1: (410, "The provided continue parameter is too old")}
+    argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--now", NOW,
+            "--kubeconfig", str(kubeconfig), "--node-name", "node-a"]  # fmt: skip
+    if explicit:
+        argv += ["--pod-source", "api"]
+    code, out, err = run_cli([*argv, "gc", "containers", "--yes", "-o", "json"])
+    assert len(recorded.requests) == 2 and recorded.requests[1]["continue"] == ["1"]
+    if explicit:
+        assert code == 3 and out == "" and "410" in err and err.count("\n") == 1
+        assert cri.removed == []
+        return
+    assert code == 0, err
+    assert "410" in err and "without a pod source" in err
+    doc = json.loads(out)
+    assert doc["policy"]["pod_source"] == "none"
+    assert {a["rule"] for a in doc["actions"]} == {"max-per-pod-container"}
+    assert "job-1-5" in {k["id"] for k in doc["kept"]}  # uid-1's newest record stays
+    assert "job-1-5" in dead_containers(cri) and "job-1-5" not in cri.removed

@@ -1,0 +1,607 @@
+"""Bad input never gives a traceback: every parser, fuzzed through the command line.
+
+Each input reaches kubegc the way a user gives it — a flag value or a file named by a flag —
+through `kubegc_cli.cli.main.main`, against an in-memory runtime holding dead containers,
+with `--yes`. Whatever hypothesis makes up, the answer is either a normal run or exactly one
+line on stderr naming the bad value (or the file holding it), exit 2, and nothing removed.
+
+The nastiest inputs found are kept as explicit cases at the end (`CORPUS`, and the files in
+`tests/unit/corpus/`), so they stay fixed whatever hypothesis draws next time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from kubegc_cli.model import FilesystemUsage, Image, NodeSnapshot, Sandbox, SandboxState
+from tests.unit.factories import NOW, S, ctr
+from tests.unit.memorycri import MemoryCri, no_runtime, run_cli, use_runtime
+
+CORPUS_DIR = Path(__file__).parent / "corpus"
+#: Examples per property; `KUBEGC_FUZZ_EXAMPLES=5000 pytest tests/unit/test_fuzz_inputs.py`
+#: searches harder.
+FUZZ = settings(
+    max_examples=int(os.environ.get("KUBEGC_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+def node() -> MemoryCri:
+    """A runtime with garbage: three dead attempts of one container and a running one, whose
+    pod (`uid-p`) a pods file must list."""
+    cs = [
+        ctr("dead0000", age_s=900),
+        ctr("dead0001", attempt=1, age_s=600),
+        ctr("dead0002", attempt=2, age_s=300),
+        ctr("live0000", name="web", state="RUNNING", age_s=1000),
+    ]
+    sb = Sandbox("sb-uid-p", "pod-uid-p", "default", "uid-p", 0, SandboxState.READY, NOW - 1000 * S)
+    return MemoryCri({c.id: c for c in cs}, {sb.id: sb})
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A scratch directory: the host root (empty: no kubelet, no crictl.yaml), the state
+    dir and the input files of the examples."""
+    root = tmp_path_factory.mktemp("fuzz")
+    (root / "host").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CONTAINER_RUNTIME_ENDPOINT",
+                                                            "KUBECONFIG")}  # fmt: skip
+    with mock.patch.dict(os.environ, env, clear=True):
+        yield root
+
+
+def base(work: Path) -> list[str]:
+    """Global options every run gets: an empty host root, a scratch state dir, no pod source."""
+    return ["--host-root", str(work / "host"), "--state-dir", str(work / "state"), "--now",
+            "2027-01-15T08:00:00Z"]  # fmt: skip
+
+
+def check(
+    result: tuple[int, str, str],
+    names: list[str],
+    cri: MemoryCri | None = None,
+    ok: tuple[int, ...] = (0,),
+) -> int:
+    """A normal run (`ok` exit codes), or bad input: exit 2, one line naming one of `names`,
+    nothing on stdout, nothing removed. Never a traceback. Returns the exit code."""
+    code, out, err = result
+    assert "Traceback" not in err and "Traceback" not in out
+    if code == 2:
+        assert err.startswith("kubegc: error: ") and err.count("\n") == 1, err
+        assert any(n in err for n in names), f"{err!r} names none of {names!r}"
+        assert out == ""
+        assert cri is None or cri.removed == [], "bad input, yet something was removed"
+    else:
+        assert code in ok, (code, err)
+    return code
+
+
+def named(value: str, flag: str) -> list[str]:
+    """How a message may name a flag value: as Python writes it, or stripped; an empty or
+    blank value by the flag (the message then says the value is empty)."""
+    if not value.strip():
+        return [flag]
+    return [repr(value), repr(value.strip()), value.strip()]
+
+
+# ---- flag values ----
+
+DURATION_TEXT = st.one_of(
+    st.text(max_size=20),
+    st.from_regex(r"\A[-+ ]?[0-9.]{0,8}(ns|us|µs|ms|s|m|h|d|x|)[0-9.]{0,4}(s|m|h|)\Z"),
+    st.sampled_from(["5x", "1d", "", " ", "0", "-0", "+1s", "1e3s", "٣s", "9" * 400 + "h",
+                     "2562048h", ".s", "1..5s", "1h-2m", "\x00", "1s\n", "nan", "inf"]),
+)  # fmt: skip
+
+
+@FUZZ
+@given(flag=st.sampled_from(["--minimum-container-ttl-duration", "--older-than"]),
+       value=DURATION_TEXT)  # fmt: skip
+@example(flag="--minimum-container-ttl-duration", value="5x")
+def test_durations(work: Path, flag: str, value: str) -> None:
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "gc", "containers", f"{flag}={value}", "--yes"])
+    check(result, named(value, flag), cri)
+
+
+@FUZZ
+@given(value=DURATION_TEXT)
+def test_timeout(work: Path, value: str) -> None:
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), f"--timeout={value}", "gc", "containers", "--yes"])
+    check(result, named(value, "--timeout"), cri)
+
+
+QUANTITY_TEXT = st.one_of(
+    st.text(max_size=20),
+    st.from_regex(r"\A[-+]?[0-9.]{0,8}([eE][-+]?[0-9]{0,5}|Ki|Mi|Gi|Ei|k|m|n|E|x|)\Z"),
+    st.sampled_from(["1e400", "1E9999", "8Ei", "2Gi", "-1", "0", "0.5", "1e-9", "NaN", "Infinity",
+                     "1_000", "١٠٠Mi", "1 Mi", "Mi"]),
+)  # fmt: skip
+
+
+@FUZZ
+@given(value=QUANTITY_TEXT)
+@example(value="3Gi")
+def test_quantities(work: Path, value: str) -> None:
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), f"--max-recv-size={value}", "gc", "containers", "--yes"])
+    check(result, named(value, "--max-recv-size"), cri)
+
+
+@FUZZ
+@given(value=QUANTITY_TEXT)
+def test_allocatable_quantity(work: Path, value: str) -> None:
+    with no_runtime():
+        result = run_cli([*base(work), "evict", "check", f"--allocatable={value}", "-o", "json"])
+    check(result, named(value, "--allocatable"), ok=(0, 1, 3))
+
+
+@FUZZ
+@given(
+    high=st.one_of(st.integers(-1000, 1000).map(str), st.text(max_size=8)),
+    low=st.one_of(st.integers(-1000, 1000).map(str), st.text(max_size=8)),
+)
+def test_image_gc_percentages(work: Path, high: str, low: str) -> None:
+    """The thresholds are checked before the runtime is asked (here: unreachable, exit 3)."""
+    with no_runtime():
+        result = run_cli([*base(work), "gc", "images", f"--image-gc-high-threshold={high}",
+                          f"--image-gc-low-threshold={low}", "--yes"])  # fmt: skip
+    names = [*named(high, "--image-gc-high-threshold"), *named(low, "--image-gc-low-threshold")]
+    code = check(result, names, ok=(3,))
+    if code == 3:
+        assert 0 <= int(low) < int(high) <= 100
+
+
+SIGNALS = ["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+           "imagefs.inodesFree", "containerfs.available", "pid.available",
+           "allocatableMemory.available", "memory.Available", "x", ""]  # fmt: skip
+AMOUNTS = st.one_of(
+    QUANTITY_TEXT,
+    st.from_regex(r"\A[-+]?[0-9.]{0,6}%?\Z"),
+    st.sampled_from(["0%", "100%", "100.0001%", "-0%", "1e3%", "NaN%", "%", "10%%", "0", "1m30s"]),
+)
+
+
+@st.composite
+def eviction_maps(draw: st.DrawFn, sep: str) -> str:
+    """A kubelet map flag value: `signal<value,...` (or `signal=value,...`), sometimes broken."""
+    parts = []
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from([sep, sep, sep, "<=", ">", "=", "", "<<"]))
+        parts.append(f"{draw(st.sampled_from(SIGNALS))}{op}{draw(AMOUNTS)}")
+    joined = draw(st.sampled_from([",", ",", ", ", ",,", ";"])).join(parts)
+    return draw(st.one_of(st.just(joined), st.text(max_size=30)))
+
+
+@FUZZ
+@given(
+    flag=st.sampled_from(["--eviction-hard", "--eviction-soft", "--eviction-soft-grace-period",
+                          "--eviction-minimum-reclaim"]),
+    value=st.data(),
+)  # fmt: skip
+def test_eviction_threshold_expressions(work: Path, flag: str, value: st.DataObject) -> None:
+    text = value.draw(eviction_maps("=" if flag.endswith(("period", "reclaim")) else "<"))
+    with no_runtime():
+        result = run_cli([*base(work), "evict", "check", f"{flag}={text}", "-o", "json"])
+    check(result, [flag], ok=(0, 1, 3))
+
+
+# ---- files ----
+
+JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+    st.text(max_size=12),
+)  # fmt: skip
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON document: the key or index path of each value."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _mutate(draw: st.DrawFn, doc: Any) -> Any:
+    """`doc` with one to three values, anywhere, replaced by arbitrary JSON or removed."""
+    doc = json.loads(json.dumps(doc))
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(_paths(doc)))
+        if not path:
+            return draw(JSON_VALUES)
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        if draw(st.integers(0, 4)) == 0:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(JSON_VALUES)
+    return doc
+
+
+def pods_doc() -> dict[str, Any]:
+    """A valid List (`kubectl get pods,nodes -o json`) holding the node's running pod (so it
+    covers the node), an evicted pod, a pod being deleted with its containers stopped, and
+    the Node."""
+    stopped = {"state": {"terminated": {"exitCode": 0}}}
+    return {
+        "kind": "List",
+        "items": [
+            {"kind": "Pod", "metadata": {"uid": "uid-p", "name": "pod-uid-p",
+                                          "namespace": "default"},
+             "status": {"phase": "Running", "containerStatuses": [{"state": {"running": {}}}]}},
+            {"kind": "Pod", "metadata": {"uid": "uid-e", "name": "e", "namespace": "default"},
+             "status": {"phase": "Failed", "reason": "Evicted"}},
+            {"kind": "Pod", "metadata": {"uid": "uid-d", "name": "d", "namespace": "default",
+                                          "deletionTimestamp": "2027-01-15T07:00:00Z"},
+             "status": {"phase": "Running", "containerStatuses": [stopped],
+                        "initContainerStatuses": [stopped]}},
+            {"kind": "Node", "metadata": {"name": "node-a"},
+             "status": {"allocatable": {"memory": "8Gi"}}},
+        ],
+    }  # fmt: skip
+
+
+@st.composite
+def mutated(draw: st.DrawFn, make: Any) -> str:
+    """A valid document of `make()`, mutated, as JSON text; or cut short; or text."""
+    text = json.dumps(_mutate(draw, make()), allow_nan=True)
+    return draw(st.one_of(st.just(text), st.just(text[: draw(st.integers(0, len(text)))]),
+                          st.text(max_size=40)))  # fmt: skip
+
+
+@FUZZ
+@given(text=mutated(pods_doc))
+@example(text='{"kind": "PodList", "items": null}')
+def test_pods_file(work: Path, text: str) -> None:
+    f = work / "pods.json"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "--pods-file", str(f), "gc", "containers", "--yes"])
+    check(result, [str(f)], cri)
+
+
+def snapshot_doc() -> dict[str, Any]:
+    """A valid snapshot of `node()`."""
+    cri = node()
+    containers = [
+        replace(c, finished_at=c.created_at + S, log_path="/var/log/pods/x/app/0.log",
+                log_bytes=12, image_id="sha256:aa")
+        for c in cri.containers.values()
+    ]  # fmt: skip
+    snap = NodeSnapshot(
+        captured_at=NOW,
+        containers=tuple(containers),
+        sandboxes=tuple(cri.sandboxes.values()),
+        images=(Image("sha256:aa", ("busybox:1",), ("busybox@sha256:bb",), 10, False),),
+        image_filesystems=(FilesystemUsage("/var/lib/containerd", 10, 1, NOW),),
+    )
+    return snap.to_dict()
+
+
+@FUZZ
+@given(text=mutated(snapshot_doc), command=st.sampled_from(["containers", "sandboxes"]))
+def test_snapshot_file(work: Path, text: str, command: str) -> None:
+    f = work / "snap.json"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    with no_runtime():
+        result = run_cli([*base(work), "--pod-source", "none", "--snapshot", str(f), "gc", command])
+    check(result, [str(f)])
+
+
+KUBELET_KEYS = ["kind", "apiVersion", "podLogsDir", "imageGCHighThresholdPercent",
+                "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
+                "evictionHard", "evictionSoft", "evictionSoftGracePeriod",
+                "evictionMinimumReclaim", "evictionPressureTransitionPeriod",
+                "mergeDefaultEvictionSettings", "evictionMaxPodGracePeriod"]  # fmt: skip
+KUBELET_VALUES = st.one_of(
+    JSON_VALUES,
+    st.sampled_from(["KubeletConfiguration", "/var/log/pods", "/", "relative", "/a/../b", 85, 101,
+                     -1, True, "2m", "5x", "0s", {"memory.available": "100Mi"},
+                     {"nodefs.available": "10%%"}, {"x": 1}, {"memory.available": None}]),
+)  # fmt: skip
+
+
+KUBELET_TEMPLATE: dict[str, Any] = {
+    "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+    "podLogsDir": "/var/log/pods", "imageGCHighThresholdPercent": 85,
+    "imageGCLowThresholdPercent": 80, "imageMinimumGCAge": "2m0s", "imageMaximumGCAge": "0s",
+    "evictionHard": {"memory.available": "100Mi", "nodefs.available": "10%"},
+    "evictionSoft": {"memory.available": "200Mi"},
+    "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+    "evictionMinimumReclaim": {"nodefs.available": "500Mi"},
+    "mergeDefaultEvictionSettings": False,
+}  # fmt: skip
+
+
+@st.composite
+def kubelet_configs(draw: st.DrawFn) -> str:
+    """KubeletConfiguration YAML with the keys kubegc reads, values of every type; or text."""
+    doc = draw(
+        st.one_of(
+            st.dictionaries(st.sampled_from(KUBELET_KEYS), KUBELET_VALUES, max_size=5),
+            st.just(KUBELET_TEMPLATE),
+        )
+    )
+    text = yaml.safe_dump(_mutate(draw, doc), allow_unicode=True)
+    tail = draw(st.text(max_size=20))
+    return draw(
+        st.one_of(
+            st.just(text), st.text(max_size=40), st.just(f"kind: KubeletConfiguration\n{tail}")
+        )
+    )
+
+
+@FUZZ
+@given(text=kubelet_configs(), command=st.sampled_from(["containers", "images", "evict"]))
+def test_kubelet_config(work: Path, text: str, command: str) -> None:
+    f = work / "config.yaml"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    args = [*base(work), "--kubelet-config", str(f)]
+    if command == "containers":
+        with use_runtime(cri):
+            check(run_cli([*args, "gc", "containers", "--yes"]), [str(f)], cri)
+    elif command == "images":
+        with no_runtime():
+            check(run_cli([*args, "gc", "images", "--yes"]), [str(f)], ok=(3,))
+    else:
+        with no_runtime():
+            check(run_cli([*args, "evict", "check", "-o", "json"]), [str(f)], ok=(0, 1, 3))
+
+
+@st.composite
+def crictl_configs(draw: st.DrawFn) -> str:
+    """crictl.yaml with a runtime-endpoint of any shape; or text."""
+    endpoint = draw(st.one_of(
+        JSON_VALUES,
+        st.sampled_from(["unix:///run/x.sock", "/run/x.sock", "tcp://1.2.3.4:5", "unix://",
+                         "unix:///" + "x" * 200, "npipe:////./pipe/x", "/", "", " "]),
+    ))  # fmt: skip
+    doc = draw(st.one_of(st.just({"runtime-endpoint": endpoint}), JSON_VALUES))
+    return draw(st.one_of(st.just(yaml.safe_dump(doc)), st.text(max_size=40)))
+
+
+@FUZZ
+@given(text=crictl_configs())
+def test_crictl_yaml_under_host_root(work: Path, text: str) -> None:
+    """No -r, no CONTAINER_RUNTIME_ENDPOINT: the endpoint comes from the host's crictl.yaml
+    (the real endpoint resolution and client; no socket answers, so a usable value is exit 3)."""
+    host = work / "crictl-host"
+    (host / "etc").mkdir(parents=True, exist_ok=True)
+    f = host / "etc" / "crictl.yaml"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    args = [*base(work), "--host-root", str(host), "--timeout", "1s"]
+    result = run_cli([*args, "gc", "containers", "--dry-run"])
+    check(result, [str(f), "runtime-endpoint"], ok=(3,))
+
+
+@st.composite
+def kubeconfigs(draw: st.DrawFn) -> str:
+    """A kubeconfig of any shape pointing at a closed local port (never an exec plugin)."""
+    server = draw(
+        st.sampled_from(
+            [
+                "https://127.0.0.1:1",
+                "127.0.0.1:1",
+                "http://127.0.0.1:1",
+                "",
+                "not a url",
+                "http://[::1",
+                "ftp://127.0.0.1:1",
+                "https://127.0.0.1:99999",
+            ]
+        )
+    )
+    cluster = draw(
+        st.one_of(
+            st.just({"server": server}),
+            st.just({"server": server, "certificate-authority-data": "!!"}),
+            st.just({"server": server, "certificate-authority": "/nonexistent/ca"}),
+            JSON_VALUES,
+        )
+    )
+    user = draw(
+        st.one_of(
+            st.just({"token": "t"}),
+            st.just({"client-certificate-data": "Zm9v", "client-key-data": "x"}),
+            st.just({"tokenFile": "/nonexistent"}),
+            st.just({"username": "a", "password": 1}),
+            JSON_VALUES,
+        )
+    )
+    context = draw(st.sampled_from(["c", "", "z"]))
+    doc: Any = {
+        "apiVersion": "v1", "kind": "Config", "current-context": context,
+        "clusters": [{"name": "k", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }  # fmt: skip
+    doc = _mutate(draw, doc)
+    if isinstance(doc, dict) and isinstance(doc.get("users"), list):  # never run a program
+        for u in doc["users"]:
+            if isinstance(u, dict) and isinstance(u.get("user"), dict):
+                u["user"].pop("exec", None)
+                u["user"].pop("auth-provider", None)
+    return draw(st.one_of(st.just(yaml.safe_dump(doc)), st.text(max_size=40)))
+
+
+@FUZZ
+@given(text=kubeconfigs())
+def test_kubeconfig(work: Path, text: str) -> None:
+    f = work / "kubeconfig"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "--pod-source", "api", "--kubeconfig", str(f), "--timeout",
+                          "1s", "gc", "containers", "--yes"])  # fmt: skip
+    check(result, [str(f)], cri, ok=(3,))
+    assert cri.removed == []  # the API is required and never answers: nothing removed
+
+
+CONFIG_TEMPLATE: dict[str, Any] = {
+    "timeout": "30s", "lock-timeout": "0s", "max-recv-size": "256Mi", "pod-source": "none",
+    "gc": {
+        "containers": {"maximum-dead-containers-per-container": 2, "max-delete": 100,
+                       "minimum-container-ttl-duration": "1m", "namespace": ["a", "b"]},
+        "images": {"image-gc-high-threshold": 80, "keep": ["registry.k8s.io/*"]},
+    },
+    "evict": {"check": {"top": 3, "eviction-hard": ["memory.available<100Mi"]}},
+}  # fmt: skip
+
+
+@FUZZ
+@given(text=st.one_of(mutated(lambda: CONFIG_TEMPLATE), st.text(max_size=40)))
+def test_config_file(work: Path, text: str) -> None:
+    """kubegc's own config file (`--config`), as JSON (YAML's subset) or mutated text."""
+    f = work / "kubegc.yaml"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "--config", str(f), "gc", "containers", "--yes"])
+    check(result, [str(f)], cri, ok=(0,))
+
+
+# ---- the corpus: the nastiest inputs found, as fixed regression cases ----
+
+CORPUS: list[tuple[list[str], str]] = [
+    # issue case 1
+    (["gc", "containers", "--minimum-container-ttl-duration", "5x", "--yes"], "'5x'"),
+    (["gc", "containers", "--older-than", "٣s", "--yes"], "'٣s'"),
+    (["gc", "containers", "--minimum-container-ttl-duration", "\x00", "--yes"], "'\\x00'"),
+    (["gc", "containers", "--minimum-container-ttl-duration", "1h-2m", "--yes"], "'1h-2m'"),
+    (["gc", "containers", "--minimum-container-ttl-duration", "-1s", "--yes"], "'-1s'"),
+    (["--timeout", "0s", "gc", "containers", "--yes"], "'0s'"),
+    (["--timeout", "9" * 400 + "h", "gc", "containers", "--yes"], "too large"),
+    (["--max-recv-size", "1E9999", "gc", "containers", "--yes"], "'1E9999'"),
+    (["--max-recv-size", "-0", "gc", "containers", "--yes"], "'-0'"),
+    (["--max-recv-size", "١٠٠Mi", "gc", "containers", "--yes"], "'١٠٠Mi'"),
+    (["gc", "containers", "--maximum-dead-containers", "1e3", "--yes"], "'1e3'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "needle"), CORPUS)
+def test_corpus_flags(work: Path, argv: list[str], needle: str) -> None:
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), *argv])
+    assert code == 2 and needle in err, err
+    check((code, out, err), [needle], cri)
+
+
+def _corpus_files() -> list[Path]:
+    return sorted(p for p in CORPUS_DIR.iterdir() if p.is_file() and p.suffix != ".expect")
+
+
+@pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.name)
+def test_corpus_files(work: Path, path: Path) -> None:
+    """`tests/unit/corpus/<kind>.<case>`: each file is bad input for the option its name
+    starts with (`pods`, `snapshot`, `kubelet`, `kubeconfig`, `crictl`); first line of the
+    expected message in `<file>.expect` when there is one."""
+    kind = path.name.split(".", 1)[0]
+    cri = node()
+    argv = {
+        "pods": ["--pods-file", str(path), "gc", "containers", "--yes"],
+        "snapshot": ["--pod-source", "none", "--snapshot", str(path), "gc", "containers"],
+        "kubelet": ["--kubelet-config", str(path), "gc", "containers", "--yes"],
+        "kubeconfig": ["--pod-source", "api", "--kubeconfig", str(path), "gc", "containers",
+                       "--yes"],
+    }  # fmt: skip
+    if kind == "crictl":
+        host = work / f"corpus-{path.name}"
+        (host / "etc").mkdir(parents=True, exist_ok=True)
+        (host / "etc" / "crictl.yaml").write_bytes(path.read_bytes())
+        code, out, err = run_cli([*base(work), "--host-root", str(host), "gc", "containers"])
+        names = [str(host / "etc" / "crictl.yaml")]
+    else:
+        with use_runtime(cri):
+            code, out, err = run_cli([*base(work), *argv[kind]])
+        names = [str(path)]
+    assert code == 2, err
+    check((code, out, err), names, cri)
+    expect = path.with_name(path.name + ".expect")
+    if expect.exists():
+        assert expect.read_text().strip() in err
+
+
+def test_pod_list_with_null_items_is_a_clear_error(work: Path) -> None:
+    """Issue case 2: `{"kind": "PodList", "items": null}` — exit 2 naming the file, no crash."""
+    f = work / "null-items.json"
+    f.write_text('{"kind": "PodList", "items": null}')
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), "--pods-file", str(f), "gc", "containers", "--yes"])
+    assert (code, out) == (2, "") and cri.removed == []
+    assert (
+        err == f"kubegc: error: file:{f}: not a PodList (expected an object with an 'items' list)\n"
+    )
+
+
+def test_minimum_ttl_5x_removes_nothing(work: Path) -> None:
+    """Issue case 1, and the same command with a valid value does remove (so "nothing removed"
+    above is not just a runtime that never removes)."""
+    cri = node()
+    with use_runtime(cri):
+        code, _, err = run_cli([*base(work), "gc", "containers",
+                                "--minimum-container-ttl-duration", "5x", "--yes"])  # fmt: skip
+    assert code == 2 and "'5x'" in err and cri.removed == []
+    with use_runtime(cri):
+        code, _, err = run_cli([*base(work), "--pod-source", "none", "gc", "containers",
+                                "--minimum-container-ttl-duration", "5m", "--yes"])  # fmt: skip
+    assert code == 0, err
+    assert sorted(cri.removed) == ["dead0000", "dead0001"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gc", "containers", "--minimum-container-ttl-duration", "5x", "--yes"],
+        ["--pods-file", str(CORPUS_DIR / "pods.null-items.json"), "gc", "containers", "--yes"],
+        ["--pods-file", str(CORPUS_DIR / "pods.status-not-a-list.json"), "gc", "containers"],
+        ["--pod-source", "api", "--kubeconfig",
+         str(CORPUS_DIR / "kubeconfig.server-without-scheme.yaml"), "gc", "containers", "--yes"],
+        ["evict", "check", "--eviction-hard", "memory.available<1e400"],
+    ],
+)  # fmt: skip
+def test_a_sample_in_a_real_process(work: Path, argv: list[str]) -> None:
+    """A real `kubegc` process: exactly one line on stderr (no warnings, no traceback), exit 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "-r", "unix:///nonexistent.sock", *base(work), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("kubegc: error: ")

@@ -1,0 +1,104 @@
+"""Large nodes through whole runs: runtime lists beyond gRPC's 4 MiB default, plans of
+thousands, and tables that stay readable (at most `PLAN_ROWS` rows without -v, the summary
+first, every action in JSON). Correctness only: the speed is measured by bench/scale.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.render import PLAN_ROWS, render_plan
+from tests.unit.factories import NOW, ctr
+from tests.unit.faultcri import FaultCri, synthetic_inventory
+from tests.unit.memorycri import run_cli
+
+FOUR_MIB = 4 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def big_node() -> Iterator[FaultCri]:
+    """20,000 sandboxes of 4,000 pods (16,000 leaked older attempts), 3,000 containers."""
+    inv = synthetic_inventory(3000, 20_000, 20, pods=4000)
+    reply: object = api_pb2.ListPodSandboxResponse(items=list(inv.sandboxes.values()))
+    assert reply.ByteSize() > FOUR_MIB  # type: ignore[attr-defined]
+    with tempfile.TemporaryDirectory(prefix="kgc-") as d, FaultCri(Path(d) / "c.sock", inv) as cri:
+        yield cri
+
+
+def argv(cri: FaultCri, state: Path, *args: str) -> list[str]:
+    """A `kubegc` command line against `cri`, with no pod source and a fixed now."""
+    return ["-r", cri.endpoint, "--state-dir", str(state), "--pod-source", "none", "--now",
+            "2027-01-15T08:00:00Z", *args]  # fmt: skip
+
+
+def test_sandbox_list_beyond_4mib_is_read_and_planned(big_node: FaultCri, tmp_path: Path) -> None:
+    code, out, err = run_cli(argv(big_node, tmp_path, "gc", "sandboxes", "--dry-run", "-o", "json"))
+    assert code == 0, err
+    doc = json.loads(out)
+    leaked = {s.id for s in big_node.inventory.sandboxes.values() if s.metadata.attempt != 9}
+    assert {a["id"] for a in doc["actions"]} == leaked and len(leaked) == 16_000
+    assert {a["rule"] for a in doc["actions"]} == {"older-sandbox"}
+    assert len(doc["kept"]) == 4000
+
+
+def test_a_receive_limit_below_the_reply_is_one_clear_line(
+    big_node: FaultCri, tmp_path: Path
+) -> None:
+    code, out, err = run_cli(
+        argv(big_node, tmp_path, "--max-recv-size", "4Mi", "gc", "sandboxes", "--dry-run")
+    )
+    assert code == 3 and out == ""
+    assert "ListPodSandbox" in err and "raise --max-recv-size" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", ["sandboxes", "containers"])
+def test_the_table_of_a_big_plan_stays_readable(
+    big_node: FaultCri, tmp_path: Path, command: str
+) -> None:
+    code, table, err = run_cli(argv(big_node, tmp_path, "gc", command, "--dry-run"))
+    assert code == 0, err
+    code, out, _ = run_cli(argv(big_node, tmp_path, "gc", command, "--dry-run", "-o", "json"))
+    total = len(json.loads(out)["actions"])
+    assert total > 10 * PLAN_ROWS
+    lines = table.splitlines()
+    assert len(lines) < PLAN_ROWS + 30
+    noun = {"sandboxes": "sandbox", "containers": "container"}[command]
+    summary = next(line for line in lines if f"{noun}(s) to remove" in line)
+    assert lines[0] == summary == lines[-1] and summary.startswith(f"{total} {noun}(s)")
+    assert f"  {total - PLAN_ROWS} more not listed (-v lists all; -o json has every one)" in lines
+
+
+def _plan(n: int, failed: set[int]) -> Plan[ContainerAction]:
+    plan: Plan[ContainerAction] = Plan(kind="ContainerGCPlan", policy={}, now=NOW, dry_run=False)
+    for i in range(n):
+        a = ContainerAction(ctr(f"c{i:06d}", attempt=i, age_s=10_000 - i), "max-containers", "x")
+        a.result = Result.FAILED if i in failed else Result.REMOVED
+        a.error = "refused" if i in failed else ""
+        plan.actions.append(a)
+    return plan
+
+
+def test_failed_rows_are_always_listed_and_verbose_lists_all() -> None:
+    plan = _plan(PLAN_ROWS + 50, failed={3, PLAN_ROWS + 20})
+    out = io.StringIO()
+    render_plan(plan, out=out)
+    text = out.getvalue()
+    assert "c000003" in text and f"c{PLAN_ROWS + 20:06d}" in text  # failed, past the cap
+    assert f"c{PLAN_ROWS + 19:06d}" not in text
+    assert "  49 more not listed" in text
+    assert text.splitlines()[0].startswith("removed 148, skipped 0, failed 2")
+    out = io.StringIO()
+    render_plan(plan, verbose=1, out=out)
+    assert "more not listed" not in out.getvalue() and f"c{PLAN_ROWS + 49:06d}" in out.getvalue()
+    small = io.StringIO()
+    render_plan(_plan(PLAN_ROWS, set()), out=small)
+    assert "more not listed" not in small.getvalue()
+    assert not small.getvalue().startswith("removed")  # the summary only at the end
