@@ -10,6 +10,7 @@ is marked skipped, so a hung runtime costs seconds, not hours.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -36,6 +37,22 @@ from kubegc_cli.plan import (
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    """A second stop signal while removals in flight finish: leave at once (130 or 143).
+
+    The calls still in flight may or may not complete; nothing is reported or recorded."""
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    os.write(
+        2,
+        f"kubegc: error: {name} again: exiting without waiting for the calls in flight "
+        "(their outcome is unknown; no report, no audit rows)\n".encode(),
+    )
+    os._exit(143 if signum == signal.SIGTERM else 130)
 
 
 class Interrupted(Exception):
@@ -87,11 +104,13 @@ class Executor(ABC, Generic[A]):
             for f in futures:
                 f.result()
         except KeyboardInterrupt as exc:
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits too
+            # While the calls in flight finish, a second Ctrl-C (or SIGTERM) exits at once.
+            previous = {sig: signal.signal(sig, _exit_now) for sig in _STOP_SIGNALS}
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
             finally:
-                signal.signal(signal.SIGINT, previous)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
             for a in actions:
                 if a.result is Result.PLANNED:
                     a.result, a.error = Result.SKIPPED, INTERRUPTED

@@ -294,6 +294,32 @@ def test_signal_during_removals_reports_and_records_what_was_done(
     assert run["by_result"] == {"removed": 4, "skipped": len(rest)}
 
 
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_signal_exits_at_once(cri: FaultCri, tmp_path: Path, sig: int, code: int) -> None:
+    """The first signal waits for the removal in flight; a second one exits at once, while
+    that removal is still blocked in the runtime, with one line saying what is unknown."""
+    cri.gate, cri.gate_after = threading.Event(), 3
+    argv = kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json", "--concurrency", "1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubegc_cli", *argv], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert cri.at_gate.wait(30), "removals never started"
+        proc.send_signal(sig)
+        time.sleep(0.5)  # the first signal is taken; the fourth removal is still held
+        assert proc.poll() is None  # it waits for the call in flight
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=10)
+    finally:
+        cri.gate.set()
+        proc.kill()
+    assert proc.returncode == code, err
+    assert "again: exiting without waiting for the calls in flight" in err
+    assert err.count("\n") == 1 and out == ""
+    assert len(cri.removed) == 3  # the held removal never completed before the exit
+
+
 # ---- the state store, during whole runs ----
 
 
