@@ -20,7 +20,7 @@ from kubegc_cli import __version__
 from kubegc_cli.cli.completion import complete_namespace, complete_pod
 from kubegc_cli.cli.log import LOG
 from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
-from kubegc_cli.cli.options import F, KubegcGroup, collected, global_options
+from kubegc_cli.cli.options import F, KubegcGroup, act_flags, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 
@@ -165,6 +165,7 @@ def gc() -> None:
 
 def removal_options(f: F) -> F:
     """Options every removing command shares: pod scope, terminated pods, how to act."""
+    f = act_flags()(f)
     for decorator in reversed(
         [
             click.option(
@@ -194,34 +195,10 @@ def removal_options(f: F) -> F:
                 help="Only these pods (name, ns/name or UID).",
                 shell_complete=complete_pod,
             ),
-            click.option("--dry-run", is_flag=True, help="Show the plan and stop."),
-            click.option("-y", "--yes", is_flag=True, help="Act without asking."),
-            click.option(
-                "--concurrency",
-                type=click.IntRange(1, 64),
-                default=4,
-                show_default=True,
-                help="Removals in flight at once.",
-            ),
         ]
     ):
         f = decorator(f)
-    return cap_options(f)
-
-
-def cap_options(f: F) -> F:
-    """The blast-radius caps of unattended runs: `--max-delete N`, `--max-bytes SIZE`."""
-    f = click.option(
-        "--max-bytes",
-        metavar="SIZE",
-        help="Remove at most this many planned bytes (100Mi, 2Gi); the rest is held back.",
-    )(f)
-    return click.option(
-        "--max-delete",
-        type=click.IntRange(min=0),
-        metavar="N",
-        help="Remove at most N objects; the rest of the plan is held back (shown, not done).",
-    )(f)
+    return f
 
 
 def plan_out_option(f: F) -> F:
@@ -426,13 +403,7 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
     metavar="PATH",
     help="Pod log root on the host [default: the kubelet config's podLogsDir, /var/log/pods].",
 )
-@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option(
-    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
-    help="Removals in flight at once.",
-)  # fmt: skip
-@cap_options
+@act_flags()
 @plan_out_option
 @global_options
 @click.pass_context
@@ -506,11 +477,7 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("--assume-detected-at", metavar="RFC3339",
               help="First-detected time for images kubegc has no record of yet (not later "
                    "than now).")  # fmt: skip
-@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option("--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Removals in flight at once.")  # fmt: skip
-@cap_options
+@act_flags()
 @plan_out_option
 @global_options
 @click.pass_context
@@ -837,16 +804,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     metavar="DURATION",
     help="Only pods evicted at least this long ago.",
 )
-@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Parallel API calls.",
-)
-@cap_options
+@act_flags(concurrency_help="Parallel API calls.")
 @global_options
 @click.pass_context
 def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
@@ -983,13 +941,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
 
 @residue.command("clean")
 @residue_options
-@click.option("--dry-run", is_flag=True, help="Show the plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option(
-    "--concurrency", type=click.IntRange(1, 64), default=4, show_default=True,
-    help="Removals in flight at once.",
-)  # fmt: skip
-@cap_options
+@act_flags()
 @global_options
 @click.pass_context
 def residue_clean(ctx: click.Context, /, **opts: Any) -> None:

@@ -17,6 +17,7 @@ from click.core import ParameterSource
 from kubegc_cli.cli.options import (
     KubegcCommand,
     KubegcGroup,
+    act_flags,
     collected,
     global_options,
     global_sources,
@@ -25,26 +26,7 @@ from kubegc_cli.cli.options import (
 
 @click.command("apply", cls=KubegcCommand)
 @click.argument("plan_file", metavar="FILE", type=click.Path(dir_okay=False))
-@click.option("--dry-run", is_flag=True, help="Show the saved plan and stop.")
-@click.option("-y", "--yes", is_flag=True, help="Act without asking.")
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Removals in flight at once.",
-)
-@click.option(
-    "--max-delete",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Remove at most N objects; the rest of the plan is held back (shown, not done).",
-)
-@click.option(
-    "--max-bytes",
-    metavar="SIZE",
-    help="Remove at most this many planned bytes (100Mi, 2Gi); the rest is held back.",
-)
+@act_flags(dry_run_help="Show the saved plan and stop.")
 @click.option(
     "--pod-logs-dir",
     metavar="PATH",

@@ -179,6 +179,44 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 GLOBAL_NAMES = frozenset(decls[-1].lstrip("-").replace("-", "_") for decls, _ in GLOBAL_OPTIONS)
 
 
+def act_flags(
+    *,
+    dry_run_help: str = "Show the plan and stop.",
+    concurrency_help: str = "Removals in flight at once.",
+) -> Callable[[F], F]:
+    """How a removing command may act: `--dry-run`, `-y/--yes`, `--concurrency` and the
+    blast-radius caps of unattended runs, `--max-delete N` and `--max-bytes SIZE`."""
+
+    def wrap(f: F) -> F:
+        for decorator in (
+            click.option(
+                "--max-bytes",
+                metavar="SIZE",
+                help="Remove at most this many planned bytes (100Mi, 2Gi); the rest is held back.",
+            ),
+            click.option(
+                "--max-delete",
+                type=click.IntRange(min=0),
+                metavar="N",
+                help="Remove at most N objects; the rest of the plan is held back (shown, not "
+                "done).",
+            ),
+            click.option(
+                "--concurrency",
+                type=click.IntRange(1, 64),
+                default=4,
+                show_default=True,
+                help=concurrency_help,
+            ),
+            click.option("-y", "--yes", is_flag=True, help="Act without asking."),
+            click.option("--dry-run", is_flag=True, help=dry_run_help),
+        ):
+            f = decorator(f)
+        return f
+
+    return wrap
+
+
 def global_options(f: F) -> F:
     """Attach the global options to a command or group (values go to the root context)."""
     for decls, kwargs in reversed(GLOBAL_OPTIONS):
