@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalNode]:
-    """One private containerd for the whole session, started once and torn down at the end."""
+    """One private containerd for the whole test run, started once and torn down at the end."""
     missing = missing_requirements()
     if missing:
         pytest.fail(f"CI must install what tests/node need; missing: {', '.join(missing)}")

@@ -1,7 +1,7 @@
 """containerd killed in the middle of `kubegc gc containers --yes`, with a real containerd.
 
-The node of this test is its own (`LocalNode` in a directory of its own, not the session's
-shared node), since its containerd is killed with SIGKILL and started again.
+The node of this test is its own (`LocalNode` in a directory of its own, not the node the
+other tests share), since its containerd is killed with SIGKILL and started again.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`kubegc residue scan` / `residue clean` end to end against a real containerd.
 
-The runtime is the session's private containerd (`LocalNode`); the kubelet root is a fixture
+The runtime is the private containerd shared by the node tests (`LocalNode`); the kubelet root is a fixture
 tree under the test's tmp directory (`--root-dir`), with `--host-root /` so that the
 runtime's absolute paths (log paths, the socket) and this process's mount table mean the same
 as on a node. Mounts are real tmpfs mounts. Every `residue clean --yes` names the finding

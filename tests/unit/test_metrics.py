@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubegc_cli.cli.main import main
 from kubegc_cli.model import NodeSnapshot
 from kubegc_cli.plan import ContainerAction, ImageAction, Plan, Result
 from kubegc_cli.report.metrics import (
@@ -36,6 +35,7 @@ from kubegc_cli.residue import Finding
 from kubegc_cli.residue.scan import ResiduePlan
 from tests.unit.factories import NOW, ctr
 from tests.unit.recorded_api import api_pod, serve_recorded_api
+from tests.unit.test_cli import run
 
 T0 = 1_800_000_000.0
 
@@ -256,13 +256,6 @@ def test_check_metrics_path_refuses_what_the_collector_would_not_read(
 
 
 # --- the command line -----------------------------------------------------------------------
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
 
 
 @pytest.fixture
