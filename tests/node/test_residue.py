@@ -1,11 +1,11 @@
 """`kubegc residue scan` / `residue clean` end to end against a real containerd.
 
-The runtime is the private containerd shared by the node tests (`LocalNode`); the kubelet root is a fixture
-tree under the test's tmp directory (`--root-dir`), with `--host-root /` so that the
-runtime's absolute paths (log paths, the socket) and this process's mount table mean the same
-as on a node. Mounts are real tmpfs mounts. Every `residue clean --yes` names the finding
-types it may act on (`--kind`), so a run never touches this machine's own `/var/log/containers`
-or `/run/netns`.
+The runtime is the private containerd shared by the node tests (`LocalNode`); the kubelet
+root is a fixture tree under the test's tmp directory (`--root-dir`), with `--host-root /`
+so that the runtime's absolute paths (log paths, the socket) and this process's mount table
+mean the same as on a node. Mounts are real tmpfs mounts. Every `residue clean --yes` names
+the finding types it may act on (`--kind`), so a run never touches this machine's own
+`/var/log/containers` or `/run/netns`.
 
 A CNI `host-local` network with real network namespaces is not exercised: this machine has
 no CNI plugins (`/opt/cni/bin` and `/usr/lib/cni`, where the node's containerd looks, do not
