@@ -299,7 +299,7 @@ def container_policy(opts: dict[str, Any]) -> Any:
 
 def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None) -> Any:
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions."""
-    from kubegc_cli.policy.containers import Scope
+    from kubegc_cli.policy.scope import Scope
 
     act = act_options(opts)
     scope = Scope(

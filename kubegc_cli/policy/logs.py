@@ -23,7 +23,7 @@ from kubegc_cli.host.podlogs import LegacyLink, PodLogDir
 from kubegc_cli.model import Container, ContainerState
 from kubegc_cli.plan import LogAction, Plan, Result
 from kubegc_cli.pods import PodInventory
-from kubegc_cli.policy.containers import Scope
+from kubegc_cli.policy.scope import Scope
 
 RULE_DELETED = "deleted-pod"
 RULE_UNPARSABLE = "unparsable-link"

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from kubegc_cli.model import Container, Sandbox, SandboxState
 from kubegc_cli.plan import Plan, Result, SandboxAction
 from kubegc_cli.pods import PodInventory
-from kubegc_cli.policy.containers import Scope
+from kubegc_cli.policy.scope import Scope
 
 RULE_DELETED = "deleted-pod"
 RULE_TERMINATED = "terminated-pod"

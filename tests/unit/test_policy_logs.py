@@ -225,7 +225,7 @@ def remove_dangling_link_refuses(local: str, host: Path) -> bool:
 
 
 def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:
-    from kubegc_cli.policy.containers import Scope
+    from kubegc_cli.policy.scope import Scope
 
     logs = tree(tmp_path)
     (logs / f"other_x_{'7' * 36}").mkdir()
