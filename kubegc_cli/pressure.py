@@ -495,14 +495,8 @@ def observe_signals(
         disk("nodefs", root_dir)
     if fams & set(DISK_FAMILIES):  # the layout decides what containerfs and reclaim mean
         try:
-            from kubegc_cli.app import open_client
-
-            client = open_client(s, ui)
-            try:
-                images, containers = client.image_fs_info()
-            finally:
-                client.close()
-            fs = fs_layout(host, root_dir, images, containers)
+            images, containers = runtime_filesystems(s, ui)
+            fs = layout_of(host, root_dir, images, containers)
         except (Unreadable, BadInput) as exc:
             why = f"image filesystem unknown ({exc})"
             for fam in ("imagefs", "containerfs"):
@@ -527,6 +521,55 @@ def observe_signals(
     return obs, unread, fs
 
 
+def runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
+    """The runtime's image and container filesystem mountpoints (host paths, as CRI
+    `ImageFsInfo` names them). Remembered in the state dir while the runtime's socket stays
+    the same file (`kubegc_cli.cri.fscache`): then no gRPC client is even loaded. Otherwise the
+    runtime is asked and the answer remembered. With `--snapshot` the runtime is always asked
+    and nothing is remembered. `-v` says which. Raises `RuntimeUnavailable` when the runtime
+    cannot be reached, `BadInput` for a malformed endpoint."""
+    from kubegc_cli.cri import fscache
+    from kubegc_cli.cri.endpoint import resolve_endpoint
+
+    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root)
+    ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
+    where = fscache.cache_path(s.state_dir)
+    ident = None
+    if s.snapshot is not None:
+        why = "not used with --snapshot"
+    elif not os.access(ep.path, os.R_OK | os.W_OK):
+        why = f"no access to the socket {ep.path}"
+    else:
+        ident = fscache.socket_identity(ep.path)
+        why = f"{ep.path} is not a socket"
+    if ident is not None:
+        found, why = fscache.lookup(s.state_dir, ep.address, ident, s.host_root)
+        if found is not None:
+            ui.info(
+                f"image filesystem from the cache {where}: the runtime's socket {ep.path} is "
+                f"the one it was asked on ({fscache.describe_identity(ident)})"
+            )
+            return found
+    from kubegc_cli.cri.client import CriClient
+
+    client = CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
+    try:
+        image_fs, container_fs = client.image_fs_info()
+    finally:
+        client.close()
+    images = [f.mountpoint for f in image_fs]
+    containers = [f.mountpoint for f in container_fs]
+    ui.info(f"image filesystem from the runtime (CRI ImageFsInfo); cache {where}: {why}")
+    if ident is not None and images:
+        # a runtime restarted during the call may have answered on another socket
+        if fscache.socket_identity(ep.path) != ident:
+            ui.info("not remembered: the runtime's socket changed during the call")
+        else:
+            why_not = fscache.remember(s.state_dir, ep.address, ident, images, containers)
+            ui.info(f"not remembered: {why_not}" if why_not else f"remembered in {where}")
+    return images, containers
+
+
 def _device(local: str) -> int:
     try:
         return os.stat(local).st_dev
@@ -544,17 +587,27 @@ def fs_layout(
     filesystem elsewhere, and the layout is split when imagefs is dedicated too (kubelet
     eviction: the layout detection at the first synchronize). Raises `RuntimeUnavailable`
     when the runtime reports no image filesystem."""
+    return layout_of(
+        host_root, root_dir, [f.mountpoint for f in images], [f.mountpoint for f in containers]
+    )
+
+
+def layout_of(
+    host_root: Path, root_dir: str, images: Sequence[str], containers: Sequence[str]
+) -> FsLayout:
+    """`fs_layout` from the mountpoints alone (host paths): `images` and `containers` are
+    the image and container filesystems' mountpoints, in the runtime's order."""
     from kubegc_cli.host.logs import on_host
 
     if not images:
         raise RuntimeUnavailable("the runtime reports no image filesystem")
-    fs = FsLayout(nodefs=root_dir, imagefs=images[0].mountpoint)
+    fs = FsLayout(nodefs=root_dir, imagefs=images[0])
     image_dev = _device(on_host(host_root, fs.imagefs))
     root_dev = _device(on_host(host_root, root_dir))
     fs.layout_known = image_dev != -1 and root_dev != -1
     fs.dedicated_imagefs = fs.layout_known and image_dev != root_dev
-    if containers and containers[0].mountpoint not in ("", fs.imagefs):
-        fs.containerfs = containers[0].mountpoint
+    if containers and containers[0] not in ("", fs.imagefs):
+        fs.containerfs = containers[0]
         fs.split = fs.dedicated_imagefs
     return fs
 
