@@ -403,7 +403,7 @@ class EvictionReport:
 
 def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
-    running kubelet's command line (found with psutil, only when --host-root is /), else its
+    running kubelet's command line (from /proc, only when --host-root is /), else its
     config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
     path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
     from kubegc_cli.eviction.thresholds import (

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from kubegc_cli.errors import BadInput
@@ -611,11 +612,6 @@ def test_cmdline_rejects(argv: list[str], texts: list[str]) -> None:
     bad(lambda: raw_from_kubelet_cmdline(argv, "kubelet command line (pid 9)"), "pid 9", *texts)
 
 
-@dataclass
-class FakeProc:
-    info: dict[str, Any]
-
-
 @pytest.mark.parametrize(
     ("procs", "expected"),
     [
@@ -640,17 +636,62 @@ def test_find_kubelet_cmdline(
     procs: list[dict[str, Any]],
     expected: tuple[int, list[str]] | None,
 ) -> None:
-    monkeypatch.setattr(psutil, "process_iter", lambda attrs: [FakeProc(p) for p in procs])
+    table = [(p["pid"], p["name"], p["cmdline"]) for p in procs]
+    monkeypatch.setattr(th, "process_table", lambda: iter(table))
     assert find_kubelet_cmdline("/") == expected
     assert find_kubelet_cmdline("/host") is None  # another host's processes are not visible
 
 
 def test_find_kubelet_cmdline_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:
-    def denied(attrs: list[str]) -> list[FakeProc]:
-        raise psutil.AccessDenied()
+    def denied() -> Iterator[th.Process]:
+        raise PermissionError(13, "Permission denied", "/proc")
 
-    monkeypatch.setattr(psutil, "process_iter", denied)
+    monkeypatch.setattr(th, "process_table", denied)
     assert find_kubelet_cmdline("/") is None
+
+
+def _proc(root: Path, pid: str, comm: bytes | None, cmdline: bytes | None) -> None:
+    d = root / pid
+    d.mkdir()
+    if comm is not None:
+        (d / "comm").write_bytes(comm)
+    if cmdline is not None:
+        (d / "cmdline").write_bytes(cmdline)
+
+
+def test_process_table_reads_comm_and_cmdline_as_psutil_does(tmp_path: Path) -> None:
+    _proc(tmp_path, "100", b"kubelet\n", b"/usr/bin/kubelet\0--v=2\0")
+    _proc(tmp_path, "99", b"sh\n", b"sh\0-c\0echo a b\0")
+    _proc(tmp_path, "7", b"chrome\n", b"chrome --type=renderer --x")  # setproctitle, no NULs
+    _proc(tmp_path, "8", b"title\n", b"worker: main loop\0")  # NUL-terminated, spaces inside
+    _proc(tmp_path, "9", b"zombie\n", b"")
+    _proc(tmp_path, "10", b"gone\n", None)  # ended between the two reads
+    _proc(tmp_path, "11", None, b"x\0")  # ended before
+    _proc(tmp_path, "12", b"odd\xff\n", b"/bin/odd\xff\0")
+    (tmp_path / "13").mkdir()
+    (tmp_path / "13" / "comm").write_bytes(b"locked\n")
+    (tmp_path / "13" / "cmdline").mkdir()  # unreadable as a file: argv unknown
+    (tmp_path / "self").mkdir()
+    (tmp_path / "sys").mkdir()
+    assert list(th.process_table(str(tmp_path))) == [
+        (7, "chrome", ["chrome", "--type=renderer", "--x"]),
+        (8, "title", ["worker:", "main", "loop"]),
+        (9, "zombie", []),
+        (12, "odd\udcff", ["/bin/odd\udcff"]),
+        (13, "locked", None),
+        (99, "sh", ["sh", "-c", "echo a b"]),
+        (100, "kubelet", ["/usr/bin/kubelet", "--v=2"]),
+    ]
+
+
+def test_process_table_agrees_with_psutil_on_this_machine() -> None:
+    import psutil
+
+    for pid, name, argv in th.process_table():
+        if pid not in (1, os.getpid()):
+            continue
+        p = psutil.Process(pid)
+        assert name == p.name()[:15] and argv == p.cmdline()
 
 
 # --- conditions, reclaim, containerfs ---------------------------------------------------------
