@@ -360,8 +360,15 @@ def gc_containers(
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
+        # Status calls only when the plan needs finish times (--older-than); log paths come
+        # from the kubelet's layout, and the executor re-reads each status before removing.
         snap = observe_node(
-            client, s.host_root, statuses="dead", pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts
+            client,
+            s.host_root,
+            statuses="dead" if scope.older_than is not None else "none",
+            log_layout=True,
+            pod_logs_dir=kcfg.pod_logs_dir,
+            mounts=mounts,
         )
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
@@ -553,8 +560,8 @@ def gc_all(
     try:
         mounts = MountTable.read()
         snap = observe_node(
-            client, s.host_root, statuses="dead", sandboxes=True,
-            pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
+            client, s.host_root, statuses="dead" if scope.older_than is not None else "none",
+            log_layout=True, sandboxes=True, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
         )  # fmt: skip
         check_source_covers_node(pods, _running_pod_uids(snap))
         now = _now(s, snap)

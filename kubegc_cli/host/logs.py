@@ -22,7 +22,14 @@ from pathlib import Path
 
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import Container
+from kubegc_cli.model import (
+    ANNOTATION_RESTART_COUNT,
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+)
 
 LEGACY_NAME_MAX = 251
 
@@ -103,6 +110,29 @@ def resolve_on_host(host_root: Path, host_path: str) -> str:
 def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid: str) -> str:
     """`<pod>_<namespace>_<container>-<id>.log`, the part before `.log` cut to 251 characters."""
     return f"{pod_name}_{namespace}_{container_name}-{cid}"[:LEGACY_NAME_MAX] + ".log"
+
+
+def kubelet_log_path(pod_logs_dir: str, container: Container) -> str:
+    """The host path the kubelet gives a container's log, from the container's labels alone.
+
+    `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log` (kubelet
+    `BuildPodLogsDirectory`, `BuildContainerLogsDirectory`; the restart count is the
+    `io.kubernetes.container.restartCount` annotation). "" when a label or the annotation is
+    missing, or a part could not be a name the kubelet writes (empty, `.`/`..`, or with `/`):
+    such a container's log path is known only from `ContainerStatus`.
+    """
+    labels = container.labels
+    ns = labels.get(LABEL_POD_NAMESPACE, "")
+    pod = labels.get(LABEL_POD_NAME, "")
+    uid = labels.get(LABEL_POD_UID, "")
+    name = labels.get(LABEL_CONTAINER_NAME, "")
+    restarts = container.annotations.get(ANNOTATION_RESTART_COUNT, "")
+    if not restarts.isdigit() or not restarts.isascii():
+        return ""
+    for part in (ns, pod, uid, name):
+        if not part or part in (".", "..") or "/" in part or "\0" in part:
+            return ""
+    return f"{pod_logs_dir.rstrip('/')}/{ns}_{pod}_{uid}/{name}/{int(restarts)}.log"
 
 
 def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:

@@ -65,6 +65,9 @@ def test_default_policy_keeps_newest_init_record(node: LocalNode, ns: str, tmp_p
         (init0, "max-per-pod-container", "planned")
     ]
     assert plan["actions"][0]["log_bytes"] > 0
+    # The dry run reads no ContainerStatus: its log path, from the kubelet's layout, is the
+    # runtime's own.
+    assert plan["actions"][0]["log_path"] == str(log0)
     assert ids(node, ns) == {init0, init1, app}  # a dry run removes nothing
 
     done = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")

@@ -14,6 +14,7 @@ from kubegc_cli.host.kubelet import load_kubelet_config
 from kubegc_cli.host.logs import (
     LogRemovalError,
     LogRoots,
+    kubelet_log_path,
     legacy_symlink_name,
     log_bytes,
     remove_container_logs,
@@ -80,6 +81,49 @@ def test_remove_logs_and_legacy_symlink(tmp_path: Path) -> None:
     assert sorted(os.listdir(d)) == ["1.log"]
     assert not os.path.lexists(link)
     assert os.path.lexists(other)
+
+
+def _labelled(labels: dict[str, str], restarts: str | None) -> Any:
+    from dataclasses import replace
+
+    c = ctr("c1")
+    notes = {} if restarts is None else {"io.kubernetes.container.restartCount": restarts}
+    return replace(c, labels=labels, annotations=notes)
+
+
+KUBELET_LABELS = {
+    "io.kubernetes.pod.namespace": "batch",
+    "io.kubernetes.pod.name": "indexer-0",
+    "io.kubernetes.pod.uid": "0b8f-11",
+    "io.kubernetes.container.name": "compactor",
+}
+
+
+@pytest.mark.parametrize(
+    ("root", "labels", "restarts", "expected"),
+    [
+        ("/var/log/pods", KUBELET_LABELS, "3",
+         "/var/log/pods/batch_indexer-0_0b8f-11/compactor/3.log"),
+        ("/var/log/pods/", KUBELET_LABELS, "0",
+         "/var/log/pods/batch_indexer-0_0b8f-11/compactor/0.log"),
+        ("/data/pods", KUBELET_LABELS, "07", "/data/pods/batch_indexer-0_0b8f-11/compactor/7.log"),
+        ("/var/log/pods", KUBELET_LABELS, None, ""),  # no restart count
+        ("/var/log/pods", KUBELET_LABELS, "-1", ""),
+        ("/var/log/pods", KUBELET_LABELS, "١", ""),  # a non-ASCII digit
+        ("/var/log/pods", KUBELET_LABELS, "", ""),
+        ("/var/log/pods", {**KUBELET_LABELS, "io.kubernetes.pod.uid": ""}, "1", ""),
+        ("/var/log/pods", {**KUBELET_LABELS, "io.kubernetes.container.name": ".."}, "1", ""),
+        ("/var/log/pods", {**KUBELET_LABELS, "io.kubernetes.pod.name": "a/../../etc"}, "1", ""),
+        ("/var/log/pods", {**KUBELET_LABELS, "io.kubernetes.pod.namespace": "a\0b"}, "1", ""),
+        ("/var/log/pods", {}, "1", ""),  # not the kubelet's
+    ],
+)  # fmt: skip
+def test_kubelet_log_path_from_labels(
+    root: str, labels: dict[str, str], restarts: str | None, expected: str
+) -> None:
+    """The kubelet's layout `<podLogsDir>/<ns>_<pod>_<uid>/<container>/<restartCount>.log`,
+    or "" when the labels cannot name a path the kubelet would write."""
+    assert kubelet_log_path(root, _labelled(labels, restarts)) == expected
 
 
 def test_legacy_symlink_name_is_cut_to_251() -> None:
