@@ -384,7 +384,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"rss_interpreter_mb": _rss_now_mb()}
     from kubegc_cli.model import ContainerState
     from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
-    from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers
+    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+    from kubegc_cli.policy.scope import Scope
 
     if args.build == "cri":
         import kubegc_cli.cri.client  # noqa: F401  (what observing a node imports)

@@ -209,7 +209,8 @@ def _executor(node: LocalNode, namespace: str, ids: list[str], concurrency: int)
     from kubegc_cli.observe import observe_node
     from kubegc_cli.plan import Result
     from kubegc_cli.pods import NO_POD_SOURCE
-    from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers
+    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+    from kubegc_cli.policy.scope import Scope
 
     client = CriClient(Endpoint(str(node.socket), "bench"))
     try:

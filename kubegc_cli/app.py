@@ -32,8 +32,9 @@ from kubegc_cli.pods import (
     check_source_covers_node,
     load_pods_file,
 )
-from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
+from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
 from kubegc_cli.policy.sandboxes import plan_sandboxes
+from kubegc_cli.policy.scope import Scope
 from kubegc_cli.state import (
     DEFAULT_STATE_DIR,
     hold_run_lock,
@@ -367,6 +368,7 @@ def gc_containers(
             s.host_root,
             statuses="dead" if scope.older_than is not None else "none",
             log_layout=True,
+            annotations=False,
             pod_logs_dir=kcfg.pod_logs_dir,
             mounts=mounts,
         )
@@ -561,7 +563,8 @@ def gc_all(
         mounts = MountTable.read()
         snap = observe_node(
             client, s.host_root, statuses="dead" if scope.older_than is not None else "none",
-            log_layout=True, sandboxes=True, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
+            log_layout=True, annotations=False, sandboxes=True,
+            pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
         )  # fmt: skip
         check_source_covers_node(pods, _running_pod_uids(snap))
         now = _now(s, snap)

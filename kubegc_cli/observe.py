@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubegc_cli.host.kubelet import DEFAULT_POD_LOGS_DIR
-from kubegc_cli.host.logs import LogRoots, kubelet_log_path, log_bytes
+from kubegc_cli.host.logs import LogRoots, LogSizer, kubelet_log_path
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, NodeSnapshot
 
@@ -30,6 +29,7 @@ def observe_node(
     *,
     statuses: str = "dead",
     log_layout: bool = False,
+    annotations: bool = True,
     images: bool = False,
     sandboxes: bool = False,
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR,
@@ -43,7 +43,8 @@ def observe_node(
     dead container that got no status call takes its log path from the kubelet's log layout
     (`kubelet_log_path`: labels and restart count, no call), so planning 100,000 containers
     needs no 100,000 calls; executors still read each container's status right before removing
-    it and remove the log the runtime names. Log sizes are read under `host_root`: only files
+    it and remove the log the runtime names. `annotations` False keeps only each container's
+    restart count (`CriClient.list_containers`). Log sizes are read under `host_root`: only files
     kubegc may delete count (inside `pod_logs_dir`, not mount points; `mounts` defaults to this
     process's mount table). Containers that vanish between the list and their status call are
     left out. Raises `RuntimeUnavailable` if any list or status call fails: a partial inventory
@@ -51,7 +52,7 @@ def observe_node(
     """
     info = client.check()
     now = clock()
-    listed = client.list_containers()
+    listed = client.list_containers(annotations=annotations)
     if statuses == "none":
         wanted: list[Container] = []
     elif statuses == "all":
@@ -59,8 +60,8 @@ def observe_node(
     else:
         wanted = [c for c in listed if c.state is not ContainerState.RUNNING]
     found = dict(client.container_statuses([c.id for c in wanted]))
-    roots = LogRoots(host_root, pod_logs_dir)
     mounts = mounts if mounts is not None else MountTable.read()
+    sizer = LogSizer(LogRoots(host_root, pod_logs_dir), mounts)
     containers: list[Container] = []
     layout_dir = pod_logs_dir if log_layout else ""
     for c in listed:
@@ -68,20 +69,19 @@ def observe_node(
             if layout_dir and c.state is not ContainerState.RUNNING:
                 path = kubelet_log_path(layout_dir, c)
                 if path:
-                    c = replace(c, log_path=path, log_bytes=log_bytes(roots, path, mounts))
+                    c = c.with_status(log_path=path, log_bytes=sizer.bytes_of(path))
             containers.append(c)
             continue
         st = found[c.id]
         if st is None:
             continue
         containers.append(
-            replace(
-                c,
+            c.with_status(
                 state=st.state,
                 finished_at=st.finished_at,
                 exit_code=st.exit_code,
                 log_path=st.log_path,
-                log_bytes=log_bytes(roots, st.log_path, mounts),
+                log_bytes=sizer.bytes_of(st.log_path),
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()

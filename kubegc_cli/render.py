@@ -36,11 +36,33 @@ RESULT_STYLE = {
 }
 
 
+def json_text(doc: Any) -> str:
+    """`doc` as JSON text: indented by 2, except that every object inside a top-level list of
+    objects (`actions`, `kept`, `findings`...) takes one line of its own.
+
+    One object per line keeps a plan of 100,000 actions greppable and fast to write (Python's C
+    encoder does each line; `indent` would send everything through the pure-Python one, ~10×
+    slower). Key order is the document's.
+    """
+    if not isinstance(doc, dict) or not doc:
+        return json.dumps(doc, indent=2)
+    fields = []
+    for key, value in doc.items():
+        name = json.dumps(key)
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            rows = ",\n    ".join([json.dumps(v) for v in value])
+            fields.append(f"  {name}: [\n    {rows}\n  ]")
+        else:
+            text = json.dumps(value, indent=2).replace("\n", "\n  ")
+            fields.append(f"  {name}: {text}")
+    return "{\n" + ",\n".join(fields) + "\n}"
+
+
 def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
-    """Write `doc` as JSON (indented, stable key order) or YAML."""
+    """Write `doc` as JSON (`json_text`) or YAML."""
     out = out or sys.stdout
     if fmt == "json":
-        out.write(json.dumps(doc, indent=2) + "\n")
+        out.write(json_text(doc) + "\n")
     else:
         import yaml
 

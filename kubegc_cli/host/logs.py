@@ -209,6 +209,90 @@ def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
     return sum(st.st_size for _, st in files if stat.S_ISREG(st.st_mode))
 
 
+class LogSizer:
+    """`log_bytes` for many containers at once, each log directory listed once.
+
+    Same answer as `log_bytes(roots, log_path, mounts)` for every path. A path of the kubelet's
+    shape, `<podLogsDir>/<pod dir>/<container dir>/<file>`, is measured by descending from the
+    real podLogsDir through directories that are not symlinks (so the file's real directory is
+    inside podLogsDir by construction, without resolving each path); each directory's check and
+    listing is remembered. Any other path, or one through a symlinked directory, is measured by
+    `log_bytes` itself.
+    """
+
+    def __init__(self, roots: LogRoots, mounts: MountTable) -> None:
+        self.roots = roots
+        self.mounts = mounts
+        self._prefix = roots.pod_logs_dir.rstrip("/") + "/"
+        self._real_root = os.path.realpath(on_host(roots.host_root, roots.pod_logs_dir))
+        self._real_root = self._real_root.rstrip("/")  # "" when podLogsDir resolves to /
+        self._listings: dict[str, dict[str, os.DirEntry[str]]] = {}
+        self._kinds: dict[str, str] = {}
+
+    def _kind(self, local: str) -> str:
+        """"dir" (a directory, not a symlink), "link", "missing" or "other" (remembered)."""
+        kind = self._kinds.get(local)
+        if kind is None:
+            try:
+                mode = os.lstat(local).st_mode
+            except FileNotFoundError:
+                kind = "missing"
+            except OSError:
+                kind = "other"
+            else:
+                kind = "dir" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "other"
+            self._kinds[local] = kind
+        return kind
+
+    def _listing(self, local_dir: str) -> dict[str, os.DirEntry[str]]:
+        listed = self._listings.get(local_dir)
+        if listed is None:
+            try:
+                with os.scandir(local_dir) as it:
+                    listed = {e.name: e for e in it}
+            except OSError:
+                listed = {}
+            self._listings[local_dir] = listed
+        return listed
+
+    def bytes_of(self, log_path: str) -> int | None:
+        """Bytes removing this log (and its rotated siblings) would free; None without a path."""
+        if not log_path:
+            return None
+        parts = log_path[len(self._prefix) :].split("/")
+        if (
+            not log_path.startswith(self._prefix)
+            or len(parts) != 3
+            or any(p in ("", ".", "..") for p in parts)
+        ):
+            return log_bytes(self.roots, log_path, self.mounts)
+        if not self.mounts.known:
+            return 0
+        pod_dir = f"{self._real_root}/{parts[0]}"
+        kind = self._kind(pod_dir)
+        if kind == "dir":
+            ctr_dir = f"{pod_dir}/{parts[1]}"
+            kind = self._kind(ctr_dir)
+        if kind != "dir":
+            if kind == "link":  # a symlinked directory: resolve it the careful way
+                return log_bytes(self.roots, log_path, self.mounts)
+            return 0  # nothing there, or not a directory: no log file to free
+        base = parts[2]
+        total = 0
+        for name, entry in self._listing(ctr_dir).items():
+            if name != base and not name.startswith(base + "."):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue  # symlinks and the rest free nothing (as in `log_bytes`)
+            if not self.mounts.is_mount_point(entry.path):
+                total += st.st_size
+        return total
+
+
 def _unlink(path: str, what: str) -> bool:
     """Unlink `path` (never following it). False if it was already gone; `LogRemovalError`
     naming `what` and the path on any other failure."""

@@ -17,7 +17,8 @@ import pytest
 from kubegc_cli.app import ActOptions, Settings, gc_containers
 from kubegc_cli.cri.v1 import api_pb2
 from kubegc_cli.plan import Plan, Result
-from kubegc_cli.policy.containers import ContainerGCPolicy, Scope
+from kubegc_cli.policy.containers import ContainerGCPolicy
+from kubegc_cli.policy.scope import Scope
 from tests.node.localnode import LocalNode, Pod
 
 

@@ -14,6 +14,7 @@ from kubegc_cli.host.kubelet import load_kubelet_config
 from kubegc_cli.host.logs import (
     LogRemovalError,
     LogRoots,
+    LogSizer,
     kubelet_log_path,
     legacy_symlink_name,
     log_bytes,
@@ -327,3 +328,51 @@ def test_kubelet_config_image_gc_fields(tmp_path: Path) -> None:
     cfg.write_text("kind: KubeletConfiguration\nimageGCLowThresholdPercent: eighty\n")
     with pytest.raises(BadInput, match="imageGCLowThresholdPercent"):
         load_kubelet_config(cfg, tmp_path)
+
+
+def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
+    """`LogSizer.bytes_of` gives `log_bytes`' answer for every shape of path: plain logs with
+    rotated siblings, symlinked pod and container directories (inside and outside podLogsDir),
+    a log that is a symlink or a directory, a mount point, missing parts, foreign paths."""
+    host = tmp_path / "host"
+    pods = host / "var/log/pods"
+    outside = host / "elsewhere"
+    (outside / "c").mkdir(parents=True)
+    (outside / "c/0.log").write_bytes(b"x" * 7)
+    ok = pods / "ns_p_u1/app"
+    ok.mkdir(parents=True)
+    (ok / "0.log").write_bytes(b"a" * 10)
+    (ok / "0.log.20261130-010101").write_bytes(b"b" * 20)
+    (ok / "0.log.20261130-010101.gz").write_bytes(b"c" * 30)
+    (ok / "0.logger").write_bytes(b"d" * 40)  # not a sibling
+    (ok / "1.log").mkdir()  # a directory named like a log
+    (ok / "2.log").symlink_to(outside / "c/0.log")
+    (ok / "3.log").write_bytes(b"e" * 50)  # made a mount point below
+    (pods / "ns_p_u2").symlink_to(outside)  # a pod dir leading out of podLogsDir
+    (pods / "ns_p_u3").mkdir()
+    (pods / "ns_p_u3/app").symlink_to(ok)  # a container dir leading inside podLogsDir
+    (pods / "ns_p_u4").write_text("a file, not a directory")
+    roots = LogRoots(host, "/var/log/pods")
+    paths = [
+        "/var/log/pods/ns_p_u1/app/0.log", "/var/log/pods/ns_p_u1/app/1.log",
+        "/var/log/pods/ns_p_u1/app/2.log", "/var/log/pods/ns_p_u1/app/3.log",
+        "/var/log/pods/ns_p_u1/app/9.log", "/var/log/pods/ns_p_u1/gone/0.log",
+        "/var/log/pods/ns_p_u2/c/0.log", "/var/log/pods/ns_p_u3/app/0.log",
+        "/var/log/pods/ns_p_u4/app/0.log", "/var/log/pods/missing/app/0.log",
+        "/var/log/pods/ns_p_u1/app/../app/0.log", "/var/log/pods/ns_p_u1/0.log",
+        "/elsewhere/c/0.log", "",
+    ]  # fmt: skip
+    for mounts in (
+        MountTable(frozenset({"/", str(ok / "3.log")})),
+        MountTable(frozenset({"/"})),
+        MountTable.unreadable("no mount table"),
+    ):
+        sizer = LogSizer(roots, mounts)
+        got = {p: sizer.bytes_of(p) for p in paths}
+        assert got == {p: log_bytes(roots, p, mounts) for p in paths}
+    sizer = LogSizer(roots, MountTable(frozenset({"/", str(ok / "3.log")})))
+    assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/0.log") == 60  # the log + 2 rotated
+    assert sizer.bytes_of("/var/log/pods/ns_p_u3/app/0.log") == 60  # through a link, inside
+    assert sizer.bytes_of("/var/log/pods/ns_p_u2/c/0.log") == 0  # a link out: nothing counts
+    assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/3.log") == 0  # a mount point
+    assert sizer.bytes_of("") is None

@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubegc_cli.cri.v1 import api_pb2
 from kubegc_cli.plan import ContainerAction, Plan, Result
-from kubegc_cli.render import PLAN_ROWS, render_plan
+from kubegc_cli.render import PLAN_ROWS, json_text, render_plan
 from tests.unit.factories import NOW, ctr
 from tests.unit.faultcri import FaultCri, synthetic_inventory
 from tests.unit.memorycri import run_cli
@@ -102,3 +104,32 @@ def test_failed_rows_are_always_listed_and_verbose_lists_all() -> None:
     render_plan(_plan(PLAN_ROWS, set()), out=small)
     assert "more not listed" not in small.getvalue()
     assert not small.getvalue().startswith("removed")  # the summary only at the end
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), JSON_VALUES | st.lists(st.dictionaries(st.text(), JSON_VALUES))))
+def test_json_text_is_the_same_document(doc: dict[str, object]) -> None:
+    """Whatever the document, the one-object-per-line JSON parses back to it, key order too."""
+    text = json_text(doc)
+    back = json.loads(text)
+    assert back == doc and list(back) == list(doc)
+
+
+def test_json_text_puts_each_action_on_one_line(big_node: FaultCri, tmp_path: Path) -> None:
+    """A big plan as JSON: one line per action (greppable), every action there."""
+    code, out, err = run_cli(
+        argv(big_node, tmp_path, "gc", "containers", "--dry-run", "-o", "json")
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    lines = [ln for ln in out.splitlines() if ln.startswith('    {"kind": "container"')]
+    assert len(doc["actions"]) + len(doc["kept"]) == len(lines) > 1000
+    assert [json.loads(ln.rstrip(","))["id"] for ln in lines[: len(doc["actions"])]] == [
+        a["id"] for a in doc["actions"]
+    ]
