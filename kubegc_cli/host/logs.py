@@ -230,7 +230,7 @@ class LogSizer:
         self._kinds: dict[str, str] = {}
 
     def _kind(self, local: str) -> str:
-        """ "dir" (a directory, not a symlink), "link", "missing" or "other" (remembered)."""
+        """What `local` is (remembered): "dir" (not a symlink), "link", "missing" or "other"."""
         kind = self._kinds.get(local)
         if kind is None:
             try:
