@@ -32,8 +32,9 @@ from kubegc_cli.pods import (
     check_source_covers_node,
     load_pods_file,
 )
-from kubegc_cli.policy.containers import ContainerGCPolicy, Scope, plan_containers, recheck_guard
+from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
 from kubegc_cli.policy.sandboxes import plan_sandboxes
+from kubegc_cli.policy.scope import Scope
 from kubegc_cli.state import (
     DEFAULT_STATE_DIR,
     hold_run_lock,
@@ -341,7 +342,8 @@ def gc_containers(
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
         check_source_covers_node(pods, _running_pod_uids(snap))
-        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), scope)
+        bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), bound)
         plan.source = source
         return plan
 
@@ -363,6 +365,10 @@ def gc_containers(
         snap = observe_node(
             client, s.host_root, statuses="dead", pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts
         )
+        if scope.selector is not None:  # -l matches the pod labels the sandboxes carry
+            from dataclasses import replace
+
+            snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
@@ -558,6 +564,7 @@ def gc_all(
         )  # fmt: skip
         check_source_covers_node(pods, _running_pod_uids(snap))
         now = _now(s, snap)
+        scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         pc = plan_containers(snap.containers, policy, pods, now, scope)
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]
