@@ -39,7 +39,7 @@ from kubegc_cli.state import (
     DEFAULT_STATE_DIR,
     hold_run_lock,
     node_lock,
-    record_audit,
+    record_audit_retrying,
     release_run_lock,
     run_lock_held,
 )
@@ -289,7 +289,9 @@ def _carry_out(
     s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui, at: int | None = None
 ) -> None:
     """Act under the node lock, stage by stage (the kubelet's order), then write the audit log
-    (stamped `at`, ns since the epoch; default the plan's time).
+    (stamped `at`, ns since the epoch; default the plan's time). A full disk under the state
+    dir does not stop the removals: the rows are tried again after them, and if they still
+    cannot be written a note says so and the run ends with exit 1 (`audit_unwritten`).
 
     After an interrupt, later stages start nothing: their actions are marked skipped.
     """
@@ -321,9 +323,13 @@ def _carry_out(
                 plan.interrupted = exc.signal_name
         try:
             stamp = plan.now if at is None else at
-            record_audit(s.state_dir, command, stamp, plan.actions, ui.warn)
-        except Exception as exc:  # the audit log must never undo a finished run
-            ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+            record_audit_retrying(s.state_dir, command, stamp, plan.actions, ui.warn, info=ui.info)
+        except Exception as exc:  # the audit log must never undo a finished run: say it, exit 1
+            from kubegc_cli.report.run import audit_unwritten
+
+            message = f"audit rows of this run not written to --state-dir {s.state_dir}: {exc}"
+            plan.notes.append(message)
+            audit_unwritten(message)
     if held:
         release_run_lock()
 

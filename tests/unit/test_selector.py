@@ -227,9 +227,7 @@ def sandbox(uid: str, labels: dict[str, str] | None, *, sid: str = "", age_s: in
 
 def containers(*uids: str) -> list[Any]:
     """Three dead attempts of `app` per pod: MaxPerPodContainer 1 removes the two oldest."""
-    return [
-        ctr(f"{u}{i}", uid=u, attempt=i, age_s=900 - 100 * i) for u in uids for i in range(3)
-    ]
+    return [ctr(f"{u}{i}", uid=u, attempt=i, age_s=900 - 100 * i) for u in uids for i in range(3)]
 
 
 def test_scope_matches_containers_through_their_sandbox() -> None:
