@@ -39,7 +39,7 @@ from kubegc_cli.state import (
     DEFAULT_STATE_DIR,
     hold_run_lock,
     node_lock,
-    record_audit,
+    record_audit_retrying,
     release_run_lock,
     run_lock_held,
 )
@@ -289,7 +289,9 @@ def _carry_out(
     s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui, at: int | None = None
 ) -> None:
     """Act under the node lock, stage by stage (the kubelet's order), then write the audit log
-    (stamped `at`, ns since the epoch; default the plan's time).
+    (stamped `at`, ns since the epoch; default the plan's time). A full disk under the state
+    dir does not stop the removals: the rows are tried again after them, and if they still
+    cannot be written a note says so and the run ends with exit 1 (`audit_unwritten`).
 
     After an interrupt, later stages start nothing: their actions are marked skipped.
     """
@@ -321,9 +323,13 @@ def _carry_out(
                 plan.interrupted = exc.signal_name
         try:
             stamp = plan.now if at is None else at
-            record_audit(s.state_dir, command, stamp, plan.actions, ui.warn)
-        except Exception as exc:  # the audit log must never undo a finished run
-            ui.warn(f"could not write the audit log in {s.state_dir}: {exc}")
+            record_audit_retrying(s.state_dir, command, stamp, plan.actions, ui.warn, info=ui.info)
+        except Exception as exc:  # the audit log must never undo a finished run: say it, exit 1
+            from kubegc_cli.report.run import audit_unwritten
+
+            message = f"audit rows of this run not written to --state-dir {s.state_dir}: {exc}"
+            plan.notes.append(message)
+            audit_unwritten(message)
     if held:
         release_run_lock()
 
@@ -342,7 +348,8 @@ def gc_containers(
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
         check_source_covers_node(pods, _running_pod_uids(snap))
-        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), scope)
+        bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), bound)
         plan.source = source
         return plan
 
@@ -372,6 +379,10 @@ def gc_containers(
             pod_logs_dir=kcfg.pod_logs_dir,
             mounts=mounts,
         )
+        if scope.selector is not None:  # -l matches the pod labels the sandboxes carry
+            from dataclasses import replace
+
+            snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
@@ -568,6 +579,7 @@ def gc_all(
         )  # fmt: skip
         check_source_covers_node(pods, _running_pod_uids(snap))
         now = _now(s, snap)
+        scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         pc = plan_containers(snap.containers, policy, pods, now, scope)
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]

@@ -18,11 +18,11 @@ from kubegc_cli.errors import BadInput, KubegcError, RuntimeUnavailable
 from kubegc_cli.host.cgroups import CgroupLayout, PodCgroup, detect_layout, pod_cgroups
 from kubegc_cli.host.memory import AllocatableMemory, NodeMemory, allocatable_memory, node_memory
 from kubegc_cli.model import API_VERSION as API_VERSION
-from kubegc_cli.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.units import ns_to_rfc3339, parse_bytes
 
 if TYPE_CHECKING:
     from kubegc_cli.app import Settings, Ui
+    from kubegc_cli.pods import PodInventory
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +185,7 @@ def pod_names(
 
 def _load_pods(s: Settings, ui: Ui) -> PodInventory:
     from kubegc_cli.app import load_pod_inventory
+    from kubegc_cli.pods import NO_POD_SOURCE
 
     try:
         return load_pod_inventory(s, ui)

@@ -22,6 +22,10 @@ Failures of the store:
   for damage, so nothing is moved aside; readers fall back to opening the file read-only.
 - A `--state-dir` that is not a directory, or a `state.db` that is not a regular file, is
   `BadInput` (exit 2) naming the path.
+- A run that has acted writes its audit rows even on a full disk if it can: it tries again
+  after short pauses (`record_audit_retrying`), since its removals may have made room. A full
+  disk never stops the removals themselves; rows that still cannot be written are the
+  caller's to report (`kubegc_cli.app` makes that exit 1, with every result still shown).
 """
 
 from __future__ import annotations
@@ -450,6 +454,43 @@ def record_audit(
 
     _with_db(state_dir, insert, warn)
     return run_id
+
+
+#: Pauses (seconds) before each new try of writing a run's audit rows that could not be
+#: written: a full disk may have room again once the runtime has let go of what was removed.
+AUDIT_RETRY_DELAYS = (0.2, 1.0)
+
+
+def record_audit_retrying(
+    state_dir: Path,
+    command: str,
+    at_ns: int,
+    actions: Iterable[Action],
+    warn: Warn | None = None,
+    *,
+    delays: Iterable[float] | None = None,
+    sleep: Callable[[float], None] | None = None,
+    info: Warn | None = None,
+) -> str:
+    """`record_audit`, tried again after each pause of `delays` (seconds; default
+    `AUDIT_RETRY_DELAYS`) while the store is `StateUnavailable` (full disk, I/O error,
+    locked): for the rows of a run that has already acted, when a full disk may have had room
+    freed by the removals themselves. `info` hears of each failed try. Returns the run id.
+    Raises the last `StateUnavailable` when no try succeeds, and `BadInput` at once for a
+    store of the wrong type (a retry cannot help)."""
+    rows = list(actions)
+    pauses = list(AUDIT_RETRY_DELAYS if delays is None else delays)
+    sleep = time.sleep if sleep is None else sleep
+    while True:
+        try:
+            return record_audit(state_dir, command, at_ns, rows, warn)
+        except StateUnavailable as exc:
+            if not pauses:
+                raise
+            pause = pauses.pop(0)
+            if info is not None:
+                info(f"{exc}; trying the audit rows again in {pause:g}s")
+            sleep(pause)
 
 
 def load_image_records(

@@ -195,6 +195,14 @@ def removal_options(f: F) -> F:
                 help="Only these pods (name, ns/name or UID).",
                 shell_complete=complete_pod,
             ),
+            click.option(
+                "-l",
+                "--selector",
+                metavar="SELECTOR",
+                help="Only pods whose labels match, in kubectl's grammar (app=web,tier!=db, "
+                "'env in (a,b)', '!canary'); labels as the kubelet copied them onto the pod's "
+                "sandbox.",
+            ),
         ]
     ):
         f = decorator(f)
@@ -298,15 +306,19 @@ def container_policy(opts: dict[str, Any]) -> Any:
 
 
 def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None) -> Any:
-    """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions."""
+    """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions
+    and a bad `-l/--selector`."""
     from kubegc_cli.policy.scope import Scope
+    from kubegc_cli.selector import parse
 
     act = act_options(opts)
+    raw_selector = opts.get("selector")
     scope = Scope(
         namespaces=frozenset(opts["namespace"]),
         exclude_namespaces=frozenset(opts["exclude_namespace"]),
         pods=frozenset(opts["pod"]),
         older_than=older_than,
+        selector=None if raw_selector is None else parse(raw_selector),
     )
     return scope, act
 
@@ -798,6 +810,13 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("-n", "--namespace", metavar="NS", multiple=True,
               help="Only this namespace (one).", shell_complete=complete_namespace)  # fmt: skip
 @click.option(
+    "-l",
+    "--selector",
+    metavar="SELECTOR",
+    help="Only pods whose labels match, in kubectl's grammar (app=web,tier!=db, "
+    "'env in (a,b)', '!canary'); checked here, sent to the API, matched again.",
+)
+@click.option(
     "--older-than",
     default="0s",
     show_default=True,
@@ -822,6 +841,7 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
     """
     from kubegc_cli.pods.api import node_name
     from kubegc_cli.pods.evicted import PruneOptions, prune_evicted
+    from kubegc_cli.selector import parse
     from kubegc_cli.units import parse_duration
 
     s = settings_from(ctx)
@@ -837,6 +857,7 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
         node=node_name(s.node_name),
         namespace=opts["namespace"][0] if opts["namespace"] else None,
         older_than=parse_duration(opts["older_than"], flag="--older-than"),
+        selector=None if opts["selector"] is None else parse(opts["selector"]),
     )
     act = act_options(opts)
     plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output))

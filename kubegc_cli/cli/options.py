@@ -217,10 +217,30 @@ def act_flags(
     return wrap
 
 
+#: The global options' `click.Option` objects, built once (`_global_params`).
+_GLOBAL_PARAMS: list[click.Option] = []
+
+
+def _global_params() -> list[click.Option]:
+    """The global options, in `GLOBAL_OPTIONS` order. One set serves every command and group:
+    an option holds no per-command state (values live in the context), and building a fresh
+    set for each of the ~20 commands was most of the time spent building the command tree."""
+    if not _GLOBAL_PARAMS:
+        _GLOBAL_PARAMS.extend(
+            click.Option(decls, expose_value=False, callback=_store, **kwargs)
+            for decls, kwargs in GLOBAL_OPTIONS
+        )
+    return _GLOBAL_PARAMS
+
+
 def global_options(f: F) -> F:
     """Attach the global options to a command or group (values go to the root context)."""
-    for decls, kwargs in reversed(GLOBAL_OPTIONS):
-        f = click.option(*decls, expose_value=False, callback=_store, **kwargs)(f)
+    for param in reversed(_global_params()):
+        # what `click.option` does with the option it builds (click.decorators._param_memo)
+        if isinstance(f, click.Command):
+            f.params.append(param)
+        else:
+            f.__dict__.setdefault("__click_params__", []).append(param)
     return f
 
 

@@ -9,7 +9,8 @@ report):
 
 - Observe: pods listed with the official `kubernetes` client, in pages (`limit`/`continue`),
   with `fieldSelector=status.phase=Failed` plus `spec.nodeName=<node>` (unless all nodes),
-  namespaced when a namespace is given. A list that cannot be read to the end raises
+  namespaced when a namespace is given, with `labelSelector` when `-l` is given (validated
+  here first, and matched here again). A list that cannot be read to the end raises
   `ApiUnavailable` (exit 3): nothing is deleted from a partial list.
 - Plan: only pods whose `status.phase` is Failed and `status.reason` is Evicted (checked
   again here, so a server that ignores the field selector changes nothing); with an age limit,
@@ -43,6 +44,7 @@ from kubegc_cli.pods.api import (
     _why,
     find_credentials,
 )
+from kubegc_cli.selector import Selector
 from kubegc_cli.units import (
     NS_PER_SECOND,
     format_duration,
@@ -129,13 +131,15 @@ class PruneOptions:
 
     `node` is the node whose pods are pruned (`pods.api.node_name()`), ignored when
     `all_nodes`; `namespace` None means every namespace; `older_than` is in seconds: only pods
-    evicted at least that long ago are deleted (0 = no age limit).
+    evicted at least that long ago are deleted (0 = no age limit); `selector` (`-l`, None =
+    any labels): only pods whose labels it matches.
     """
 
     all_nodes: bool = False
     node: str = ""
     namespace: str | None = None
     older_than: float = 0.0
+    selector: Selector | None = None
 
     def validate(self) -> None:
         """Raises `BadInput` for a negative age or a missing node."""
@@ -152,6 +156,7 @@ class PruneOptions:
             "node": None if self.all_nodes else self.node,
             "namespace": self.namespace,
             "older_than": format_go_duration(self.older_than),
+            "selector": None if self.selector is None else str(self.selector),
         }
 
     def field_selector(self) -> str:
@@ -160,7 +165,8 @@ class PruneOptions:
 
     def describe(self) -> str:
         where = "all nodes" if self.all_nodes else f"node {self.node}"
-        return where + (f", namespace {self.namespace}" if self.namespace else "")
+        where += f", namespace {self.namespace}" if self.namespace else ""
+        return where + (f", labels {self.selector}" if self.selector is not None else "")
 
 
 def list_all(call: Callable[[str | None], bytes], what: str, host: str) -> list[Any]:
@@ -244,13 +250,23 @@ def _part(item: Any, key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _labels(meta: Mapping[str, Any]) -> dict[str, str]:
+    """`metadata.labels` of an API answer, keeping only string keys and values."""
+    labels = meta.get("labels")
+    if not isinstance(labels, Mapping):
+        return {}
+    return {k: v for k, v in labels.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def _in_scope(item: Any, opts: PruneOptions) -> bool:
-    """Phase Failed, on the node and in the namespace asked for (checked here too, so a server
-    that ignores the field selector changes nothing)."""
+    """Phase Failed, on the node, in the namespace and with the labels asked for (checked
+    here too, so a server that ignores the field or label selector changes nothing)."""
+    meta = _part(item, "metadata")
     return (
         _part(item, "status").get("phase") == "Failed"
         and (opts.all_nodes or _part(item, "spec").get("nodeName") == opts.node)
-        and (opts.namespace is None or _part(item, "metadata").get("namespace") == opts.namespace)
+        and (opts.namespace is None or meta.get("namespace") == opts.namespace)
+        and (opts.selector is None or opts.selector.matches(_labels(meta)))
     )
 
 
@@ -316,6 +332,8 @@ def _list_failed(api: Any, host: str, opts: PruneOptions, timeout: float) -> lis
             "_preload_content": False,
             "_request_timeout": timeout,
         }
+        if opts.selector is not None:
+            kwargs["label_selector"] = str(opts.selector)
         if opts.namespace is not None:
             resp = api.list_namespaced_pod(opts.namespace, **kwargs)
         else:
@@ -446,8 +464,9 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
         ui.info(f"Kubernetes API {host} ({creds}): Failed pods of {opts.describe()}")
         items = _list_failed(api, host, opts, s.timeout)
         planned, kept, others = _plan_from(items, opts, now)
+        labels = f" and labelSelector {opts.selector}" if opts.selector is not None else ""
         notes = [
-            f"{len(items)} pod(s) listed with fieldSelector {opts.field_selector()}; "
+            f"{len(items)} pod(s) listed with fieldSelector {opts.field_selector()}{labels}; "
             f"{len(planned) + len(kept)} evicted"
         ]
         if others:

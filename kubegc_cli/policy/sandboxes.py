@@ -50,7 +50,8 @@ def plan_sandboxes(
     `containers` are the containers that will still exist (for `gc sandboxes` alone: every
     container listed; in a combined run: those the container stage leaves). `now` is
     nanoseconds since the epoch (only reported; sandbox GC has no age rule). `scope` narrows
-    what is acted on (namespace/pod filters), never what the rules select.
+    what is acted on (namespace, pod and label filters; labels are the sandbox's own), never
+    what the rules select: the removals it leaves out are counted in `out_of_scope`.
     """
     scope = scope or Scope()
     in_use: dict[str, int] = {}
@@ -79,9 +80,12 @@ def plan_sandboxes(
         else:
             remove_newest, rule, why = False, RULE_OLDER, "an older sandbox of a pod that exists"
         for i, s in enumerate(members):
-            if not scope.selects_pod(s.namespace, s.name, s.uid):
-                continue
             count = in_use.get(s.id, 0)
+            if not scope.selects_sandbox(s):
+                removable = s.state is not SandboxState.READY and not count
+                if removable and (i > 0 or remove_newest):
+                    plan.out_of_scope += 1
+                continue
             if s.state is SandboxState.READY:
                 plan.kept.append(SandboxAction(s, KEEP_READY, "READY", count, Result.KEPT))
             elif count:
@@ -105,6 +109,10 @@ def plan_sandboxes(
     key = lambda a: (a.sandbox.namespace, a.sandbox.name, a.sandbox.created_at)  # noqa: E731
     plan.actions.sort(key=key)
     plan.kept.sort(key=key)
+    if plan.out_of_scope:
+        plan.notes.append(
+            f"{plan.out_of_scope} removal(s) outside the selected namespaces/pods/labels left."
+        )
     if not pods.known:
         plan.notes.append(
             "No pod source: no pod is treated as deleted; only older sandboxes of each pod go."

@@ -14,6 +14,9 @@ The command-line wrapper (`kubegc_cli.cli.main`) uses these from here:
   their exit code and duration.
 - `metrics_file_option(value)`: the `--metrics-file` value checked into a Path (exit 2 for
   a value that cannot be a textfile-collector file).
+- `audit_unwritten(message)`: a run that acted could not write its audit rows (a full disk
+  under `--state-dir`). Reported as one error line after the command's own output, and exit
+  0 becomes 1 (a failing exit code is kept), before the metrics and Events see the code.
 
 A run that fails before its command parsed its global options (a bad `--timeout`, a bad
 `--metrics-file`) writes no metrics: alert on a stale `kubegc_last_run_timestamp_seconds`.
@@ -43,13 +46,15 @@ class Run:
     """One command run: `started` (seconds since the epoch) and `started_mono` (monotonic
     seconds, for the duration); `command` the subcommand path without the program name
     (`gc containers`, "" until known); `settings` its `kubegc_cli.app.Settings` (None until
-    known); `result` what it produced (`Plan`, `EvictionReport`, or None)."""
+    known); `result` what it produced (`Plan`, `EvictionReport`, or None); `audit_error` why
+    its audit rows could not be written ("" when they were, or there were none)."""
 
     started: float
     started_mono: float
     command: str = ""
     settings: Any = None
     result: Any = None
+    audit_error: str = ""
 
 
 _current: contextvars.ContextVar[Run | None] = contextvars.ContextVar("kubegc_run", default=None)
@@ -67,6 +72,15 @@ def outcome(result: Any) -> None:
     run = _current.get()
     if run is not None:
         run.result = result
+
+
+def audit_unwritten(message: str) -> None:
+    """Note that this run's audit rows could not be written (`message`: one line naming the
+    state dir and the error); the run then ends with that line and exit 1 unless its exit code
+    already says failure. Outside a reported run it does nothing."""
+    run = _current.get()
+    if run is not None:
+        run.audit_error = message
 
 
 def reported_settings(fn: Callable[[Any], C]) -> Callable[[Any], C]:
@@ -135,11 +149,15 @@ def _say(level: str, message: str) -> None:
 
 
 def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -> int:
-    """Write the metrics file and post the Events a finished run asks for; returns the exit
-    code to end with: `code`, or 1 when it was 0 and the metrics file could not be written.
+    """Say why the run's audit rows are missing, write the metrics file and post the Events
+    a finished run asks for; returns the exit code to end with: `code`, or 1 when it was 0
+    and the audit rows or the metrics file could not be written.
 
-    Never raises: every failure here is one line through `say(level, message)` (the
-    metrics file's at level `error`, an Event's at `warning`)."""
+    Never raises: every failure here is one line through `say(level, message)` (the audit
+    rows' and the metrics file's at level `error`, an Event's at `warning`)."""
+    if run.audit_error:
+        say("error", run.audit_error)
+        code = code or 1
     s = run.settings
     if s is None or not run.command:
         return code

@@ -904,13 +904,24 @@ class LocalNode:
     # -- pods and containers ------------------------------------------------------------------
 
     def run_pod(
-        self, name: str, namespace: str = "default", uid: str | None = None, attempt: int = 0
+        self,
+        name: str,
+        namespace: str = "default",
+        uid: str | None = None,
+        attempt: int = 0,
+        labels: Mapping[str, str] | None = None,
     ) -> Pod:
-        """Run a host-network pod sandbox labelled like the kubelet does."""
+        """Run a host-network pod sandbox labelled like the kubelet does: the pod's `labels`
+        and the kubelet's own io.kubernetes.pod.name/namespace/uid."""
         uid = uid or str(uuid.uuid4())
         log_directory = self.pod_logs_dir / f"{namespace}_{name}_{uid}"
         log_directory.mkdir(parents=True, exist_ok=True)
-        labels = {LABEL_POD_NAME: name, LABEL_POD_NAMESPACE: namespace, LABEL_POD_UID: uid}
+        labels = {
+            **(labels or {}),
+            LABEL_POD_NAME: name,
+            LABEL_POD_NAMESPACE: namespace,
+            LABEL_POD_UID: uid,
+        }
         config = api_pb2.PodSandboxConfig(
             metadata=api_pb2.PodSandboxMetadata(
                 name=name, uid=uid, namespace=namespace, attempt=attempt

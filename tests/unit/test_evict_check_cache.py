@@ -20,11 +20,14 @@ from tests.unit.test_evict_check import ENV, v1_node
 from tests.unit.test_state import _read_only
 
 THRESHOLDS = "imagefs.available<1%,nodefs.available<1%"
-# Runs kubegc, then says on the last line of stderr whether grpc was ever imported.
+# Runs kubegc, then says on the last line of stderr whether grpc was ever imported (and,
+# on the line before, psutil: the running kubelet is found in /proc without it).
 PROBE = (
     "import atexit, sys\n"
     "atexit.register(lambda: sys.stderr.write('grpc imported: %s\\n' % any("
     "m == 'grpc' or m.startswith('grpc.') for m in sys.modules)))\n"
+    "atexit.register(lambda: sys.stderr.write('psutil imported: %s\\n' % ('psutil' in "
+    "sys.modules)))\n"
     "from kubegc_cli.cli.main import main\n"
     "main(sys.argv[1:])\n"
 )
@@ -80,6 +83,7 @@ def test_a_second_run_uses_the_cache_and_never_imports_grpc(tmp_path: Path, sock
         code, second, err, grpc_loaded = check(tmp_path, cri.endpoint, state)
         assert code == 0, err
         assert not grpc_loaded, err
+        assert "psutil imported: False" in err
         assert cri.count("ImageFsInfo") == 1
         ident = fscache.socket_identity(str(cri.socket))
         assert ident is not None

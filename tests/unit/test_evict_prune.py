@@ -114,7 +114,7 @@ def test_dry_run_lists_and_deletes_nothing(
     assert [a.id for a in plan.actions] == ["team-a/web-1", "team-b/web-2"]
     assert all(a.result is Result.PLANNED for a in plan.actions)
     assert plan.policy == {"all_nodes": False, "node": "node-a", "namespace": None,
-                           "older_than": "0s"}  # fmt: skip
+                           "older_than": "0s", "selector": None}  # fmt: skip
     assert recorded.deletes == [] and recorded.unexpected == []
     assert recorded.list_paths == ["/api/v1/pods"] * 2
     selector = "status.phase=Failed,spec.nodeName=node-a"
@@ -472,3 +472,37 @@ def test_command_line_prune_from_dry_run_to_yes(
     assert bad.returncode == 2 and "'soon'" in bad.stderr and bad.stderr.count("\n") == 1
     both = _cli(kubeconfig, tmp_path, "--dry-run", "--yes")
     assert both.returncode == 2 and len(recorded.deletes) == 2  # no new request
+
+
+def test_selector_is_sent_as_label_selector_and_matched_again(
+    api: tuple[RecordedApi, Path], tmp_path: Path
+) -> None:
+    """`-l` is validated here, sent as `labelSelector` in canonical form, and matched again on
+    what the API answers (the recorded API ignores it, as a careless server might)."""
+    from kubegc_cli.selector import parse
+
+    recorded, kubeconfig = api
+    recorded.pages[0][0]["metadata"]["labels"] = {"app": "web", "tier": "front"}
+    recorded.pages[1][0]["metadata"]["labels"] = {"app": "web", "tier": "back"}
+    opts = PruneOptions(node="node-a", selector=parse("tier notin (back), app==web"))
+    plan = prune_evicted(settings(kubeconfig, tmp_path), opts, ActOptions(yes=True), FakeUi())
+    assert [r["labelSelector"] for r in recorded.requests] == [["app=web,tier notin (back)"]] * 2
+    assert deletes(recorded) == [("team-a", "web-1", body("uid-team-a-web-1"), 200)]
+    assert plan.policy["selector"] == "app=web,tier notin (back)"
+    assert "labels app=web,tier notin (back)" in plan.source
+    assert "labelSelector app=web,tier notin (back)" in plan.notes[0]
+
+
+def test_command_line_bad_selector_sends_nothing(
+    api: tuple[RecordedApi, Path], tmp_path: Path
+) -> None:
+    recorded, kubeconfig = api
+    bad = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "-l", "a in (b", "--yes")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "invalid label selector 'a in (b'" in bad.stderr
+    assert recorded.requests == [] and recorded.deletes == []
+    good = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "-l", "!app", "--dry-run",
+                "-o", "json")  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    assert json.loads(good.stdout)["policy"]["selector"] == "!app"
+    assert recorded.requests[0]["labelSelector"] == ["!app"]

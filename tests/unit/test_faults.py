@@ -380,7 +380,8 @@ def test_full_state_filesystem_does_not_stop_a_run_that_frees_space(
     cri: FaultCri, tmp_path: Path
 ) -> None:
     """No byte left where the state store lives (a node under disk pressure): the lock is
-    still taken, the removals happen, and the missing audit log is one warning line."""
+    still taken, the removals happen, and the missing audit rows are one error line naming
+    the state dir, and exit 1; the report is whole."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a small tmpfs")
     full = tmp_path / "full"
@@ -399,10 +400,12 @@ def test_full_state_filesystem_does_not_stop_a_run_that_frees_space(
         code, out, err = run_cli(kubegc(cri, full, "gc", "containers", "--yes", "-o", "json"))
     finally:
         subprocess.run(["umount", str(full)], check=True)
-    assert code == 0, err
-    assert removed_in(json.loads(out)) == set(cri.removed) and cri.removed
-    assert err.count("\n") == 1 and "could not write the audit log" in err
-    assert "disk is full" in err
+    assert code == 1, err
+    doc = json.loads(out)
+    assert removed_in(doc) == set(cri.removed) and cri.removed
+    line = f"kubegc: error: audit rows of this run not written to --state-dir {full}: "
+    assert err.count("\n") == 1 and err.startswith(line) and "disk is full" in err
+    assert any(n.startswith("audit rows of this run not written") for n in doc["notes"])
 
 
 # ---- the Kubernetes API changing under a paged list ----

@@ -1,0 +1,71 @@
+"""A removing run whose `--state-dir` is on a full filesystem, against a real containerd: a
+tiny tmpfs filled to the last byte. The removals go ahead; the audit rows cannot be written,
+which is one error line naming the state dir and exit 1, with the full report on stdout."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.node.localnode import LocalNode
+from tests.node.test_gc_containers import ids
+
+
+@pytest.fixture
+def full_state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs with no byte left: a file grown until the kernel says ENOSPC, then
+    topped up one byte at a time."""
+    mnt = tmp_path / "state"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)],
+                   check=True)  # fmt: skip
+    try:
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            for chunk in (4096, 1):
+                while True:
+                    try:
+                        f.write(b"\0" * chunk)
+                    except OSError as exc:
+                        assert exc.errno == errno.ENOSPC
+                        break
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_full_state_disk_removes_then_exits_1_naming_the_state_dir(
+    node: LocalNode, ns: str, full_state_dir: Path
+) -> None:
+    import os
+
+    stats = os.statvfs(full_state_dir)
+    assert stats.f_bavail == 0  # full, to the last byte
+    p = node.run_pod("p", namespace=ns)
+    made = [node.add_container(p, "job", attempt=i) for i in range(3)]
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+         "--kubelet-config", str(node.kubelet_config), "--state-dir", str(full_state_dir),
+         "--pod-source", "none", "gc", "containers", "-n", ns, "--yes", "-o", "json"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert ids(node, ns) == {made[2]}  # the full disk did not stop the cleanup
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(
+        f"kubegc: error: audit rows of this run not written to --state-dir {full_state_dir}: "
+    )
+    assert "full" in lines[0] or "No space left" in lines[0]
+    doc = json.loads(done.stdout)
+    assert sorted((a["id"], a["result"]) for a in doc["actions"]) == [
+        (made[0], "removed"),
+        (made[1], "removed"),
+    ]
+    assert any("audit rows of this run not written" in n for n in doc["notes"])
