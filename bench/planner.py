@@ -6,10 +6,12 @@ list (deterministic, ``--seed``), then plans it several times:
 * ~20,000 pods (containers / 5) in 40 namespaces, each pod with 1-3 container names; each
   (pod, name) has 1-4 attempts (mean 2.5), the newest RUNNING with probability 0.6, the rest
   dead (EXITED; 1% CREATED, 0.2% UNKNOWN), so about a quarter of all containers run;
-* every container carries what kubegc holds after observing a node: 64-hex id and sandbox id,
-  the four kubelet labels, five kubelet annotations, image, image ref and image id, creation
-  time, and for dead ones finish time, exit code, log path and log size; every string is a
-  distinct object, as it is when converted from a CRI reply.
+* every container is what ``kubegc gc containers`` holds after observing the node: built as
+  CRI ``Container`` messages (64-hex id and sandbox id, the four kubelet labels, five kubelet
+  annotations, image, image ref and image id, creation time), 10,000 at a time, converted by
+  ``container_from_pb`` as ``CriClient.list_containers`` does (the restart count kept of the
+  annotations, equal label maps sharing one dict), and for dead ones the log path of the
+  kubelet's layout and a log size (synthetic; no disk is read).
 
 Policies planned (``NO_POD_SOURCE`` unless said):
 
@@ -190,45 +192,23 @@ def _annotations(spec: Spec) -> dict[str, str]:
     }
 
 
-def _log_path(spec: Spec) -> str:
-    return (
-        f"/var/log/pods/{spec.namespace}_{spec.pod_name}_{spec.pod_uid}/"
-        f"{spec.name}/{spec.attempt}.log"
-    )
-
-
-def build_direct(total: int, seed: int) -> list[Container]:
-    """kubegc ``Container`` objects built straight from the specs."""
-    from kubegc_cli.model import Container, ContainerState
+def _as_observed(listed: list[Container]) -> list[Container]:
+    """What ``observe_node`` makes of a listing for ``gc containers``: each dead container gets
+    its log path from the kubelet's layout and a log size (synthetic here: no disk is read)."""
+    from kubegc_cli.host.logs import kubelet_log_path
+    from kubegc_cli.model import ContainerState
 
     out = []
-    for spec in synthetic_specs(total, seed):
-        dead = spec.state != "RUNNING"
-        out.append(
-            Container(
-                id=spec.id,
-                pod_sandbox_id=_fresh(spec.sandbox_id),
-                name=_fresh(spec.name),
-                attempt=spec.attempt,
-                state=ContainerState(spec.state),
-                created_at=spec.created_at,
-                labels=_labels(spec),
-                annotations=_annotations(spec),
-                image=_fresh(spec.image),
-                image_ref=spec.image_ref,
-                image_id=_fresh(spec.image_id),
-                finished_at=spec.finished_at,
-                exit_code=spec.exit_code,
-                log_path=_log_path(spec) if dead else "",
-                log_bytes=spec.log_bytes if dead else None,
-            )
-        )
+    for c in listed:
+        if c.state is not ContainerState.RUNNING:
+            path = kubelet_log_path("/var/log/pods", c)
+            c = c.with_status(log_path=path, log_bytes=c.created_at % 5_000_000)
+        out.append(c)
     return out
 
 
-def write_cri_reply(path: Path, total: int, seed: int, chunk: int = 10_000) -> int:
-    """The specs as one serialized ``ListContainersResponse`` (written in concatenated chunks,
-    which protobuf parses as one message). Returns the file size."""
+def _spec_messages(specs: Iterator[Spec], chunk: int) -> Iterator[Any]:
+    """The specs as ``ListContainersResponse`` messages of ``chunk`` containers each."""
     from kubegc_cli.cri.v1 import api_pb2
 
     pb: Any = api_pb2
@@ -238,40 +218,59 @@ def write_cri_reply(path: Path, total: int, seed: int, chunk: int = 10_000) -> i
         "CREATED": pb.CONTAINER_CREATED,
         "UNKNOWN": pb.CONTAINER_UNKNOWN,
     }
+    reply = pb.ListContainersResponse()
+    for spec in specs:
+        c = reply.containers.add()
+        c.id = spec.id
+        c.pod_sandbox_id = spec.sandbox_id
+        c.metadata.name = spec.name
+        c.metadata.attempt = spec.attempt
+        c.image.image = spec.image
+        c.image_ref = spec.image_ref
+        c.image_id = spec.image_id
+        c.state = states[spec.state]
+        c.created_at = spec.created_at
+        c.labels.update(_labels(spec))
+        c.annotations.update(_annotations(spec))
+        if len(reply.containers) == chunk:
+            yield reply
+            reply = pb.ListContainersResponse()
+    yield reply
+
+
+def build_direct(total: int, seed: int) -> list[Container]:
+    """The containers kubegc holds after observing the synthetic node for ``gc containers``.
+
+    The specs go through CRI messages, 10,000 at a time (so no whole reply is ever alive),
+    ``container_from_pb`` as ``CriClient.list_containers`` calls it (restart count only, equal
+    label maps shared across the listing), then ``_as_observed``.
+    """
+    from kubegc_cli.cri.client import Shared, container_from_pb
+
+    shared: Shared = {}
+    listed = [
+        container_from_pb(c, False, shared)
+        for reply in _spec_messages(synthetic_specs(total, seed), 10_000)
+        for c in reply.containers
+    ]
+    return _as_observed(listed)
+
+
+def write_cri_reply(path: Path, total: int, seed: int, chunk: int = 10_000) -> int:
+    """The specs as one serialized ``ListContainersResponse`` (written in concatenated chunks,
+    which protobuf parses as one message). Returns the file size."""
     with path.open("wb") as out:
-        reply = pb.ListContainersResponse()
-        for spec in synthetic_specs(total, seed):
-            c = reply.containers.add()
-            c.id = spec.id
-            c.pod_sandbox_id = spec.sandbox_id
-            c.metadata.name = spec.name
-            c.metadata.attempt = spec.attempt
-            c.image.image = spec.image
-            c.image_ref = spec.image_ref
-            c.image_id = spec.image_id
-            c.state = states[spec.state]
-            c.created_at = spec.created_at
-            c.labels.update(_labels(spec))
-            c.annotations.update(_annotations(spec))
-            if len(reply.containers) == chunk:
-                out.write(reply.SerializeToString())
-                reply = pb.ListContainersResponse()
-        out.write(reply.SerializeToString())
+        for reply in _spec_messages(synthetic_specs(total, seed), chunk):
+            out.write(reply.SerializeToString())
     return path.stat().st_size
 
 
 def build_cri(path: Path) -> tuple[list[Container], dict[str, float]]:
-    """Parse the reply and convert it the way ``kubegc`` observes a node.
-
-    ``CriClient.list_containers`` (``container_from_pb`` per container) and then, for every dead
-    container, ``dataclasses.replace`` with the ContainerStatus facts (``observe_node``); the
-    status facts here are synthetic (no runtime; log sizes are not read from disk).
-    """
-    from dataclasses import replace
-
-    from kubegc_cli.cri.client import container_from_pb
+    """Parse a whole serialized reply and convert it as ``kubegc gc containers`` does
+    (``CriClient.list_containers(annotations=False)``, then ``_as_observed``). The reply is
+    alive while it is converted, as in ``kubegc``."""
+    from kubegc_cli.cri.client import Shared, container_from_pb
     from kubegc_cli.cri.v1 import api_pb2
-    from kubegc_cli.model import ContainerState
 
     pb: Any = api_pb2
     times: dict[str, float] = {}
@@ -280,29 +279,14 @@ def build_cri(path: Path) -> tuple[list[Container], dict[str, float]]:
     reply = pb.ListContainersResponse.FromString(data)
     times["parse_s"] = time.perf_counter() - began
     began = time.perf_counter()
-    listed = [container_from_pb(c) for c in reply.containers]
+    shared: Shared = {}
+    listed = [container_from_pb(c, False, shared) for c in reply.containers]
     times["container_from_pb_s"] = time.perf_counter() - began
     times["rss_with_reply_mb"] = _rss_now_mb()
     del reply, data
     began = time.perf_counter()
-    out = []
-    for c in listed:
-        if c.state is ContainerState.RUNNING:
-            out.append(c)
-            continue
-        out.append(
-            replace(
-                c,
-                finished_at=c.created_at + 60 * S,
-                exit_code=1,
-                log_path=(
-                    f"/var/log/pods/{c.pod_namespace}_{c.pod_name}_{c.pod_uid}/"
-                    f"{c.name}/{c.attempt}.log"
-                ),
-                log_bytes=c.created_at % 5_000_000,
-            )
-        )
-    times["status_merge_s"] = time.perf_counter() - began
+    out = _as_observed(listed)
+    times["log_layout_s"] = time.perf_counter() - began
     return out, times
 
 

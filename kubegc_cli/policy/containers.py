@@ -123,28 +123,34 @@ def plan_containers(
     """Plan the kubelet's container GC for one node.
 
     `containers` are every container the runtime lists (any state); `now` is nanoseconds since
-    the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals (in
-    removal order: oldest first) and whose `kept` lists every dead container left, with why.
+    the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals and
+    whose `kept` lists every dead container left, with why; both in table order (pod
+    namespace, pod name, container name, attempt, creation time).
     """
     scope = scope or Scope()
     min_age_ns = int(policy.min_age * NS_PER_SECOND)
     cutoff = now - min_age_ns
 
     containers_seen = list(containers)
-    dead = [c for c in containers_seen if c.state is not ContainerState.RUNNING]
-    removed: dict[str, tuple[str, str]] = {}
-    kept: dict[str, tuple[str, str]] = {}
+    running = ContainerState.RUNNING
+    dead = [c for c in containers_seen if c.state is not running]
+    # Container ID → (container, rule, reason).
+    removed: dict[str, tuple[Container, str, str]] = {}
+    kept: dict[str, tuple[Container, str, str]] = {}
 
     units: dict[EvictUnit, list[Container]] = {}
+    young_units: set[EvictUnit] = set()
     for c in dead:
+        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
         if c.created_at > cutoff:
             kept[c.id] = (
+                c,
                 KEEP_MIN_AGE,
                 f"created {format_duration((now - c.created_at) / NS_PER_SECOND)} ago, "
                 f"younger than MinAge {format_go_duration(policy.min_age)}",
             )
+            young_units.add(key)
             continue
-        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
         members = units.get(key)
         if members is None:
             units[key] = [c]
@@ -153,6 +159,10 @@ def plan_containers(
     for members in units.values():
         if len(members) > 1:
             members.sort(key=_newest_first_key, reverse=True)
+    # The newest dead container of each unit, for kubegc's guard. A unit with a container
+    # younger than MinAge has that one as its newest (created after every candidate), and
+    # it is kept anyway.
+    newest = {key: members[0] for key, members in units.items() if key not in young_units}
 
     # Step 1: deleted (and, if asked, terminated) pods lose every candidate.
     released: set[EvictUnit] = set()
@@ -166,14 +176,14 @@ def plan_containers(
             else:
                 continue
             for c in units.pop(key):
-                removed[c.id] = (rule, why)
+                removed[c.id] = (c, rule, why)
             released.add(key)
 
     def cut_units(limit: int, rule: str, why: str) -> None:
         for key, members in units.items():
             if len(members) > limit:
                 for c in members[limit:]:
-                    removed[c.id] = (rule, why)
+                    removed[c.id] = (c, rule, why)
                 units[key] = members[:limit]
 
     # Step 2: MaxPerPodContainer.
@@ -195,55 +205,54 @@ def plan_containers(
             rest = [c for m in units.values() for c in m]
             if len(rest) > limit:
                 rest.sort(key=_newest_first_key, reverse=True)
+                why = f"oldest beyond MaxContainers {limit} node-wide"
                 for c in rest[limit:]:
-                    removed[c.id] = (RULE_GLOBAL, f"oldest beyond MaxContainers {limit} node-wide")
+                    removed[c.id] = (c, RULE_GLOBAL, why)
 
+    within = (KEEP_WITHIN, "within MaxPerPodContainer/MaxContainers")
     for members in units.values():
         for c in members:
             if c.id not in removed:
-                kept[c.id] = (KEEP_WITHIN, "within MaxPerPodContainer/MaxContainers")
+                kept[c.id] = (c, *within)
 
     # kubegc's guard: the newest dead container of a live pod's evict unit stays.
     if not policy.match_kubelet:
-        for c in _newest_dead_by_unit(dead, exclude=released).values():
-            if c.id in removed:
+        for key, c in newest.items():
+            if key not in released and c.id in removed:
                 del removed[c.id]
-                kept[c.id] = (KEEP_GUARD, GUARD_REASON)
+                kept[c.id] = (c, KEEP_GUARD, GUARD_REASON)
 
-    by_id = {c.id: c for c in dead}
     plan: Plan[ContainerAction] = Plan(
         kind="ContainerGCPlan",
         policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
         now=now,
     )
     selects = None if scope.everything else scope.selects
-    for cid, (rule, why) in removed.items():
-        c = by_id[cid]
+    older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
+    unknown = ContainerState.UNKNOWN
+    actions, kept_actions = plan.actions, plan.kept
+    for c, rule, why in removed.values():
         if selects is not None and not selects(c):
             plan.out_of_scope += 1
             continue
-        if scope.older_than is not None:
-            since = c.finished_at or c.created_at
-            if now - since < int(scope.older_than * NS_PER_SECOND):
-                plan.kept.append(
-                    ContainerAction(
-                        c,
-                        KEEP_OLDER_THAN,
-                        f"newer than --older-than {format_go_duration(scope.older_than)}",
-                        result=Result.KEPT,
-                    )
+        if older_ns is not None and now - (c.finished_at or c.created_at) < older_ns:
+            kept_actions.append(
+                ContainerAction(
+                    c,
+                    KEEP_OLDER_THAN,
+                    f"newer than --older-than {format_go_duration(scope.older_than or 0)}",
+                    result=Result.KEPT,
                 )
-                continue
-        plan.actions.append(
-            ContainerAction(c, rule, why, stop_first=c.state is ContainerState.UNKNOWN)
-        )
-    for cid, (rule, why) in kept.items():
-        c = by_id[cid]
+            )
+            continue
+        actions.append(ContainerAction(c, rule, why, stop_first=c.state is unknown))
+    for c, rule, why in kept.values():
         if selects is None or selects(c):
-            plan.kept.append(ContainerAction(c, rule, why, result=Result.KEPT))
+            kept_actions.append(ContainerAction(c, rule, why, result=Result.KEPT))
 
-    plan.actions.sort(key=_newest_first_key_of_action)
-    plan.kept.sort(key=_newest_first_key_of_action)
+    order = _table_order()
+    actions.sort(key=order)
+    kept_actions.sort(key=order)
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
     plan.notes.extend(_deleted_but_running(containers_seen, pods))
@@ -292,16 +301,26 @@ def recheck_guard(
             a.error = "now the newest record of its evict unit (the kept one is gone)"
 
 
-def _newest_first_key_of_action(a: ContainerAction) -> tuple[str, str, str, int, int]:
-    c = a.container
-    labels = c.labels
-    return (
-        labels.get(LABEL_POD_NAMESPACE, ""),
-        labels.get(LABEL_POD_NAME, ""),
-        labels.get(LABEL_CONTAINER_NAME) or c.name,
-        c.attempt,
-        c.created_at,
-    )
+def _table_order() -> Callable[[ContainerAction], tuple[Any, ...]]:
+    """The sort key of actions in table order: pod namespace, pod name, container name,
+    attempt, creation time. The label part is worked out once per labels dict (the attempts of
+    one container share theirs)."""
+    prefixes: dict[int, tuple[str, str, str]] = {}
+
+    def key(a: ContainerAction) -> tuple[Any, ...]:
+        c = a.container
+        labels = c.labels
+        prefix = prefixes.get(id(labels))
+        if prefix is None:
+            prefix = (
+                labels.get(LABEL_POD_NAMESPACE, ""),
+                labels.get(LABEL_POD_NAME, ""),
+                labels.get(LABEL_CONTAINER_NAME, ""),
+            )
+            prefixes[id(labels)] = prefix
+        return (prefix, prefix[2] or c.name, c.attempt, c.created_at)
+
+    return key
 
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:

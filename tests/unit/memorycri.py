@@ -48,7 +48,11 @@ class MemoryCri:
         pass
 
     def list_containers(
-        self, sandbox_id: str = "", labels: Mapping[str, str] | None = None
+        self,
+        sandbox_id: str = "",
+        labels: Mapping[str, str] | None = None,
+        *,
+        annotations: bool = True,  # the real client's option; these containers keep theirs
     ) -> list[Container]:
         with self.lock:
             return [
