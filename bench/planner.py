@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import os
 import random
@@ -72,6 +73,7 @@ TARGET_MILLION_SECONDS = 5.0
 TARGET_MILLION_PEAK_MB = 1000.0
 NOW_NS = 1_800_000_000 * 1_000_000_000
 S = 1_000_000_000
+IMAGE_VERSIONS = 4  # 500 apps x 3 container names x 4 versions: at most 6,000 images
 NAMESPACES = [f"team-{i:02d}" for i in range(39)] + ["kube-system"]
 CONTAINER_NAMES = ["app", "sidecar", "metrics-exporter"]
 LABEL_POD_NAME = "io.kubernetes.pod.name"  # the kubelet's labels (kubegc_cli.model has them too)
@@ -130,8 +132,9 @@ def synthetic_specs(total: int, seed: int) -> Iterator[Spec]:
         sandbox = _hex(rng, 256)
         pod_started = NOW_NS - rng.randrange(60 * S, 30 * 86400 * S)
         for name in CONTAINER_NAMES[: rng.randint(1, 3)]:
-            image = f"registry.example.com/{namespace}/{app}-{name}:v1.{rng.randrange(40)}"
-            digest = _hex(rng, 256)
+            # Images (and so digests) come from a pool of at most IMAGE_VERSIONS x 1,500.
+            image = f"registry.example.com/{app}-{name}:v1.{rng.randrange(IMAGE_VERSIONS)}"
+            digest = hashlib.sha256(image.encode()).hexdigest()
             attempts = rng.randint(1, 4)
             created = pod_started
             for attempt in range(attempts):
@@ -160,7 +163,7 @@ def synthetic_specs(total: int, seed: int) -> Iterator[Spec]:
                     finished_at=finished,
                     exit_code=rng.choice((0, 1, 2, 137, 143)) if finished else 0,
                     image=image,
-                    image_ref=f"registry.example.com/{namespace}/{app}-{name}@sha256:{digest}",
+                    image_ref=f"registry.example.com/{app}-{name}@sha256:{digest}",
                     image_id=f"sha256:{digest}",
                     config_hash=_hex(rng, 32),
                     log_bytes=rng.randrange(0, 5_000_000) if state != "RUNNING" else 0,

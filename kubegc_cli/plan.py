@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
-from kubegc_cli.model import API_VERSION, Container, Image, Sandbox
+from kubegc_cli.model import (
+    API_VERSION,
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+    Image,
+    Sandbox,
+)
 from kubegc_cli.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -61,14 +70,15 @@ class ContainerAction:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.container
+        labels = c.labels  # (the Container properties, inlined: one call per action)
         return {
             "kind": self.kind,
             "id": c.id,
-            "pod_uid": c.pod_uid,
-            "pod_namespace": c.pod_namespace,
-            "pod_name": c.pod_name,
+            "pod_uid": labels.get(LABEL_POD_UID, ""),
+            "pod_namespace": labels.get(LABEL_POD_NAMESPACE, ""),
+            "pod_name": labels.get(LABEL_POD_NAME, ""),
             "pod_sandbox_id": c.pod_sandbox_id,
-            "name": c.container_name,
+            "name": labels.get(LABEL_CONTAINER_NAME) or c.name,
             "attempt": c.attempt,
             "state": c.state.value,
             "created_at": ns_to_rfc3339(c.created_at),

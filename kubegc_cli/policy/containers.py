@@ -250,9 +250,7 @@ def plan_containers(
         if selects is None or selects(c):
             kept_actions.append(ContainerAction(c, rule, why, result=Result.KEPT))
 
-    order = _table_order()
-    actions.sort(key=order)
-    kept_actions.sort(key=order)
+    plan.actions, plan.kept = _in_table_order(actions, kept_actions)
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
     plan.notes.extend(_deleted_but_running(containers_seen, pods))
@@ -301,26 +299,53 @@ def recheck_guard(
             a.error = "now the newest record of its evict unit (the kept one is gone)"
 
 
-def _table_order() -> Callable[[ContainerAction], tuple[Any, ...]]:
-    """The sort key of actions in table order: pod namespace, pod name, container name,
-    attempt, creation time. The label part is worked out once per labels dict (the attempts of
-    one container share theirs)."""
+def _in_table_order(
+    *lists: list[ContainerAction],
+) -> tuple[list[ContainerAction], ...]:
+    """Each list sorted by pod namespace, pod name, container name, attempt, creation time.
+
+    Bucketed by the label part (worked out once per labels dict: the attempts of one container
+    share theirs), the distinct label parts of all lists sorted once, then each bucket: the
+    same order as one sort on the whole key, without a key call per action.
+    """
     prefixes: dict[int, tuple[str, str, str]] = {}
+    all_buckets: list[dict[tuple[str, str, str], list[ContainerAction]]] = []
+    for actions in lists:
+        buckets: dict[tuple[str, str, str], list[ContainerAction]] = {}
+        for a in actions:
+            labels = a.container.labels
+            prefix = prefixes.get(id(labels))
+            if prefix is None:
+                prefix = (
+                    labels.get(LABEL_POD_NAMESPACE, ""),
+                    labels.get(LABEL_POD_NAME, ""),
+                    labels.get(LABEL_CONTAINER_NAME, ""),
+                )
+                prefixes[id(labels)] = prefix
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                buckets[prefix] = [a]
+            else:
+                bucket.append(a)
+        all_buckets.append(buckets)
+    order = sorted({p for buckets in all_buckets for p in buckets})
+    out: list[list[ContainerAction]] = []
+    for buckets in all_buckets:
+        ordered: list[ContainerAction] = []
+        for prefix in order:
+            bucket = buckets.get(prefix)
+            if bucket is None:
+                continue
+            if len(bucket) > 1:
+                bucket.sort(key=_within_bucket)
+            ordered.extend(bucket)
+        out.append(ordered)
+    return tuple(out)
 
-    def key(a: ContainerAction) -> tuple[Any, ...]:
-        c = a.container
-        labels = c.labels
-        prefix = prefixes.get(id(labels))
-        if prefix is None:
-            prefix = (
-                labels.get(LABEL_POD_NAMESPACE, ""),
-                labels.get(LABEL_POD_NAME, ""),
-                labels.get(LABEL_CONTAINER_NAME, ""),
-            )
-            prefixes[id(labels)] = prefix
-        return (prefix, prefix[2] or c.name, c.attempt, c.created_at)
 
-    return key
+def _within_bucket(a: ContainerAction) -> tuple[str, int, int]:
+    c = a.container
+    return (c.labels.get(LABEL_CONTAINER_NAME) or c.name, c.attempt, c.created_at)
 
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
