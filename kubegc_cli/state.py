@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubegc_cli.errors import BadInput, Busy
 from kubegc_cli.plan import Action
+from kubegc_cli.settings import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from kubegc_cli.units import ns_to_rfc3339
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
     from kubegc_cli.policy.images import ImageRecord
 
-DEFAULT_STATE_DIR = "/var/lib/kubegc"
 DB_NAME = "state.db"
 BUSY_TIMEOUT_SECONDS = 10
 
