@@ -10,6 +10,8 @@ Layout under `--state-dir` (default `/var/lib/kubegc`):
   time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed. Table
   `images` — per image ID, first detected and last used (ns since the epoch; 0 = never used).
   Table `meta` — `began`, when kubegc first collected on this node (gates MaxAge).
+- `runtime-fs.json`: the runtime's image and container filesystem mountpoints as `evict check`
+  last learned them, per runtime endpoint and runtime socket (`kubegc_cli.cri.fscache`).
 
 Failures of the store:
 
