@@ -7,9 +7,8 @@ diagnostics without knowing about terminals.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,8 +34,8 @@ from kubegc_cli.pods import (
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
+from kubegc_cli.settings import Settings as Settings
 from kubegc_cli.state import (
-    DEFAULT_STATE_DIR,
     hold_run_lock,
     node_lock,
     record_audit_retrying,
@@ -47,32 +46,6 @@ from kubegc_cli.state import (
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.execute import Executor
-
-
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Global options, already parsed. Durations in seconds, sizes in bytes, `now` in ns."""
-
-    runtime_endpoint: str | None = None
-    timeout: float = 10.0
-    max_recv_size: int = 256 * 1024 * 1024
-    host_root: Path = Path("/")
-    output: str = "table"
-    verbose: int = 0
-    quiet: bool = False
-    pod_source: str | None = None
-    pods_file: Path | None = None
-    state_dir: Path = Path(DEFAULT_STATE_DIR)
-    snapshot: Path | None = None
-    now: int | None = None
-    kubelet_config: Path | None = None
-    kubeconfig: str | None = None
-    context: str | None = None
-    node_name: str | None = None
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    lock_timeout: float = 0.0  # seconds a changing run waits for another run's node lock
-    metrics_file: Path | None = None  # --metrics-file: node_exporter textfile written after
-    events: bool = False  # --events: Kubernetes Events on the Node (kubegc_cli.report.events)
 
 
 class Ui(Protocol):

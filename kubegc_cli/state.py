@@ -10,6 +10,8 @@ Layout under `--state-dir` (default `/var/lib/kubegc`):
   time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed. Table
   `images` — per image ID, first detected and last used (ns since the epoch; 0 = never used).
   Table `meta` — `began`, when kubegc first collected on this node (gates MaxAge).
+- `runtime-fs.json`: the runtime's image and container filesystem mountpoints as `evict check`
+  last learned them, per runtime endpoint and runtime socket (`kubegc_cli.cri.fscache`).
 
 Failures of the store:
 
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubegc_cli.errors import BadInput, Busy
 from kubegc_cli.plan import Action
+from kubegc_cli.settings import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from kubegc_cli.units import ns_to_rfc3339
 
 if TYPE_CHECKING:
@@ -50,7 +53,6 @@ if TYPE_CHECKING:
 
     from kubegc_cli.policy.images import ImageRecord
 
-DEFAULT_STATE_DIR = "/var/lib/kubegc"
 DB_NAME = "state.db"
 BUSY_TIMEOUT_SECONDS = 10
 

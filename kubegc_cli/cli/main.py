@@ -25,7 +25,7 @@ from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 
 if TYPE_CHECKING:
-    from kubegc_cli.app import Settings
+    from kubegc_cli.settings import Settings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 MAX_TIMEOUT_SECONDS = 24 * 3600
@@ -34,8 +34,8 @@ MAX_RECV_BYTES = 2**31 - 1
 
 @reported_settings
 def settings_from(ctx: click.Context) -> Settings:
-    """Global option values → `kubegc_cli.app.Settings`. Raises `BadInput` for bad values."""
-    from kubegc_cli.app import Settings
+    """Global option values → `kubegc_cli.settings.Settings`. Raises `BadInput` for bad values."""
+    from kubegc_cli.settings import Settings
     from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
 
     g = collected(ctx)

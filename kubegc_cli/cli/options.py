@@ -139,7 +139,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "default": "/var/lib/kubegc",
             "metavar": "PATH",
-            "help": "kubegc's lock and audit log.",
+            "help": "kubegc's lock, audit log and cache.",
             "show_default": True,
         },
     ),
