@@ -209,11 +209,11 @@ def plan_containers(
                 for c in rest[limit:]:
                     removed[c.id] = (c, RULE_GLOBAL, why)
 
-    within = (KEEP_WITHIN, "within MaxPerPodContainer/MaxContainers")
+    within = "within MaxPerPodContainer/MaxContainers"
     for members in units.values():
         for c in members:
             if c.id not in removed:
-                kept[c.id] = (c, *within)
+                kept[c.id] = (c, KEEP_WITHIN, within)
 
     # kubegc's guard: the newest dead container of a live pod's evict unit stays.
     if not policy.match_kubelet:
@@ -229,7 +229,7 @@ def plan_containers(
     )
     selects = None if scope.everything else scope.selects
     older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
-    unknown = ContainerState.UNKNOWN
+    unknown, planned, kept_result = ContainerState.UNKNOWN, Result.PLANNED, Result.KEPT
     actions, kept_actions = plan.actions, plan.kept
     for c, rule, why in removed.values():
         if selects is not None and not selects(c):
@@ -245,10 +245,16 @@ def plan_containers(
                 )
             )
             continue
-        actions.append(ContainerAction(c, rule, why, stop_first=c.state is unknown))
-    for c, rule, why in kept.values():
-        if selects is None or selects(c):
-            kept_actions.append(ContainerAction(c, rule, why, result=Result.KEPT))
+        # (positional arguments: container, rule, reason, result, error, stop_first)
+        actions.append(ContainerAction(c, rule, why, planned, "", c.state is unknown))
+    if selects is None:
+        kept_actions.extend(
+            [ContainerAction(c, rule, why, kept_result) for c, rule, why in kept.values()]
+        )
+    else:
+        for c, rule, why in kept.values():
+            if selects(c):
+                kept_actions.append(ContainerAction(c, rule, why, kept_result))
 
     plan.actions, plan.kept = _in_table_order(actions, kept_actions)
     plan.notes.extend(_notes(plan, policy, pods))
@@ -350,6 +356,8 @@ def _within_bucket(a: ContainerAction) -> tuple[str, int, int]:
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
     """A pod the source calls deleted that still runs containers here: maybe a stale pods file."""
+    if not pods.known:
+        return []  # no pod is deleted without a source
     running = {
         (c.pod_namespace, c.pod_name)
         for c in containers
