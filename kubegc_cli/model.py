@@ -104,9 +104,9 @@ class Container:
         log_path: str,
         log_bytes: int | None,
     ) -> Container:
-        """A copy with the status facts set (`dataclasses.replace`, at half its cost: observing
-        a node makes one per dead container). None keeps the field's value."""
-        return Container(
+        """A copy with the status facts set (`dataclasses.replace` at a fifth of its cost:
+        observing a node makes one per dead container). None keeps the field's value."""
+        return make_container(
             self.id,
             self.pod_sandbox_id,
             self.name,
@@ -163,6 +163,60 @@ class Container:
             log_path=str(d.get("log_path", "")),
             log_bytes=None if d.get("log_bytes") is None else int(d["log_bytes"]),
         )
+
+
+_new = object.__new__
+(_s_id, _s_sandbox, _s_name, _s_attempt, _s_state, _s_created, _s_labels, _s_annotations,
+ _s_image, _s_image_ref, _s_image_id, _s_finished, _s_exit, _s_log_path, _s_log_bytes) = (
+    Container.__dict__[f].__set__
+    for f in ("id", "pod_sandbox_id", "name", "attempt", "state", "created_at", "labels",
+              "annotations", "image", "image_ref", "image_id", "finished_at", "exit_code",
+              "log_path", "log_bytes")
+)  # fmt: skip
+assert Container.__slots__ == (  # the slot setters above must cover every field, in order
+    "id", "pod_sandbox_id", "name", "attempt", "state", "created_at", "labels", "annotations",
+    "image", "image_ref", "image_id", "finished_at", "exit_code", "log_path", "log_bytes",
+)  # fmt: skip
+
+
+def make_container(
+    id: str,
+    pod_sandbox_id: str,
+    name: str,
+    attempt: int,
+    state: ContainerState,
+    created_at: int,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    image: str,
+    image_ref: str,
+    image_id: str,
+    finished_at: int = 0,
+    exit_code: int = 0,
+    log_path: str = "",
+    log_bytes: int | None = None,
+) -> Container:
+    """`Container(...)` for the hot paths (one per listed container), ~3x faster: the frozen
+    dataclass `__init__` sets each field through `object.__setattr__`; this sets the slots
+    directly. Same fields, same result (`make_container(*a) == Container(*a)`).
+    """
+    c = _new(Container)
+    _s_id(c, id)
+    _s_sandbox(c, pod_sandbox_id)
+    _s_name(c, name)
+    _s_attempt(c, attempt)
+    _s_state(c, state)
+    _s_created(c, created_at)
+    _s_labels(c, labels)
+    _s_annotations(c, annotations)
+    _s_image(c, image)
+    _s_image_ref(c, image_ref)
+    _s_image_id(c, image_id)
+    _s_finished(c, finished_at)
+    _s_exit(c, exit_code)
+    _s_log_path(c, log_path)
+    _s_log_bytes(c, log_bytes)
+    return c
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from kubegc_cli.model import (
     RuntimeInfo,
     Sandbox,
     SandboxState,
+    make_container,
 )
 from kubegc_cli.units import format_seconds
 
@@ -101,7 +102,7 @@ def container_from_pb(c: Any, annotations: bool = True, shared: Shared | None = 
         restarts = c.annotations.get(ANNOTATION_RESTART_COUNT)
         notes = {} if restarts is None else _shared({ANNOTATION_RESTART_COUNT: restarts}, shared)
     meta = c.metadata
-    return Container(
+    return make_container(
         c.id,
         sys.intern(c.pod_sandbox_id),
         sys.intern(meta.name),

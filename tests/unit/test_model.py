@@ -1,0 +1,39 @@
+"""The node model's fast paths give exactly what the plain constructors give."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubegc_cli.model import Container, ContainerState, make_container
+
+TEXT = st.text(max_size=20)
+LABELS = st.dictionaries(TEXT, TEXT, max_size=4)
+INTS = st.integers(min_value=0, max_value=2**63 - 1)
+
+
+@given(
+    st.tuples(
+        TEXT, TEXT, TEXT, INTS, st.sampled_from(list(ContainerState)), INTS, LABELS, LABELS,
+        TEXT, TEXT, TEXT, INTS, st.integers(-255, 255), TEXT, st.none() | INTS,
+    )
+)  # fmt: skip
+def test_make_container_is_the_constructor(values: tuple[object, ...]) -> None:
+    made = make_container(*values)  # type: ignore[arg-type]
+    plain = Container(*values)  # type: ignore[arg-type]
+    assert made == plain
+    assert [getattr(made, f.name) for f in dataclasses.fields(Container)] == list(values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.id = "x"  # type: ignore[misc]
+
+
+def test_with_status_sets_only_what_it_is_given() -> None:
+    c = Container("c1", "s1", "app", 2, ContainerState.EXITED, 10, {"k": "v"}, {}, "i", "r", "d")
+    d = c.with_status(log_path="/var/log/pods/a/app/2.log", log_bytes=5)
+    assert d == dataclasses.replace(c, log_path="/var/log/pods/a/app/2.log", log_bytes=5)
+    e = c.with_status(state=ContainerState.UNKNOWN, finished_at=20, exit_code=3,
+                      log_path="", log_bytes=None)  # fmt: skip
+    assert e == dataclasses.replace(c, state=ContainerState.UNKNOWN, finished_at=20, exit_code=3)
