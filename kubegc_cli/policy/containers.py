@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -139,9 +139,15 @@ def plan_containers(
     kept: dict[str, tuple[Container, str, str]] = {}
 
     units: dict[EvictUnit, list[Container]] = {}
+    every_unit: dict[EvictUnit, list[Container]] = {}  # every dead container, for the output
     young_units: set[EvictUnit] = set()
     for c in dead:
         key = (c.labels.get(LABEL_POD_UID, ""), c.name)
+        everyone = every_unit.get(key)
+        if everyone is None:
+            every_unit[key] = [c]
+        else:
+            everyone.append(c)
         if c.created_at > cutoff:
             kept[c.id] = (
                 c,
@@ -231,32 +237,25 @@ def plan_containers(
     older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
     unknown, planned, kept_result = ContainerState.UNKNOWN, Result.PLANNED, Result.KEPT
     actions, kept_actions = plan.actions, plan.kept
-    for c, rule, why in removed.values():
-        if selects is not None and not selects(c):
-            plan.out_of_scope += 1
-            continue
-        if older_ns is not None and now - (c.finished_at or c.created_at) < older_ns:
-            kept_actions.append(
-                ContainerAction(
-                    c,
-                    KEEP_OLDER_THAN,
-                    f"newer than --older-than {format_go_duration(scope.older_than or 0)}",
-                    result=Result.KEPT,
-                )
-            )
-            continue
-        # (positional arguments: container, rule, reason, result, error, stop_first)
-        actions.append(ContainerAction(c, rule, why, planned, "", c.state is unknown))
-    if selects is None:
-        kept_actions.extend(
-            [ContainerAction(c, rule, why, kept_result) for c, rule, why in kept.values()]
-        )
-    else:
-        for c, rule, why in kept.values():
-            if selects(c):
-                kept_actions.append(ContainerAction(c, rule, why, kept_result))
+    older_why = f"newer than --older-than {format_go_duration(scope.older_than or 0)}"
+    # Every dead container is in `removed` or in `kept`; walk them in table order.
+    for members in _in_table_order(every_unit):
+        for c in members:
+            entry = removed.get(c.id)
+            if entry is None:
+                _, rule, why = kept[c.id]
+                if selects is None or selects(c):
+                    kept_actions.append(ContainerAction(c, rule, why, kept_result))
+                continue
+            _, rule, why = entry
+            if selects is not None and not selects(c):
+                plan.out_of_scope += 1
+            elif older_ns is not None and now - (c.finished_at or c.created_at) < older_ns:
+                kept_actions.append(ContainerAction(c, KEEP_OLDER_THAN, older_why, kept_result))
+            else:
+                # (positional arguments: container, rule, reason, result, error, stop_first)
+                actions.append(ContainerAction(c, rule, why, planned, "", c.state is unknown))
 
-    plan.actions, plan.kept = _in_table_order(actions, kept_actions)
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
     plan.notes.extend(_deleted_but_running(containers_seen, pods))
@@ -305,53 +304,40 @@ def recheck_guard(
             a.error = "now the newest record of its evict unit (the kept one is gone)"
 
 
-def _in_table_order(
-    *lists: list[ContainerAction],
-) -> tuple[list[ContainerAction], ...]:
-    """Each list sorted by pod namespace, pod name, container name, attempt, creation time.
+def _in_table_order(units: dict[EvictUnit, list[Container]]) -> Iterator[list[Container]]:
+    """The containers of `units` in table order: pod namespace, pod name, container name, then
+    attempt and creation time; yielded as runs of containers.
 
-    Bucketed by the label part (worked out once per labels dict: the attempts of one container
-    share theirs), the distinct label parts of all lists sorted once, then each bucket: the
-    same order as one sort on the whole key, without a key call per action.
+    The label part is read once per unit (from its first container: the attempts of one
+    container carry the same labels) and units are sorted by it as one string (faster than
+    tuples); units that share it (a pod recreated under the same name) are merged.
     """
-    prefixes: dict[int, tuple[str, str, str]] = {}
-    all_buckets: list[dict[tuple[str, str, str], list[ContainerAction]]] = []
-    for actions in lists:
-        buckets: dict[tuple[str, str, str], list[ContainerAction]] = {}
-        for a in actions:
-            labels = a.container.labels
-            prefix = prefixes.get(id(labels))
-            if prefix is None:
-                prefix = (
-                    labels.get(LABEL_POD_NAMESPACE, ""),
-                    labels.get(LABEL_POD_NAME, ""),
-                    labels.get(LABEL_CONTAINER_NAME, ""),
-                )
-                prefixes[id(labels)] = prefix
-            bucket = buckets.get(prefix)
-            if bucket is None:
-                buckets[prefix] = [a]
-            else:
-                bucket.append(a)
-        all_buckets.append(buckets)
-    order = sorted({p for buckets in all_buckets for p in buckets})
-    out: list[list[ContainerAction]] = []
-    for buckets in all_buckets:
-        ordered: list[ContainerAction] = []
-        for prefix in order:
-            bucket = buckets.get(prefix)
-            if bucket is None:
-                continue
-            if len(bucket) > 1:
-                bucket.sort(key=_within_bucket)
-            ordered.extend(bucket)
-        out.append(ordered)
-    return tuple(out)
+    groups: dict[str, list[EvictUnit]] = {}
+    for key, members in units.items():
+        first = members[0]
+        labels = first.labels
+        prefix = "\0".join(
+            (
+                labels.get(LABEL_POD_NAMESPACE, ""),
+                labels.get(LABEL_POD_NAME, ""),
+                labels.get(LABEL_CONTAINER_NAME) or first.name,
+            )
+        )
+        group = groups.get(prefix)
+        if group is None:
+            groups[prefix] = [key]
+        else:
+            group.append(key)
+    for prefix in sorted(groups):
+        keys = groups[prefix]
+        members = units[keys[0]] if len(keys) == 1 else [c for k in keys for c in units[k]]
+        if len(members) > 1:
+            members = sorted(members, key=_attempt_order)
+        yield members
 
 
-def _within_bucket(a: ContainerAction) -> tuple[str, int, int]:
-    c = a.container
-    return (c.labels.get(LABEL_CONTAINER_NAME) or c.name, c.attempt, c.created_at)
+def _attempt_order(c: Container) -> tuple[int, int, str]:
+    return (c.attempt, c.created_at, c.id)
 
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
