@@ -6,12 +6,12 @@ list (deterministic, ``--seed``), then plans it several times:
 * ~20,000 pods (containers / 5) in 40 namespaces, each pod with 1-3 container names; each
   (pod, name) has 1-4 attempts (mean 2.5), the newest RUNNING with probability 0.6, the rest
   dead (EXITED; 1% CREATED, 0.2% UNKNOWN), so about a quarter of all containers run;
-* every container is what ``kubegc gc containers`` holds after observing the node: built as
-  CRI ``Container`` messages (64-hex id and sandbox id, the four kubelet labels, five kubelet
-  annotations, image, image ref and image id, creation time), 10,000 at a time, converted by
-  ``container_from_pb`` as ``CriClient.list_containers`` does (the restart count kept of the
-  annotations, equal label maps sharing one dict), and for dead ones the log path of the
-  kubelet's layout and a log size (synthetic; no disk is read).
+* every container is what ``kubegc gc containers`` holds after observing the node: the
+  attributes of a CRI ``Container`` message (64-hex id and sandbox id, the four kubelet labels,
+  five kubelet annotations, image, image ref and image id, creation time; fresh strings, as a
+  reply gives) converted by ``container_from_pb`` as ``CriClient.list_containers`` does (the
+  restart count kept of the annotations, equal label maps sharing one dict), and for dead ones
+  the log path of the kubelet's layout and a log size (synthetic; no disk is read).
 
 Policies planned (``NO_POD_SOURCE`` unless said):
 
@@ -210,6 +210,9 @@ def _as_observed(listed: list[Container]) -> list[Container]:
     return out
 
 
+_PB_STATES = {"CREATED": 0, "RUNNING": 1, "EXITED": 2, "UNKNOWN": 3}  # CRI ContainerState
+
+
 def _spec_messages(specs: Iterator[Spec], chunk: int) -> Iterator[Any]:
     """The specs as ``ListContainersResponse`` messages of ``chunk`` containers each."""
     from kubegc_cli.cri.v1 import api_pb2
@@ -241,21 +244,37 @@ def _spec_messages(specs: Iterator[Spec], chunk: int) -> Iterator[Any]:
     yield reply
 
 
+def _message(spec: Spec) -> Any:
+    """A stand-in for a CRI ``Container`` message: the attributes ``container_from_pb`` reads,
+    with fresh strings and dicts as a reply would give (no protobuf arena involved)."""
+    from types import SimpleNamespace as M
+
+    return M(
+        id=spec.id,
+        pod_sandbox_id=_fresh(spec.sandbox_id),
+        metadata=M(name=_fresh(spec.name), attempt=spec.attempt),
+        state=_PB_STATES[spec.state],
+        created_at=spec.created_at,
+        labels=_labels(spec),
+        annotations=_annotations(spec),
+        image=M(image=_fresh(spec.image)),
+        image_ref=_fresh(spec.image_ref),
+        image_id=_fresh(spec.image_id),
+    )
+
+
 def build_direct(total: int, seed: int) -> list[Container]:
     """The containers kubegc holds after observing the synthetic node for ``gc containers``.
 
-    The specs go through CRI messages, 10,000 at a time (so no whole reply is ever alive),
-    ``container_from_pb`` as ``CriClient.list_containers`` calls it (restart count only, equal
-    label maps shared across the listing), then ``_as_observed``.
+    Each spec goes through ``container_from_pb`` exactly as ``CriClient.list_containers``
+    calls it (restart count only, equal label maps shared across the listing), from a stand-in
+    message (``_message``), then ``_as_observed``. No protobuf reply is alive, so the memory
+    figures are kubegc's own; the ``cri`` build measures a real reply's conversion.
     """
     from kubegc_cli.cri.client import Shared, container_from_pb
 
     shared: Shared = {}
-    listed = [
-        container_from_pb(c, False, shared)
-        for reply in _spec_messages(synthetic_specs(total, seed), 10_000)
-        for c in reply.containers
-    ]
+    listed = [container_from_pb(_message(s), False, shared) for s in synthetic_specs(total, seed)]
     return _as_observed(listed)
 
 
