@@ -232,7 +232,11 @@ def kubegc_command() -> list[str]:
 
     That is what a node runs. A ``kubegc`` found first on PATH may be a version manager's shim
     (pyenv's is a bash script that adds ~30-100 ms); ``startup.py`` times that one separately.
+    Compiles kubegc's modules first: an install has current bytecode, while here (with
+    PYTHONDONTWRITEBYTECODE, or a module edited since its .pyc) each run would compile again.
     """
+    package = REPO_ROOT / "kubegc_cli"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     beside = Path(sys.executable).with_name("kubegc")
     if beside.is_file() and os.access(beside, os.X_OK):
         return [str(beside)]

@@ -62,10 +62,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     kubegc = kubegc_command()
-    # Current bytecode for every module, as an install has: without it (PYTHONDONTWRITEBYTECODE,
-    # a module edited since its .pyc) each run would compile that module again.
-    package = Path(__file__).resolve().parent.parent / "kubegc_cli"
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     result: dict[str, Any] = {"benchmark": "evict_check", "machine": machine(containerd=True)}
     with local_node() as node, tempfile.TemporaryDirectory(prefix="kgc-evict-") as scratch:
         root_dir, state_dir = Path(scratch, "kubelet"), Path(scratch, "state")

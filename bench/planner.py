@@ -578,7 +578,7 @@ def render_text(result: dict[str, Any]) -> str:
             lines.append(
                 f"{r['containers']:,} (cri): reply {result.get('cri_reply_mb', 0):.0f} MB, "
                 f"parse {d['parse_s']:.2f}s, container_from_pb {d['container_from_pb_s']:.2f}s, "
-                f"status merge {d['status_merge_s']:.2f}s, RSS with reply alive "
+                f"log layout {d['log_layout_s']:.2f}s, RSS with reply alive "
                 f"{d['rss_with_reply_mb']:.0f} MB"
             )
     for r in result["measurements"]:

@@ -618,7 +618,8 @@ def gc_images(
     Records are saved by dry runs too. A state store kubegc cannot write (read-only, permission
     denied) only warns in a dry run (records are read if possible, not saved); a run that may
     remove (`--yes`, or asking on a terminal) raises `StateUnavailable` (exit 2) before
-    anything is removed, since its lock and audit log live there.
+    anything is removed, since its lock and audit log live there. A full disk does not stop a
+    removing run: the records are not saved, and the audit rows are tried again afterwards.
 
     Raises `BadInput` for a bad policy or time, with `--snapshot`, or a state dir or file of
     the wrong type; `GCFailed` (exit 1) when the image filesystem reports capacity 0;
@@ -664,7 +665,13 @@ def gc_images(
     check_state_dir(s.state_dir)
 
     def store_unusable(exc: StateUnavailable) -> None:
-        """Raise for a run that may remove; warn for a dry run."""
+        """Raise for a run that may remove (unless the disk is full); warn otherwise."""
+        if may_remove and exc.full:
+            # A full disk is when image GC is needed most: the removals go ahead; the audit
+            # rows are tried again after them (exit 1 if they still cannot be written). Records
+            # not saved only make the next run see these images as newly detected (safer).
+            ui.warn(f"{exc}; image records are not saved; removals go ahead")
+            return
         if may_remove:
             raise StateUnavailable(
                 f"{exc}; a run that removes needs a writable --state-dir for its lock and "

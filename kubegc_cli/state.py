@@ -62,8 +62,12 @@ T = TypeVar("T")
 
 class StateUnavailable(BadInput):
     """The state store cannot be written or used for now: read-only filesystem, permission
-    denied, locked past the busy timeout, I/O error. Not damage: nothing was moved aside.
-    Exit code 2."""
+    denied, locked past the busy timeout, I/O error, full disk (`full` True). Not damage:
+    nothing was moved aside. Exit code 2."""
+
+    def __init__(self, message: str, *, full: bool = False) -> None:
+        super().__init__(message)
+        self.full = full
 
 
 _SCHEMA = """
@@ -407,7 +411,10 @@ def _with_db(
                 why = _unwritable(path) if write else ""
                 if why:
                     detail = f"{why} ({detail})"
-                raise StateUnavailable(f"cannot use state database {path}: {detail}") from None
+                raise StateUnavailable(
+                    f"cannot use state database {path}: {detail}",
+                    full=exc.sqlite_errorcode == sqlite3.SQLITE_FULL,  # "database or disk is full"
+                ) from None
             raise BadInput(f"cannot use state database {path}: {detail}") from None
         except OverflowError:
             raise BadInput(
@@ -415,7 +422,9 @@ def _with_db(
             ) from None
         except OSError as exc:
             if exc.errno in _UNAVAILABLE_ERRNOS:
-                raise StateUnavailable(f"cannot use {path}: {exc.strerror or exc}") from None
+                raise StateUnavailable(
+                    f"cannot use {path}: {exc.strerror or exc}", full=exc.errno == errno.ENOSPC
+                ) from None
             raise BadInput(f"cannot use {path}: {exc.strerror or exc}") from None
     raise AssertionError("unreachable")  # pragma: no cover
 

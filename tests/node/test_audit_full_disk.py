@@ -64,8 +64,30 @@ def test_full_state_disk_removes_then_exits_1_naming_the_state_dir(
     )
     assert "full" in lines[0] or "No space left" in lines[0]
     doc = json.loads(done.stdout)
-    assert sorted((a["id"], a["result"]) for a in doc["actions"]) == [
-        (made[0], "removed"),
-        (made[1], "removed"),
-    ]
+    assert {a["id"]: a["result"] for a in doc["actions"]} == {
+        made[0]: "removed",
+        made[1]: "removed",
+    }
     assert any("audit rows of this run not written" in n for n in doc["notes"])
+
+
+def test_full_state_disk_does_not_stop_image_gc(tmp_path: Path, full_state_dir: Path) -> None:
+    """gc images on a full state disk: its image records cannot be saved (said on stderr), the
+    unused image is removed all the same, and the unwritten audit rows make it exit 1."""
+    with LocalNode(tmp_path / "node") as node:
+        unused = node.import_image("docker.io/library/unused-a:1", pad_bytes=2048, seed="a")
+        p = node.run_pod("p", namespace="ns1")
+        node.add_container(p, "app")  # keeps busybox in use
+        done = subprocess.run(
+            [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+             "--kubelet-config", str(node.kubelet_config), "--state-dir", str(full_state_dir),
+             "gc", "images", "--prune-unused", "--minimum-image-ttl-duration", "0s", "--yes",
+             "-o", "json"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stderr
+        assert "image records are not saved; removals go ahead" in done.stderr
+        assert f"audit rows of this run not written to --state-dir {full_state_dir}" in done.stderr
+        doc = json.loads(done.stdout)
+        assert {a["id"]: a["result"] for a in doc["actions"]}[unused] == "removed"
+        assert unused not in {i.id for i in node.list_images()}
