@@ -331,9 +331,7 @@ def gc_containers(
         _may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
         return offline
 
-    from kubegc_cli.execute import ContainerRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
-    from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.observe import observe_node
 
@@ -362,6 +360,9 @@ def gc_containers(
         )
         plan = plan_from(snap, snap.endpoint)
         if _may_act(mode, plan, ui, "container", act):
+            from kubegc_cli.execute import ContainerRemover  # (a dry run never loads it)
+            from kubegc_cli.host.logs import LogRoots
+
             remover = ContainerRemover(
                 client,
                 concurrency=act.concurrency,
