@@ -7,9 +7,11 @@ executor (`kubegc_cli.execute`) fills in `result`, `error` and `bytes_freed`.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from json.encoder import encode_basestring_ascii as _json_str  # json's own (C) encoder
 from typing import Any, Generic, Protocol, TypeVar
 
 from kubegc_cli.model import (
@@ -37,6 +39,16 @@ class Result(StrEnum):
     FAILED = "failed"
     HELD_BACK = "held-back"
     KEPT = "kept"
+
+
+class RawJSON(str):
+    """Text that is already one JSON value (`render.json_text` writes it as it is)."""
+
+
+def _json_row(item: Any) -> RawJSON:
+    """One item of a plan's lists as JSON text: its own `json_row` if it has one."""
+    row = getattr(item, "json_row", None)
+    return row() if row is not None else RawJSON(json.dumps(item.to_dict()))
 
 
 @dataclass(slots=True)
@@ -93,6 +105,29 @@ class ContainerAction:
             "bytes_freed": self.bytes_freed,
             "log_note": self.log_note,
         }
+
+    def json_row(self) -> RawJSON:
+        """`json.dumps(self.to_dict())`, written directly (a plan can hold 100,000 of them:
+        this takes a third of the time of building the dict and encoding it)."""
+        c = self.container
+        labels = c.labels
+        e = _json_str
+        fin = f'"{ns_to_rfc3339(c.finished_at)}"' if c.finished_at else "null"
+        size = "null" if c.log_bytes is None else str(int(c.log_bytes))
+        return RawJSON(
+            f'{{"kind": "container", "id": {e(c.id)}, '
+            f'"pod_uid": {e(labels.get(LABEL_POD_UID, ""))}, '
+            f'"pod_namespace": {e(labels.get(LABEL_POD_NAMESPACE, ""))}, '
+            f'"pod_name": {e(labels.get(LABEL_POD_NAME, ""))}, '
+            f'"pod_sandbox_id": {e(c.pod_sandbox_id)}, '
+            f'"name": {e(labels.get(LABEL_CONTAINER_NAME) or c.name)}, '
+            f'"attempt": {int(c.attempt)}, "state": {e(c.state.value)}, '
+            f'"created_at": "{ns_to_rfc3339(c.created_at)}", "finished_at": {fin}, '
+            f'"image": {e(c.image)}, "log_path": {e(c.log_path)}, "log_bytes": {size}, '
+            f'"rule": {e(self.rule)}, "reason": {e(self.reason)}, '
+            f'"result": {e(self.result.value)}, "error": {e(self.error)}, '
+            f'"bytes_freed": {int(self.bytes_freed)}, "log_note": {e(self.log_note)}}}'
+        )
 
 
 @dataclass(slots=True)
@@ -291,7 +326,10 @@ class Plan(Generic[A]):
             "shortfall": self.shortfall,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
+        """The plan as the JSON/YAML document. `rows_as_json`: the items of `actions` and
+        `kept` as `RawJSON` text (for `render.json_text`) instead of dicts."""
+        item: Any = _json_row if rows_as_json else (lambda a: a.to_dict())
         return {
             "kind": self.kind,
             "apiVersion": API_VERSION,
@@ -300,8 +338,8 @@ class Plan(Generic[A]):
             "dry_run": self.dry_run,
             "interrupted": bool(self.interrupted),
             "policy": self.policy,
-            "actions": [a.to_dict() for a in self.actions],
-            "kept": [k.to_dict() for k in self.kept],
+            "actions": [item(a) for a in self.actions],
+            "kept": [item(k) for k in self.kept],
             "notes": list(self.notes),
             "summary": self.summary(),
             **({"filesystem": self.filesystem} if self.filesystem is not None else {}),

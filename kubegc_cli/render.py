@@ -17,6 +17,7 @@ from kubegc_cli.plan import (
     ImageAction,
     LogAction,
     Plan,
+    RawJSON,
     Result,
     SandboxAction,
 )
@@ -38,7 +39,8 @@ RESULT_STYLE = {
 
 def json_text(doc: Any) -> str:
     """`doc` as JSON text: indented by 2, except that every object inside a top-level list of
-    objects (`actions`, `kept`, `findings`...) takes one line of its own.
+    objects (`actions`, `kept`, `findings`...) takes one line of its own. `RawJSON` items of
+    such a list (already encoded: `Plan.to_dict(rows_as_json=True)`) are written as they are.
 
     One object per line keeps a plan of 100,000 actions greppable and fast to write (Python's C
     encoder does each line; `indent` would send everything through the pure-Python one, ~10×
@@ -49,8 +51,8 @@ def json_text(doc: Any) -> str:
     fields = []
     for key, value in doc.items():
         name = json.dumps(key)
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            rows = ",\n    ".join([json.dumps(v) for v in value])
+        if isinstance(value, list) and value and all(isinstance(v, dict | RawJSON) for v in value):
+            rows = ",\n    ".join([v if isinstance(v, RawJSON) else json.dumps(v) for v in value])
             fields.append(f"  {name}: [\n    {rows}\n  ]")
         else:
             text = json.dumps(value, indent=2).replace("\n", "\n  ")

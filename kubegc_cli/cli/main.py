@@ -1030,7 +1030,7 @@ def emit_plan(plan: Any, s: Any) -> None:
     from kubegc_cli import render
 
     if s.output in ("json", "yaml"):
-        render.dump_document(plan.to_dict(), s.output)
+        render.dump_document(plan.to_dict(rows_as_json=s.output == "json"), s.output)
     elif plan.declined:
         return  # the table was shown right before the question
     elif s.quiet:

@@ -121,8 +121,8 @@ class ResiduePlan(Plan[Any]):
                 row["safe_bytes"] += f.bytes or 0
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        doc = Plan.to_dict(self)
+    def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
+        doc = Plan.to_dict(self, rows_as_json=rows_as_json)
         doc["totals"] = self.totals()
         doc["runtime"] = {"known": not self.runtime_error, "error": self.runtime_error or None}
         return doc

@@ -1,14 +1,16 @@
-"""The node model's fast paths give exactly what the plain constructors give."""
+"""kubegc's fast paths (containers, JSON rows) give exactly what the plain ones give."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubegc_cli.model import Container, ContainerState, make_container
+from kubegc_cli.plan import ContainerAction, Result
 
 TEXT = st.text(max_size=20)
 LABELS = st.dictionaries(TEXT, TEXT, max_size=4)
@@ -37,3 +39,35 @@ def test_with_status_sets_only_what_it_is_given() -> None:
     e = c.with_status(state=ContainerState.UNKNOWN, finished_at=20, exit_code=3,
                       log_path="", log_bytes=None)  # fmt: skip
     assert e == dataclasses.replace(c, state=ContainerState.UNKNOWN, finished_at=20, exit_code=3)
+
+
+TEXTS = st.text()  # any text: quotes, backslashes, control characters, non-ASCII
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["io.kubernetes.pod.uid", "io.kubernetes.pod.namespace", "io.kubernetes.pod.name",
+             "io.kubernetes.container.name", "other"]
+        ),
+        TEXTS,
+    ),
+    st.tuples(TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS),
+    st.tuples(INTS, INTS, st.integers(0, 2**32), st.none() | INTS, INTS),
+    st.sampled_from(list(ContainerState)),
+    st.sampled_from(list(Result)),
+)  # fmt: skip
+def test_json_row_is_json_dumps_of_to_dict(
+    labels: dict[str, str],
+    texts: tuple[str, ...],
+    numbers: tuple[int, int, int, int | None, int],
+    state: ContainerState,
+    result: Result,
+) -> None:
+    """A container action's JSON row is exactly `json.dumps` of its dict, whatever it holds."""
+    cid, sandbox, name, image, log_path, rule, reason, error, note, _ = texts
+    created, finished, attempt, size, freed = numbers
+    c = Container(cid, sandbox, name, attempt, state, created, labels, {}, image, "", "",
+                  finished, 0, log_path, size)  # fmt: skip
+    a = ContainerAction(c, rule, reason, result, error, False, freed, note)
+    assert a.json_row() == json.dumps(a.to_dict())

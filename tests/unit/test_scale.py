@@ -133,3 +133,29 @@ def test_json_text_puts_each_action_on_one_line(big_node: FaultCri, tmp_path: Pa
     assert [json.loads(ln.rstrip(","))["id"] for ln in lines[: len(doc["actions"])]] == [
         a["id"] for a in doc["actions"]
     ]
+
+
+def test_the_fake_runtimes_cached_list_follows_removals(tmp_path: Path) -> None:
+    """`python -m tests.unit.faultcri` (bench/scale.py's runtime) sends a kept ListContainers
+    reply; a removal or stop through CRI makes it list afresh, and filters still apply."""
+    from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.cri.endpoint import resolve_endpoint
+
+    inv = synthetic_inventory(300, 40, 5, pods=20)
+    with FaultCri(tmp_path / "c.sock", inv, cache_lists=True) as cri:
+        client = CriClient(resolve_endpoint(cri.endpoint, {}, tmp_path), timeout=10)
+        try:
+            before = {c.id: c.state for c in client.list_containers()}
+            assert len(before) == 300 and client.list_containers()[0].id in before
+            dead = next(cid for cid, st in before.items() if st.value == "EXITED")
+            running = next(cid for cid, st in before.items() if st.value == "RUNNING")
+            assert client.remove_container(dead)
+            client.stop_container(running, 0)
+            after = {c.id: c.state for c in client.list_containers()}
+            assert dead not in after and len(after) == 299
+            assert after[running].value == "EXITED"
+            one = next(iter(after))
+            sandbox = next(c.pod_sandbox_id for c in client.list_containers() if c.id == one)
+            assert {c.pod_sandbox_id for c in client.list_containers(sandbox)} == {sandbox}
+        finally:
+            client.close()
