@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.host.kubelet import DEFAULT_POD_LOGS_DIR
 from kubegc_cli.host.logs import LogRoots, LogSizer, kubelet_log_path
 from kubegc_cli.host.mounts import MountTable
@@ -23,6 +24,7 @@ def wall_clock_ns() -> int:
     return time.time_ns()
 
 
+@cyclic_gc_paused
 def observe_node(
     client: CriClient,
     host_root: Path,

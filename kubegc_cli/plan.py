@@ -44,6 +44,8 @@ class Result(StrEnum):
 class RawJSON(str):
     """Text that is already one JSON value (`render.json_text` writes it as it is)."""
 
+    __slots__ = ()  # (no instance dict: not tracked by the cyclic collector)
+
 
 def _json_row(item: Any) -> RawJSON:
     """One item of a plan's lists as JSON text: its own `json_row` if it has one."""
