@@ -22,6 +22,7 @@ from kubegc_cli.cli.log import LOG
 from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
 from kubegc_cli.cli.options import F, KubegcGroup, act_flags, collected, global_options
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
+from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 
 if TYPE_CHECKING:
@@ -1025,8 +1026,10 @@ def history(ctx: click.Context, /, runs: int) -> None:
                 click.echo(f"    {a['kind']:<11} {a['id'][:40]:<40} {a['rule']:<22} {a['result']}")
 
 
+@cyclic_gc_paused
 def emit_plan(plan: Any, s: Any) -> None:
-    """Write the plan in the chosen output format to stdout."""
+    """Write the plan in the chosen output format to stdout (the cyclic garbage collector
+    paused: it would rescan a big plan's objects for every few hundred rows written)."""
     from kubegc_cli import render
 
     if s.output in ("json", "yaml"):

@@ -20,6 +20,10 @@ from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
     Container,
     ContainerState,
     FilesystemUsage,
@@ -70,7 +74,7 @@ def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: fl
     return f"{what} on {endpoint} failed: {name}: {details}"
 
 
-Shared = dict[tuple[tuple[str, str], ...], dict[str, str]]
+Shared = dict[tuple[Any, ...], dict[str, str]]
 
 
 def _shared(m: Any, shared: Shared) -> dict[str, str]:
@@ -85,6 +89,27 @@ def _shared(m: Any, shared: Shared) -> dict[str, str]:
         d = {sys.intern(k): sys.intern(v) if len(v) <= 128 else v for k, v in items}
         shared[items] = d
     return d
+
+
+def _labels(m: Any, shared: Shared) -> dict[str, str]:
+    """`_shared` for a container's labels, faster for exactly the kubelet's four (four lookups
+    instead of walking the map; keyed by the values, which cannot equal `_shared`'s keys)."""
+    if len(m) == 4:
+        uid, ns = m.get(LABEL_POD_UID), m.get(LABEL_POD_NAMESPACE)
+        pod, name = m.get(LABEL_POD_NAME), m.get(LABEL_CONTAINER_NAME)
+        if uid is not None and ns is not None and pod is not None and name is not None:
+            key = (uid, ns, pod, name)
+            d = shared.get(key)
+            if d is None:
+                d = {
+                    LABEL_CONTAINER_NAME: sys.intern(name),
+                    LABEL_POD_NAME: sys.intern(pod),
+                    LABEL_POD_NAMESPACE: sys.intern(ns),
+                    LABEL_POD_UID: sys.intern(uid),
+                }
+                shared[key] = d
+            return d
+    return _shared(m, shared)
 
 
 def container_from_pb(c: Any, annotations: bool = True, shared: Shared | None = None) -> Container:
@@ -109,7 +134,7 @@ def container_from_pb(c: Any, annotations: bool = True, shared: Shared | None = 
         meta.attempt,
         _CONTAINER_STATES.get(c.state, ContainerState.UNKNOWN),
         c.created_at,
-        _shared(c.labels, shared),
+        _labels(c.labels, shared),
         notes,
         sys.intern(c.image.image),
         sys.intern(c.image_ref),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -71,3 +72,45 @@ def test_json_row_is_json_dumps_of_to_dict(
                   finished, 0, log_path, size)  # fmt: skip
     a = ContainerAction(c, rule, reason, result, error, False, freed, note)
     assert a.json_row() == json.dumps(a.to_dict())
+
+
+KUBELET_LABELS = {
+    "io.kubernetes.pod.uid": "u1",
+    "io.kubernetes.pod.namespace": "ns",
+    "io.kubernetes.pod.name": "p",
+    "io.kubernetes.container.name": "app",
+}
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        KUBELET_LABELS,
+        {**KUBELET_LABELS, "extra": "x"},
+        {k: v for k, v in KUBELET_LABELS.items() if k != "io.kubernetes.pod.uid"} | {"a": "u1"},
+        {"a": "1", "b": "2", "c": "3", "d": "4"},
+        {},
+    ],
+)
+def test_listed_labels_are_the_runtimes_and_shared_when_equal(labels: dict[str, str]) -> None:
+    """`container_from_pb` gives each container exactly the runtime's labels; equal label maps
+    in one listing share one dict, different ones never do."""
+    from kubegc_cli.cri.client import Shared, container_from_pb
+    from kubegc_cli.cri.v1 import api_pb2
+
+    pb: Any = api_pb2
+
+    def message(cid: str, labels: dict[str, str]) -> Any:
+        return pb.Container(id=cid, metadata=pb.ContainerMetadata(name="app"), labels=labels)
+
+    shared: Shared = {}
+    a = container_from_pb(message("a", labels), False, shared)
+    b = container_from_pb(message("b", dict(labels)), False, shared)
+    other = container_from_pb(
+        message("c", {**labels, "io.kubernetes.pod.uid": "u2"}), False, shared
+    )
+    assert a.labels == labels and b.labels == labels
+    assert a.labels is b.labels
+    assert (
+        other.labels == {**labels, "io.kubernetes.pod.uid": "u2"} and other.labels is not a.labels
+    )
