@@ -6,16 +6,16 @@ ListPodSandbox reply well over gRPC's default 4 MiB) of 10,000 pods (half the sa
 leaked older attempts), 5,000 images. Fresh `kubegc` processes, timed from start to exit:
 
 ``gc containers --dry-run -o json``
-    the target. It lists every container, asks ContainerStatus of each dead one (log path,
-    finish time), plans and writes the JSON.
+    the target. It lists every container, takes each dead one's log path from the kubelet's
+    layout and its size from disk, plans and writes the JSON.
 ``gc sandboxes --dry-run -o json``
     lists every container and sandbox, no per-container call: the cost of the lists alone.
 ``gc containers --dry-run`` (table)
     the same plan as a table (at most 100 rows without -v, summary first).
 
 For each: wall time (median of ``--runs``), the kubegc process's CPU and the fake runtime's
-CPU during the run (the fake is Python; containerd answers a call with less CPU), and the
-output size. Then one phase breakdown of the target (``bench/_phases.py``).
+CPU during the run (the fake is Python; it keeps its serialized ListContainers reply until a
+container changes, as a runtime answers from memory), and the output size. Then one phase breakdown of the target (``bench/_phases.py``).
 
 Run from the repository root (no root or containerd needed)::
 

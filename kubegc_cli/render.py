@@ -454,8 +454,48 @@ def _console(out: IO[str]) -> Any:
     )
 
 
+class _AlignedTable:
+    """A borderless table drawn as aligned lines (a rich renderable): the columns rich's `Table`
+    draws into a file or pipe, where nothing wraps, at a tenth of its cost (~2 ms a row there).
+    Each cell is padded to its column's width (terminal cells) and cells are joined by one
+    space; the title and header are bold; a row's style applies to the whole line. Nothing is
+    cropped: a log keeps every character."""
+
+    def __init__(self, title: str, columns: list[str]) -> None:
+        self.title = title
+        self.columns = columns
+        self.rows: list[tuple[list[str], str | None]] = []
+
+    def add_row(self, *cells: Any, style: str | None = None) -> None:
+        self.rows.append(([c.plain if hasattr(c, "plain") else str(c) for c in cells], style))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.segment import Segment
+
+        widths = [cell_len(c) for c in self.columns]
+        for cells, _ in self.rows:
+            widths = [max(w, cell_len(c)) for w, c in zip(widths, cells, strict=True)]
+
+        def line(cells: list[str]) -> str:
+            padded = [c + " " * (w - cell_len(c)) for c, w in zip(cells, widths, strict=True)]
+            return " ".join(padded).rstrip()
+
+        bold = console.get_style("bold")
+        yield Segment(self.title, bold)
+        yield Segment.line()
+        yield Segment(line(self.columns), bold)
+        yield Segment.line()
+        for cells, style in self.rows:
+            yield Segment(line(cells), console.get_style(style) if style else None)
+            yield Segment.line()
+
+
 def _table(title: str, layout: Layout, *, wrap: bool = True) -> Any:
-    """A borderless rich table; `wrap` False (files, pipes) skips rich's costly line folding."""
+    """A borderless rich table on a terminal (long cells fold to its width); into files and
+    pipes (`wrap` False) an `_AlignedTable`, the same columns without rich's costly layout."""
+    if not wrap:
+        return _AlignedTable(title, [col for col, _ in layout.columns])
     from rich.table import Table
 
     table = Table(
