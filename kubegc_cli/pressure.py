@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, KubegcError, RuntimeUnavailable
-from kubegc_cli.host.cgroups import CgroupLayout, PodCgroup, detect_layout, pod_cgroups
+from kubegc_cli.host.cgroups import (
+    CgroupLayout,
+    PodCgroup,
+    PodCgroupScan,
+    UnreadablePodCgroup,
+    detect_layout,
+    read_pod_cgroups,
+)
 from kubegc_cli.host.memory import AllocatableMemory, NodeMemory, allocatable_memory, node_memory
 from kubegc_cli.model import API_VERSION as API_VERSION
 from kubegc_cli.units import ns_to_rfc3339, parse_bytes
@@ -52,11 +59,36 @@ class PodMemory:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class PodWithoutStats:
+    """A pod whose cgroup was found but could not be read: no figures. `namespace`/`name`
+    are "" when unknown; `cgroup` is the host path, `reason` the file and why."""
+
+    uid: str
+    namespace: str
+    name: str
+    qos: str
+    cgroup: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "name": self.name,
+            "qos": self.qos,
+            "cgroup": self.cgroup,
+            "reason": self.reason,
+        }
+
+
 @dataclass(slots=True)
 class MemoryReport:
     """`kubegc memory available`: the node's `memory.available` with its breakdown, the pods
     cgroup's `allocatableMemory.available` (None when there is no kubepods cgroup or no limit),
-    the pods with the largest working sets, and notes. `captured_at` in ns since the epoch."""
+    the pods with the largest working sets (`pods`, at most --top of the `pod_count` pods
+    read), the pods whose cgroup could not be read (`without_stats`), and notes.
+    `captured_at` in ns since the epoch."""
 
     node: NodeMemory
     allocatable: AllocatableMemory | None
@@ -65,6 +97,7 @@ class MemoryReport:
     layout: CgroupLayout
     captured_at: int
     notes: list[str] = field(default_factory=list)
+    without_stats: list[PodWithoutStats] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.node
@@ -105,6 +138,7 @@ class MemoryReport:
             },
             "pods": [p.to_dict() for p in self.pods],
             "pod_count": self.pod_count,
+            "pods_without_stats": [p.to_dict() for p in self.without_stats],
             "notes": list(self.notes),
         }
 
@@ -205,8 +239,10 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     """`kubegc memory available`: one sample of the kubelet's memory signals (bytes).
 
     `allocatable` (bytes) overrides the node allocatable; `top` limits the pod list (0 = all).
-    Raises `SignalUnavailable` (exit 3) when a needed host file cannot be read, `BadInput` for
-    a bad pod source or allocatable.
+    A pod cgroup that cannot be read makes only that pod's figures unknown (listed in
+    `without_stats`, with a note). Raises `SignalUnavailable` (exit 3) when a node-level file
+    (meminfo, the root or kubepods memory cgroup, the mount table) cannot be read, `BadInput`
+    for a bad pod source or allocatable.
     """
     host = s.host_root
     layout = detect_layout(host)
@@ -216,20 +252,47 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     alloc = allocatable_memory(host, layout, alloc_bytes)
     if alloc is not None and alloc_source:
         alloc = replace(alloc, allocatable_source=alloc_source)
-    cgroups = pod_cgroups(host, layout) if layout.pods_cgroup else []
-    ranked = sorted(cgroups, key=lambda c: (-c.memory.working_set, c.uid))
+    scan = read_pod_cgroups(host, layout) if layout.pods_cgroup else PodCgroupScan()
+    ranked = sorted(scan.pods, key=lambda c: (-c.memory.working_set, c.uid))
     shown = ranked[:top] if top > 0 else ranked
-    names = pod_names(s, ui, pods, (c.uid for c in shown)) if shown else {}
+    uids = [c.uid for c in shown] + [u.uid for u in scan.unreadable]
+    names = pod_names(s, ui, pods, uids) if uids else {}
     report = MemoryReport(
         node=node,
         allocatable=alloc,
         pods=[_pod_memory(c, names) for c in shown],
-        pod_count=len(cgroups),
+        pod_count=len(scan.pods),
         layout=layout,
         captured_at=time.time_ns(),
+        without_stats=[_without_stats(u, names) for u in scan.unreadable],
     )
     report.notes.extend(memory_notes(node, alloc, alloc_source, layout))
+    report.notes.extend(pod_cgroup_notes(scan, names))
     return report
+
+
+def _without_stats(u: UnreadablePodCgroup, names: Mapping[str, tuple[str, str]]) -> PodWithoutStats:
+    ns, name = names.get(u.uid, ("", ""))
+    return PodWithoutStats(u.uid, ns, name, u.qos, u.path, u.reason)
+
+
+def pod_label(uid: str, names: Mapping[str, tuple[str, str]]) -> str:
+    """`namespace/name (uid)` of a pod, or `uid <uid>` when its name is unknown."""
+    ns, name = names.get(uid, ("", ""))
+    return f"{ns}/{name} ({uid})" if name else f"uid {uid}"
+
+
+def pod_cgroup_notes(scan: PodCgroupScan, names: Mapping[str, tuple[str, str]]) -> list[str]:
+    """One line per pod cgroup that could not be read (naming the pod and the file) and per
+    directory of pod cgroups that could not be listed: those pods have no stats, which the
+    kubelet's eviction ranking puts first."""
+    notes = [
+        f"pod {pod_label(u.uid, names)} has no stats: {u.reason} "
+        "(the kubelet ranks a pod without stats first)"
+        for u in scan.unreadable
+    ]
+    notes += [f"pod cgroups not listed, their pods have no stats: {why}" for why in scan.unlisted]
+    return notes
 
 
 def _pod_memory(c: PodCgroup, names: Mapping[str, tuple[str, str]]) -> PodMemory:
@@ -463,24 +526,36 @@ def observe_signals(
     fs = FsLayout(nodefs=root_dir)
 
     if signals & {"memory.available", "allocatableMemory.available"}:
+        # Each memory signal is read on its own: the root cgroup (memory.available) and the
+        # kubepods cgroup (allocatableMemory.available) fail independently.
         try:
-            layout = detect_layout(host)
-            node = node_memory(host, layout)
-            obs["memory.available"] = Observation(
-                "memory.available", node.available, node.available + node.working_set,
-                f"MemTotal − working set of the root memory cgroup (v{layout.version})",
-            )  # fmt: skip
-            alloc = allocatable_memory(host, layout, allocatable)
-            if alloc is not None:
-                obs["allocatableMemory.available"] = Observation(
-                    "allocatableMemory.available", alloc.available,
-                    alloc.available + alloc.working_set,
-                    f"{alloc.allocatable_source} − working set of {alloc.cgroup}",
-                )  # fmt: skip
-            # else: no kubepods cgroup with a limit: the signal does not exist on this host
-            # (not an unreadable one); its thresholds are not met, as the kubelet skips them
+            layout: CgroupLayout | None = detect_layout(host)
         except Unreadable as exc:
+            layout = None
             unread["memory.available"] = unread["allocatableMemory.available"] = str(exc)
+        if layout is not None:
+            try:
+                node = node_memory(host, layout)
+                obs["memory.available"] = Observation(
+                    "memory.available", node.available, node.available + node.working_set,
+                    f"MemTotal − working set of the root memory cgroup (v{layout.version})",
+                )  # fmt: skip
+            except Unreadable as exc:
+                unread["memory.available"] = str(exc)
+            try:
+                alloc = allocatable_memory(host, layout, allocatable)
+            except Unreadable as exc:
+                unread["allocatableMemory.available"] = str(exc)
+            else:
+                if alloc is not None:
+                    obs["allocatableMemory.available"] = Observation(
+                        "allocatableMemory.available", alloc.available,
+                        alloc.available + alloc.working_set,
+                        f"{alloc.allocatable_source} − working set of {alloc.cgroup}",
+                    )  # fmt: skip
+                # else: no kubepods cgroup with a limit: the signal does not exist on this
+                # host (not an unreadable one); its thresholds are not met, as the kubelet
+                # skips them
 
     def disk(family: str, path: str) -> None:
         try:
@@ -737,7 +812,7 @@ def rank_met(
         )
     signals = sorted({r.threshold.signal for r in report.met()}, key=_signal_order)
     needs_disk = any(sig.split(".", 1)[0] in DISK_FAMILIES for sig in signals)
-    stats = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk)
+    stats = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk, pods=pods)
     for sig in signals:
         family = sig.split(".", 1)[0]
         entries = [(p, stats.get((family, p.uid), PodStats())) for p in active]
@@ -798,20 +873,40 @@ def _ranked_row(r: Any, signal: str) -> dict[str, Any]:
 
 
 def _pod_stats(
-    s: Settings, ui: Ui, report: EvictionReport, root_dir: str, uids: list[str], *, disk: bool
+    s: Settings,
+    ui: Ui,
+    report: EvictionReport,
+    root_dir: str,
+    uids: list[str],
+    *,
+    disk: bool,
+    pods: PodInventory,
 ) -> dict[tuple[str, str], Any]:
-    """(signal family, pod UID) → `PodStats`: working set and processes from the pod cgroups;
-    with `disk`, disk usage and inodes per the filesystem layout (kubelet eviction: logs and
-    local volumes on nodefs, writable layers on the filesystem that holds them)."""
+    """(signal family, pod UID) → `PodStats`: working set and processes from the pod cgroups
+    (a pod whose cgroup cannot be read has none, and a note names it); with `disk`, disk
+    usage and inodes per the filesystem layout (kubelet eviction: logs and local volumes on
+    nodefs, writable layers on the filesystem that holds them). `pods` names the pods."""
     from kubegc_cli.eviction.ranking import PodStats
 
     out: dict[tuple[str, str], Any] = {}
     try:
         layout = detect_layout(s.host_root)
-        cgroups = {c.uid: c for c in pod_cgroups(s.host_root, layout)} if layout.pods_cgroup else {}
     except RuntimeUnavailable as exc:
         report.notes.append(f"pod cgroups unreadable, pods ranked without memory stats: {exc}")
-        cgroups = {}
+        scan = PodCgroupScan()
+    else:
+        scan = read_pod_cgroups(s.host_root, layout) if layout.pods_cgroup else PodCgroupScan()
+    cgroups = {c.uid: c for c in scan.pods}
+    # A pod whose cgroup cannot be read is missing from the stats, as from the kubelet's
+    # summary: that pod alone ranks first ("no stats") for memory and PIDs.
+    ranked = set(uids)
+    names = {uid: (p.namespace, p.name) for uid, p in pods.pods.items()}
+    unreadable = [u for u in scan.unreadable if u.uid in ranked]
+    report.notes.extend(pod_cgroup_notes(PodCgroupScan(unreadable=unreadable), names))
+    if scan.unlisted:
+        report.notes.append(
+            f"pod cgroups not listed, pods ranked without memory stats: {scan.unlisted[0]}"
+        )
     for uid in uids:
         c = cgroups.get(uid)
         mem = PodStats(working_set=c.memory.working_set) if c else PodStats()

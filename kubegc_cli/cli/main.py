@@ -642,7 +642,8 @@ def _interval(text: str | None) -> float:
     flag_value="2s",
     default=None,
     metavar="[INTERVAL]",
-    help="Refresh every INTERVAL (default 2s) until Ctrl-C.",
+    help="Refresh every INTERVAL (default 2s) until Ctrl-C; into a pipe or file, one plain "
+    "frame per sample.",
 )
 @global_options
 @click.pass_context
@@ -685,9 +686,27 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
         return
     import time
 
+    if not sys.stdout.isatty():
+        # Into a pipe or file (`| tee log`): one plain frame per sample, each flushed at
+        # once, 200 columns wide as every other table written there.
+        from kubegc_cli.units import ns_to_rfc3339
+
+        try:
+            while True:
+                print(f"sample at {ns_to_rfc3339(report.captured_at)}", flush=True)
+                render_memory(report)
+                print(flush=True)
+                time.sleep(interval)
+                report = memory_report(s, ui, allocatable=given, top=top)
+        except KeyboardInterrupt:  # Ctrl-C is how a watch ends: not an error
+            return
+
     from rich.live import Live
 
-    with Live(memory_renderable(report), refresh_per_second=4, screen=False) as live:
+    from kubegc_cli.render import _console
+
+    with Live(memory_renderable(report), console=_console(sys.stdout), refresh_per_second=4,
+              screen=False) as live:  # fmt: skip
         try:
             while True:
                 time.sleep(interval)

@@ -2,7 +2,8 @@
 
 Everything is read under `host_root`, the host's `/` as this process sees it. Paths in the
 returned objects are host paths (`/sys/fs/cgroup/...`); error messages name the file actually
-opened. Any file needed that cannot be read or parsed raises `SignalUnavailable` (exit 3).
+opened. Any file needed that cannot be read or parsed raises `SignalUnavailable` (exit 3),
+except in pod cgroups: `read_pod_cgroups` reports a pod it cannot read and reads the others.
 
 Rules (kubelet and cAdvisor on Linux):
 
@@ -18,7 +19,7 @@ Rules (kubelet and cAdvisor on Linux):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -401,23 +402,57 @@ class PodCgroup:
     processes: int
 
 
-def pod_cgroups(host_root: Path, layout: CgroupLayout) -> list[PodCgroup]:
-    """The memory figures and process counts of every pod cgroup, sorted by UID (see
-    `find_pod_cgroups` for the layouts walked).
+@dataclass(frozen=True, slots=True)
+class UnreadablePodCgroup:
+    """A pod cgroup found under kubepods whose figures could not be read: `uid` (with dashes),
+    `qos`, `path` (host path) and `reason`, one line naming the file and why (missing,
+    unreadable, garbled, or the cgroup removed while it was read)."""
 
-    A pod cgroup that disappears while it is read (the pod was just removed) is skipped.
-    Raises `SignalUnavailable` when a pod cgroup that still exists cannot be read or parsed.
+    uid: str
+    qos: str
+    path: str
+    reason: str
+
+
+@dataclass(slots=True)
+class PodCgroupScan:
+    """Every pod cgroup under kubepods: `pods` read whole (sorted by UID), `unreadable` those
+    found whose files could not be read (sorted by UID), and `unlisted`, one line per cgroup
+    directory (kubepods or a QoS class) that exists but could not be listed, whose pods are
+    then not found at all."""
+
+    pods: list[PodCgroup] = field(default_factory=list)
+    unreadable: list[UnreadablePodCgroup] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
+
+
+def read_pod_cgroups(host_root: Path, layout: CgroupLayout) -> PodCgroupScan:
+    """The memory figures (bytes) and process counts of every pod cgroup (see
+    `find_pod_cgroups` for the layouts walked), without failing on any one pod.
+
+    Pod cgroups come and go with the pods: a pod cgroup that cannot be read whole — removed
+    while it is read, a file missing, unreadable or garbled, a `memory.stat` line missing — is
+    listed in `unreadable` with the reason, and the other pods are read as usual. Such a pod
+    has no stats, as a pod missing from the kubelet's summary (its eviction ranking puts it
+    first). When the kubepods or a QoS directory cannot be listed, `unlisted` says so and no
+    pod is found. Raises nothing: every failure is in the result.
     """
-    out: list[PodCgroup] = []
-    for ref in find_pod_cgroups(host_root, layout):
+    scan = PodCgroupScan()
+    try:
+        refs = find_pod_cgroups(host_root, layout)
+    except SignalUnavailable as exc:
+        scan.unlisted.append(str(exc))
+        return scan
+    for ref in refs:
         try:
             memory = read_cgroup_memory(host_root, layout, ref.path)
             processes = count_processes(host_root, ref.path)
-        except SignalUnavailable:
-            if os.path.isdir(on_host(host_root, ref.path)):
-                raise
+        except SignalUnavailable as exc:
+            gone = not os.path.isdir(on_host(host_root, ref.path))
+            reason = f"{ref.path} was removed while it was read" if gone else str(exc)
+            scan.unreadable.append(UnreadablePodCgroup(ref.uid, ref.qos, ref.path, reason))
             continue
-        out.append(
+        scan.pods.append(
             PodCgroup(uid=ref.uid, qos=ref.qos, path=ref.path, memory=memory, processes=processes)
         )
-    return out
+    return scan

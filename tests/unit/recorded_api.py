@@ -24,13 +24,23 @@ server would, and records every request so tests can assert exactly what kubegc 
 
 Use `serve_recorded_api(tmp_path)` in a fixture; it yields the `RecordedApi` and a kubeconfig
 pointing at the server.
+
+Run by hand, it plays a cluster for trying `kubegc evict prune` (and the API pod source)
+without one, printing each request it answers:
+
+    .venv/bin/python -m tests.unit.recorded_api --kubeconfig /tmp/kubegc-demo.kubeconfig
+
+serves demo pods (`demo_pods`: Evicted pods on node-a and node-b, one running) or, with
+`--pods FILE`, the pods of a PodList or List (`kubectl get pods -A -o json`), until Ctrl-C.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -343,3 +353,76 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def demo_pods(now: float) -> list[Any]:
+    """Pods for trying `evict prune` by hand, times relative to `now` (seconds since the
+    epoch): on node-a, shop/web-1 evicted 3 hours ago and shop/web-2 20 minutes ago, and
+    shop/db-0 running; on node-b, batch/report-1 evicted 2 hours ago."""
+
+    def at(seconds_ago: int) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - seconds_ago))
+
+    def evicted_at(seconds_ago: int) -> list[dict[str, Any]]:
+        return [{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+                 "lastTransitionTime": at(seconds_ago)}]  # fmt: skip
+
+    return [
+        api_pod("web-1", namespace="shop", uid="uid-web-1", conditions=evicted_at(3 * 3600),
+                start_time=at(5 * 3600)),
+        api_pod("web-2", namespace="shop", uid="uid-web-2", conditions=evicted_at(20 * 60),
+                start_time=at(3600)),
+        api_pod("db-0", namespace="shop", uid="uid-db-0", phase="Running", reason="",
+                owner=("StatefulSet", "db"), start_time=at(5 * 3600)),
+        api_pod("report-1", namespace="batch", uid="uid-report-1", node="node-b",
+                conditions=evicted_at(2 * 3600), owner=("Job", "report"),
+                start_time=at(4 * 3600)),
+    ]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve pods on a free local port until Ctrl-C (or SIGTERM); write a kubeconfig for
+    the server to `--kubeconfig`; print each request answered (method, path, status of a
+    DELETE) on stderr. Field selectors and namespaces are applied as the API server does."""
+    import signal
+    import tempfile
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.unit.recorded_api",
+        description="A local stand-in for the Kubernetes API serving recorded pods.",
+    )
+    parser.add_argument("--kubeconfig", type=Path, required=True,
+                        help="where to write a kubeconfig for the server")  # fmt: skip
+    parser.add_argument("--pods", type=Path,
+                        help="a PodList or List JSON to serve [default: demo pods]")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.pods is not None:
+        doc = json.loads(args.pods.read_text())
+        pods = [p for p in doc.get("items", []) if p.get("kind", "Pod") == "Pod"]
+    else:
+        pods = demo_pods(time.time())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with tempfile.TemporaryDirectory() as tmp, serve_recorded_api(Path(tmp)) as (api, config):
+        api.pages = [pods]
+        api.honor_selectors = True
+        args.kubeconfig.write_text(config.read_text())
+        print(f"serving {len(pods)} pods; kubeconfig: {args.kubeconfig}", file=sys.stderr)
+        seen = 0
+        try:
+            while True:
+                time.sleep(0.1)
+                with api.lock:
+                    calls = api.calls[seen:]
+                    deletes = {(d.namespace, d.name): d.status for d in api.deletes}
+                for method, path in calls:
+                    m = POD_PATH.fullmatch(path)
+                    status = deletes.get((m.group(1), m.group(2))) if m else None
+                    after = f" -> {status}" if method == "DELETE" and status else ""
+                    print(f"{method} {path}{after}", file=sys.stderr, flush=True)
+                seen += len(calls)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

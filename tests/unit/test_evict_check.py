@@ -241,3 +241,97 @@ def test_a_named_pod_source_that_cannot_be_read_is_exit_2_either_way(
     for args in (["--pods-file", str(tmp_path / "missing.json")], ["--kubeconfig", str(garbage)]):
         code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", *args)
         assert code == 2 and out == "" and err.count("\n") == 1, (args, err)
+
+
+def v1_node_with_pods(root: Path) -> str:
+    """cgroup v1, cgroupfs: memory.available 512 MiB (MemTotal 4 GiB, root working set
+    3.5 GiB); kubepods limit 3 GiB − working set 1400 MiB = 1672 MiB. Pods (working sets, two
+    processes each): a 1000 MiB, b 300 MiB, c 100 MiB. Returns the host path of b's cgroup."""
+    write_mountinfo(root, MOUNTINFO_V1)
+    write_meminfo(root, 4 * 1024 * 1024)
+    write_v1_cgroup(root, V1_ROOT, usage=3584 * MiB, inactive_file=0)
+    pods = f"{V1_ROOT}/kubepods"
+    write_v1_cgroup(root, pods, usage=1400 * MiB, inactive_file=0, limit=3 * 1024 * MiB)
+    for uid, qos, ws in (("a", "burstable", 1000), ("b", "besteffort", 300),
+                         ("c", "guaranteed", 100)):  # fmt: skip
+        write_v1_cgroup(root, pod_cgroup_path(pods, "cgroupfs", qos, f"{uid}-uid"),
+                        usage=ws * MiB, inactive_file=0, pids=[1, 2])  # fmt: skip
+    write_pid_files(root, pid_max=1000, threads_max=100_000, loadavg="0.1 0.2 0.3 2/990 42")
+    (root / "var/lib/kubelet").mkdir(parents=True, exist_ok=True)
+    return pod_cgroup_path(pods, "cgroupfs", "besteffort", "b-uid")
+
+
+@pytest.mark.parametrize(
+    ("files", "stat_line", "why"),
+    [
+        (["cgroup.procs"], None, "cgroup.procs: No such file"),
+        (["memory.stat", "memory.usage_in_bytes"], None, "memory.stat: No such file"),
+        ([], "total_active_file", "memory.stat: no total_active_file line"),
+    ],
+)
+def test_a_pod_whose_cgroup_cannot_be_read_alone_has_no_stats(
+    tmp_path: Path, files: list[str], stat_line: str | None, why: str
+) -> None:
+    """b's cgroup cannot be read whole: b alone has no stats and ranks first (as a pod missing
+    from the kubelet's summary), a and c rank by their working sets / processes; a note names
+    b and the file. memory.available 512 MiB < 1 GiB, pid.available 10 < 20: both met."""
+    b_cgroup = v1_node_with_pods(tmp_path)
+    local = tmp_path / b_cgroup.lstrip("/")
+    for name in files:
+        (local / name).unlink()
+    if stat_line:
+        stat = local / "memory.stat"
+        kept = [x for x in stat.read_text().splitlines() if x.split()[0] != stat_line]
+        stat.write_text("\n".join(kept) + "\n")
+    pods = tmp_path / "pods.json"
+    items = [pod(f"{u}-uid", u, request=None) for u in "abc"]
+    pods.write_text(json.dumps({"kind": "PodList", "items": items}))
+    args = ["--eviction-hard", "memory.available<1Gi,pid.available<20", "--pods-file", str(pods)]
+    code, out, err = check(tmp_path, *args, "--node-name", "node-1", "-o", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    for signal, usage in (("memory.available", 1000 * MiB), ("pid.available", 2)):
+        ranked = doc["ranking"][signal]
+        assert [r["name"] for r in ranked] == ["b", "a", "c"], signal
+        assert ranked[0]["usage"] is None and "no stats" in ranked[0]["note"]
+        assert ranked[1]["usage"] == usage and ranked[1]["note"] == ""
+        assert ranked[2]["usage"] is not None and ranked[2]["note"] == ""
+    [note] = [n for n in doc["notes"] if "b-uid" in n]
+    assert note.startswith("pod ns/b (b-uid) has no stats: ") and f"{b_cgroup}/{why}" in note
+    assert by_signal(doc)["memory.available"]["observed"] == 512 * MiB
+
+
+def test_allocatable_memory_is_observed_when_the_root_cgroup_is_unreadable(
+    tmp_path: Path,
+) -> None:
+    """The root memory cgroup cannot be read: memory.available is unknown, but
+    allocatableMemory.available (kubepods limit 3 GiB − working set 1400 MiB = 1672 MiB) does
+    not depend on it and is observed: not met under 1 GiB (exit 3: memory.available unknown),
+    met under 2 GiB (exit 1)."""
+    v1_node_with_pods(tmp_path)
+    (tmp_path / V1_ROOT.lstrip("/") / "memory.usage_in_bytes").unlink()
+    code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
+    doc = json.loads(out)
+    assert code == 3 and list(doc["unread"]) == ["memory.available"]
+    assert f"{V1_ROOT}/memory.usage_in_bytes" in doc["unread"]["memory.available"]
+    thresholds = by_signal(doc)
+    assert thresholds["memory.available"]["observed"] is None
+    alloc = thresholds["allocatableMemory.available"]
+    assert alloc["observed"] == 1672 * MiB and alloc["met"] is False
+    code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<2Gi", "-o", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["met"] == [
+        {"signal": "allocatableMemory.available", "hard": True, "condition": "MemoryPressure"}
+    ]
+    code, table, _ = check(tmp_path, "--eviction-hard", "memory.available<1Gi")
+    [row] = [x for x in table.splitlines() if x.startswith("allocatableMemory.available")]
+    assert "unknown" not in row and "1.6Gi" in row
+
+
+def test_a_pods_cgroup_that_cannot_be_read_leaves_memory_available(tmp_path: Path) -> None:
+    v1_node_with_pods(tmp_path)
+    (tmp_path / V1_ROOT.lstrip("/") / "kubepods/memory.stat").unlink()
+    code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
+    doc = json.loads(out)
+    assert code == 1 and list(doc["unread"]) == ["allocatableMemory.available"]
+    assert by_signal(doc)["memory.available"]["observed"] == 512 * MiB

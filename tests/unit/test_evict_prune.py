@@ -9,6 +9,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -506,3 +507,46 @@ def test_command_line_bad_selector_sends_nothing(
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["policy"]["selector"] == "!app"
     assert recorded.requests[0]["labelSelector"] == ["!app"]
+
+
+def test_the_readme_recipe_against_the_stand_in_run_by_hand(tmp_path: Path) -> None:
+    """`python -m tests.unit.recorded_api` (the README's way to try `evict prune` without a
+    cluster) serves its demo pods: a dry run on node-a plans web-1 and web-2; `--all-nodes
+    --older-than 1h --yes` removes web-1 (3h) and report-1 (2h) and keeps web-2 (20m)."""
+    kubeconfig = tmp_path / "demo.kubeconfig"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.unit.recorded_api", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    try:
+        for _ in range(200):
+            if kubeconfig.exists() or server.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert kubeconfig.exists(), "the stand-in wrote no kubeconfig"
+
+        def prune(*args: str) -> list[tuple[str, str]]:
+            res = subprocess.run(
+                [sys.executable, "-m", "kubegc_cli", "evict", "prune", "--kubeconfig",
+                 str(kubeconfig), "--state-dir", str(tmp_path / "state"), *args, "-o", "json"],
+                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                env={"PATH": "/usr/bin:/bin", "HOME": "/"},
+            )  # fmt: skip
+            assert res.returncode == 0, res.stderr
+            return [(a["id"], a["result"]) for a in json.loads(res.stdout)["actions"]]
+
+        assert prune("--node-name", "node-a", "--dry-run") == [
+            ("shop/web-1", "planned"),
+            ("shop/web-2", "planned"),
+        ]
+        assert prune("--all-nodes", "--older-than", "1h", "--yes") == [
+            ("batch/report-1", "removed"),
+            ("shop/web-1", "removed"),
+        ]
+        assert prune("--all-nodes", "--dry-run") == [("shop/web-2", "planned")]
+    finally:
+        server.terminate()
+        _, log = server.communicate(timeout=30)
+    assert server.returncode == 0, log
+    assert "DELETE /api/v1/namespaces/batch/pods/report-1 -> 200" in log

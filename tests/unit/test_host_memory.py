@@ -18,10 +18,11 @@ from kubegc_cli.host import cgroups
 from kubegc_cli.host.cgroups import (
     CgroupLayout,
     CgroupMemory,
+    PodCgroupScan,
     detect_layout,
     find_pod_cgroups,
-    pod_cgroups,
     read_cgroup_memory,
+    read_pod_cgroups,
 )
 from kubegc_cli.host.memory import (
     NodeMemory,
@@ -217,7 +218,7 @@ def test_v2_systemd_allocatable_available(
 
 def test_v2_systemd_pods_of_each_qos(tmp_path: Path) -> None:
     v2_systemd_node(tmp_path)
-    pods = pod_cgroups(tmp_path, detect_layout(tmp_path))
+    pods = read_pod_cgroups(tmp_path, detect_layout(tmp_path)).pods
     got = [(p.uid, p.qos, p.memory.working_set, p.memory.limit, p.processes) for p in pods]
     assert got == [
         # 2,000,000,000 − 100,000,000; memory.max 2 GiB
@@ -257,7 +258,7 @@ def test_allocatable_without_kubepods_is_none(tmp_path: Path) -> None:
     layout = detect_layout(tmp_path)
     assert (layout.driver, layout.pods_cgroup) == ("", None)
     assert allocatable_memory(tmp_path, layout, 1_000_000) is None
-    assert pod_cgroups(tmp_path, layout) == []
+    assert read_pod_cgroups(tmp_path, layout) == PodCgroupScan()
 
 
 def test_allocatable_must_be_positive(tmp_path: Path) -> None:
@@ -315,7 +316,9 @@ def _v2_small(root: Path, path: str, pids: list[int]) -> None:
 @pytest.mark.parametrize(("version", "driver"), [(1, "systemd"), (2, "cgroupfs"), (1, "cgroupfs")])
 def test_pod_walk_finds_every_pod(tmp_path: Path, version: int, driver: str) -> None:
     layout, pods = _pod_tree(tmp_path, version, driver)
-    found = pod_cgroups(tmp_path, layout)
+    scan = read_pod_cgroups(tmp_path, layout)
+    assert (scan.unreadable, scan.unlisted) == ([], [])
+    found = scan.pods
     assert [(p.uid, p.qos, p.processes) for p in found] == [
         (GUARANTEED, "guaranteed", 4),
         (BURSTABLE, "burstable", 2),
@@ -349,16 +352,67 @@ def test_pod_vanishing_while_read_is_skipped(
         return real(host_root, lay, path, root=root)
 
     monkeypatch.setattr(cgroups, "read_cgroup_memory", remove_then_read)
-    uids = [p.uid for p in pod_cgroups(tmp_path, layout)]
-    assert uids == [GUARANTEED, BESTEFFORT, STATIC]
+    scan = read_pod_cgroups(tmp_path, layout)
+    assert [p.uid for p in scan.pods] == [GUARANTEED, BESTEFFORT, STATIC]
+    assert [(u.uid, u.qos, u.path) for u in scan.unreadable] == [(BURSTABLE, "burstable", victim)]
+    assert scan.unreadable[0].reason == f"{victim} was removed while it was read"
 
 
-def test_pod_cgroup_that_exists_but_is_unreadable_is_an_error(tmp_path: Path) -> None:
-    layout, pods = _pod_tree(tmp_path, 2, "cgroupfs")
+@pytest.mark.parametrize(
+    ("version", "mutate", "why"),
+    [
+        (1, ["cgroup.procs"], "cgroup.procs: No such file"),
+        (1, ["memory.stat", "memory.usage_in_bytes"], "memory.stat: No such file"),
+        (1, ["memory.usage_in_bytes"], "memory.usage_in_bytes: No such file"),
+        (1, "total_active_file", "memory.stat: no total_active_file line"),
+        (1, "total_inactive_file", "memory.stat: no total_inactive_file line"),
+        (2, ["memory.current"], "memory.current: No such file"),
+        (2, "inactive_file", "memory.stat: no inactive_file line"),
+    ],
+)
+def test_one_unreadable_pod_cgroup_leaves_the_others(
+    tmp_path: Path, version: int, mutate: list[str] | str, why: str
+) -> None:
+    """A pod cgroup with a file or a memory.stat line missing is that pod alone, unreadable,
+    with the file and why; every other pod is read as usual."""
+    layout, pods = _pod_tree(tmp_path, version, "cgroupfs")
     victim = pod_cgroup_path(pods, "cgroupfs", "burstable", BURSTABLE)
-    (tmp_path / victim.lstrip("/") / "memory.current").unlink()
-    with pytest.raises(SignalUnavailable, match=r"kubepods/burstable/pod.*/memory\.current"):
-        pod_cgroups(tmp_path, layout)
+    local = tmp_path / victim.lstrip("/")
+    if isinstance(mutate, list):
+        for name in mutate:
+            (local / name).unlink()
+    else:
+        stat = local / "memory.stat"
+        kept = [line for line in stat.read_text().splitlines() if line.split()[0] != mutate]
+        stat.write_text("\n".join(kept) + "\n")
+    scan = read_pod_cgroups(tmp_path, layout)
+    assert [p.uid for p in scan.pods] == [GUARANTEED, BESTEFFORT, STATIC]
+    assert all(p.memory.working_set == 900 for p in scan.pods)
+    [bad] = scan.unreadable
+    assert (bad.uid, bad.qos, bad.path) == (BURSTABLE, "burstable", victim)
+    assert f"{victim}/{why}" in bad.reason and str(tmp_path) in bad.reason
+    assert scan.unlisted == []
+
+
+def test_an_unreadable_process_count_makes_the_pod_unreadable(tmp_path: Path) -> None:
+    layout, pods = _pod_tree(tmp_path, 2, "systemd")
+    victim = pod_cgroup_path(pods, "systemd", "guaranteed", GUARANTEED)
+    put(tmp_path, f"{victim}/ctr-a/cgroup.procs", "101\nabc\n")  # a container's, garbled
+    scan = read_pod_cgroups(tmp_path, layout)
+    assert [p.uid for p in scan.pods] == [BURSTABLE, BESTEFFORT, STATIC]
+    [bad] = scan.unreadable
+    assert bad.uid == GUARANTEED and "ctr-a/cgroup.procs: not a PID: 'abc'" in bad.reason
+
+
+def test_a_qos_directory_that_cannot_be_listed_is_said(tmp_path: Path) -> None:
+    layout, pods = _pod_tree(tmp_path, 1, "cgroupfs")
+    qos = tmp_path / f"{pods}/burstable".lstrip("/")
+    shutil.rmtree(qos)
+    qos.symlink_to(qos)  # a symlink loop: listing fails (ELOOP), as root too
+    scan = read_pod_cgroups(tmp_path, layout)
+    assert scan.pods == [] and scan.unreadable == []
+    [why] = scan.unlisted
+    assert f"cannot list {qos}" in why
 
 
 def test_find_pod_cgroups_reads_no_file(tmp_path: Path) -> None:
@@ -567,17 +621,6 @@ def _write(host_path: str, text: str) -> Mutate:
             f"{V2_ROOT}/kubepods.slice/memory.current",
             "No such file",
         ),
-        (
-            "v2",
-            _write(
-                pod_cgroup_path(f"{V2_ROOT}/kubepods.slice", "systemd", "guaranteed", GUARANTEED)
-                + "/cgroup.procs",
-                "101\nabc\n",
-            ),
-            lambda r: pod_cgroups(r, _layout(r)),
-            "kubepods-pod0f3c1a2b_4d5e_6f70_8192_a3b4c5d6e7f8.slice/cgroup.procs",
-            "not a PID",
-        ),
         ("v2", _rm("/proc/sys/kernel/pid_max"), _PIDS, "/proc/sys/kernel/pid_max", "No such"),
         (
             "v2",
@@ -716,7 +759,7 @@ def test_this_machine() -> None:
     assert node.available == node.capacity - node.working_set
     assert 0 <= node.working_set <= node.capacity
     assert node.working_set == max(0, node.usage - node.inactive_file)
-    pods = pod_cgroups(host, layout)
+    pods = read_pod_cgroups(host, layout).pods
     assert [p.uid for p in pods] == sorted(p.uid for p in pods)
 
     sample = pid_available(host)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from queue import Empty, Queue
 from typing import Any
 
 import pytest
@@ -161,3 +164,139 @@ def test_unreadable_host_files_are_exit_3(tmp_path: Path) -> None:
     (root / "proc" / "meminfo").unlink()
     code, _, err = memory(root)
     assert code == 3 and "/proc/meminfo" in err and err.count("\n") == 1
+
+
+def v1_cgroupfs_node_with_pods(root: Path) -> str:
+    """MemTotal 4,194,304 kB = 4 GiB; root usage 3.5 GiB, inactive 0 → memory.available
+    512 MiB. kubepods: usage 1400 MiB, limit 3 GiB → allocatable available 1672 MiB.
+    Pods: A burstable ws 1000 MiB, B besteffort ws 300 MiB, C guaranteed ws 100 MiB.
+    Returns the host path of B's cgroup."""
+    mib = 1 << 20
+    write_mountinfo(root, MOUNTINFO_V1)
+    write_meminfo(root, 4 * 1024 * 1024, mem_available_kb=2 * 1024 * 1024)
+    write_v1_cgroup(root, V1_ROOT, usage=3584 * mib, inactive_file=0)
+    pods = f"{V1_ROOT}/kubepods"
+    write_v1_cgroup(root, pods, usage=1400 * mib, inactive_file=0, limit=3072 * mib)
+    for uid, qos, ws in ((UID_A, "burstable", 1000), (UID_B, "besteffort", 300),
+                         (UID_C, "guaranteed", 100)):  # fmt: skip
+        write_v1_cgroup(root, pod_cgroup_path(pods, "cgroupfs", qos, uid), usage=ws * mib,
+                        inactive_file=0, pids=[1, 2])  # fmt: skip
+    return pod_cgroup_path(pods, "cgroupfs", "besteffort", UID_B)
+
+
+def _drop_stat_line(path: Path, key: str) -> None:
+    kept = [line for line in path.read_text().splitlines() if line.split()[0] != key]
+    path.write_text("\n".join(kept) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("files", "stat_line", "why"),
+    [
+        (["cgroup.procs"], None, "cgroup.procs: No such file"),
+        (["memory.stat", "memory.usage_in_bytes"], None, "memory.stat: No such file"),
+        ([], "total_active_file", "memory.stat: no total_active_file line"),
+    ],
+)
+def test_one_unreadable_pod_cgroup_is_that_pod_alone_without_stats(
+    tmp_path: Path, files: list[str], stat_line: str | None, why: str
+) -> None:
+    """Pod B's cgroup cannot be read whole: the node figures, the allocatable figures and the
+    other pods are as always; B is listed without stats, and a note names it and the file."""
+    root = tmp_path / "host"
+    b_cgroup = v1_cgroupfs_node_with_pods(root)
+    local = root / b_cgroup.lstrip("/")
+    for name in files:
+        (local / name).unlink()
+    if stat_line:
+        _drop_stat_line(local / "memory.stat", stat_line)
+    pods = pods_and_node(tmp_path, None)
+    code, out, err = memory(root, "--pods-file", str(pods), "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["memory.available"]["available"] == 512 << 20
+    assert doc["allocatableMemory.available"]["available"] == 1672 << 20
+    assert [(p["uid"], p["working_set"]) for p in doc["pods"]] == [
+        (UID_A, 1000 << 20),
+        (UID_C, 100 << 20),
+    ]
+    assert doc["pod_count"] == 2
+    [b] = doc["pods_without_stats"]
+    assert (b["uid"], b["namespace"], b["name"], b["qos"], b["cgroup"]) == (
+        UID_B, "shop", "batch-7", "besteffort", b_cgroup,
+    )  # fmt: skip
+    assert f"{b_cgroup}/{why}" in b["reason"]
+    [note] = [n for n in doc["notes"] if UID_B in n]
+    assert note.startswith(f"pod shop/batch-7 ({UID_B}) has no stats: ") and why in note
+    code, table, err = memory(root, "--pods-file", str(pods))
+    assert code == 0, err
+    assert "memory.available  512Mi" in table and "allocatableMemory.available  1.6Gi" in table
+    assert "cart-1" in table and f"note: pod shop/batch-7 ({UID_B}) has no stats" in table
+
+
+def test_a_pod_cgroup_removed_while_read_is_said(tmp_path: Path) -> None:
+    """The pod directory is there when listed but its files are gone (the pod was removed):
+    reported as removed, the command still succeeds."""
+    root = tmp_path / "host"
+    b_cgroup = v1_cgroupfs_node_with_pods(root)
+    local = root / b_cgroup.lstrip("/")
+    for f in local.iterdir():
+        f.unlink()
+    code, out, err = memory(root, "-o", "json")
+    assert code == 0, err
+    [b] = json.loads(out)["pods_without_stats"]
+    assert b["uid"] == UID_B and b["name"] == "" and "memory.stat: No such file" in b["reason"]
+    assert any(n.startswith(f"pod uid {UID_B} has no stats") for n in json.loads(out)["notes"])
+
+
+def test_an_unreadable_root_cgroup_is_still_exit_3(tmp_path: Path) -> None:
+    root = tmp_path / "host"
+    v1_cgroupfs_node_with_pods(root)
+    (root / V1_ROOT.lstrip("/") / "memory.usage_in_bytes").unlink()
+    code, out, err = memory(root, "-o", "json")
+    assert code == 3 and out == "" and f"{V1_ROOT}/memory.usage_in_bytes" in err
+
+
+def test_watch_into_a_pipe_prints_plain_frames_as_they_come(tmp_path: Path) -> None:
+    """`--watch` with stdout a pipe: each sample is written (and flushed) at once as a plain
+    frame, 200 columns wide, so a long pod row is whole; Ctrl-C ends it with exit 0."""
+    root = tmp_path / "host"
+    v2_systemd_node(root)
+    long_name = "checkout-frontend-" + "x" * 50
+    items = [{"kind": "Pod", "metadata": {"uid": UID_A, "namespace": "storefront-production",
+                                          "name": long_name}, "status": {}}]  # fmt: skip
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "List", "items": items}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), *NO_RUNTIME,
+         "--pods-file", str(pods), "memory", "available", "--watch", "0.2s"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/"},
+    )  # fmt: skip
+    out = proc.stdout
+    assert out is not None
+    queue: Queue[str] = Queue()
+
+    def read() -> None:
+        for line in out:
+            queue.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        lines: list[str] = []
+        while sum(line.startswith("sample at ") for line in lines) < 3:
+            try:
+                lines.append(queue.get(timeout=20))
+            except Empty:
+                pytest.fail(f"no frame while the watch runs; got {lines!r}")
+        assert proc.poll() is None  # frames arrive while it runs, not at the end
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    frames = "".join(lines).split("sample at ")[1:]
+    assert len(frames) >= 2
+    for frame in frames[:2]:
+        assert frame.count("memory.available  4.4Gi") == 1
+        [row] = [line for line in frame.splitlines() if long_name in line]
+        assert row.rstrip().endswith(UID_A)  # not cut at 80 columns
+        assert "\x1b" not in frame  # plain text: no cursor movement, no colour
