@@ -15,7 +15,8 @@ leaked older attempts), 5,000 images. Fresh `kubegc` processes, timed from start
 
 For each: wall time (median of ``--runs``), the kubegc process's CPU and the fake runtime's
 CPU during the run (the fake is Python; it keeps its serialized ListContainers reply until a
-container changes, as a runtime answers from memory), and the output size. Then one phase breakdown of the target (``bench/_phases.py``).
+container changes, as a runtime answers from memory), and the output size. Then one phase
+breakdown of the target (``bench/_phases.py``).
 
 Run from the repository root (no root or containerd needed)::
 
