@@ -133,7 +133,7 @@ def check_state_dir(state_dir: Path) -> None:
         _db_path(state_dir)
 
 
-def _ensure_dir(state_dir: Path) -> None:
+def ensure_state_dir(state_dir: Path) -> None:
     """Create `state_dir` (mode 0700) if missing. Raises `BadInput` when it is not a directory,
     `StateUnavailable` when it cannot be created (read-only filesystem, permission denied)."""
     _check_dir(state_dir)
@@ -178,7 +178,7 @@ _LOCK_OPEN_ERRORS = {
 def _acquire(state_dir: Path, timeout: float) -> tuple[Path, int]:
     """Take `state_dir/lock` (flock, exclusive), waiting up to `timeout` seconds, and write
     this process's pid into it. Returns (path, fd). Raises as `node_lock`."""
-    _ensure_dir(state_dir)
+    ensure_state_dir(state_dir)
     path = state_dir / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -288,7 +288,7 @@ def _open_write(state_dir: Path) -> sqlite3.Connection:
     """Open `state.db` for writing (WAL, busy timeout), checked and with the schema created."""
     import sqlite3
 
-    _ensure_dir(state_dir)
+    ensure_state_dir(state_dir)
     path = _db_path(state_dir)
     con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS)
     try:

@@ -150,12 +150,18 @@ def remember(
 ) -> str:
     """Remember the mountpoints the runtime at `endpoint` (socket identity `ident`) reported.
     Entries of other endpoints whose socket no longer exists are dropped, and at most
-    `MAX_ENTRIES` are kept (the newest). Returns "" when written, else why not (the state
-    dir is missing or read-only, ...). Never raises."""
+    `MAX_ENTRIES` are kept (the newest). A missing state dir is created (mode 0700). Returns ""
+    when written, else why not (the state dir is not a directory or read-only, ...). Never
+    raises."""
     if _paths(list(images)) is None or _paths(list(containers)) is None or not images:
         return "the runtime named a mountpoint that is not an absolute path"
-    if not os.path.isdir(state_dir):
-        return f"the state dir {state_dir} does not exist"
+    from kubegc_cli.errors import BadInput
+    from kubegc_cli.state import ensure_state_dir
+
+    try:
+        ensure_state_dir(state_dir)  # created as every command that writes there does
+    except BadInput as exc:  # (StateUnavailable too: read-only, permission denied)
+        return str(exc)
     path = cache_path(state_dir)
     runtimes, _ = _read(path)
     kept = {

@@ -216,20 +216,32 @@ def test_a_read_only_state_dir_still_checks(tmp_path: Path, sock_dir: Path) -> N
     assert list(state.iterdir()) == []
 
 
-@pytest.mark.parametrize("kind", ["missing", "file"])
-def test_a_missing_state_dir_is_not_created_and_still_checks(
-    tmp_path: Path, sock_dir: Path, kind: str
-) -> None:
+def test_a_missing_state_dir_is_created_and_remembers(tmp_path: Path, sock_dir: Path) -> None:
+    """A node where kubegc never ran: the first check creates the state dir (0700) as every
+    command that writes there does, so the next check needs no CRI call."""
     node(tmp_path)
-    state = tmp_path / "state"
-    if kind == "file":
-        state.write_text("not a directory")
+    state = tmp_path / "var/lib/kubegc"
     with runtime(sock_dir / "cri.sock") as cri:
         code, doc, err, _ = check(tmp_path, cri.endpoint, state)
         assert code == 0, err
         assert doc["filesystems"]["imagefs"] == "/var/lib/containerd"
-        assert f"not remembered: the state dir {state} does not exist" in err
-    assert state.exists() == (kind == "file")
+        assert (state / fscache.CACHE_NAME).is_file()
+        assert state.stat().st_mode & 0o777 == 0o700
+        code, again, err, _ = check(tmp_path, cri.endpoint, state)
+        assert code == 0 and "from the cache" in err, err
+        assert again["filesystems"] == doc["filesystems"]
+
+
+def test_a_state_dir_that_is_a_file_still_checks(tmp_path: Path, sock_dir: Path) -> None:
+    node(tmp_path)
+    state = tmp_path / "state"
+    state.write_text("not a directory")
+    with runtime(sock_dir / "cri.sock") as cri:
+        code, doc, err, _ = check(tmp_path, cri.endpoint, state)
+        assert code == 0, err
+        assert doc["filesystems"]["imagefs"] == "/var/lib/containerd"
+        assert "not remembered:" in err and str(state) in err
+    assert state.read_text() == "not a directory"
 
 
 def test_snapshot_asks_the_runtime_and_remembers_nothing(tmp_path: Path, sock_dir: Path) -> None:
