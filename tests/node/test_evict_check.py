@@ -22,7 +22,8 @@ def test_imagefs_signals_come_from_the_runtime_image_filesystem(tmp_path: Path) 
     with LocalNode(tmp_path / "node", imagefs_bytes=64 * MiB) as node:
         node.import_image("docker.io/library/filler:1", pad_bytes=8 * MiB, seed="f")
         res = subprocess.run(
-            [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint, "evict", "check",
+            [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+             "--state-dir", str(tmp_path / "state"), "evict", "check",
              "--root-dir", str(root_dir), "--eviction-hard",
              "imagefs.available<99%,nodefs.available<1%,imagefs.inodesFree<1", "-o", "json"],
             capture_output=True, text=True, timeout=60,
