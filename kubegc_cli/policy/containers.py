@@ -205,6 +205,8 @@ def plan_containers(
                 del removed[c.id]
                 kept[c.id] = (c, KEEP_GUARD, GUARD_REASON)
 
+    units.clear()  # (decided: only `removed` and `kept` are read from here on)
+    newest.clear()
     plan: Plan[ContainerAction] = Plan(
         kind="ContainerGCPlan",
         policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
@@ -218,9 +220,12 @@ def plan_containers(
     # Every dead container is in `removed` or in `kept`; walk them in table order.
     for members in _in_table_order(every_unit):
         for c in members:
-            entry = removed.get(c.id)
+            entry = removed.pop(c.id, None)  # (popped: each decision is read once)
             if entry is None:
-                _, rule, why = kept[c.id]
+                decided = kept.pop(c.id, None)
+                if decided is None:
+                    continue  # an ID listed twice: shown once (a runtime lists each once)
+                _, rule, why = decided
                 if selects is None or selects(c):
                     kept_actions.append(ContainerAction(c, rule, why, kept_result))
                 continue
