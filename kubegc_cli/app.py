@@ -46,6 +46,7 @@ from kubegc_cli.state import (
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.execute import Executor
+    from kubegc_cli.host.mounts import MountTable
 
 
 class Ui(Protocol):
@@ -307,6 +308,33 @@ def _carry_out(
         release_run_lock()
 
 
+def _observe_for_containers(
+    client: CriClient,
+    s: Settings,
+    scope: Scope,
+    pod_logs_dir: str,
+    mounts: MountTable,
+    *,
+    sandboxes: bool,
+) -> NodeSnapshot:
+    """The node as a container GC plan needs it: `ListContainers` alone, with status calls only
+    when the plan needs finish times (`--older-than`); dead containers' log paths from the
+    kubelet's layout (the executor re-reads each status before removing); the restart count of
+    the annotations; the sandboxes when `sandboxes`."""
+    from kubegc_cli.observe import observe_node
+
+    return observe_node(
+        client,
+        s.host_root,
+        statuses="dead" if scope.older_than is not None else "none",
+        log_layout=True,
+        annotations=False,
+        sandboxes=sandboxes,
+        pod_logs_dir=pod_logs_dir,
+        mounts=mounts,
+    )
+
+
 def gc_containers(
     s: Settings, policy: ContainerGCPolicy, scope: Scope, act: ActOptions, ui: Ui
 ) -> Plan[ContainerAction]:
@@ -333,27 +361,15 @@ def gc_containers(
 
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.observe import observe_node
 
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
-        # Status calls only when the plan needs finish times (--older-than); log paths come
-        # from the kubelet's layout, and the executor re-reads each status before removing.
-        snap = observe_node(
-            client,
-            s.host_root,
-            statuses="dead" if scope.older_than is not None else "none",
-            log_layout=True,
-            annotations=False,
-            pod_logs_dir=kcfg.pod_logs_dir,
-            mounts=mounts,
+        # -l matches the pod labels the sandboxes carry.
+        snap = _observe_for_containers(
+            client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=scope.selector is not None
         )
-        if scope.selector is not None:  # -l matches the pod labels the sandboxes carry
-            from dataclasses import replace
-
-            snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
@@ -538,7 +554,6 @@ def gc_all(
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.logs import plan_logs
 
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
@@ -546,11 +561,7 @@ def gc_all(
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
-        snap = observe_node(
-            client, s.host_root, statuses="dead" if scope.older_than is not None else "none",
-            log_layout=True, annotations=False, sandboxes=True,
-            pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
-        )  # fmt: skip
+        snap = _observe_for_containers(client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True)
         check_source_covers_node(pods, _running_pod_uids(snap))
         now = _now(s, snap)
         scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
