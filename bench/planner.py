@@ -199,15 +199,13 @@ def _as_observed(listed: list[Container]) -> list[Container]:
     """What ``observe_node`` makes of a listing for ``gc containers``: each dead container gets
     its log path from the kubelet's layout and a log size (synthetic here: no disk is read)."""
     from kubegc_cli.host.logs import kubelet_log_path
-    from kubegc_cli.model import ContainerState
+    from kubegc_cli.model import ContainerState, fill_listed_log
 
-    out = []
     for c in listed:
         if c.state is not ContainerState.RUNNING:
             path = kubelet_log_path("/var/log/pods", c)
-            c = c.with_status(log_path=path, log_bytes=c.created_at % 5_000_000)
-        out.append(c)
-    return out
+            fill_listed_log(c, path, c.created_at % 5_000_000)
+    return listed
 
 
 _PB_STATES = {"CREATED": 0, "RUNNING": 1, "EXITED": 2, "UNKNOWN": 3}  # CRI ContainerState

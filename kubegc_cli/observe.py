@@ -11,7 +11,14 @@ from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.host.kubelet import DEFAULT_POD_LOGS_DIR
 from kubegc_cli.host.logs import LogRoots, LogSizer, kubelet_log_path
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, NodeSnapshot
+from kubegc_cli.model import (
+    Container,
+    ContainerState,
+    FilesystemUsage,
+    Image,
+    NodeSnapshot,
+    fill_listed_log,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
@@ -70,8 +77,8 @@ def observe_node(
         if c.id not in found:
             if layout_dir and c.state is not ContainerState.RUNNING:
                 path = kubelet_log_path(layout_dir, c)
-                if path:
-                    c = c.with_status(log_path=path, log_bytes=sizer.bytes_of(path))
+                if path:  # (c is this listing's own object: filled in, not copied)
+                    fill_listed_log(c, path, sizer.bytes_of(path))
             containers.append(c)
             continue
         st = found[c.id]

@@ -242,8 +242,8 @@ class CriClient:
         annotations: bool = True,
     ) -> list[Container]:
         """`ListContainers`: every container in every state (of one sandbox, or matching all
-        `labels`, if given). `annotations` False keeps only the restart count of each (see
-        `container_from_pb`)."""
+        `labels`, if given), as new objects the caller owns. `annotations` False keeps only the
+        restart count of each (see `container_from_pb`)."""
         wanted = sandbox_id or labels
         req = api_pb2.ListContainersRequest(
             filter=(

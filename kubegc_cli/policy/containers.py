@@ -25,8 +25,9 @@ unstable, so any order is faithful; this one is deterministic).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from kubegc_cli.gcpause import cyclic_gc_paused
@@ -55,6 +56,7 @@ KEEP_WITHIN = "within-limits"
 KEEP_GUARD = "guard-newest-record"
 KEEP_OLDER_THAN = "older-than"
 LIMIT_RULES = frozenset({RULE_PER_UNIT, RULE_SHARE, RULE_GLOBAL})
+KEEP_RULES = frozenset({KEEP_MIN_AGE, KEEP_WITHIN, KEEP_GUARD, KEEP_OLDER_THAN})
 GUARD_REASON = (
     "newest record of a live pod's container; the kubelet needs it (--match-kubelet removes it)"
 )
@@ -85,8 +87,186 @@ class ContainerGCPolicy:
         }
 
 
-def _newest_first_key(c: Container) -> tuple[int, int, str]:
-    return (c.created_at, c.attempt, c.id)
+# Newest first (reversed): creation time, then attempt, then ID.
+_newest_first_key = attrgetter("created_at", "attempt", "id")
+
+
+class _Unit:
+    """One evict unit while it is planned: its dead containers newest first, and where the
+    rules cut that list (indices into `members`).
+
+    `members[:young]` are younger than MinAge (a prefix, being newest); of the candidates after
+    them, `[young:within]` stay within the limits, `[within:share]` go to MaxContainers
+    node-wide, `[share:per]` to the unit's share of MaxContainers, `[per:]` to
+    MaxPerPodContainer. `released` is (rule, reason) when the pod is deleted (or terminated,
+    if asked): then every candidate goes.
+    """
+
+    __slots__ = ("members", "per", "released", "share", "within", "young")
+
+    def __init__(self, members: list[Container], young: int) -> None:
+        self.members = members
+        self.young = young
+        self.released: tuple[str, str] | None = None
+        self.per = self.share = self.within = len(members)
+
+
+def _evict_units(containers: Iterable[Container], cutoff: int) -> list[_Unit]:
+    """The dead containers grouped into evict units (pod UID label, CRI metadata name), each
+    newest first with its MinAge prefix counted (created after `cutoff`, nanoseconds)."""
+    running = ContainerState.RUNNING
+    by_key: dict[EvictUnit, list[Container]] = {}
+    get = by_key.get
+    for c in containers:
+        if c.state is running:
+            continue
+        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
+        members = get(key)
+        if members is None:
+            by_key[key] = [c]
+        else:
+            members.append(c)
+    units: list[_Unit] = []
+    for members in by_key.values():
+        if len(members) > 1:
+            members.sort(key=_newest_first_key, reverse=True)
+        young = 0
+        for c in members:
+            if c.created_at <= cutoff:
+                break
+            young += 1
+        units.append(_Unit(members, young))
+    return units
+
+
+def _apply_limits(units: list[_Unit], policy: ContainerGCPolicy) -> int:
+    """Set each live unit's cuts for MaxPerPodContainer, then MaxContainers (an equal share
+    per unit, at least 1, then the oldest overall): kubelet `evictContainers`. Returns the
+    share (0 when MaxContainers did not cut)."""
+    live = [u for u in units if u.released is None and u.young < len(u.members)]
+    if policy.max_per_pod_container >= 0:
+        n = policy.max_per_pod_container
+        for u in live:
+            u.per = u.share = u.within = min(len(u.members), u.young + n)
+    limit = policy.max_containers
+    if limit < 0 or sum(u.per - u.young for u in live) <= limit:
+        return 0
+    # (units emptied by MaxPerPodContainer still count in the share, as in the kubelet)
+    share = max(1, limit // len(live))
+    for u in live:
+        u.share = u.within = min(u.per, u.young + share)
+    rest = [c for u in live for c in u.members[u.young : u.share]]
+    if len(rest) <= limit:
+        return share
+    if limit == 0:
+        for u in live:
+            u.within = u.young
+        return share
+    rest.sort(key=_newest_first_key, reverse=True)
+    last_kept = _newest_first_key(rest[limit - 1])
+    for u in live:
+        within = u.young
+        while within < u.share and _newest_first_key(u.members[within]) >= last_kept:
+            within += 1
+        u.within = within
+    return share
+
+
+class _Reasons:
+    """The reason texts of one plan's rules (made once per plan, shared by its actions)."""
+
+    __slots__ = ("guard", "node_wide", "per_unit", "share")
+
+    def __init__(self, policy: ContainerGCPolicy, share: int) -> None:
+        self.guard = not policy.match_kubelet
+        n, limit = policy.max_per_pod_container, policy.max_containers
+        self.per_unit = f"beyond the newest {n} of its evict unit (MaxPerPodContainer)"
+        self.share = f"beyond its evict unit's share {share} of MaxContainers {limit}"
+        self.node_wide = f"oldest beyond MaxContainers {limit} node-wide"
+
+
+WITHIN_REASON = "within MaxPerPodContainer/MaxContainers"
+_Segment = tuple[int, int, str, str]  # members[start:end], rule, reason ("" for MinAge)
+
+
+def _segments(u: _Unit, reasons: _Reasons) -> list[_Segment]:
+    """What becomes of each of a unit's dead containers, as runs of `u.members` (newest
+    first) sharing a rule: (start, end, rule, reason). A run is kept when its rule is a
+    `KEEP_*` one; removed otherwise."""
+    n, young = len(u.members), u.young
+    out: list[_Segment] = []
+    if young:
+        out.append((0, young, KEEP_MIN_AGE, ""))
+    if young == n:
+        return out
+    if u.released is not None:
+        out.append((young, n, *u.released))
+        return out
+    start = young
+    if u.within > young:
+        out.append((young, u.within, KEEP_WITHIN, WITHIN_REASON))
+        start = u.within
+    elif reasons.guard and young == 0:
+        # kubegc's guard: the newest dead container of a live pod's evict unit stays.
+        out.append((0, 1, KEEP_GUARD, GUARD_REASON))
+        start = 1
+    for end, rule, why in (
+        (u.share, RULE_GLOBAL, reasons.node_wide),
+        (u.per, RULE_SHARE, reasons.share),
+        (n, RULE_PER_UNIT, reasons.per_unit),
+    ):
+        if end > start:
+            out.append((start, end, rule, why))
+            start = end
+    return out
+
+
+class _Emitter:
+    """Appends a plan's actions and kept entries, applying the scope (`-n`, `--pod`, `-l`,
+    `--older-than`) to each."""
+
+    def __init__(self, plan: Plan[ContainerAction], scope: Scope, now: int, min_age: float):
+        self.plan = plan
+        self.now = now
+        self.selects = None if scope.everything else scope.selects
+        self.older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
+        self.older_why = f"newer than --older-than {format_go_duration(scope.older_than or 0)}"
+        self.min_age = format_go_duration(min_age)
+
+    def run(self, cs: Sequence[Container], rule: str, why: str) -> None:
+        """Add containers `cs` (in table order) decided by `rule` for reason `why`."""
+        plan, selects, kept = self.plan, self.selects, Result.KEPT
+        if rule == KEEP_MIN_AGE:
+            now, min_age = self.now, self.min_age
+            for c in cs:
+                if selects is None or selects(c):
+                    age = format_duration((now - c.created_at) / NS_PER_SECOND)
+                    why = f"created {age} ago, younger than MinAge {min_age}"
+                    plan.kept.append(ContainerAction(c, rule, why, kept))
+        elif rule in KEEP_RULES:
+            if selects is None:
+                plan.kept.extend([ContainerAction(c, rule, why, kept) for c in cs])
+            else:
+                plan.kept.extend([ContainerAction(c, rule, why, kept) for c in cs if selects(c)])
+        elif selects is None and self.older_ns is None:
+            unknown, planned = ContainerState.UNKNOWN, Result.PLANNED
+            # (positional arguments: container, rule, reason, result, error, stop_first)
+            plan.actions.extend(
+                [ContainerAction(c, rule, why, planned, "", c.state is unknown) for c in cs]
+            )
+        else:
+            for c in cs:
+                self._one_removal(c, rule, why)
+
+    def _one_removal(self, c: Container, rule: str, why: str) -> None:
+        plan, older_ns = self.plan, self.older_ns
+        if self.selects is not None and not self.selects(c):
+            plan.out_of_scope += 1
+        elif older_ns is not None and self.now - (c.finished_at or c.created_at) < older_ns:
+            plan.kept.append(ContainerAction(c, KEEP_OLDER_THAN, self.older_why, Result.KEPT))
+        else:
+            stop_first = c.state is ContainerState.UNKNOWN
+            plan.actions.append(ContainerAction(c, rule, why, Result.PLANNED, "", stop_first))
 
 
 @cyclic_gc_paused
@@ -102,141 +282,54 @@ def plan_containers(
     `containers` are every container the runtime lists (any state); `now` is nanoseconds since
     the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals and
     whose `kept` lists every dead container left, with why; both in table order (pod
-    namespace, pod name, container name, attempt, creation time).
+    namespace, pod name, container name, then oldest first: creation time, attempt).
     """
     scope = scope or Scope()
-    min_age_ns = int(policy.min_age * NS_PER_SECOND)
-    cutoff = now - min_age_ns
-
-    containers_seen = list(containers)
-    running = ContainerState.RUNNING
-    dead = [c for c in containers_seen if c.state is not running]
-    # Container ID → (container, rule, reason).
-    removed: dict[str, tuple[Container, str, str]] = {}
-    kept: dict[str, tuple[Container, str, str]] = {}
-
-    units: dict[EvictUnit, list[Container]] = {}
-    every_unit: dict[EvictUnit, list[Container]] = {}  # every dead container, for the output
-    young_units: set[EvictUnit] = set()
-    for c in dead:
-        key = (c.labels.get(LABEL_POD_UID, ""), c.name)
-        everyone = every_unit.get(key)
-        if everyone is None:
-            every_unit[key] = [c]
-        else:
-            everyone.append(c)
-        if c.created_at > cutoff:
-            kept[c.id] = (
-                c,
-                KEEP_MIN_AGE,
-                f"created {format_duration((now - c.created_at) / NS_PER_SECOND)} ago, "
-                f"younger than MinAge {format_go_duration(policy.min_age)}",
-            )
-            young_units.add(key)
-            continue
-        members = units.get(key)
-        if members is None:
-            units[key] = [c]
-        else:
-            members.append(c)
-    for members in units.values():
-        if len(members) > 1:
-            members.sort(key=_newest_first_key, reverse=True)
-    # The newest dead container of each unit, for kubegc's guard. A unit with a container
-    # younger than MinAge has that one as its newest (created after every candidate), and
-    # it is kept anyway.
-    newest = {key: members[0] for key, members in units.items() if key not in young_units}
+    cutoff = now - int(policy.min_age * NS_PER_SECOND)
+    containers_seen = containers if isinstance(containers, list) else list(containers)
+    units = _evict_units(containers_seen, cutoff)
 
     # Step 1: deleted (and, if asked, terminated) pods lose every candidate.
-    released: set[EvictUnit] = set()
     if pods.known:
-        for key in list(units):
-            uid = key[0]
-            if pods.is_deleted(uid):
-                rule, why = RULE_DELETED, pods.deletion_reason(uid)
-            elif policy.include_terminated_pods and pods.is_terminated(uid):
-                rule, why = RULE_TERMINATED, f"pod is {pods.phase(uid)} (--include-terminated-pods)"
-            else:
+        for u in units:
+            if u.young == len(u.members):
                 continue
-            for c in units.pop(key):
-                removed[c.id] = (c, rule, why)
-            released.add(key)
+            uid = u.members[0].labels.get(LABEL_POD_UID, "")
+            if pods.is_deleted(uid):
+                u.released = (RULE_DELETED, pods.deletion_reason(uid))
+            elif policy.include_terminated_pods and pods.is_terminated(uid):
+                u.released = (
+                    RULE_TERMINATED,
+                    f"pod is {pods.phase(uid)} (--include-terminated-pods)",
+                )
+            if u.released is not None:
+                u.per = u.share = u.within = u.young
+    # Steps 2 and 3: MaxPerPodContainer, then MaxContainers.
+    share = _apply_limits(units, policy)
 
-    def cut_units(limit: int, rule: str, why: str) -> None:
-        for key, members in units.items():
-            if len(members) > limit:
-                for c in members[limit:]:
-                    removed[c.id] = (c, rule, why)
-                units[key] = members[:limit]
-
-    # Step 2: MaxPerPodContainer.
-    if policy.max_per_pod_container >= 0:
-        n = policy.max_per_pod_container
-        cut_units(n, RULE_PER_UNIT, f"beyond the newest {n} of its evict unit (MaxPerPodContainer)")
-
-    # Step 3: MaxContainers, first an equal share per unit, then oldest overall.
-    if policy.max_containers >= 0:
-        limit = policy.max_containers
-        total = sum(len(m) for m in units.values())
-        if total > limit:
-            share = max(1, limit // len(units))
-            cut_units(
-                share,
-                RULE_SHARE,
-                f"beyond its evict unit's share {share} of MaxContainers {limit}",
-            )
-            rest = [c for m in units.values() for c in m]
-            if len(rest) > limit:
-                rest.sort(key=_newest_first_key, reverse=True)
-                why = f"oldest beyond MaxContainers {limit} node-wide"
-                for c in rest[limit:]:
-                    removed[c.id] = (c, RULE_GLOBAL, why)
-
-    within = "within MaxPerPodContainer/MaxContainers"
-    for members in units.values():
-        for c in members:
-            if c.id not in removed:
-                kept[c.id] = (c, KEEP_WITHIN, within)
-
-    # kubegc's guard: the newest dead container of a live pod's evict unit stays.
-    if not policy.match_kubelet:
-        for key, c in newest.items():
-            if key not in released and c.id in removed:
-                del removed[c.id]
-                kept[c.id] = (c, KEEP_GUARD, GUARD_REASON)
-
-    units.clear()  # (decided: only `removed` and `kept` are read from here on)
-    newest.clear()
     plan: Plan[ContainerAction] = Plan(
         kind="ContainerGCPlan",
         policy={**policy.to_dict(), "scope": scope.to_dict(), "pod_source": pods.source},
         now=now,
     )
-    selects = None if scope.everything else scope.selects
-    older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
-    unknown, planned, kept_result = ContainerState.UNKNOWN, Result.PLANNED, Result.KEPT
-    actions, kept_actions = plan.actions, plan.kept
-    older_why = f"newer than --older-than {format_go_duration(scope.older_than or 0)}"
-    # Every dead container is in `removed` or in `kept`; walk them in table order.
-    for members in _in_table_order(every_unit):
-        for c in members:
-            entry = removed.pop(c.id, None)  # (popped: each decision is read once)
-            if entry is None:
-                decided = kept.pop(c.id, None)
-                if decided is None:
-                    continue  # an ID listed twice: shown once (a runtime lists each once)
-                _, rule, why = decided
-                if selects is None or selects(c):
-                    kept_actions.append(ContainerAction(c, rule, why, kept_result))
-                continue
-            _, rule, why = entry
-            if selects is not None and not selects(c):
-                plan.out_of_scope += 1
-            elif older_ns is not None and now - (c.finished_at or c.created_at) < older_ns:
-                kept_actions.append(ContainerAction(c, KEEP_OLDER_THAN, older_why, kept_result))
-            else:
-                # (positional arguments: container, rule, reason, result, error, stop_first)
-                actions.append(ContainerAction(c, rule, why, planned, "", c.state is unknown))
+    reasons = _Reasons(policy, share)
+    out = _Emitter(plan, scope, now, policy.min_age)
+    for group in _in_table_order(units):
+        if len(group) == 1:
+            u = group[0]
+            for start, end, rule, why in reversed(_segments(u, reasons)):  # oldest first
+                out.run(u.members[end - 1 : start - 1 if start else None : -1], rule, why)
+        else:  # one container of pods recreated under the same name: merged, oldest first
+            entries = [
+                (c, rule, why)
+                for u in group
+                for start, end, rule, why in _segments(u, reasons)
+                for c in u.members[start:end]
+            ]
+            entries.sort(key=lambda e: _newest_first_key(e[0]))
+            for c, rule, why in entries:
+                out.run((c,), rule, why)
+    units.clear()
 
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
@@ -286,40 +379,44 @@ def recheck_guard(
             a.error = "now the newest record of its evict unit (the kept one is gone)"
 
 
-def _in_table_order(units: dict[EvictUnit, list[Container]]) -> Iterator[list[Container]]:
-    """The containers of `units` in table order: pod namespace, pod name, container name, then
-    attempt and creation time; yielded as runs of containers.
+_table_names = itemgetter(LABEL_POD_NAMESPACE, LABEL_POD_NAME, LABEL_CONTAINER_NAME)
 
-    The label part is read once per unit (from its first container: the attempts of one
-    container carry the same labels) and units are sorted by it as one string (faster than
-    tuples); units that share it (a pod recreated under the same name) are merged.
-    """
-    groups: dict[str, list[EvictUnit]] = {}
-    for key, members in units.items():
-        first = members[0]
-        labels = first.labels
-        prefix = "\0".join(
-            (
-                labels.get(LABEL_POD_NAMESPACE, ""),
-                labels.get(LABEL_POD_NAME, ""),
-                labels.get(LABEL_CONTAINER_NAME) or first.name,
-            )
+
+def _table_prefix(c: Container) -> str:
+    """Pod namespace, pod name and container name of `c` as one sortable string."""
+    labels = c.labels
+    try:
+        return "\0".join(_table_names(labels))  # (a kubelet container has all three)
+    except KeyError:
+        names = (
+            labels.get(LABEL_POD_NAMESPACE, ""),
+            labels.get(LABEL_POD_NAME, ""),
+            labels.get(LABEL_CONTAINER_NAME) or c.name,
         )
-        group = groups.get(prefix)
-        if group is None:
-            groups[prefix] = [key]
-        else:
-            group.append(key)
-    for prefix in sorted(groups):
-        keys = groups[prefix]
-        members = units[keys[0]] if len(keys) == 1 else [c for k in keys for c in units[k]]
-        if len(members) > 1:
-            members = sorted(members, key=_attempt_order)
-        yield members
+        return "\0".join(names)
 
 
-def _attempt_order(c: Container) -> tuple[int, int, str]:
-    return (c.attempt, c.created_at, c.id)
+def _in_table_order(units: list[_Unit]) -> Iterator[list[_Unit]]:
+    """`units` in table order (pod namespace, pod name, container name), yielded in groups:
+    units that share all three (a pod recreated under the same name) come as one group.
+
+    The names are read once per unit (from its newest container: the attempts of one
+    container carry the same labels) and units are sorted by them as one string (faster than
+    tuples).
+    """
+    prefixes = [_table_prefix(u.members[0]) for u in units]
+    order = sorted(range(len(units)), key=prefixes.__getitem__)
+    group: list[_Unit] = []
+    last = None
+    for i in order:
+        prefix = prefixes[i]
+        if prefix != last:
+            if group:
+                yield group
+            group, last = [], prefix
+        group.append(units[i])
+    if group:
+        yield group
 
 
 def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:

@@ -14,7 +14,7 @@ import io
 import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from unittest import mock
 
@@ -54,9 +54,11 @@ class MemoryCri:
         *,
         annotations: bool = True,  # the real client's option; these containers keep theirs
     ) -> list[Container]:
+        # New objects on each call, as the real client's: observe_node fills in dead
+        # containers' log fields in place.
         with self.lock:
             return [
-                c
+                replace(c)
                 for c in self.containers.values()
                 if (not sandbox_id or c.pod_sandbox_id == sandbox_id)
                 and all(c.labels.get(k) == v for k, v in (labels or {}).items())

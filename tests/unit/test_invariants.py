@@ -253,6 +253,78 @@ def test_container_limits_hold_after_the_plan(node: NodeState, policy: Container
     assert all(n == 1 for n in guard_units.values())
 
 
+def _rules_read_plainly(
+    containers: Iterable[Container], policy: ContainerGCPolicy, pods: PodInventory
+) -> dict[str, str]:
+    """Container ID → rule of every dead container, decided one container at a time straight
+    from the kubelet's steps (KUBELET-SEMANTICS §a) plus kubegc's guard: the reference the
+    planner's index arithmetic is held to."""
+    rule: dict[str, str] = {}
+    units: dict[tuple[str, str], list[Container]] = {}
+    for c in containers:
+        if c.state is ContainerState.RUNNING:
+            continue
+        if NOW - c.created_at < int(policy.min_age * S):
+            rule[c.id] = KEEP_MIN_AGE
+        else:
+            units.setdefault((c.pod_uid, c.name), []).append(c)
+    for members in units.values():
+        members.sort(key=_newest_key, reverse=True)
+    young_units = {(c.pod_uid, c.name) for c in containers if rule.get(c.id) == KEEP_MIN_AGE}
+    newest = {u: m[0] for u, m in units.items() if u not in young_units}
+    released = set()
+    for unit in list(units):
+        if pods.known and pods.is_deleted(unit[0]):
+            why = "deleted-pod"
+        elif pods.known and policy.include_terminated_pods and pods.is_terminated(unit[0]):
+            why = "terminated-pod"
+        else:
+            continue
+        released.add(unit)
+        for c in units.pop(unit):
+            rule[c.id] = why
+    if policy.max_per_pod_container >= 0:
+        for unit, members in units.items():
+            for c in members[policy.max_per_pod_container :]:
+                rule[c.id] = "max-per-pod-container"
+            units[unit] = members[: policy.max_per_pod_container]
+    if policy.max_containers >= 0 and sum(map(len, units.values())) > policy.max_containers:
+        share = max(1, policy.max_containers // len(units))
+        for unit, members in units.items():
+            for c in members[share:]:
+                rule[c.id] = "max-containers-share"
+            units[unit] = members[:share]
+        rest = sorted((c for m in units.values() for c in m), key=_newest_key, reverse=True)
+        for c in rest[policy.max_containers :]:
+            rule[c.id] = "max-containers"
+    for members in units.values():
+        for c in members:
+            rule.setdefault(c.id, "within-limits")
+    if not policy.match_kubelet:
+        for unit, c in newest.items():
+            if unit not in released and rule[c.id] != "within-limits":
+                rule[c.id] = KEEP_GUARD
+    return rule
+
+
+@settings(max_examples=300, deadline=None)
+@given(node_states(), CONTAINER_POLICIES)
+def test_container_plan_is_the_rules_read_plainly(
+    node: NodeState, policy: ContainerGCPolicy
+) -> None:
+    """Every dead container gets the rule a one-at-a-time reading of the kubelet's steps gives
+    it, and the plan lists them in table order (namespace, pod, container, then oldest first)."""
+    plan = plan_containers(node.containers, policy, node.pods, NOW)
+    got = {a.id: a.rule for a in (*plan.actions, *plan.kept)}
+    assert got == _rules_read_plainly(node.containers, policy, node.pods)
+    for entries in (plan.actions, plan.kept):
+        order = [
+            (c.pod_namespace, c.pod_name, c.container_name, c.created_at, c.attempt, c.id)
+            for c in (a.container for a in entries)
+        ]
+        assert order == sorted(order)
+
+
 def _left(containers: Iterable[Container], plan: Plan[Any]) -> list[Container]:
     gone = _ids(plan.actions)
     return [c for c in containers if c.id not in gone]

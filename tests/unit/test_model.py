@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubegc_cli.model import Container, ContainerState, make_container
+from kubegc_cli.errors import BadInput
+from kubegc_cli.model import (
+    SNAPSHOT_KIND,
+    Container,
+    ContainerState,
+    NodeSnapshot,
+    fill_listed_log,
+    make_container,
+)
 from kubegc_cli.plan import ContainerAction, Result
 
 TEXT = st.text(max_size=20)
@@ -114,3 +122,19 @@ def test_listed_labels_are_the_runtimes_and_shared_when_equal(labels: dict[str, 
     assert (
         other.labels == {**labels, "io.kubernetes.pod.uid": "u2"} and other.labels is not a.labels
     )
+
+
+def test_fill_listed_log_sets_the_log_fields_in_place() -> None:
+    c = make_container("c1", "s1", "app", 2, ContainerState.EXITED, 10, {}, {}, "i", "r", "d")
+    before = dataclasses.replace(c)
+    fill_listed_log(c, "/var/log/pods/a/app/2.log", 7)
+    assert c == dataclasses.replace(before, log_path="/var/log/pods/a/app/2.log", log_bytes=7)
+
+
+def test_a_snapshot_listing_a_container_twice_is_bad_input() -> None:
+    c = Container("c1", "s1", "app", 0, ContainerState.EXITED, 10**18).to_dict()
+    doc = {"kind": SNAPSHOT_KIND, "captured_at": "2026-01-01T00:00:00Z", "containers": [c, c]}
+    with pytest.raises(BadInput, match="container 'c1' is listed twice"):
+        NodeSnapshot.from_dict(doc, source="snapshot s.json")
+    doc["containers"] = [c]
+    assert [x.id for x in NodeSnapshot.from_dict(doc).containers] == ["c1"]
