@@ -7,6 +7,7 @@ diagnostics without knowing about terminals.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -291,10 +292,13 @@ def _carry_out(
             if stage.recheck is not None:
                 stage.recheck()
                 todo = [a for a in todo if a.result is Result.PLANNED]
+            began = time.monotonic()
             try:
                 stage.executor.run(todo)
             except Interrupted as exc:
                 plan.interrupted = exc.signal_name
+            if todo:
+                ui.info(_stage_rate(stage, todo, time.monotonic() - began))
         try:
             stamp = plan.now if at is None else at
             record_audit_retrying(s.state_dir, command, stamp, plan.actions, ui.warn, info=ui.info)
@@ -306,6 +310,17 @@ def _carry_out(
             audit_unwritten(message)
     if held:
         release_run_lock()
+
+
+def _stage_rate(stage: Stage, done: list[Any], seconds: float) -> str:
+    """The -v line for one finished stage: how many actions, how long, the rate (what an
+    operator watching a big cleanup, or a benchmark of removal throughput, wants)."""
+    removed = sum(1 for a in done if a.result is Result.REMOVED)
+    rate = len(done) / seconds if seconds > 0 else 0.0
+    return (
+        f"{'/'.join(stage.kinds)}: {len(done)} acted on in {seconds:.3f} s ({rate:.1f}/s, "
+        f"{removed} removed) at --concurrency {stage.executor.concurrency}"
+    )
 
 
 def _observe_for_containers(

@@ -7,6 +7,7 @@ and then asks the runtime itself which containers are left.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,10 +72,15 @@ def test_default_policy_keeps_newest_init_record(node: LocalNode, ns: str, tmp_p
     assert plan["actions"][0]["log_path"] == str(log0)
     assert ids(node, ns) == {init0, init1, app}  # a dry run removes nothing
 
-    done = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    done = kubegc(node, tmp_path, "-v", "gc", "containers", "-n", ns, "--yes", "-o", "json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert [(a["id"], a["result"]) for a in result["actions"]] == [(init0, "removed")]
+    # -v says how long the removals took, and at what rate.
+    assert re.search(
+        r"container: 1 acted on in [0-9.]+ s \([0-9.]+/s, 1 removed\) at --concurrency 4",
+        done.stderr,
+    ), done.stderr
     assert result["summary"]["bytes_freed"] == plan["actions"][0]["log_bytes"]
     assert ids(node, ns) == {init1, app}
     assert not log0.exists()
