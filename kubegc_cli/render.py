@@ -555,8 +555,8 @@ class _AlignedTable:
     def lines(self) -> list[str]:
         """The title, the header and each row, as lines without their line ends."""
         every = [self.columns, *(cells for cells, _ in self.rows)]
-        width_of: Callable[[str], int] = len  # a terminal cell per character of ASCII
-        if not all(c.isascii() for cells in every for c in cells):
+        width_of: Callable[[str], int] = len  # a terminal cell per printable ASCII character
+        if not all(c.isascii() and c.isprintable() for cells in every for c in cells):
             from rich.cells import cell_len as width_of
 
         widths = [width_of(c) for c in self.columns]
