@@ -11,8 +11,8 @@ library is imported before kubegc, so kubegc's own imports are measured as they 
 The phases are functions, wrapped where they are defined and wherever a kubegc module bound
 them at import; one that is not found (renamed since) is left out rather than failing, and its
 time then shows under ``other``. ``import for X`` is the time of the
-imports X needs that nothing before it made (yaml, grpc and the CRI code, rich), taken just
-before X runs. ``other`` is what ``main()`` spent outside every phase (click, settings, the
+imports X needs that nothing before it made (yaml, grpc and the CRI code), taken just before X
+runs. ``other`` is what ``main()`` spent outside every phase (click, settings, the
 node lock, the re-list before acting, ...).
 """
 
@@ -77,10 +77,6 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     def import_grpc_client() -> None:
         import kubegc_cli.cri.client  # noqa: F401  (grpc, protobuf, the generated CRI code)
 
-    def import_rich() -> None:
-        import rich.console
-        import rich.table  # noqa: F401
-
     def import_yaml() -> None:
         import yaml  # noqa: F401
 
@@ -90,7 +86,9 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     patch(policy, ("plan_containers",), "plan_containers")
     patch(execute.ContainerRemover, ("run",), "ContainerRemover.run")
     patch(state, ("record_audit",), "record_audit (sqlite)")
-    patch(render, ("render_plan", "render_container_plan"), "render plan (rich table)", import_rich)
+    # into a pipe the table needs no rich (kubegc_cli.render._Printer); on a terminal, or with
+    # FORCE_COLOR, rich's import falls inside this phase
+    patch(render, ("render_plan", "render_container_plan"), "render plan (table)")
     patch(render, ("dump_document",), "render plan (json/yaml)")
 
     real_stdout = sys.stdout

@@ -450,8 +450,91 @@ def _console(out: IO[str]) -> Any:
 
     isatty = hasattr(out, "isatty") and out.isatty()
     return PipeAwareConsole(
-        file=out, width=None if isatty else 200, soft_wrap=False, highlight=False, emoji=False
+        file=out,
+        width=None if isatty else PIPE_WIDTH,
+        soft_wrap=False,
+        highlight=False,
+        emoji=False,
     )
+
+
+#: The width of a `_console` that is not writing to a terminal.
+PIPE_WIDTH = 200
+
+
+def _rich_writes_plain(out: IO[str]) -> bool:
+    """True when a `_console` on `out`, which is not a terminal, writes text as it is: no
+    escape codes, since neither `TTY_COMPATIBLE=1` nor `FORCE_COLOR` makes rich treat `out` as
+    a terminal (rich's own rules), and no Jupyter display or legacy Windows console."""
+    import builtins
+    import os
+
+    if sys.platform == "win32" or hasattr(builtins, "get_ipython"):
+        return False
+    compatible = os.environ.get("TTY_COMPATIBLE", "")
+    if compatible in ("0", "1"):
+        return compatible == "0"
+    return os.environ.get("FORCE_COLOR", "") == ""
+
+
+def _plain_line(text: str, width: int = PIPE_WIDTH) -> bool:
+    """True for a line a `_console` writes unchanged when it is not a terminal: printable
+    ASCII (one terminal cell a character) that fits `width`, so nothing wraps or is cropped."""
+    return len(text) <= width and text.isascii() and text.isprintable()
+
+
+class _Printer:
+    """Where `render_plan` prints. Into a file or pipe that rich would not colour, a line it
+    would write unchanged (`_plain_line`) is written directly, so a plan table into a pipe
+    needs no rich at all; anything else goes through a rich console (`_console`), as on a
+    terminal. Each print is written and flushed at once, as rich does."""
+
+    def __init__(self, out: IO[str], *, plain: bool) -> None:
+        self.out = out
+        self.plain = plain and _rich_writes_plain(out)
+        self._console: Any = None
+
+    def console(self) -> Any:
+        """The rich console on `out`, made when first needed."""
+        if self._console is None:
+            self._console = _console(self.out)
+        return self._console
+
+    def _write(self, text: str) -> None:
+        file = getattr(self.out, "rich_proxied_file", self.out)
+        try:
+            file.write(text)
+            file.flush()
+        except BrokenPipeError:  # as the rich console does (`_console`): one without an errno,
+            raise BrokenPipeError from None  # which click passes on to kubegc's exit 141
+
+    def line(self, text: str, style: str | None = None) -> None:
+        """`text` as one line (`style` on a terminal)."""
+        if self.plain and _plain_line(text):
+            self._write(text + "\n")
+            return
+        from rich.text import Text
+
+        self.console().print(Text(text, style=style or ""))
+
+    def note(self, text: str) -> None:
+        """A note: dim, indented by two."""
+        if self.plain and text.strip() == text != "" and _plain_line(text, PIPE_WIDTH - 2):
+            self._write(f"  {text}\n")
+            return
+        from rich.padding import Padding
+        from rich.text import Text
+
+        self.console().print(Padding(Text(text, style="dim"), (0, 0, 0, 2), expand=False))
+
+    def table(self, table: Any) -> None:
+        """A rich `Table`, or an `_AlignedTable`."""
+        if self.plain and isinstance(table, _AlignedTable):
+            lines = table.lines()
+            if all(_plain_line(line) for line in lines):
+                self._write("".join(f"{line}\n" for line in lines))
+                return
+        self.console().print(table)
 
 
 class _AlignedTable:
@@ -459,7 +542,7 @@ class _AlignedTable:
     draws into a file or pipe, where nothing wraps, at a tenth of its cost (~2 ms a row there).
     Each cell is padded to its column's width (terminal cells) and cells are joined by one
     space; the title and header are bold; a row's style applies to the whole line. Nothing is
-    cropped: a log keeps every character."""
+    cropped here (a console prints it cropped to its width)."""
 
     def __init__(self, title: str, columns: list[str]) -> None:
         self.title = title
@@ -469,25 +552,34 @@ class _AlignedTable:
     def add_row(self, *cells: Any, style: str | None = None) -> None:
         self.rows.append(([c.plain if hasattr(c, "plain") else str(c) for c in cells], style))
 
-    def __rich_console__(self, console: Any, options: Any) -> Any:
-        from rich.cells import cell_len
-        from rich.segment import Segment
+    def lines(self) -> list[str]:
+        """The title, the header and each row, as lines without their line ends."""
+        every = [self.columns, *(cells for cells, _ in self.rows)]
+        width_of: Callable[[str], int] = len  # a terminal cell per printable ASCII character
+        if not all(c.isascii() and c.isprintable() for cells in every for c in cells):
+            from rich.cells import cell_len as width_of
 
-        widths = [cell_len(c) for c in self.columns]
+        widths = [width_of(c) for c in self.columns]
         for cells, _ in self.rows:
-            widths = [max(w, cell_len(c)) for w, c in zip(widths, cells, strict=True)]
+            widths = [max(w, width_of(c)) for w, c in zip(widths, cells, strict=True)]
 
         def line(cells: list[str]) -> str:
-            padded = [c + " " * (w - cell_len(c)) for c, w in zip(cells, widths, strict=True)]
+            padded = [c + " " * (w - width_of(c)) for c, w in zip(cells, widths, strict=True)]
             return " ".join(padded).rstrip()
 
+        return [self.title, *(line(cells) for cells in every)]
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.segment import Segment
+
+        title, header, *rows = self.lines()
         bold = console.get_style("bold")
-        yield Segment(self.title, bold)
+        yield Segment(title, bold)
         yield Segment.line()
-        yield Segment(line(self.columns), bold)
+        yield Segment(header, bold)
         yield Segment.line()
-        for cells, style in self.rows:
-            yield Segment(line(cells), console.get_style(style) if style else None)
+        for text, (_, style) in zip(rows, self.rows, strict=True):
+            yield Segment(text, console.get_style(style) if style else None)
             yield Segment.line()
 
 
@@ -529,47 +621,48 @@ def render_plan(
     Without it each table lists at most `PLAN_ROWS` rows (and every failed one), says how many
     more there are, and the summary line is printed before it too.
     """
-    from rich.padding import Padding
-    from rich.text import Text
-
     layout = layout or LAYOUTS[plan.kind]
     if layout is RESIDUE:
         render_residue(plan, verbose=verbose, out=out)
         return
     out = out or sys.stdout
-    console = _console(out)
     wrap = hasattr(out, "isatty") and out.isatty()
+    printer = _Printer(out, plain=not wrap)
     acted = any(a.result not in _NOT_ACTED for a in plan.actions)
     title = layout.title + (" (dry run)" if plan.dry_run else "")
 
+    if wrap:
+        from rich.text import Text
+
     def cells(a: Any) -> list[Any]:
-        return [Text(safe_text(v)) for v in layout.row(a, plan.now)]
+        texts = [safe_text(v) for v in layout.row(a, plan.now)]
+        return [Text(t) for t in texts] if wrap else texts  # Text: never parsed as markup
 
     shown, more = _capped(plan.actions, verbose)
     worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
     shown_kept, more_kept = _capped(worth, verbose)
     if more or more_kept:  # a long table: the totals first, where they are seen
-        console.print(Text(summary_line(plan, layout)))
+        printer.line(summary_line(plan, layout))
     if plan.actions:
         table = _table(title, layout, wrap=wrap)
         for a in shown:
             held = a.result is Result.HELD_BACK
             table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted or held else None)
-        console.print(table)
+        printer.table(table)
         if more:
-            console.print(Text(f"  {more} {_NOT_LISTED}"))
+            printer.line(f"  {more} {_NOT_LISTED}")
     else:
-        console.print(Text(f"{title}: nothing to remove.", style="bold"))
+        printer.line(f"{title}: nothing to remove.", style="bold")
     if shown_kept:
         kept = _table("Kept (not removed)", layout, wrap=wrap)
         for k in shown_kept:
             kept.add_row(*cells(k), style="dim")
-        console.print(kept)
+        printer.table(kept)
         if more_kept:
-            console.print(Text(f"  {more_kept} {_NOT_LISTED}"))
+            printer.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
-        console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
-    console.print(Text(summary_line(plan, layout)))
+        printer.note(safe_text(note))
+    printer.line(summary_line(plan, layout))
 
 
 #: Rows a plan table lists without -v (a node can hold tens of thousands of dead containers;

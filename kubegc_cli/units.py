@@ -11,9 +11,12 @@ import math
 import re
 import time
 from datetime import datetime
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from kubegc_cli.errors import BadInput
+
+if TYPE_CHECKING:
+    from fractions import Fraction  # imported when a quantity needs it (it pulls in decimal)
 
 _UNIT_SECONDS = {
     "ns": 1e-9,
@@ -160,16 +163,13 @@ _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,4})?$"
 )
 MAX_QUANTITY = 2**63 - 1  # what a Kubernetes quantity's Value() can hold (int64)
-_SUFFIX_FACTOR: dict[str, int | Fraction] = {
+_SUFFIX_FACTOR: dict[str, int] = {
     "Ki": 1024,
     "Mi": 1024**2,
     "Gi": 1024**3,
     "Ti": 1024**4,
     "Pi": 1024**5,
     "Ei": 1024**6,
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
     "": 1,
     "k": 10**3,
     "M": 10**6,
@@ -178,6 +178,7 @@ _SUFFIX_FACTOR: dict[str, int | Fraction] = {
     "P": 10**15,
     "E": 10**18,
 }
+_SUFFIX_DIVISOR = {"n": 10**9, "u": 10**6, "m": 1000}
 
 
 def parse_quantity(text: str, *, flag: str = "quantity") -> Fraction:
@@ -186,26 +187,47 @@ def parse_quantity(text: str, *, flag: str = "quantity") -> Fraction:
     Returns a `Fraction` (no rounding). Raises `BadInput` naming `flag` and the value, also for
     a magnitude above 2^63−1 (an int64, as Kubernetes holds quantities).
     """
+    from fractions import Fraction
+
+    return Fraction(_quantity(text, flag))
+
+
+def _quantity(text: str, flag: str) -> int | Fraction:
+    """`parse_quantity`'s value, as an int when it is a whole number with a whole suffix (the
+    same value, without `fractions`)."""
     m = _QUANTITY.match(text.strip())
     if not m:
         raise BadInput(f"invalid value for {flag}: {text!r} is not a quantity (e.g. 100Mi, 1Gi)")
     number, suffix = m.group(1), m.group(2) or ""
+    if suffix in _SUFFIX_FACTOR and number.lstrip("+-").isdigit():
+        whole = int(number) * _SUFFIX_FACTOR[suffix]
+        if abs(whole) > MAX_QUANTITY:
+            raise _too_large(text, flag)
+        return whole
+    from fractions import Fraction
+
     value = Fraction(number)
     if suffix[:1] in ("e", "E") and suffix not in ("E", "Ei"):
         exponent = int(suffix[1:])
         value = value * Fraction(10) ** exponent if exponent < 40 else Fraction(MAX_QUANTITY + 1)
-    else:
+    elif suffix in _SUFFIX_FACTOR:
         value *= _SUFFIX_FACTOR[suffix]
+    else:
+        value *= Fraction(1, _SUFFIX_DIVISOR[suffix])
     if abs(value) > MAX_QUANTITY:
-        raise BadInput(
-            f"invalid value for {flag}: {text!r} is too large (at most 2^63-1 = {MAX_QUANTITY})"
-        )
+        raise _too_large(text, flag)
     return value
+
+
+def _too_large(text: str, flag: str) -> BadInput:
+    return BadInput(
+        f"invalid value for {flag}: {text!r} is too large (at most 2^63-1 = {MAX_QUANTITY})"
+    )
 
 
 def parse_bytes(text: str, *, flag: str = "size") -> int:
     """A quantity as whole bytes, rounded up as Kubernetes' `Quantity.Value()` does; must be > 0."""
-    q = parse_quantity(text, flag=flag)
+    q = _quantity(text, flag)
     if q <= 0:
         raise BadInput(f"invalid value for {flag}: {text!r} must be positive")
     return math.ceil(q)

@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from click.shell_completion import CompletionItem, ShellComplete, get_completion_class
 
 from kubegc_cli.cli.options import collected
+
+if TYPE_CHECKING:  # click's completion machinery is loaded when a shell asks for completions
+    from click.shell_completion import CompletionItem
 
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VAR = "_KUBEGC_COMPLETE"
@@ -29,6 +32,8 @@ MAX_PODS_FILE_BYTES = 64 << 20  # larger than this is not "cheap" to read on eve
 
 def script(root: click.Command, shell: str) -> str:
     """The completion script for `shell` (bash, zsh or fish). Raises `ValueError` for another."""
+    from click.shell_completion import ShellComplete, get_completion_class
+
     cls = get_completion_class(shell)
     if cls is None or shell not in SHELLS:
         raise ValueError(f"no completion for shell {shell!r} (use {', '.join(SHELLS)})")
@@ -72,6 +77,8 @@ def complete_namespace(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """Namespaces of the known pods that start with `incomplete`."""
+    from click.shell_completion import CompletionItem
+
     namespaces = sorted({ns for ns, _ in known_pods(ctx)})
     return [CompletionItem(ns) for ns in namespaces if ns.startswith(incomplete)]
 
@@ -81,6 +88,8 @@ def complete_pod(
 ) -> list[CompletionItem]:
     """Pod names (or `namespace/name` once a `/` is typed) of the known pods, limited to the
     `-n` namespaces given so far."""
+    from click.shell_completion import CompletionItem
+
     wanted = set(ctx.params.get("namespace") or ())
     out = []
     for ns, name in known_pods(ctx):

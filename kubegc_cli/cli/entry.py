@@ -15,4 +15,23 @@ def main() -> None:
         return
     from kubegc_cli.cli.main import main as run
 
-    run()
+    try:
+        run()
+    finally:
+        freeze_for_exit()
+
+
+def freeze_for_exit() -> None:
+    """Collect the finished command's garbage, then freeze every object left (`gc.freeze`).
+
+    The process ends next. The interpreter's shutdown would otherwise run its cyclic garbage
+    collector over every object still alive (grpc's, protobuf's descriptors, click's command
+    tree, ~50-90 ms here) only to free memory the process's exit frees anyway. Garbage is
+    still collected (and finalized) here first, and reference counting still frees what the
+    shutdown releases; only reference cycles among objects alive at exit are left to the
+    operating system. kubegc closes its channels, files and databases itself.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()

@@ -310,16 +310,20 @@ def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions
     and a bad `-l/--selector`."""
     from kubegc_cli.policy.scope import Scope
-    from kubegc_cli.selector import parse
 
     act = act_options(opts)
     raw_selector = opts.get("selector")
+    selector = None
+    if raw_selector is not None:
+        from kubegc_cli.selector import parse
+
+        selector = parse(raw_selector)
     scope = Scope(
         namespaces=frozenset(opts["namespace"]),
         exclude_namespaces=frozenset(opts["exclude_namespace"]),
         pods=frozenset(opts["pod"]),
         older_than=older_than,
-        selector=None if raw_selector is None else parse(raw_selector),
+        selector=selector,
     )
     return scope, act
 

@@ -10,6 +10,8 @@ MOUNTINFO = Path("/proc/self/mountinfo")
 
 def _unescape(field: str) -> str:
     # mountinfo escapes space, tab, newline and backslash as octal (\040 ...).
+    if "\\" not in field:
+        return field
     out = []
     i = 0
     while i < len(field):

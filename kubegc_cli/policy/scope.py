@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Container, Sandbox
-from kubegc_cli.selector import Selector
 from kubegc_cli.units import format_go_duration
+
+if TYPE_CHECKING:
+    from kubegc_cli.selector import Selector  # imported by whoever parses a `-l`
 
 #: Labels the kubelet adds to a sandbox besides the pod's own.
 KUBELET_SANDBOX_LABELS = frozenset({LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID})

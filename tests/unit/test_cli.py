@@ -204,6 +204,27 @@ def test_help_and_version_do_not_import_heavy_modules() -> None:
     assert proc.stdout.strip().startswith("kubegc ")
 
 
+def test_the_console_script_collects_garbage_then_freezes_for_exit(snapshot_file: Path) -> None:
+    """A run through the console script ends with its garbage collected (finalizers run) and
+    the rest frozen, so the interpreter's shutdown does not walk every object again."""
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.stderr.write('frozen: %d\\n' % gc.get_freeze_count()))\n"
+        "class Cycle:\n"
+        "    def __del__(self): sys.stderr.write('finalized\\n')\n"
+        "c = Cycle(); c.me = c; del c\n"
+        "gc.disable()\n"
+        f"sys.argv = ['kubegc', '--snapshot', {str(snapshot_file)!r}, 'gc', 'containers']\n"
+        "from kubegc_cli.cli.entry import main\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Container GC (dry run)" in proc.stdout
+    assert "finalized" in proc.stderr
+    assert int(proc.stderr.split("frozen: ")[1].split()[0]) > 10_000
+
+
 def test_grpc_server_without_cri_is_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.units import (
@@ -107,3 +110,49 @@ def test_formatting() -> None:
     assert format_bytes(512) == "512B"
     assert format_bytes(1536) == "1.5Ki"
     assert format_bytes(20 * 2**20) == "20Mi"
+
+
+def _quantity_by_fractions(text: str) -> Fraction | None:
+    """A quantity's value computed wholly with fractions (None: not a quantity, too large)."""
+    import re
+
+    m = re.match(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))" + SUFFIXES + "$", text.strip())
+    if not m:
+        return None
+    number, suffix = m.group(1), m.group(2) or ""
+    factors = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+               "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
+               "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+               "E": 10**18}  # fmt: skip
+    value = Fraction(number)
+    if suffix[:1] in ("e", "E") and suffix not in ("E", "Ei"):
+        exponent = int(suffix[1:])
+        value = value * Fraction(10) ** exponent if exponent < 40 else Fraction(2**63)
+    else:
+        value *= factors[suffix]
+    return None if abs(value) > 2**63 - 1 else value
+
+
+SUFFIXES = r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,2})?"
+QUANTITY_TEXT = st.from_regex(
+    r"\A ?[+-]?([0-9]{1,20}(\.[0-9]{0,3})?|\.[0-9]{1,3})" + SUFFIXES + r"\Z"
+)
+
+
+@given(QUANTITY_TEXT)
+def test_whole_quantities_read_without_fractions_have_the_same_value(text: str) -> None:
+    """`parse_bytes` reads a whole number with a whole suffix as an int: the value (and every
+    error) is what the exact fraction arithmetic gives."""
+    expected = _quantity_by_fractions(text)
+    if expected is None:
+        with pytest.raises(BadInput, match="too large"):
+            parse_quantity(text)
+        with pytest.raises(BadInput, match="too large"):
+            parse_bytes(text)
+        return
+    assert parse_quantity(text) == expected and type(parse_quantity(text)) is Fraction
+    if expected <= 0:
+        with pytest.raises(BadInput, match="must be positive"):
+            parse_bytes(text)
+    else:
+        assert parse_bytes(text) == math.ceil(expected)

@@ -1,0 +1,138 @@
+"""Plan tables into a file or pipe are written without rich where rich would write the same
+text: these tests hold the two equal, byte for byte, and check that a dry run into a pipe does
+not import rich at all."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubegc_cli import render
+from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.render import render_plan
+from tests.unit.factories import NOW, ctr
+from tests.unit.faultcri import FaultCri, synthetic_inventory
+
+#: Plain ASCII mostly, with some of what sends a line through rich: wide and combining
+#: characters, controls, long runs, blank notes.
+TEXT = st.text(
+    st.characters(codec="ascii") | st.sampled_from(["界", "é", "\u0301", "\t", " ", "[", "\x1b"]),
+    max_size=12,
+) | st.text(st.sampled_from("ab "), min_size=190, max_size=230)
+
+
+def _through_rich(monkeypatch: pytest.MonkeyPatch, draw: object) -> str:
+    """What `draw(out)` writes when every print goes through rich's console."""
+    with monkeypatch.context() as m:
+        m.setattr(render, "_rich_writes_plain", lambda out: False)
+        out = io.StringIO()
+        draw(out)  # type: ignore[operator]
+    return out.getvalue()
+
+
+def _plan(rows: list[tuple[str, str, str]], notes: list[str], n_kept: int) -> Plan[Any]:
+    plan: Plan[ContainerAction] = Plan(kind="ContainerGCPlan", policy={}, now=NOW)
+    for i, (pod, name, result) in enumerate(rows):
+        c = ctr(f"c{i:013d}", uid=f"u{i % 3}", name=name, attempt=i, pod=pod, log_bytes=i * 999)
+        a = ContainerAction(c, "max-per-pod-container", "older attempt")
+        a.result = Result(result)
+        a.error = "refused" if a.result is Result.FAILED else ""
+        plan.actions.append(a)
+    for i in range(n_kept):
+        plan.kept.append(
+            ContainerAction(ctr(f"k{i:013d}", name="kept"), "guard-newest-record", "x")
+        )
+    plan.notes.extend(notes)
+    return plan
+
+
+RESULTS = st.sampled_from([r.value for r in (Result.PLANNED, Result.HELD_BACK, Result.FAILED)])
+
+
+@given(
+    rows=st.lists(st.tuples(TEXT, TEXT, RESULTS), max_size=8),
+    notes=st.lists(TEXT, max_size=3),
+    n_kept=st.integers(0, 2),
+    verbose=st.integers(0, 1),
+)
+def test_a_plan_into_a_pipe_is_what_rich_writes_there(
+    rows: list[tuple[str, str, str]], notes: list[str], n_kept: int, verbose: int
+) -> None:
+    plan = _plan(rows, notes, n_kept)
+    plan.dry_run = all(r == Result.PLANNED.value for _, _, r in rows)
+
+    def draw(out: io.StringIO) -> None:
+        render_plan(plan, verbose=verbose, out=out)
+
+    plain = io.StringIO()
+    draw(plain)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert plain.getvalue() == _through_rich(monkeypatch, draw)
+
+
+@given(TEXT, st.sampled_from([None, "bold", "dim"]))
+def test_a_line_and_a_note_are_what_rich_writes(text: str, style: str | None) -> None:
+    def draw(out: io.StringIO) -> None:
+        printer = render._Printer(out, plain=True)
+        printer.line(text, style)
+        printer.note(text)
+
+    plain = io.StringIO()
+    draw(plain)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert plain.getvalue() == _through_rich(monkeypatch, draw)
+
+
+@pytest.mark.parametrize(
+    ("env", "plain"),
+    [({}, True), ({"FORCE_COLOR": ""}, True), ({"FORCE_COLOR": "1"}, False),
+     ({"TTY_COMPATIBLE": "1"}, False), ({"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}, True)],
+)  # fmt: skip
+def test_colour_forced_by_the_environment_goes_through_rich(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], plain: bool
+) -> None:
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert render._rich_writes_plain(io.StringIO()) is plain
+    plan = _plan([("web", "app", Result.PLANNED.value)], [], 0)
+    out = io.StringIO()
+    render_plan(plan, out=out)
+    from rich.console import Console
+
+    expected = Console(file=io.StringIO()).is_terminal  # rich's own judgement of the env
+    assert expected is not plain
+    assert ("\x1b[" in out.getvalue()) is expected
+
+
+def test_a_dry_run_table_into_a_pipe_does_not_import_rich(tmp_path: Path) -> None:
+    inv = synthetic_inventory(60, 10, 5, pods=10)
+    with FaultCri(tmp_path / "c.sock", inv) as cri:
+        argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--pod-source", "none",
+                "gc", "containers", "--dry-run"]  # fmt: skip
+        code = (
+            "import sys, runpy; sys.argv = ['kubegc', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('kubegc_cli', run_name='__main__')\n"
+            "finally:\n    sys.stderr.write('rich imported: %s\\n' % any("
+            "m == 'rich' or m.startswith('rich.') for m in sys.modules))\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *argv],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "Container GC (dry run)" in proc.stdout and "to remove" in proc.stdout
+    assert "rich imported: False" in proc.stderr
