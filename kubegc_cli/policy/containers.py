@@ -131,10 +131,11 @@ def _evict_units(containers: Iterable[Container], cutoff: int) -> list[_Unit]:
         if len(members) > 1:
             members.sort(key=_newest_first_key, reverse=True)
         young = 0
-        for c in members:
-            if c.created_at <= cutoff:
-                break
-            young += 1
+        if members[0].created_at > cutoff:  # (rare: a unit with a container under MinAge)
+            for c in members:
+                if c.created_at <= cutoff:
+                    break
+                young += 1
         units.append(_Unit(members, young))
     return units
 
