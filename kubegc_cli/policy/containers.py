@@ -99,45 +99,46 @@ class _Unit:
     them, `[young:within]` stay within the limits, `[within:share]` go to MaxContainers
     node-wide, `[share:per]` to the unit's share of MaxContainers, `[per:]` to
     MaxPerPodContainer. `released` is (rule, reason) when the pod is deleted (or terminated,
-    if asked): then every candidate goes.
+    if asked): then every candidate goes. `prefix` is its place in the table
+    (`_table_prefix`).
     """
 
-    __slots__ = ("members", "per", "released", "share", "within", "young")
+    __slots__ = ("members", "per", "prefix", "released", "share", "within", "young")
 
-    def __init__(self, members: list[Container], young: int) -> None:
-        self.members = members
-        self.young = young
+    def __init__(self, first: Container) -> None:
+        self.members = [first]
+        self.prefix = _table_prefix(first)  # (read now, while its labels are in the cache)
+        self.young = 0
         self.released: tuple[str, str] | None = None
-        self.per = self.share = self.within = len(members)
+        self.per = self.share = self.within = 0
 
 
 def _evict_units(containers: Iterable[Container], cutoff: int) -> list[_Unit]:
     """The dead containers grouped into evict units (pod UID label, CRI metadata name), each
     newest first with its MinAge prefix counted (created after `cutoff`, nanoseconds)."""
     running = ContainerState.RUNNING
-    by_key: dict[EvictUnit, list[Container]] = {}
+    by_key: dict[EvictUnit, _Unit] = {}
     get = by_key.get
     for c in containers:
         if c.state is running:
             continue
         key = (c.labels.get(LABEL_POD_UID, ""), c.name)
-        members = get(key)
-        if members is None:
-            by_key[key] = [c]
+        unit = get(key)
+        if unit is None:
+            by_key[key] = _Unit(c)
         else:
-            members.append(c)
-    units: list[_Unit] = []
-    for members in by_key.values():
+            unit.members.append(c)
+    for unit in by_key.values():
+        members = unit.members
         if len(members) > 1:
             members.sort(key=_newest_first_key, reverse=True)
-        young = 0
+        unit.per = unit.share = unit.within = len(members)
         if members[0].created_at > cutoff:  # (rare: a unit with a container under MinAge)
             for c in members:
                 if c.created_at <= cutoff:
                     break
-                young += 1
-        units.append(_Unit(members, young))
-    return units
+                unit.young += 1
+    return list(by_key.values())
 
 
 def _apply_limits(units: list[_Unit], policy: ContainerGCPolicy) -> int:
@@ -380,6 +381,7 @@ def recheck_guard(
             a.error = "now the newest record of its evict unit (the kept one is gone)"
 
 
+_prefix_of = attrgetter("prefix")
 _table_names = itemgetter(LABEL_POD_NAMESPACE, LABEL_POD_NAME, LABEL_CONTAINER_NAME)
 
 
@@ -401,21 +403,18 @@ def _in_table_order(units: list[_Unit]) -> Iterator[list[_Unit]]:
     """`units` in table order (pod namespace, pod name, container name), yielded in groups:
     units that share all three (a pod recreated under the same name) come as one group.
 
-    The names are read once per unit (from its newest container: the attempts of one
-    container carry the same labels) and units are sorted by them as one string (faster than
-    tuples).
+    The names were read once per unit (`_Unit.prefix`, from its first container listed: the
+    attempts of one container carry the same labels); units are sorted by them as one string
+    (faster than tuples).
     """
-    prefixes = [_table_prefix(u.members[0]) for u in units]
-    order = sorted(range(len(units)), key=prefixes.__getitem__)
     group: list[_Unit] = []
     last = None
-    for i in order:
-        prefix = prefixes[i]
-        if prefix != last:
+    for u in sorted(units, key=_prefix_of):
+        if u.prefix != last:
             if group:
                 yield group
-            group, last = [], prefix
-        group.append(units[i])
+            group, last = [], u.prefix
+        group.append(u)
     if group:
         yield group
 
