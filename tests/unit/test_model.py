@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.model import (
+    LABEL_POD_UID,
     SNAPSHOT_KIND,
     Container,
     ContainerState,
@@ -19,7 +20,7 @@ from kubegc_cli.model import (
     fill_listed_log,
     make_container,
 )
-from kubegc_cli.plan import ContainerAction, Result
+from kubegc_cli.plan import ContainerAction, Plan, Result
 
 TEXT = st.text(max_size=20)
 LABELS = st.dictionaries(TEXT, TEXT, max_size=4)
@@ -80,6 +81,23 @@ def test_json_row_is_json_dumps_of_to_dict(
                   finished, 0, log_path, size)  # fmt: skip
     a = ContainerAction(c, rule, reason, result, error, False, freed, note)
     assert a.json_row() == json.dumps(a.to_dict())
+    # Rows written together share their pod fields by labels object: another container with
+    # the same labels dict, and one with an equal copy, give the same rows as alone.
+    sibling = dataclasses.replace(c, id=cid + "-2", attempt=attempt + 1)
+    copy = dataclasses.replace(c, id=cid + "-3", labels=dict(labels))
+    other = dataclasses.replace(c, id=cid + "-4", labels={**labels, LABEL_POD_UID: "u-other"})
+    shared: dict[int, str] = {}
+    for x in (c, sibling, copy, other, c, other):
+        b = ContainerAction(x, rule, reason, result, error, False, freed, note)
+        assert b.json_row(shared) == json.dumps(b.to_dict())
+    plan: Plan[ContainerAction] = Plan(kind="ContainerGCPlan", policy={}, now=created)
+    plan.actions.append(a)
+    plan.kept.append(ContainerAction(sibling, rule, reason, Result.KEPT))
+    rows = plan.to_dict(rows_as_json=True)
+    assert [json.loads(r) for r in (*rows["actions"], *rows["kept"])] == [
+        *plan.to_dict()["actions"],
+        *plan.to_dict()["kept"],
+    ]
 
 
 KUBELET_LABELS = {
