@@ -82,7 +82,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
 
     patch(kubelet, ("load_kubelet_config",), "read kubelet config", import_yaml)
     patch(app, ("open_client",), "open CRI client", import_grpc_client)
-    patch(observe, ("observe_node",), "observe_node (Version, List, ContainerStatus of dead)")
+    patch(observe, ("observe_node",), "observe_node (Version, List; statuses for --older-than)")
     patch(policy, ("plan_containers",), "plan_containers")
     patch(execute.ContainerRemover, ("run",), "ContainerRemover.run")
     patch(state, ("record_audit",), "record_audit (sqlite)")

@@ -190,8 +190,12 @@ class CriClient:
     def _check_socket(self) -> None:
         path = self.endpoint.path
         where = f"{self.endpoint.display} (from {self.endpoint.source})"
-        if not os.path.exists(path):
-            raise RuntimeUnavailable(f"no CRI runtime socket at {where}: no such file")
+        try:
+            os.stat(path)
+        except PermissionError:  # a directory on the way that this user may not search
+            raise RuntimeUnavailable(f"permission denied on CRI runtime socket {where}") from None
+        except OSError:
+            raise RuntimeUnavailable(f"no CRI runtime socket at {where}: no such file") from None
         if not os.access(path, os.R_OK | os.W_OK):
             raise RuntimeUnavailable(f"permission denied on CRI runtime socket {where}")
 

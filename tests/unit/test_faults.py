@@ -240,17 +240,23 @@ def test_errors_on_single_objects_fail_only_those(cri: FaultCri, tmp_path: Path)
     assert removed_in(doc) == set(cri.removed) == {a["id"] for a in doc["actions"]} - {refused}
 
 
-def test_permission_denied_on_the_socket(sock_dir: Path) -> None:
-    """A real socket this user may not connect to (kubegc run as `nobody`): exit 3, one line,
-    and the runtime never hears from it."""
+@pytest.mark.parametrize(
+    ("dir_mode", "sock_mode"),
+    [(0o711, 0o600), (0o700, 0o666)],
+    ids=["socket-not-writable", "directory-not-searchable"],
+)
+def test_permission_denied_on_the_socket(sock_dir: Path, dir_mode: int, sock_mode: int) -> None:
+    """A real socket this user may not connect to, or in a directory it may not enter (kubegc
+    run as `nobody`): exit 3, one line saying permission denied (not "no such file"), and
+    the runtime never hears from it."""
     import shutil
 
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("needs root and setpriv to run kubegc as another user")
-    sock_dir.chmod(0o711)
+    sock_dir.chmod(dir_mode)
     with FaultCri(sock_dir / "cri.sock", node_inventory()) as server:
-        server.socket.chmod(0o600)
+        server.socket.chmod(sock_mode)
         argv = kubegc(server, sock_dir / "state", "gc", "containers", "--dry-run")
         proc = subprocess.run(
             [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
