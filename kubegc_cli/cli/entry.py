@@ -29,9 +29,27 @@ def freeze_for_exit() -> None:
     tree, ~50-90 ms here) only to free memory the process's exit frees anyway. Garbage is
     still collected (and finalized) here first, and reference counting still frees what the
     shutdown releases; only reference cycles among objects alive at exit are left to the
-    operating system. kubegc closes its channels, files and databases itself.
+    operating system. kubegc closes its channels, files and databases itself. From here a
+    SIGINT or SIGTERM ends the process at once with 130 or 143.
     """
+    import contextlib
     import gc
+    import os
+    import signal
 
+    # The command has finished and reported: a stop signal from here on only ends the
+    # process, at once and with its code (130, 143), never a traceback from inside the
+    # collector. Output is flushed first, as the interpreter's exit would.
+    for stream in (sys.stdout, sys.stderr):
+        # (a closed or broken pipe: the command has already said what it could)
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+
+    def leave(signum: int, frame: object) -> None:
+        os._exit(143 if signum == signal.SIGTERM else 130)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # (an ignored signal stays ignored)
+            signal.signal(sig, leave)
     gc.collect()
     gc.freeze()

@@ -225,6 +225,37 @@ def test_the_console_script_collects_garbage_then_freezes_for_exit(snapshot_file
     assert int(proc.stderr.split("frozen: ")[1].split()[0]) > 10_000
 
 
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_stop_signal_while_exiting_ends_at_once_without_a_traceback(
+    snapshot_file: Path, sig: str, code: int
+) -> None:
+    """The command has reported; a stop signal that arrives while the console script frees up
+    for exit (here: from inside the collector's pass) ends the process with 130/143, with no
+    traceback, even under a handler that raises."""
+    program = (
+        "import gc, os, signal, sys\n"
+        "def raising(signum, frame): raise KeyboardInterrupt\n"
+        "signal.signal(signal.SIGTERM, raising)\n"
+        "sent = []\n"
+        "def send(phase, info):\n"
+        "    if phase == 'start' and not sent:\n"
+        f"        sent.append(1); os.kill(os.getpid(), signal.{sig})\n"
+        f"sys.argv = ['kubegc', '--snapshot', {str(snapshot_file)!r}, 'gc', 'containers']\n"
+        "from kubegc_cli.cli import entry\n"
+        "freeing = entry.freeze_for_exit\n"
+        "def freeing_with_a_signal():\n"
+        "    gc.callbacks.append(send)\n"
+        "    freeing()\n"
+        "entry.freeze_for_exit = freeing_with_a_signal\n"
+        "entry.main()\n"
+        "sys.stderr.write('still running\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert proc.returncode == code, proc.stderr
+    assert "Container GC (dry run)" in proc.stdout  # the report came first, whole
+    assert "Traceback" not in proc.stderr and "still running" not in proc.stderr
+
+
 def test_grpc_server_without_cri_is_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
