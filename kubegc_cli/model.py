@@ -224,6 +224,17 @@ def fill_listed_log(c: Container, log_path: str, log_bytes: int | None) -> None:
     _s_log_bytes(c, log_bytes)
 
 
+def _items(d: Mapping[str, Any], key: str) -> list[Any]:
+    """The list under `key` of a snapshot document; `BadInput` when it is missing or not a
+    list (a snapshot always writes every list, empty or not: a missing one is a damaged
+    file, and reading it as empty would plan as if the node had none)."""
+    value = d.get(key)
+    if not isinstance(value, list):
+        got = "missing" if key not in d else f"{type(value).__name__}, not a list"
+        raise BadInput(f"{key!r} is {got}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Sandbox:
     """One CRI pod sandbox (`ListPodSandbox`). `created_at` in nanoseconds since the epoch."""
@@ -383,9 +394,9 @@ class NodeSnapshot:
                     version=str(rt.get("version", "")),
                     api_version=str(rt.get("api_version", "")),
                 ),
-                containers=tuple(Container.from_dict(c) for c in d.get("containers") or ()),
-                sandboxes=tuple(Sandbox.from_dict(s) for s in d.get("sandboxes") or ()),
-                images=tuple(Image.from_dict(i) for i in d.get("images") or ()),
+                containers=tuple(Container.from_dict(c) for c in _items(d, "containers")),
+                sandboxes=tuple(Sandbox.from_dict(s) for s in _items(d, "sandboxes")),
+                images=tuple(Image.from_dict(i) for i in _items(d, "images")),
                 image_filesystems=tuple(
                     FilesystemUsage.from_dict(f) for f in d.get("image_filesystems") or ()
                 ),
@@ -399,9 +410,14 @@ class NodeSnapshot:
             raise BadInput(f"{source}: {exc}") from None  # name the file, not just the field
         except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise BadInput(f"{source}: malformed snapshot: {type(exc).__name__}: {exc}") from None
-        seen: set[str] = set()
-        for c in snap.containers:
-            if c.id in seen:
-                raise BadInput(f"{source}: container {c.id!r} is listed twice")
-            seen.add(c.id)
+        for what, objects in (
+            ("container", snap.containers),
+            ("sandbox", snap.sandboxes),
+            ("image", snap.images),
+        ):
+            seen: set[str] = set()
+            for obj in objects:
+                if obj.id in seen:
+                    raise BadInput(f"{source}: {what} {obj.id!r} is listed twice")
+                seen.add(obj.id)
         return snap

@@ -16,7 +16,10 @@ from kubegc_cli.model import (
     SNAPSHOT_KIND,
     Container,
     ContainerState,
+    Image,
     NodeSnapshot,
+    Sandbox,
+    SandboxState,
     fill_listed_log,
     make_container,
 )
@@ -151,8 +154,33 @@ def test_fill_listed_log_sets_the_log_fields_in_place() -> None:
 
 def test_a_snapshot_listing_a_container_twice_is_bad_input() -> None:
     c = Container("c1", "s1", "app", 0, ContainerState.EXITED, 10**18).to_dict()
-    doc = {"kind": SNAPSHOT_KIND, "captured_at": "2026-01-01T00:00:00Z", "containers": [c, c]}
-    with pytest.raises(BadInput, match="container 'c1' is listed twice"):
+    doc: dict[str, Any] = {
+        "kind": SNAPSHOT_KIND,
+        "captured_at": "2026-01-01T00:00:00Z",
+        "containers": [c, c],
+        "sandboxes": [],
+        "images": [],
+    }
+    with pytest.raises(BadInput, match=r"snapshot s\.json: container 'c1' is listed twice"):
         NodeSnapshot.from_dict(doc, source="snapshot s.json")
     doc["containers"] = [c]
     assert [x.id for x in NodeSnapshot.from_dict(doc).containers] == ["c1"]
+    sandbox = Sandbox("s1", "p", "ns", "u1", 0, SandboxState.READY, 10**18).to_dict()
+    with pytest.raises(BadInput, match="sandbox 's1' is listed twice"):
+        NodeSnapshot.from_dict({**doc, "sandboxes": [sandbox, sandbox]})
+    image = Image(id="sha256:1", repo_tags=("a:1",), size=1).to_dict()
+    with pytest.raises(BadInput, match="image 'sha256:1' is listed twice"):
+        NodeSnapshot.from_dict({**doc, "images": [image, image]})
+
+
+@pytest.mark.parametrize("key", ["containers", "sandboxes", "images"])
+def test_a_snapshot_without_one_of_its_lists_is_bad_input(key: str) -> None:
+    """A snapshot writes every list, empty or not: one missing or null is a damaged file, not
+    a node without such objects (read as empty, sandboxes in use would look removable)."""
+    doc: dict[str, Any] = {"kind": SNAPSHOT_KIND, "captured_at": "2026-01-01T00:00:00Z",
+                           "containers": [], "sandboxes": [], "images": []}  # fmt: skip
+    assert NodeSnapshot.from_dict(doc).containers == ()
+    with pytest.raises(BadInput, match=rf"snapshot s\.json: '{key}' is missing"):
+        NodeSnapshot.from_dict({k: v for k, v in doc.items() if k != key}, source="snapshot s.json")
+    with pytest.raises(BadInput, match=f"'{key}' is NoneType, not a list"):
+        NodeSnapshot.from_dict({**doc, key: None})
