@@ -253,6 +253,7 @@ class FaultCri:
         self.gate_after = 0
         self.at_gate = threading.Event()
         self.calls: list[tuple[str, str]] = []
+        self.first_call_at: float | None = None  # time.monotonic() when the first call came
         self.removed: list[str] = []
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -324,6 +325,8 @@ class FaultCri:
     def enter(self, method: str, object_id: str, context: Any) -> None:
         """Record the call and apply the faults set for it; aborts the call for an error."""
         with self._lock:
+            if self.first_call_at is None:
+                self.first_call_at = time.monotonic()
             self.calls.append((method, object_id))
             n = self._counts[method] = self._counts.get(method, 0) + 1
         if method in self.hang:
