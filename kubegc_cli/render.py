@@ -607,19 +607,26 @@ def _table(title: str, layout: Layout, *, wrap: bool = True) -> Any:
     return table
 
 
+#: Rows a plan table lists without -v (a node can hold tens of thousands of dead containers;
+#: a rich table of them takes minutes and scrolls past every screen); failed ones always are.
+PLAN_ROWS = 100
+
+
 def render_plan(
     plan: Plan[Any],
     layout: Layout | None = None,
     *,
     verbose: int = 0,
     out: IO[str] | None = None,
+    limit: int = PLAN_ROWS,
 ) -> None:
     """A plan (or its results) as a table, then kept objects worth showing, notes and a summary.
 
     Runtime-supplied text is never parsed as markup (pod names may contain `[`) and control
     characters are escaped. With `verbose`, every kept object is listed with its reason.
-    Without it each table lists at most `PLAN_ROWS` rows (and every failed one), says how many
-    more there are, and the summary line is printed before it too.
+    Without it each table lists at most `limit` rows (`--limit`, default `PLAN_ROWS`; 0 = no
+    limit) and every failed one, says how many more there are, and the summary line is
+    printed before it too.
     """
     layout = layout or LAYOUTS[plan.kind]
     if layout is RESIDUE:
@@ -638,9 +645,9 @@ def render_plan(
         texts = [safe_text(v) for v in layout.row(a, plan.now)]
         return [Text(t) for t in texts] if wrap else texts  # Text: never parsed as markup
 
-    shown, more = _capped(plan.actions, verbose)
+    shown, more = _capped(plan.actions, verbose, limit)
     worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
-    shown_kept, more_kept = _capped(worth, verbose)
+    shown_kept, more_kept = _capped(worth, verbose, limit)
     if more or more_kept:  # a long table: the totals first, where they are seen
         printer.line(summary_line(plan, layout))
     if plan.actions:
@@ -665,18 +672,15 @@ def render_plan(
     printer.line(summary_line(plan, layout))
 
 
-#: Rows a plan table lists without -v (a node can hold tens of thousands of dead containers;
-#: a rich table of them takes minutes and scrolls past every screen); failed ones always are.
-PLAN_ROWS = 100
-_NOT_LISTED = "more not listed (-v lists all; -o json has every one)"
+_NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
 
 
-def _capped(rows: list[Any], verbose: int) -> tuple[list[Any], int]:
-    """(the rows a table lists, how many it leaves out): every row with `verbose`, else the
-    first `PLAN_ROWS` and every failed one."""
-    if verbose or len(rows) <= PLAN_ROWS:
+def _capped(rows: list[Any], verbose: int, limit: int = PLAN_ROWS) -> tuple[list[Any], int]:
+    """(the rows a table lists, how many it leaves out): every row with `verbose` or a `limit`
+    of 0, else the first `limit` and every failed one."""
+    if verbose or limit == 0 or len(rows) <= limit:
         return rows, 0
-    shown = [a for i, a in enumerate(rows) if i < PLAN_ROWS or a.result is Result.FAILED]
+    shown = [a for i, a in enumerate(rows) if i < limit or a.result is Result.FAILED]
     return shown, len(rows) - len(shown)
 
 

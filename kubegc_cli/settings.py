@@ -25,6 +25,7 @@ class Settings:
     output: str = "table"
     verbose: int = 0
     quiet: bool = False
+    limit: int = 100  # --limit: rows a plan table lists per section (0 = all)
     pod_source: str | None = None
     pods_file: Path | None = None
     state_dir: Path = Path(DEFAULT_STATE_DIR)

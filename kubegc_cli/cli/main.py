@@ -70,6 +70,7 @@ def settings_from(ctx: click.Context) -> Settings:
         output=g["output"],
         verbose=g.get("verbose", 0),
         quiet=bool(g.get("quiet")),
+        limit=100 if g.get("limit") is None else int(g["limit"]),
         pod_source=g.get("pod_source"),
         pods_file=Path(g["pods_file"]) if g.get("pods_file") else None,
         state_dir=Path(g["state_dir"]),
@@ -89,9 +90,10 @@ def settings_from(ctx: click.Context) -> Settings:
 class ConsoleUi:
     """The terminal side of `kubegc_cli.app.Ui`: diagnostics on stderr, prompts on a tty."""
 
-    def __init__(self, verbose: int, output: str) -> None:
+    def __init__(self, verbose: int, output: str, limit: int = 100) -> None:
         self.verbose = verbose
         self.output = output
+        self.limit = limit  # rows a plan table lists per section (--limit; 0 = all)
 
     def info(self, message: str) -> None:
         if self.verbose:
@@ -108,7 +110,7 @@ class ConsoleUi:
         from kubegc_cli.render import render_plan
 
         out = sys.stdout if self.output == "table" else sys.stderr
-        render_plan(plan, verbose=self.verbose, out=out)
+        render_plan(plan, verbose=self.verbose, out=out, limit=self.limit)
 
     def interactive(self) -> bool:
         return sys.stdin.isatty() and sys.stderr.isatty()
@@ -385,7 +387,7 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
     policy = container_policy(opts)
     older = parse_duration(opts["older_than"], flag="--older-than") if opts["older_than"] else None
     scope, act = _scope_and_act(s, opts, older)
-    finish(run(s, policy, scope, act, ConsoleUi(s.verbose, s.output)), s)
+    finish(run(s, policy, scope, act, ConsoleUi(s.verbose, s.output, s.limit)), s)
 
 
 @gc.command("sandboxes")
@@ -411,7 +413,12 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
 
     s = settings_from(ctx)
     scope, act = _scope_and_act(s, opts)
-    finish(run(s, opts["include_terminated_pods"], scope, act, ConsoleUi(s.verbose, s.output)), s)
+    finish(
+        run(
+            s, opts["include_terminated_pods"], scope, act, ConsoleUi(s.verbose, s.output, s.limit)
+        ),
+        s,
+    )
 
 
 @gc.command("logs")
@@ -443,7 +450,7 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = act_options(opts)
-    finish(run(s, opts["pod_logs_dir"], act, ConsoleUi(s.verbose, s.output)), s)
+    finish(run(s, opts["pod_logs_dir"], act, ConsoleUi(s.verbose, s.output, s.limit)), s)
 
 
 @gc.command("all")
@@ -471,7 +478,7 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
     s = settings_from(ctx)
     policy = container_policy(opts)
     scope, act = _scope_and_act(s, opts)
-    ui = ConsoleUi(s.verbose, s.output)
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
     finish(run(s, policy, scope, opts["pod_logs_dir"], act, ui), s)
 
 
@@ -518,7 +525,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     from kubegc_cli.app import gc_images as run
 
     s = settings_from(ctx)
-    ui = ConsoleUi(s.verbose, s.output)
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
     policy, act, infra, assumed = _image_gc_options(ctx, opts, s, ui)
     plan = run(s, policy, act, ui, pod_infra_image=infra, assume_detected_at=assumed)
     finish(plan, s)
@@ -672,7 +679,7 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
     from kubegc_cli.units import parse_bytes
 
     s = settings_from(ctx)
-    ui = ConsoleUi(s.verbose, s.output)
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
     given = parse_bytes(allocatable, flag="--allocatable") if allocatable is not None else None
     interval = _interval(watch) if watch is not None else None
     if interval is not None and s.output != "table":
@@ -803,7 +810,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     from kubegc_cli.units import parse_bytes
 
     s = settings_from(ctx)
-    ui = ConsoleUi(s.verbose, s.output)
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
     flags = raw_from_flags(
         _joined(opts["eviction_hard"]),
         _joined(opts["eviction_soft"]),
@@ -884,7 +891,7 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
         selector=None if opts["selector"] is None else parse(opts["selector"]),
     )
     act = act_options(opts)
-    plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output))
+    plan = prune_evicted(s, popts, act, ConsoleUi(s.verbose, s.output, s.limit))
     finish(plan, s)
 
 
@@ -969,7 +976,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     from kubegc_cli.residue.scan import residue_scan as run
 
     s = settings_from(ctx)
-    plan = run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts))
+    plan = run(s, ConsoleUi(s.verbose, s.output, s.limit), _residue_options(opts))
     outcome(plan)
     if s.quiet and s.output == "table":
         for f in [*plan.actions, *plan.kept]:
@@ -1011,7 +1018,7 @@ def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
     act = act_options(opts)
-    finish(run(s, ConsoleUi(s.verbose, s.output), _residue_options(opts), act), s)
+    finish(run(s, ConsoleUi(s.verbose, s.output, s.limit), _residue_options(opts), act), s)
 
 
 @cli.command("history")
@@ -1031,7 +1038,7 @@ def history(ctx: click.Context, /, runs: int) -> None:
     from kubegc_cli.state import read_history
 
     s = settings_from(ctx)
-    items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output).warn)
+    items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output, s.limit).warn)
     if s.output in ("json", "yaml"):
         render.dump_document({"kind": "History", "items": items}, s.output)
         return
@@ -1062,7 +1069,7 @@ def emit_plan(plan: Any, s: Any) -> None:
     elif s.quiet:
         render.render_ids(plan)
     else:
-        render.render_plan(plan, verbose=s.verbose)
+        render.render_plan(plan, verbose=s.verbose, limit=s.limit)
 
 
 @cli.command("df")
@@ -1124,7 +1131,7 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
     from kubegc_cli.df import DfOptions, disk_usage
 
     s = settings_from(ctx)
-    ui = ConsoleUi(s.verbose, s.output)
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
     options = DfOptions(
         root_dir=opts["root_dir"],
         pod_logs_dir=opts["pod_logs_dir"],
@@ -1170,7 +1177,7 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     from kubegc_cli.render import dump_document
 
     s = settings_from(ctx)
-    snap = snapshot_node(s, ConsoleUi(s.verbose, s.output))
+    snap = snapshot_node(s, ConsoleUi(s.verbose, s.output, s.limit))
     buf = io.StringIO()
     dump_document(snap.to_dict(), "yaml" if s.output == "yaml" else "json", buf)
     text = buf.getvalue()

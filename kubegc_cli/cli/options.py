@@ -81,6 +81,16 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {"count": True, "help": "Say more on stderr: -v what kubegc finds, -vv each action."},
     ),
     (
+        ("--limit",),
+        {
+            "type": click.IntRange(min=0),
+            "default": 100,
+            "metavar": "N",
+            "help": "Rows a plan table lists per section, failed ones always (0 = all; -v too).",
+            "show_default": True,
+        },
+    ),
+    (
         ("-q", "--quiet"),
         {"is_flag": True, "help": "Only errors on stderr; with -o table, print only object IDs."},
     ),

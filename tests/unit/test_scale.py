@@ -75,7 +75,15 @@ def test_the_table_of_a_big_plan_stays_readable(
     noun = {"sandboxes": "sandbox", "containers": "container"}[command]
     summary = next(line for line in lines if f"{noun}(s) to remove" in line)
     assert lines[0] == summary == lines[-1] and summary.startswith(f"{total} {noun}(s)")
-    assert f"  {total - PLAN_ROWS} more not listed (-v lists all; -o json has every one)" in lines
+    not_listed = "more not listed (--limit 0 or -v lists all; -o json has every one)"
+    assert f"  {total - PLAN_ROWS} {not_listed}" in lines
+    # --limit N lists N rows (before or after the subcommand); bad values are exit 2.
+    code, five, err = run_cli(argv(big_node, tmp_path, "gc", command, "--dry-run", "--limit", "5"))
+    assert code == 0, err
+    assert len(five.splitlines()) < 5 + 30 and f"  {total - 5} {not_listed}" in five.splitlines()
+    for bad in ("-1", "x"):
+        code, _, err = run_cli(argv(big_node, tmp_path, "--limit", bad, "gc", command))
+        assert code == 2 and bad in err and err.count("\n") == 1
 
 
 def _plan(n: int, failed: set[int]) -> Plan[ContainerAction]:
@@ -100,6 +108,13 @@ def test_failed_rows_are_always_listed_and_verbose_lists_all() -> None:
     out = io.StringIO()
     render_plan(plan, verbose=1, out=out)
     assert "more not listed" not in out.getvalue() and f"c{PLAN_ROWS + 49:06d}" in out.getvalue()
+    out = io.StringIO()
+    render_plan(plan, limit=0, out=out)  # --limit 0: every row
+    assert "more not listed" not in out.getvalue() and f"c{PLAN_ROWS + 49:06d}" in out.getvalue()
+    out = io.StringIO()
+    render_plan(plan, limit=10, out=out)
+    assert f"c{9:06d}" in out.getvalue() and f"c{10:06d}" not in out.getvalue()
+    assert f"c{PLAN_ROWS + 20:06d}" in out.getvalue() and "  139 more not listed" in out.getvalue()
     small = io.StringIO()
     render_plan(_plan(PLAN_ROWS, set()), out=small)
     assert "more not listed" not in small.getvalue()
