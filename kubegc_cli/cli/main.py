@@ -1233,8 +1233,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message() + hint, 2)
     except click.ClickException as exc:
         _fail(exc.format_message(), exc.exit_code or 2)
-    except click.exceptions.Abort:
-        _fail("aborted", 130)
+    except click.exceptions.Abort as exc:
+        # click turns a KeyboardInterrupt inside a command into Abort: a stop signal then
+        # still says which it was, with its exit code.
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, Terminated):
+            _fail("terminated", 143)
+        _fail("interrupted" if isinstance(cause, KeyboardInterrupt) else "aborted", 130)
     except KubegcError as exc:
         _fail(str(exc), exc.exit_code)
     except Terminated:

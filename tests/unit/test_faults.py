@@ -161,6 +161,34 @@ def test_server_that_never_answers_is_exit_3_within_the_deadline(
     assert cri.removed == []
 
 
+@pytest.mark.parametrize(
+    ("sig", "code", "word"),
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_a_stop_signal_while_listing_exits_with_its_code(
+    cri: FaultCri, tmp_path: Path, sig: int, code: int, word: str
+) -> None:
+    """SIGTERM (or Ctrl-C) while the runtime is being listed: exit 143 (130), saying which,
+    no traceback, nothing removed."""
+    cri.hang.add("ListContainers")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubegc_cli",
+         *kubegc(cri, tmp_path, "--timeout", "30s", "gc", "containers", "--yes")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while ("ListContainers", "") not in cri.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert f"kubegc: error: {word}" in err and "Traceback" not in err
+    assert cri.removed == []
+
+
 def test_socket_that_accepts_but_never_speaks_is_exit_3_within_the_deadline(
     sock_dir: Path, tmp_path: Path
 ) -> None:
