@@ -1241,10 +1241,27 @@ def populate_demo(node: LocalNode) -> DemoNode:
 # ---------------------------------------------------------------------------------------------
 
 
+def _foreign(workdir: Path) -> str:
+    """Why ``workdir`` is not a directory this tool may fill or remove ("" when it may): it
+    must be absent, empty, or hold a node's own files (its ``config.toml``, ``node.json``)."""
+    if not workdir.exists():
+        return ""
+    if not workdir.is_dir():
+        return "it is not a directory"
+    node = LocalNode(workdir)
+    if node.config_path.exists() or node.node_json.exists() or not any(workdir.iterdir()):
+        return ""
+    return "it holds files that are not a node's"
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
     node = LocalNode(Path(args.dir))
     if node.running():
         print(f"a node already runs in {node.workdir}", file=sys.stderr)
+        return 1
+    why = _foreign(node.workdir)
+    if why:
+        print(f"not starting a node in {node.workdir}: {why}", file=sys.stderr)
         return 1
     node.start()
     try:
@@ -1269,6 +1286,10 @@ def _cmd_up(args: argparse.Namespace) -> int:
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
+    why = _foreign(Path(args.dir))
+    if why:  # never remove what this tool did not make
+        print(f"not removing {Path(args.dir).absolute()}: {why}", file=sys.stderr)
+        return 1
     LocalNode.attach(Path(args.dir)).stop()
     print(f"node down: nothing left of {Path(args.dir).absolute()}", file=sys.stderr)
     return 0
