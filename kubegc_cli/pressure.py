@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,16 +47,7 @@ class PodMemory:
     working_set: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "uid": self.uid,
-            "namespace": self.namespace,
-            "name": self.name,
-            "qos": self.qos,
-            "usage": self.usage,
-            "inactive_file": self.inactive_file,
-            "active_file": self.active_file,
-            "working_set": self.working_set,
-        }
+        return asdict(self)  # (every field, in order: plain strings and ints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +63,7 @@ class PodWithoutStats:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "uid": self.uid,
-            "namespace": self.namespace,
-            "name": self.name,
-            "qos": self.qos,
-            "cgroup": self.cgroup,
-            "reason": self.reason,
-        }
+        return asdict(self)  # (every field, in order: plain strings and ints)
 
 
 @dataclass(slots=True)

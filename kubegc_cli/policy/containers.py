@@ -304,8 +304,6 @@ def plan_containers(
                     RULE_TERMINATED,
                     f"pod is {pods.phase(uid)} (--include-terminated-pods)",
                 )
-            if u.released is not None:
-                u.per = u.share = u.within = u.young
     # Steps 2 and 3: MaxPerPodContainer, then MaxContainers.
     share = _apply_limits(units, policy)
 
@@ -331,7 +329,6 @@ def plan_containers(
             entries.sort(key=lambda e: _newest_first_key(e[0]))
             for c, rule, why in entries:
                 out.run((c,), rule, why)
-    units.clear()
 
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
