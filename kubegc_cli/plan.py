@@ -47,7 +47,7 @@ class RawJSON(str):
     __slots__ = ()  # (no instance dict: not tracked by the cyclic collector)
 
 
-def _json_row(item: Any, shared: dict[int, str]) -> RawJSON:
+def _json_row(item: Any, shared: dict[Any, str]) -> RawJSON:
     """One item of a plan's lists as JSON text: its own `json_row` if it has one (given
     `shared`, one dict per list written)."""
     row = getattr(item, "json_row", None)
@@ -109,39 +109,54 @@ class ContainerAction:
             "log_note": self.log_note,
         }
 
-    def json_row(self, shared: dict[int, str] | None = None) -> RawJSON:
+    def json_row(self, shared: dict[Any, str] | None = None) -> RawJSON:
         """`json.dumps(self.to_dict())`, written directly (a plan can hold 100,000 of them:
-        this takes a third of the time of building the dict and encoding it). The state and
-        result enums are `StrEnum`s: encoded as the strings they are.
+        this takes a fraction of the time of building the dict and encoding it). The state
+        and result enums are `StrEnum`s: encoded as the strings they are.
 
         `shared` (one dict for the rows written together, while their containers are alive)
-        keeps the encoded pod fields by labels object: the attempts of a container share
-        one labels dict, so each is encoded once."""
+        keeps what many rows repeat, encoded once: the pod fields by labels object (the
+        attempts of a container share one labels dict), each sandbox ID, name and image by
+        its text, and the rule-to-log_note tail by its values."""
+        if shared is None:
+            shared = {}
         c = self.container
         labels = c.labels
         e = _json_str
-        pod = None if shared is None else shared.get(id(labels))
+        pod = shared.get(id(labels))
         if pod is None:
-            pod = (
+            pod = shared[id(labels)] = (
                 f'"pod_uid": {e(labels.get(LABEL_POD_UID, ""))}, '
                 f'"pod_namespace": {e(labels.get(LABEL_POD_NAMESPACE, ""))}, '
                 f'"pod_name": {e(labels.get(LABEL_POD_NAME, ""))}, '
             )
-            if shared is not None:
-                shared[id(labels)] = pod
+        said = (self.rule, self.reason, self.result, self.error, self.bytes_freed, self.log_note)
+        tail = shared.get(said)
+        if tail is None:
+            tail = shared[said] = (
+                f'"rule": {e(self.rule)}, "reason": {e(self.reason)}, '
+                f'"result": {e(self.result)}, "error": {e(self.error)}, '
+                f'"bytes_freed": {int(self.bytes_freed)}, "log_note": {e(self.log_note)}}}'
+            )
+        name = labels.get(LABEL_CONTAINER_NAME) or c.name
+        sandbox, image = c.pod_sandbox_id, c.image
         fin = f'"{ns_to_rfc3339(c.finished_at)}"' if c.finished_at else "null"
         size = "null" if c.log_bytes is None else str(int(c.log_bytes))
         return RawJSON(
             f'{{"kind": "container", "id": {e(c.id)}, {pod}'
-            f'"pod_sandbox_id": {e(c.pod_sandbox_id)}, '
-            f'"name": {e(labels.get(LABEL_CONTAINER_NAME) or c.name)}, '
+            f'"pod_sandbox_id": {shared.get(sandbox) or _encoded(shared, sandbox)}, '
+            f'"name": {shared.get(name) or _encoded(shared, name)}, '
             f'"attempt": {int(c.attempt)}, "state": {e(c.state)}, '
             f'"created_at": "{ns_to_rfc3339(c.created_at)}", "finished_at": {fin}, '
-            f'"image": {e(c.image)}, "log_path": {e(c.log_path)}, "log_bytes": {size}, '
-            f'"rule": {e(self.rule)}, "reason": {e(self.reason)}, '
-            f'"result": {e(self.result)}, "error": {e(self.error)}, '
-            f'"bytes_freed": {int(self.bytes_freed)}, "log_note": {e(self.log_note)}}}'
+            f'"image": {shared.get(image) or _encoded(shared, image)}, '
+            f'"log_path": {e(c.log_path)}, "log_bytes": {size}, {tail}'
         )
+
+
+def _encoded(shared: dict[Any, str], text: str) -> str:
+    """`text` as a JSON string, kept in `shared` under itself (for `ContainerAction.json_row`)."""
+    out = shared[text] = _json_str(text)
+    return out
 
 
 @dataclass(slots=True)
@@ -343,7 +358,7 @@ class Plan(Generic[A]):
     def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
         """The plan as the JSON/YAML document. `rows_as_json`: the items of `actions` and
         `kept` as `RawJSON` text (for `render.json_text`) instead of dicts."""
-        shared: dict[int, str] = {}  # (for `json_row`: alive only while the rows are made)
+        shared: dict[Any, str] = {}  # (for `json_row`: alive only while the rows are made)
         item: Any = (lambda a: _json_row(a, shared)) if rows_as_json else (lambda a: a.to_dict())
         return {
             "kind": self.kind,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -46,25 +46,42 @@ def json_text(doc: Any) -> str:
     encoder does each line; `indent` would send everything through the pure-Python one, ~10×
     slower). Key order is the document's.
     """
+    return "".join(_json_pieces(doc))
+
+
+_ROWS_PER_WRITE = 2048
+
+
+def _json_pieces(doc: Any) -> Iterator[str]:
+    """`json_text(doc)` in pieces (a long list of rows in runs of `_ROWS_PER_WRITE`), so that a
+    100,000-row document is written without first being joined into one string."""
     if not isinstance(doc, dict) or not doc:
-        return json.dumps(doc, indent=2)
-    fields = []
+        yield json.dumps(doc, indent=2)
+        return
+    sep = "{\n"
     for key, value in doc.items():
         name = json.dumps(key)
         if isinstance(value, list) and value and all(isinstance(v, dict | RawJSON) for v in value):
-            rows = ",\n    ".join([v if isinstance(v, RawJSON) else json.dumps(v) for v in value])
-            fields.append(f"  {name}: [\n    {rows}\n  ]")
+            yield f"{sep}  {name}: [\n    "
+            for at in range(0, len(value), _ROWS_PER_WRITE):
+                run = value[at : at + _ROWS_PER_WRITE]
+                rows = [v if isinstance(v, RawJSON) else json.dumps(v) for v in run]
+                yield (",\n    " if at else "") + ",\n    ".join(rows)
+            yield "\n  ]"
         else:
             text = json.dumps(value, indent=2).replace("\n", "\n  ")
-            fields.append(f"  {name}: {text}")
-    return "{\n" + ",\n".join(fields) + "\n}"
+            yield f"{sep}  {name}: {text}"
+        sep = ",\n"
+    yield "\n}"
 
 
 def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
-    """Write `doc` as JSON (`json_text`) or YAML."""
+    """Write `doc` as JSON (`json_text`, written as it is made) or YAML."""
     out = out or sys.stdout
     if fmt == "json":
-        out.write(json_text(doc) + "\n")
+        for piece in _json_pieces(doc):
+            out.write(piece)
+        out.write("\n")
     else:
         import yaml
 

@@ -89,9 +89,22 @@ def test_json_row_is_json_dumps_of_to_dict(
     sibling = dataclasses.replace(c, id=cid + "-2", attempt=attempt + 1)
     copy = dataclasses.replace(c, id=cid + "-3", labels=dict(labels))
     other = dataclasses.replace(c, id=cid + "-4", labels={**labels, LABEL_POD_UID: "u-other"})
-    shared: dict[int, str] = {}
+    shared: dict[Any, str] = {}
     for x in (c, sibling, copy, other, c, other):
         b = ContainerAction(x, rule, reason, result, error, False, freed, note)
+        assert b.json_row(shared) == json.dumps(b.to_dict())
+    # Rows that differ only in what the plan says of them (rule to log_note), or in one of the
+    # texts kept by value (sandbox, name, image), through the same shared dict.
+    for x, args in (
+        (c, (reason, rule, Result.KEPT, note, False, freed + 1, error)),
+        (c, (rule, reason, result, error, False, freed, note + "x")),
+        (
+            dataclasses.replace(c, pod_sandbox_id=image, image=sandbox, name=log_path),
+            (rule, reason, result, error, False, freed, note),
+        ),
+        (dataclasses.replace(c, labels={}, name=rule), (rule, reason, result, error)),
+    ):
+        b = ContainerAction(x, *args)  # type: ignore[arg-type]
         assert b.json_row(shared) == json.dumps(b.to_dict())
     plan: Plan[ContainerAction] = Plan(kind="ContainerGCPlan", policy={}, now=created)
     plan.actions.append(a)

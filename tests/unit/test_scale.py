@@ -10,11 +10,13 @@ import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubegc_cli import render
 from kubegc_cli.cri.v1 import api_pb2
 from kubegc_cli.plan import ContainerAction, Plan, Result
 from kubegc_cli.render import PLAN_ROWS, json_text, render_plan
@@ -134,6 +136,11 @@ def test_json_text_is_the_same_document(doc: dict[str, object]) -> None:
     text = json_text(doc)
     back = json.loads(text)
     assert back == doc and list(back) == list(doc)
+    # Written in runs of rows (here two at a time), the text is the same.
+    out = io.StringIO()
+    with mock.patch.object(render, "_ROWS_PER_WRITE", 2):
+        render.dump_document(doc, "json", out)
+    assert out.getvalue() == text + "\n"
 
 
 def test_json_text_puts_each_action_on_one_line(big_node: FaultCri, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 from fractions import Fraction
 
@@ -97,6 +98,17 @@ def test_rfc3339_round_trip() -> None:
     assert rfc3339_to_ns("2023-11-14T23:13:20+01:00") == 1_700_000_000 * 10**9
     with pytest.raises(BadInput):
         rfc3339_to_ns("yesterday", what="--now")
+
+
+@given(st.integers(-(2**63), 2**64))
+def test_rfc3339_text_is_the_calendar_time(ns: int) -> None:
+    """Any nanosecond count gives datetime's UTC calendar time, clamped to years 1970-9999."""
+    clamped = min(max(ns, 0), 253_402_300_800 * 10**9 - 1)
+    secs, frac = divmod(clamped, 10**9)
+    when = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(seconds=secs)
+    text = when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac:09d}Z" if frac else "Z")
+    assert ns_to_rfc3339(ns) == text
+    assert rfc3339_to_ns(text) == clamped
 
 
 def test_formatting() -> None:
