@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.host.kubelet import DEFAULT_POD_LOGS_DIR
-from kubegc_cli.host.logs import LogRoots, LogSizer, kubelet_log_path
+from kubegc_cli.host.logs import LogRoots, LogSizer
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import (
     Container,
@@ -17,7 +17,6 @@ from kubegc_cli.model import (
     FilesystemUsage,
     Image,
     NodeSnapshot,
-    fill_listed_log,
 )
 
 if TYPE_CHECKING:
@@ -71,14 +70,13 @@ def observe_node(
     found = dict(client.container_statuses([c.id for c in wanted]))
     mounts = mounts if mounts is not None else MountTable.read()
     sizer = LogSizer(LogRoots(host_root, pod_logs_dir), mounts)
+    if log_layout:  # (the listing's own objects: filled in, not copied)
+        sizer.fill_layout_logs(
+            c for c in listed if c.state is not ContainerState.RUNNING and c.id not in found
+        )
     containers: list[Container] = []
-    layout_dir = pod_logs_dir if log_layout else ""
     for c in listed:
         if c.id not in found:
-            if layout_dir and c.state is not ContainerState.RUNNING:
-                path = kubelet_log_path(layout_dir, c)
-                if path:  # (c is this listing's own object: filled in, not copied)
-                    fill_listed_log(c, path, sizer.bytes_of(path))
             containers.append(c)
             continue
         st = found[c.id]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from kubegc_cli.model import (
     LABEL_POD_NAMESPACE,
     LABEL_POD_UID,
     Container,
+    fill_listed_log,
 )
 
 LEGACY_NAME_MAX = 251
@@ -112,27 +114,41 @@ def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid:
     return f"{pod_name}_{namespace}_{container_name}-{cid}"[:LEGACY_NAME_MAX] + ".log"
 
 
-def kubelet_log_path(pod_logs_dir: str, container: Container) -> str:
-    """The host path the kubelet gives a container's log, from the container's labels alone.
-
-    `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log` (kubelet
-    `BuildPodLogsDirectory`, `BuildContainerLogsDirectory`; the restart count is the
-    `io.kubernetes.container.restartCount` annotation). "" when a label or the annotation is
-    missing, or a part could not be a name the kubelet writes (empty, `.`/`..`, or with `/`):
-    such a container's log path is known only from `ContainerStatus`.
-    """
-    labels = container.labels
+def kubelet_log_dir(pod_logs_dir: str, labels: Mapping[str, str]) -> str:
+    """The directory, with a trailing `/`, the kubelet gives the logs of the container these
+    labels name: `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/` (kubelet
+    `BuildPodLogsDirectory`, `BuildContainerLogsDirectory`). "" when a label is missing or a
+    part could not be a name the kubelet writes (empty, `.`/`..`, or with `/` or NUL)."""
     ns = labels.get(LABEL_POD_NAMESPACE, "")
     pod = labels.get(LABEL_POD_NAME, "")
     uid = labels.get(LABEL_POD_UID, "")
     name = labels.get(LABEL_CONTAINER_NAME, "")
-    restarts = container.annotations.get(ANNOTATION_RESTART_COUNT, "")
-    if not restarts.isdigit() or not restarts.isascii():
-        return ""
     for part in (ns, pod, uid, name):
         if not part or part in (".", "..") or "/" in part or "\0" in part:
             return ""
-    return f"{pod_logs_dir.rstrip('/')}/{ns}_{pod}_{uid}/{name}/{int(restarts)}.log"
+    return f"{pod_logs_dir.rstrip('/')}/{ns}_{pod}_{uid}/{name}/"
+
+
+def kubelet_log_name(container: Container) -> str:
+    """`<restartCount>.log`, the name of a container's log file in its `kubelet_log_dir`
+    (the `io.kubernetes.container.restartCount` annotation); "" when the annotation is
+    missing or not a decimal number."""
+    restarts = container.annotations.get(ANNOTATION_RESTART_COUNT, "")
+    if not restarts.isdigit() or not restarts.isascii():
+        return ""
+    return f"{int(restarts)}.log"
+
+
+def kubelet_log_path(pod_logs_dir: str, container: Container) -> str:
+    """The host path the kubelet gives a container's log, from the container's labels alone.
+
+    `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log`: `kubelet_log_dir`
+    and `kubelet_log_name`. "" when either is "": such a container's log path is known only
+    from `ContainerStatus`.
+    """
+    name = kubelet_log_name(container)
+    folder = kubelet_log_dir(pod_logs_dir, container.labels) if name else ""
+    return folder + name if folder else ""
 
 
 def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:
@@ -226,7 +242,7 @@ class LogSizer:
         self._prefix = roots.pod_logs_dir.rstrip("/") + "/"
         self._real_root = os.path.realpath(on_host(roots.host_root, roots.pod_logs_dir))
         self._real_root = self._real_root.rstrip("/")  # "" when podLogsDir resolves to /
-        self._listings: dict[str, dict[str, os.DirEntry[str]]] = {}
+        self._dirs: dict[str, dict[str, int]] = {}  # local container dir -> `_sums`
         self._kinds: dict[str, str] = {}
 
     def _kind(self, local: str) -> str:
@@ -244,16 +260,58 @@ class LogSizer:
             self._kinds[local] = kind
         return kind
 
-    def _listing(self, local_dir: str) -> dict[str, os.DirEntry[str]]:
-        listed = self._listings.get(local_dir)
-        if listed is None:
+    def _sums(self, local_dir: str) -> dict[str, int]:
+        """Bytes by log name in one container log directory (remembered): each regular file
+        that is not a mount point counts for its own name and for every part of it before a
+        dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and `0`), so a
+        log's total is the log with its rotated siblings."""
+        sums = self._dirs.get(local_dir)
+        if sums is not None:
+            return sums
+        sums = {}
+        try:
+            with os.scandir(local_dir) as it:
+                entries = list(it)
+        except OSError:
+            entries = []
+        for entry in entries:
             try:
-                with os.scandir(local_dir) as it:
-                    listed = {e.name: e for e in it}
+                st = entry.stat(follow_symlinks=False)
             except OSError:
-                listed = {}
-            self._listings[local_dir] = listed
-        return listed
+                continue
+            if not stat.S_ISREG(st.st_mode) or self.mounts.is_mount_point(entry.path):
+                continue  # symlinks and the rest free nothing (as in `log_bytes`)
+            name, size = entry.name, st.st_size
+            dot = name.find(".")
+            while dot != -1:
+                sums[name[:dot]] = sums.get(name[:dot], 0) + size
+                dot = name.find(".", dot + 1)
+            sums[name] = sums.get(name, 0) + size
+        self._dirs[local_dir] = sums
+        return sums
+
+    def _in_layout(self, pod_dir: str, ctr_dir: str) -> tuple[str, str]:
+        """How to size a log in `<podLogsDir>/<pod_dir>/<ctr_dir>/` (names checked by the
+        caller): ("dir", the local container directory), ("link", "": through a symlinked
+        directory, measured by `log_bytes`) or ("none", "": nothing there to free)."""
+        if not self.mounts.known:
+            return ("none", "")
+        local = f"{self._real_root}/{pod_dir}"
+        kind = self._kind(local)
+        if kind == "dir":
+            local = f"{local}/{ctr_dir}"
+            kind = self._kind(local)
+        if kind == "dir":
+            return ("dir", local)
+        return ("link", "") if kind == "link" else ("none", "")
+
+    def _measure(self, how: tuple[str, str], log_path: str, name: str) -> int | None:
+        kind, local = how
+        if kind == "dir":
+            return self._sums(local).get(name, 0)
+        if kind == "link":  # a symlinked directory: resolve it the careful way
+            return log_bytes(self.roots, log_path, self.mounts)
+        return 0  # nothing there, or not a directory: no log file to free
 
     def bytes_of(self, log_path: str) -> int | None:
         """Bytes removing this log (and its rotated siblings) would free; None without a path."""
@@ -266,31 +324,49 @@ class LogSizer:
             or any(p in ("", ".", "..") for p in parts)
         ):
             return log_bytes(self.roots, log_path, self.mounts)
-        if not self.mounts.known:
-            return 0
-        pod_dir = f"{self._real_root}/{parts[0]}"
-        kind = self._kind(pod_dir)
-        if kind == "dir":
-            ctr_dir = f"{pod_dir}/{parts[1]}"
-            kind = self._kind(ctr_dir)
-        if kind != "dir":
-            if kind == "link":  # a symlinked directory: resolve it the careful way
-                return log_bytes(self.roots, log_path, self.mounts)
-            return 0  # nothing there, or not a directory: no log file to free
-        base = parts[2]
-        total = 0
-        for name, entry in self._listing(ctr_dir).items():
-            if name != base and not name.startswith(base + "."):
+        return self._measure(self._in_layout(parts[0], parts[1]), log_path, parts[2])
+
+    def fill_layout_logs(self, containers: Iterable[Container]) -> None:
+        """Give each container its kubelet layout log (`kubelet_log_path` under this sizer's
+        podLogsDir) and that log's `bytes_of`, set in place (`model.fill_listed_log`: only
+        for containers a listing just made); one the layout cannot name is left as it is.
+
+        The directory of each labels object (the attempts of a container share one) is
+        worked out and checked once: 100,000 containers cost 100,000 dictionary lookups, not
+        100,000 path parses.
+        """
+        root = self.roots.pod_logs_dir
+        # id(labels) -> (dir, its `_sums` or None, measured by `log_bytes` instead)
+        folders: dict[int, tuple[str, dict[str, int] | None, bool]] = {}
+        names: dict[int, str] = {}  # id(annotations) -> `kubelet_log_name`
+        held = []  # (the labels and annotations objects, alive while their ids are keys)
+        for c in containers:
+            notes = c.annotations
+            name = names.get(id(notes))
+            if name is None:
+                held.append(notes)
+                name = names[id(notes)] = kubelet_log_name(c)
+            if not name:
                 continue
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue  # symlinks and the rest free nothing (as in `log_bytes`)
-            if not self.mounts.is_mount_point(entry.path):
-                total += st.st_size
-        return total
+            labels = c.labels
+            known = folders.get(id(labels))
+            if known is None:
+                held.append(labels)
+                folder = kubelet_log_dir(root, labels)
+                kind, local = "none", ""
+                if folder:
+                    pod_dir, ctr_dir = folder[len(self._prefix) : -1].split("/")
+                    kind, local = self._in_layout(pod_dir, ctr_dir)
+                sums = self._sums(local) if kind == "dir" else None
+                known = folders[id(labels)] = (folder, sums, kind == "link")
+            folder, sums, careful = known
+            if folder:
+                path = folder + name
+                if sums is not None:
+                    size: int | None = sums.get(name, 0)
+                else:  # (through a symlinked directory: measured the careful way)
+                    size = log_bytes(self.roots, path, self.mounts) if careful else 0
+                fill_listed_log(c, path, size)
 
 
 def _unlink(path: str, what: str) -> bool:

@@ -330,10 +330,9 @@ def test_kubelet_config_image_gc_fields(tmp_path: Path) -> None:
         load_kubelet_config(cfg, tmp_path)
 
 
-def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
-    """`LogSizer.bytes_of` gives `log_bytes`' answer for every shape of path: plain logs with
-    rotated siblings, symlinked pod and container directories (inside and outside podLogsDir),
-    a log that is a symlink or a directory, a mount point, missing parts, foreign paths."""
+def _log_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A podLogsDir of every shape `LogSizer` must measure; (host root, the plain container
+    log directory ns_p_u1/app)."""
     host = tmp_path / "host"
     pods = host / "var/log/pods"
     outside = host / "elsewhere"
@@ -352,6 +351,14 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
     (pods / "ns_p_u3").mkdir()
     (pods / "ns_p_u3/app").symlink_to(ok)  # a container dir leading inside podLogsDir
     (pods / "ns_p_u4").write_text("a file, not a directory")
+    return host, ok
+
+
+def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
+    """`LogSizer.bytes_of` gives `log_bytes`' answer for every shape of path: plain logs with
+    rotated siblings, symlinked pod and container directories (inside and outside podLogsDir),
+    a log that is a symlink or a directory, a mount point, missing parts, foreign paths."""
+    host, ok = _log_tree(tmp_path)
     roots = LogRoots(host, "/var/log/pods")
     paths = [
         "/var/log/pods/ns_p_u1/app/0.log", "/var/log/pods/ns_p_u1/app/1.log",
@@ -376,3 +383,57 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
     assert sizer.bytes_of("/var/log/pods/ns_p_u2/c/0.log") == 0  # a link out: nothing counts
     assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/3.log") == 0  # a mount point
     assert sizer.bytes_of("") is None
+
+
+def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
+    """`LogSizer.fill_layout_logs` gives every container `kubelet_log_path` and that path's
+    `bytes_of`, and leaves one the layout cannot name as it was: attempts sharing one labels
+    object, equal labels in another object, every shape of directory, bad labels and bad
+    restart counts."""
+    from dataclasses import replace
+
+    host, ok = _log_tree(tmp_path)
+    (ok / "12.log").write_bytes(b"f" * 3)
+    (ok / "12.log.1").write_bytes(b"g" * 4)
+    (ok / "1.log.x").write_bytes(b"h" * 5)  # next to a directory named 1.log
+
+    def labels(ns: str, pod: str, uid: str, name: str) -> dict[str, str]:
+        return {"io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.name": pod,
+                "io.kubernetes.pod.uid": uid, "io.kubernetes.container.name": name}  # fmt: skip
+
+    app = labels("ns", "p", "u1", "app")
+    containers = [
+        _labelled(app, r) for r in ("0", "1", "2", "3", "9", "12", "012", "x", "", None)
+    ] + [
+        _labelled(dict(app), "0"),
+        _labelled(labels("ns", "p", "u1", "gone"), "0"),
+        _labelled(labels("ns", "p", "u2", "c"), "0"),
+        _labelled(labels("ns", "p", "u3", "app"), "0"),
+        _labelled(labels("ns", "p", "u4", "app"), "0"),
+        _labelled(labels("ns", "p", "u1", ".."), "0"),
+        _labelled(labels("ns", "p/../..", "u1", "app"), "0"),
+        _labelled({}, "0"),
+    ]
+    roots = LogRoots(host, "/var/log/pods/")
+    for mounts in (
+        MountTable(frozenset({"/", str(ok / "3.log")})),
+        MountTable.unreadable("no mount table"),
+    ):
+        expect = []
+        for c in containers:
+            path = kubelet_log_path("/var/log/pods", c)
+            size = LogSizer(roots, mounts).bytes_of(path) if path else None
+            assert size == log_bytes(roots, path, mounts)
+            expect.append((path, size))
+        filled = [replace(c) for c in containers]
+        LogSizer(roots, mounts).fill_layout_logs(iter(filled))
+        assert [(c.log_path, c.log_bytes) for c in filled] == expect
+    assert expect[0] == ("/var/log/pods/ns_p_u1/app/0.log", 0)  # (no mount table: 0 bytes)
+    assert [size for _, size in expect[:10]] == [0] * 7 + [None] * 3
+    sizes = {}
+    sizer = LogSizer(roots, MountTable(frozenset({"/", str(ok / "3.log")})))
+    for c in containers[:7]:
+        sizes[c.annotations["io.kubernetes.container.restartCount"]] = sizer.bytes_of(
+            kubelet_log_path("/var/log/pods", c)
+        )
+    assert sizes == {"0": 60, "1": 5, "2": 0, "3": 0, "9": 0, "12": 7, "012": 7}
