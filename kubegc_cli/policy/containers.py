@@ -223,6 +223,48 @@ def _segments(u: _Unit, reasons: _Reasons) -> list[_Segment]:
     return out
 
 
+_Run = tuple[bool, str, str]  # (kept, rule, reason): one object per plan for each pair
+
+
+def _shape(
+    u: _Unit, reasons: _Reasons, runs: dict[tuple[str, str], _Run]
+) -> list[tuple[slice, _Run]]:
+    """`_segments(u)` oldest first, as (slice of `u.members`, run) pairs. Units with the same
+    counts and cuts share one shape (`plan_containers` keeps them by those numbers)."""
+    out = []
+    for start, end, rule, why in reversed(_segments(u, reasons)):
+        run = runs.get((rule, why))
+        if run is None:
+            run = runs[(rule, why)] = (rule in KEEP_RULES, rule, why)
+        out.append((slice(end - 1, start - 1 if start else None, -1), run))
+    return out
+
+
+class _Runs:
+    """The containers of one of a plan's lists (removals or kept), in table order, with where
+    each run of one rule and reason starts."""
+
+    __slots__ = ("containers", "last", "starts")
+
+    def __init__(self) -> None:
+        self.containers: list[Container] = []
+        self.starts: list[tuple[int, _Run]] = []
+        self.last: _Run | None = None
+
+    def add(self, cs: list[Container], run: _Run) -> None:
+        if run is not self.last:
+            self.starts.append((len(self.containers), run))
+            self.last = run
+        self.containers += cs
+
+    def each(self) -> Iterator[tuple[list[Container], _Run]]:
+        """Each run: its containers and (kept, rule, reason)."""
+        cs, starts = self.containers, self.starts
+        for i, (start, run) in enumerate(starts):
+            end = starts[i + 1][0] if i + 1 < len(starts) else len(cs)
+            yield cs[start:end], run
+
+
 class _Emitter:
     """Appends a plan's actions and kept entries, applying the scope (`-n`, `--pod`, `-l`,
     `--older-than`) to each."""
@@ -314,21 +356,38 @@ def plan_containers(
     )
     reasons = _Reasons(policy, share)
     out = _Emitter(plan, scope, now, policy.min_age)
+    # Removals and kept entries are collected apart, each list in table order, unless
+    # --older-than may turn a removal into a kept entry: then in one list, so that entry
+    # takes its place in table order among the kept.
+    kept = _Runs()
+    removed = kept if out.older_ns is not None else _Runs()
+    shapes: dict[tuple[Any, ...], list[tuple[slice, _Run]]] = {}
+    runs: dict[tuple[str, str], _Run] = {}
     for group in _in_table_order(units):
         if len(group) == 1:
             u = group[0]
-            for start, end, rule, why in reversed(_segments(u, reasons)):  # oldest first
-                out.run(u.members[end - 1 : start - 1 if start else None : -1], rule, why)
+            key = (len(u.members), u.young, u.within, u.share, u.per, u.released)
+            shape = shapes.get(key)
+            if shape is None:
+                shape = _shape(u, reasons, runs)
+                if u.released is None:  # (a released unit's reason names its pod)
+                    shapes[key] = shape
+            members = u.members
+            for cut, run in shape:
+                (kept if run[0] else removed).add(members[cut], run)
         else:  # one container of pods recreated under the same name: merged, oldest first
             entries = [
-                (c, rule, why)
+                (c, run)
                 for u in group
-                for start, end, rule, why in _segments(u, reasons)
-                for c in u.members[start:end]
+                for cut, run in _shape(u, reasons, runs)
+                for c in u.members[cut]
             ]
             entries.sort(key=lambda e: _newest_first_key(e[0]))
-            for c, rule, why in entries:
-                out.run((c,), rule, why)
+            for c, run in entries:
+                (kept if run[0] else removed).add([c], run)
+    for taken in (removed, kept) if removed is not kept else (kept,):
+        for cs, (_, rule, why) in taken.each():
+            out.run(cs, rule, why)
 
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))

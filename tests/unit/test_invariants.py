@@ -41,6 +41,8 @@ from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
 from kubegc_cli.policy.containers import (
     KEEP_GUARD,
     KEEP_MIN_AGE,
+    KEEP_OLDER_THAN,
+    KEEP_RULES,
     ContainerGCPolicy,
     Scope,
     plan_containers,
@@ -98,6 +100,9 @@ def containers_st(draw: st.DrawFn, sandboxes: list[Sandbox]) -> list[Container]:
     """Kubelet-labelled containers in every state; each points at one of its pod's sandboxes
     (or at one the runtime does not list) and uses an image by ID or by reference."""
     out: list[Container] = []
+    # The pods of some UIDs are "shared/web-0", one pod deleted and recreated under the same
+    # name (each time another UID): in the table their units' containers come together.
+    reused = draw(st.sets(st.sampled_from([u for u in POD_UIDS if u]), max_size=3))
     for i in range(draw(st.integers(0, 30))):
         uid = draw(st.sampled_from(POD_UIDS))
         own = [s.id for s in sandboxes if s.uid == uid] or [f"sb-{uid}-missing"]
@@ -110,7 +115,8 @@ def containers_st(draw: st.DrawFn, sandboxes: list[Sandbox]) -> list[Container]:
             attempt=draw(st.integers(0, 5)),
             state=draw(st.sampled_from(["EXITED", "CREATED", "UNKNOWN", "RUNNING"])),
             age_s=draw(st.integers(1, 10_000)),
-            ns=_ns_of(uid),
+            ns="shared" if uid in reused else _ns_of(uid),
+            pod="web-0" if uid in reused else None,
             log_bytes=draw(st.sampled_from([None, 0, 10, 1000])),
         )
         out.append(
@@ -308,15 +314,23 @@ def _rules_read_plainly(
 
 
 @settings(max_examples=300, deadline=None)
-@given(node_states(), CONTAINER_POLICIES)
+@given(node_states(), CONTAINER_POLICIES, st.none() | st.sampled_from([60.0, 3600.0]))
 def test_container_plan_is_the_rules_read_plainly(
-    node: NodeState, policy: ContainerGCPolicy
+    node: NodeState, policy: ContainerGCPolicy, older: float | None
 ) -> None:
     """Every dead container gets the rule a one-at-a-time reading of the kubelet's steps gives
-    it, and the plan lists them in table order (namespace, pod, container, then oldest first)."""
-    plan = plan_containers(node.containers, policy, node.pods, NOW)
+    it (with `--older-than`, a removal of a container finished more recently is kept for
+    that), and the plan lists them in table order (namespace, pod, container, then oldest
+    first)."""
+    plan = plan_containers(node.containers, policy, node.pods, NOW, Scope(older_than=older))
     got = {a.id: a.rule for a in (*plan.actions, *plan.kept)}
-    assert got == _rules_read_plainly(node.containers, policy, node.pods)
+    expected = _rules_read_plainly(node.containers, policy, node.pods)
+    if older is not None:
+        for c in node.containers:
+            recent = NOW - (c.finished_at or c.created_at) < int(older * S)
+            if recent and expected.get(c.id) not in (None, *KEEP_RULES):
+                expected[c.id] = KEEP_OLDER_THAN
+    assert got == expected
     for entries in (plan.actions, plan.kept):
         order = [
             (c.pod_namespace, c.pod_name, c.container_name, c.created_at, c.attempt, c.id)
