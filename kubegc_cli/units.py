@@ -243,9 +243,13 @@ def _too_large(text: str, flag: str) -> BadInput:
     )
 
 
-def parse_bytes(text: str, *, flag: str = "size") -> int:
-    """A quantity as whole bytes, rounded up as Kubernetes' `Quantity.Value()` does; must be > 0."""
+def parse_bytes(text: str, *, flag: str = "size", whole: bool = False) -> int:
+    """A quantity as whole bytes, rounded up as Kubernetes' `Quantity.Value()` does; must be > 0.
+    With `whole`, a fraction of a byte (`0.5`, `100m`) is refused instead of rounded up.
+    Raises `BadInput` naming `flag` and the text."""
     q = _quantity(text, flag)
     if q <= 0:
         raise BadInput(f"invalid value for {flag}: {text!r} must be positive")
+    if whole and q != math.floor(q):
+        raise BadInput(f"invalid value for {flag}: {text!r} is not a whole number of bytes")
     return math.ceil(q)

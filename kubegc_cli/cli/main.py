@@ -46,7 +46,7 @@ def settings_from(ctx: click.Context) -> Settings:
         raise BadInput(
             f"invalid value for --timeout: {g['timeout']!r} must be above 0 and at most 24h"
         )
-    max_recv = parse_bytes(g["max_recv_size"], flag="--max-recv-size")
+    max_recv = parse_bytes(g["max_recv_size"], flag="--max-recv-size", whole=True)
     if max_recv > MAX_RECV_BYTES:
         raise BadInput(
             f"invalid value for --max-recv-size: {g['max_recv_size']!r} is above gRPC's limit 2Gi-1"

@@ -90,7 +90,9 @@ def _from_crictl_yaml(host_root: Path) -> str | None:
     if not isinstance(doc, dict):
         raise BadInput(f"crictl config {path}: expected a mapping with runtime-endpoint")
     value = doc.get("runtime-endpoint")
-    return str(value) if value else None
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"crictl config {path}: runtime-endpoint {value!r} is not a string")
+    return value or None
 
 
 def resolve_endpoint(flag: str | None, env: Mapping[str, str], host_root: Path) -> Endpoint:

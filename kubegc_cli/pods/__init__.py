@@ -24,6 +24,7 @@ from typing import Any
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.inputs import parse_json, read_text
+from kubegc_cli.units import rfc3339_to_ns
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -144,14 +145,23 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
         for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
             if not isinstance(status.get(key) or [], list):
                 raise BadInput(f"{source}: items[{i}].status.{key} is not a list")
-        uid = str(meta["uid"])
+        if not isinstance(meta["uid"], str):
+            raise BadInput(f"{source}: items[{i}].metadata.uid {meta['uid']!r} is not a string")
+        deleting = meta.get("deletionTimestamp")
+        if deleting is not None:  # (it makes the pod's content removable: it must be a time)
+            if not isinstance(deleting, str):
+                raise BadInput(
+                    f"{source}: items[{i}].metadata.deletionTimestamp {deleting!r} is not a time"
+                )
+            rfc3339_to_ns(deleting, what=f"{source}: items[{i}].metadata.deletionTimestamp")
+        uid = meta["uid"]
         pods[uid] = PodInfo(
             uid=uid,
             namespace=str(meta.get("namespace", "")),
             name=str(meta.get("name", "")),
             phase=str(status.get("phase", "")),
             content_removable=status.get("reason") == "Evicted"
-            or (bool(meta.get("deletionTimestamp")) and _all_stopped(status)),
+            or (deleting is not None and _all_stopped(status)),
             raw=item,
         )
     return PodInventory(known=True, pods=pods, source=source, nodes=nodes)

@@ -402,6 +402,13 @@ def test_crictl_yaml_under_host_root(work: Path, text: str) -> None:
     args = [*base(work), "--host-root", str(host), "--timeout", "1s"]
     result = run_cli([*args, "gc", "containers", "--dry-run"])
     check(result, [str(f), "runtime-endpoint"], ok=(3,))
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return
+    endpoint = doc.get("runtime-endpoint") if isinstance(doc, dict) else None
+    if endpoint is not None and not isinstance(endpoint, str):  # not a path to try: bad input
+        assert result[0] == 2, result
 
 
 @st.composite
@@ -504,6 +511,8 @@ CORPUS: list[tuple[list[str], str]] = [
     (["--max-recv-size", "1E9999", "gc", "containers", "--yes"], "'1E9999'"),
     (["--max-recv-size", "-0", "gc", "containers", "--yes"], "'-0'"),
     (["--max-recv-size", "١٠٠Mi", "gc", "containers", "--yes"], "'١٠٠Mi'"),
+    (["--max-recv-size", "0.5", "gc", "containers", "--yes"], "'0.5' is not a whole number"),
+    (["--max-recv-size", "100m", "gc", "containers", "--yes"], "'100m' is not a whole number"),
     (["gc", "containers", "--maximum-dead-containers", "1e3", "--yes"], "'1e3'"),
 ]
 
