@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import (
+    conditions,
     emit,
     finish,
     format_table,
@@ -102,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     text += "\n\ntop imports (cumulative ms):\n" + "\n".join(
         f"  {m['module']:<40} {m['cumulative_ms']:>7}" for m in imports["top_cumulative"]
     )
+    finish(result)  # (the load and speed probe at the end, before they are printed)
+    text += "\n" + conditions(result)
     emit(result, text, as_json=args.json)
-    finish(result)
     return 0
 
 

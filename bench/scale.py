@@ -12,6 +12,9 @@ leaked older attempts), 5,000 images. Fresh `kubegc` processes, timed from start
     lists every container and sandbox, no per-container call: the cost of the lists alone.
 ``gc containers --dry-run`` (table)
     the same plan as a table (at most 100 rows without -v, summary first).
+``gc images --dry-run -o json``
+    lists every container and image and plans image GC with ``--prune-unused`` (no target;
+    with 100,000 containers every image is in use).
 
 For each: wall time (median of ``--runs``), the kubegc process's CPU and the fake runtime's
 CPU during the run (the fake is Python; it keeps its serialized ListContainers reply until a
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     kubegc = kubegc_command()
     with tempfile.TemporaryDirectory(prefix="kgc-scale-") as tmp:
         sock = Path(tmp) / "cri.sock"
+        host = Path(tmp) / "host"  # (for gc images: the fake's image filesystem mountpoint)
+        (host / "var/lib/containerd").mkdir(parents=True)
         log(f"building {args.containers:,} containers, {args.sandboxes:,} sandboxes, "
             f"{args.images:,} images in the fake runtime")  # fmt: skip
         began = time.monotonic()
@@ -118,6 +123,21 @@ def main(argv: list[str] | None = None) -> int:
                 "gc containers --dry-run -o json": [*base, "containers", "--dry-run", "-o", "json"],
                 "gc sandboxes --dry-run -o json": [*base, "sandboxes", "--dry-run", "-o", "json"],
                 "gc containers --dry-run (table)": [*base, "containers", "--dry-run"],
+                # every image unused past MinAge is a candidate (--prune-unused), its first
+                # sighting long ago; the image filesystem's statvfs is a directory here
+                "gc images --dry-run -o json": [
+                    *base[:-1],
+                    "--host-root",
+                    str(host),
+                    "gc",
+                    "images",
+                    "--dry-run",
+                    "--prune-unused",
+                    "--assume-detected-at",
+                    "2026-01-01T00:00:00Z",
+                    "-o",
+                    "json",
+                ],
             }
             runs: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
             for i in range(args.runs):

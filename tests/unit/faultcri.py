@@ -20,6 +20,11 @@ Run from a shell, it serves a synthetic node until interrupted::
 
     python -m tests.unit.faultcri /tmp/cri.sock --containers 100000 --sandboxes 20000 \\
         --images 5000 [--pods 10000]
+
+It prints `ready <ListContainers bytes> <ListPodSandbox bytes>` once it serves. Its containers
+are created up to 2027-01-15 (give kubegc `--now 2027-01-15T08:00:00Z`), and it reports its
+image filesystem at /var/lib/containerd: for `gc images` give `--host-root` a directory with
+`var/lib/containerd` in it (kubegc measures that filesystem with statvfs).
 """
 
 from __future__ import annotations
