@@ -27,7 +27,7 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
+from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.host.podlogs import LegacyLink, PodLogDir, container_id_from_link
 from kubegc_cli.model import (
     Container,
@@ -704,3 +704,93 @@ def test_dry_run_plan_is_the_executed_plan(
             ]
         else:
             assert history == []  # nothing to do: no run, no lock, no audit rows
+
+
+@dataclass
+class _IncompleteCri(MemoryCri):
+    """`MemoryCri` whose `fail_on`-th inventory call (an unfiltered ListContainers,
+    ListPodSandbox, the statuses `--older-than` reads) fails as an unreachable runtime's
+    would; `calls` counts them (0 for `fail_on`: never fail). Calls after the first removal
+    are not counted: by then the inventory has been read."""
+
+    fail_on: int = 0
+    calls: int = 0
+
+    def _inventory_call(self, what: str) -> None:
+        if self.removed:
+            return
+        self.calls += 1
+        if self.calls == self.fail_on:
+            raise RuntimeUnavailable(f"{what} on unix:///memory.sock failed: UNAVAILABLE")
+
+    def list_containers(
+        self,
+        sandbox_id: str = "",
+        labels: Mapping[str, str] | None = None,
+        *,
+        annotations: bool = True,
+    ) -> list[Container]:
+        if not sandbox_id and not labels:
+            self._inventory_call("ListContainers")
+        return super().list_containers(sandbox_id, labels, annotations=annotations)
+
+    def list_sandboxes(self) -> list[Sandbox]:
+        self._inventory_call("ListPodSandbox")
+        return super().list_sandboxes()
+
+    def container_statuses(self, ids: Iterable[str]) -> Any:
+        self._inventory_call("ContainerStatus")
+        return super().container_statuses(ids)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    node_states(),
+    CONTAINER_POLICIES,
+    st.sampled_from(["containers", "sandboxes"]),
+    st.none() | st.just(60.0),
+    st.data(),
+)
+def test_nothing_is_removed_from_an_incomplete_inventory(
+    node: NodeState, policy: ContainerGCPolicy, command: str, older: float | None, data: Any
+) -> None:
+    """Whichever inventory call fails — the lists, the statuses `--older-than` reads, the
+    re-list right before acting — a `--yes` run stops with `RuntimeUnavailable` (exit 3) and
+    removes nothing: a partial inventory is never planned on."""
+    from kubegc_cli import app
+    from kubegc_cli.state import release_run_lock
+
+    policy = replace(policy, include_terminated_pods=False)
+    scope = Scope(older_than=older)
+
+    def run(cri: MemoryCri, s: Any) -> Plan[Any]:
+        try:
+            with use_runtime(cri):
+                act = app.ActOptions(yes=True)
+                if command == "containers":
+                    return app.gc_containers(s, policy, scope, act, QuietUi())
+                return app.gc_sandboxes(s, False, scope, act, QuietUi())
+        finally:
+            release_run_lock()
+
+    def runtime(fail_on: int) -> _IncompleteCri:
+        return _IncompleteCri(
+            {c.id: c for c in node.containers}, {s.id: s for s in node.sandboxes}, fail_on=fail_on
+        )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s = _settings(Path(tmp), NO_POD_SOURCE)
+        counting = runtime(0)
+        run(counting, s)  # every inventory call a whole run makes before its first removal
+        fail_on = data.draw(st.integers(1, counting.calls), label="failing call")
+        failing = runtime(fail_on)
+        try:
+            run(failing, s)
+        except RuntimeUnavailable:
+            pass
+        else:
+            raise AssertionError(f"inventory call {fail_on} failed, and the run went on")
+        assert failing.removed == []
+        event(
+            f"failed call {fail_on} of {counting.calls}; whole run removed {len(counting.removed)}"
+        )
