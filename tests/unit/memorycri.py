@@ -19,7 +19,14 @@ from typing import Any
 from unittest import mock
 
 from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.model import Container, RuntimeInfo, Sandbox, SandboxState
+from kubegc_cli.model import (
+    Container,
+    FilesystemUsage,
+    Image,
+    RuntimeInfo,
+    Sandbox,
+    SandboxState,
+)
 
 
 class Status:
@@ -38,6 +45,7 @@ class MemoryCri:
     containers: dict[str, Container]
     sandboxes: dict[str, Sandbox]
     removed: list[str] = field(default_factory=list)
+    images: dict[str, Image] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     endpoint: Any = field(default_factory=lambda: mock.Mock(display="unix:///memory.sock"))
 
@@ -96,6 +104,26 @@ class MemoryCri:
         with self.lock:
             self.removed.append(sid)
             return self.sandboxes.pop(sid, None) is not None
+
+    def status_info(self) -> dict[str, str]:
+        return {}  # (no sandbox image named)
+
+    def list_images(self) -> list[Image]:
+        with self.lock:
+            return list(self.images.values())
+
+    def image_fs_info(self) -> tuple[list[FilesystemUsage], list[FilesystemUsage]]:
+        """One image filesystem at "/" (under the caller's host root: a real directory)."""
+        return [FilesystemUsage("/", None, None)], []
+
+    def image_exists(self, image_id: str) -> bool:
+        with self.lock:
+            return image_id in self.images
+
+    def remove_image(self, image_id: str) -> bool:
+        with self.lock:
+            self.removed.append(image_id)
+            return self.images.pop(image_id, None) is not None
 
 
 def use_runtime(cri: Any) -> contextlib.AbstractContextManager[Any]:

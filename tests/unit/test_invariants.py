@@ -647,7 +647,7 @@ def _comparable(plan: Plan[Any]) -> list[tuple[str, str, str, str]]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(node_states(), CONTAINER_POLICIES, st.sampled_from(["containers", "sandboxes"]))
+@given(node_states(), CONTAINER_POLICIES, st.sampled_from(["containers", "sandboxes", "images"]))
 def test_dry_run_plan_is_the_executed_plan(
     node: NodeState, policy: ContainerGCPolicy, command: str
 ) -> None:
@@ -661,12 +661,19 @@ def test_dry_run_plan_is_the_executed_plan(
             with use_runtime(cri):
                 if command == "containers":
                     return app.gc_containers(s, policy, Scope(), act, QuietUi())
+                if command == "images":  # (every unused image past MinAge 0: no usage read)
+                    images = ImageGCPolicy(min_age=0, prune_unused=True)
+                    return app.gc_images(s, images, act, QuietUi())
                 return app.gc_sandboxes(s, policy.include_terminated_pods, Scope(), act, QuietUi())
         finally:
             release_run_lock()  # as the command line does after every command
 
     def fresh() -> MemoryCri:
-        return MemoryCri({c.id: c for c in node.containers}, {s.id: s for s in node.sandboxes})
+        return MemoryCri(
+            {c.id: c for c in node.containers},
+            {s.id: s for s in node.sandboxes},
+            images={i.id: i for i in node.images},
+        )
 
     pods = node.pods
     running = sorted({c.pod_uid for c in node.containers if c.state is ContainerState.RUNNING})
@@ -689,7 +696,7 @@ def test_dry_run_plan_is_the_executed_plan(
                 return
             raise AssertionError("--yes acted where the dry run was refused") from None
         wet = run(app.ActOptions(yes=True), wet_cri, s)
-        event("acted" if wet.actions else "nothing to do")
+        event(f"{command}: acted" if wet.actions else f"{command}: nothing to do")
         assert dry_cri.removed == [] and dry.dry_run and not wet.dry_run
         assert _comparable(dry) == _comparable(wet)
         assert [(k.id, k.rule) for k in dry.kept] == [(k.id, k.rule) for k in wet.kept]
