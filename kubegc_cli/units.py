@@ -64,6 +64,8 @@ def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = 
     if not s:
         raise BadInput(f"invalid value for {flag}: {orig!r} is not a duration")
     value = sign * total
+    if abs(value) < 1e-9:
+        value = 0.0  # (less than a nanosecond: Go's ParseDuration gives 0)
     if not abs(value) <= MAX_DURATION_SECONDS:
         raise BadInput(f"invalid value for {flag}: {orig!r} is too large (at most about 292 years)")
     if value < 0 and not allow_negative:

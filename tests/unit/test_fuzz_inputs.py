@@ -507,6 +507,7 @@ CORPUS: list[tuple[list[str], str]] = [
     (["gc", "containers", "--minimum-container-ttl-duration", "1h-2m", "--yes"], "'1h-2m'"),
     (["gc", "containers", "--minimum-container-ttl-duration", "-1s", "--yes"], "'-1s'"),
     (["--timeout", "0s", "gc", "containers", "--yes"], "'0s'"),
+    (["--timeout", "0.0001ns", "gc", "containers", "--yes"], "'0.0001ns' must be above 0"),
     (["--timeout", "9" * 400 + "h", "gc", "containers", "--yes"], "too large"),
     (["--max-recv-size", "1E9999", "gc", "containers", "--yes"], "'1E9999'"),
     (["--max-recv-size", "-0", "gc", "containers", "--yes"], "'-0'"),
