@@ -55,8 +55,30 @@ def parse_yaml(text: str, path: Path, what: str) -> Any:
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BadInput(f"{what} {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
         raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None
+    # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
+    if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
+        bad = _with_nul(doc)
+        if bad is not None:
+            raise BadInput(f"{what} {path}: {bad!r} holds a NUL character (no path or name can)")
+    return doc
+
+
+def _with_nul(value: Any) -> str | None:
+    """The first string (key or value) in a decoded document that holds a NUL, or None."""
+    pending = [value]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, str):
+            if "\0" in v:
+                return v
+        elif isinstance(v, dict):
+            pending.extend(v.keys())
+            pending.extend(v.values())
+        elif isinstance(v, list):
+            pending.extend(v)
+    return None

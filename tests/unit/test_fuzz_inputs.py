@@ -534,7 +534,7 @@ def _corpus_files() -> list[Path]:
 @pytest.mark.parametrize("path", _corpus_files(), ids=lambda p: p.name)
 def test_corpus_files(work: Path, path: Path) -> None:
     """`tests/unit/corpus/<kind>.<case>`: each file is bad input for the option its name
-    starts with (`pods`, `snapshot`, `kubelet`, `kubeconfig`, `crictl`); first line of the
+    starts with (`pods`, `snapshot`, `kubelet`, `kubeconfig`, `crictl`, `config`); first line of the
     expected message in `<file>.expect` when there is one."""
     kind = path.name.split(".", 1)[0]
     cri = node()
@@ -544,6 +544,7 @@ def test_corpus_files(work: Path, path: Path) -> None:
         "kubelet": ["--kubelet-config", str(path), "gc", "containers", "--yes"],
         "kubeconfig": ["--pod-source", "api", "--kubeconfig", str(path), "gc", "containers",
                        "--yes"],
+        "config": ["--config", str(path), "gc", "containers", "--yes"],
     }  # fmt: skip
     if kind == "crictl":
         host = work / f"corpus-{path.name}"
