@@ -90,6 +90,17 @@ def test_parse_bytes_rounds_up_and_must_be_positive() -> None:
         parse_bytes("0")
 
 
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1ns", 1e-9), ("1.5ns", 1.5e-9), ("500us", 5e-4), ("500µs", 5e-4), ("300ms", 0.3),
+     ("0.9999999ns", 0.0), ("0.0001ns", 0.0), ("1h1ns", 3600 + 1e-9)],
+)  # fmt: skip
+def test_durations_below_a_nanosecond_are_zero(text: str, seconds: float) -> None:
+    """Less than a nanosecond is 0, as Go's ParseDuration (whole nanoseconds) has it, so
+    `--timeout 0.5ns` is refused as 0; a nanosecond or more is kept."""
+    assert parse_duration(text) == pytest.approx(seconds, rel=1e-12, abs=0)
+
+
 def test_rfc3339_round_trip() -> None:
     ns = 1_700_000_000_123_456_789
     text = ns_to_rfc3339(ns)
