@@ -7,10 +7,10 @@ since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.units import ns_to_rfc3339, rfc3339_to_ns
@@ -224,13 +224,52 @@ def fill_listed_log(c: Container, log_path: str, log_bytes: int | None) -> None:
     _s_log_bytes(c, log_bytes)
 
 
+T = TypeVar("T")
+
+
+def _each(
+    d: Mapping[str, Any],
+    key: str,
+    make: Callable[[Mapping[str, Any]], T],
+    missing: list[Any] | None = None,
+) -> tuple[T, ...]:
+    """`make` of each object in the list under `key` of a snapshot document (`_items`; a
+    missing or null list is `missing` when given). `BadInput` naming the list, the index and
+    the problem for an item that is not an object or does not fit."""
+    items = missing if missing is not None and d.get(key) is None else _items(d, key)
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise BadInput(f"{key}[{i}] is {_json_type(item)}, not an object")
+        try:
+            out.append(make(item))
+        except KeyError as exc:
+            raise BadInput(f"{key}[{i}] has no {exc}") from None
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+            raise BadInput(f"{key}[{i}]: {exc}") from None
+    return tuple(out)
+
+
+def _json_type(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words (`null`, `a string`, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
 def _items(d: Mapping[str, Any], key: str) -> list[Any]:
     """The list under `key` of a snapshot document; `BadInput` when it is missing or not a
     list (a snapshot always writes every list, empty or not: a missing one is a damaged
     file, and reading it as empty would plan as if the node had none)."""
     value = d.get(key)
     if not isinstance(value, list):
-        got = "missing" if key not in d else f"{type(value).__name__}, not a list"
+        got = "missing" if key not in d else f"{_json_type(value)}, not a list"
         raise BadInput(f"{key!r} is {got}")
     return value
 
@@ -394,14 +433,12 @@ class NodeSnapshot:
                     version=str(rt.get("version", "")),
                     api_version=str(rt.get("api_version", "")),
                 ),
-                containers=tuple(Container.from_dict(c) for c in _items(d, "containers")),
-                sandboxes=tuple(Sandbox.from_dict(s) for s in _items(d, "sandboxes")),
-                images=tuple(Image.from_dict(i) for i in _items(d, "images")),
-                image_filesystems=tuple(
-                    FilesystemUsage.from_dict(f) for f in d.get("image_filesystems") or ()
-                ),
-                container_filesystems=tuple(
-                    FilesystemUsage.from_dict(f) for f in d.get("container_filesystems") or ()
+                containers=_each(d, "containers", Container.from_dict),
+                sandboxes=_each(d, "sandboxes", Sandbox.from_dict),
+                images=_each(d, "images", Image.from_dict),
+                image_filesystems=_each(d, "image_filesystems", FilesystemUsage.from_dict, []),
+                container_filesystems=_each(
+                    d, "container_filesystems", FilesystemUsage.from_dict, []
                 ),
             )
         except BadInput as exc:

@@ -195,5 +195,33 @@ def test_a_snapshot_without_one_of_its_lists_is_bad_input(key: str) -> None:
     assert NodeSnapshot.from_dict(doc).containers == ()
     with pytest.raises(BadInput, match=rf"snapshot s\.json: '{key}' is missing"):
         NodeSnapshot.from_dict({k: v for k, v in doc.items() if k != key}, source="snapshot s.json")
-    with pytest.raises(BadInput, match=f"'{key}' is NoneType, not a list"):
+    with pytest.raises(BadInput, match=f"'{key}' is null, not a list"):
         NodeSnapshot.from_dict({**doc, key: None})
+
+
+_SNAPSHOT_CONTAINER = {"id": "c1", "state": "EXITED", "created_at": "2026-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"containers": [_SNAPSHOT_CONTAINER, None]}, "containers[1] is null, not an object"),
+        ({"containers": ["c1"]}, "containers[0] is a string, not an object"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": "x"}]},
+         "containers[0]: invalid literal for int() with base 10: 'x'"),
+        ({"containers": [{"state": "EXITED"}]}, "containers[0] has no 'id'"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "state": "GONE"}]}, "containers[0]: 'GONE'"),
+        ({"sandboxes": [[]]}, "sandboxes[0] is a list, not an object"),
+        ({"images": [7]}, "images[0] is a number, not an object"),
+        ({"image_filesystems": "x"}, "'image_filesystems' is a string, not a list"),
+        ({"container_filesystems": [True]}, "container_filesystems[0] is a boolean, not an object"),
+    ],
+)  # fmt: skip
+def test_a_snapshot_item_that_does_not_fit_is_named(change: dict[str, Any], message: str) -> None:
+    """A damaged snapshot item is bad input naming its list, its index and the value."""
+    doc: dict[str, Any] = {"kind": SNAPSHOT_KIND, "captured_at": "2026-01-01T00:00:00Z",
+                           "containers": [], "sandboxes": [], "images": [], **change}  # fmt: skip
+    with pytest.raises(BadInput) as exc:
+        NodeSnapshot.from_dict(doc, source="snapshot s.json")
+    assert str(exc.value).startswith("snapshot s.json: ") and message in str(exc.value)
+    assert "\n" not in str(exc.value)
