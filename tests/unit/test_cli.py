@@ -318,22 +318,25 @@ def test_deeply_nested_pods_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize(
-    "mutate",
+    ("mutate", "message"),
     [
-        lambda d: d["containers"][0].__setitem__("attempt", float("inf")),
-        lambda d: d["containers"][0].__setitem__("labels", ["not", "a", "map"]),
-        lambda d: d["containers"][0].__setitem__("state", "ZOMBIE"),
-        lambda d: d["containers"][0].pop("created_at"),
+        (lambda d: d["containers"][0].__setitem__("attempt", float("inf")),
+         "containers[0]: cannot convert float infinity to integer"),
+        (lambda d: d["containers"][0].__setitem__("labels", ["not", "a", "map"]),
+         "containers[0]: expected a mapping of strings, got list"),
+        (lambda d: d["containers"][0].__setitem__("state", "ZOMBIE"),
+         "containers[0]: 'ZOMBIE' is not a valid ContainerState"),
+        (lambda d: d["containers"][0].pop("created_at"), "containers[0] has no 'created_at'"),
     ],
-)
+)  # fmt: skip
 def test_malformed_snapshot_is_bad_input(
-    snapshot_file: Path, mutate: Any, capsys: pytest.CaptureFixture[str]
+    snapshot_file: Path, mutate: Any, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = json.loads(snapshot_file.read_text())
     mutate(doc)
     snapshot_file.write_text(json.dumps(doc))
     code, _, err = run(["--snapshot", str(snapshot_file), "gc", "containers"], capsys)
-    assert code == 2 and "malformed snapshot" in err and err.count("\n") == 1
+    assert code == 2 and err == f"kubegc: error: snapshot {snapshot_file}: {message}\n"
 
 
 def test_labels_of_any_json_type_and_markup_in_names(
