@@ -20,7 +20,15 @@ from kubegc_cli import __version__
 from kubegc_cli.cli.completion import complete_namespace, complete_pod
 from kubegc_cli.cli.log import LOG
 from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
-from kubegc_cli.cli.options import F, KubegcGroup, act_flags, collected, global_options
+from kubegc_cli.cli.options import (
+    WHOLE,
+    F,
+    KubegcGroup,
+    WholeRange,
+    act_flags,
+    collected,
+    global_options,
+)
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
@@ -265,7 +273,7 @@ def container_policy_options(f: F) -> F:
             ),
             click.option(
                 "--maximum-dead-containers-per-container",
-                type=int,
+                type=WHOLE,
                 default=1,
                 show_default=True,
                 metavar="N",
@@ -274,7 +282,7 @@ def container_policy_options(f: F) -> F:
             ),
             click.option(
                 "--maximum-dead-containers",
-                type=int,
+                type=WHOLE,
                 default=-1,
                 show_default=True,
                 metavar="N",
@@ -483,10 +491,10 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 
 
 @gc.command("images")
-@click.option("--image-gc-high-threshold", type=int, default=85, show_default=True, metavar="PCT",
+@click.option("--image-gc-high-threshold", type=WHOLE, default=85, show_default=True, metavar="PCT",
               help="Image filesystem usage (%) at which image GC runs (100 with MaxAge 0s: "
                    "never, as the kubelet).")  # fmt: skip
-@click.option("--image-gc-low-threshold", type=int, default=80, show_default=True, metavar="PCT",
+@click.option("--image-gc-low-threshold", type=WHOLE, default=80, show_default=True, metavar="PCT",
               help="Usage (%) image GC frees down to.")  # fmt: skip
 @click.option("--minimum-image-ttl-duration", default="2m", show_default=True, metavar="DURATION",
               help="MinAge: images first detected less than this long ago stay.")  # fmt: skip
@@ -641,7 +649,7 @@ def _interval(text: str | None) -> float:
 )
 @click.option(
     "--top",
-    type=click.IntRange(0, 100_000),
+    type=WholeRange(0, 100_000),
     default=10,
     show_default=True,
     help="Pods listed, largest working set first (0 = all).",
@@ -778,7 +786,7 @@ def _joined(values: tuple[str, ...]) -> str | None:
 )
 @click.option(
     "--top",
-    type=click.IntRange(0, 100_000),
+    type=WholeRange(0, 100_000),
     default=5,
     show_default=True,
     help="Pods listed per met signal, first to be evicted first (0 = all).",
@@ -1022,7 +1030,7 @@ def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
 
 
 @cli.command("history")
-@click.option("--runs", type=click.IntRange(1, 10_000), default=20, show_default=True,
+@click.option("--runs", type=WholeRange(1, 10_000), default=20, show_default=True,
               help="How many recent runs to show.")  # fmt: skip
 @global_options
 @click.pass_context
@@ -1087,7 +1095,7 @@ def emit_plan(plan: Any, s: Any) -> None:
 )
 @click.option(
     "--top",
-    type=click.IntRange(0, 1_000_000),
+    type=WholeRange(0, 1_000_000),
     default=10,
     show_default=True,
     help="Pods listed, largest footprint (logs + emptyDir + writable layers) first (0 = all).",

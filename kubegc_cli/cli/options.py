@@ -7,6 +7,7 @@ over an earlier one, and defaults never override an explicit value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,6 +15,30 @@ import click
 from click.core import ParameterSource
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+class WholeNumber(click.types.IntParamType):
+    """An integer option written in ASCII digits, as the kubelet's flags take them: Python's
+    `int()` would also take other scripts' digits (`٨٥`) and underscores (`1_0`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class WholeRange(click.IntRange):
+    """`click.IntRange` of `WholeNumber`s."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+WHOLE = WholeNumber()
 META_KEY = "kubegc.globals"
 
 
@@ -83,7 +108,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--limit",),
         {
-            "type": click.IntRange(min=0),
+            "type": WholeRange(min=0),
             "default": 100,
             "metavar": "N",
             "help": "Rows a plan table lists per section, failed ones always (0 = all; -v too).",
@@ -206,14 +231,14 @@ def act_flags(
             ),
             click.option(
                 "--max-delete",
-                type=click.IntRange(min=0),
+                type=WholeRange(min=0),
                 metavar="N",
                 help="Remove at most N objects; the rest of the plan is held back (shown, not "
                 "done).",
             ),
             click.option(
                 "--concurrency",
-                type=click.IntRange(1, 64),
+                type=WholeRange(1, 64),
                 default=4,
                 show_default=True,
                 help=concurrency_help,

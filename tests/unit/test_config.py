@@ -201,7 +201,7 @@ def test_a_fraction_for_a_whole_number_is_exit_2_as_the_flag(
         assert err.count("\n") == 1 and f"{KEY} in {cfg}" in err and "'2.5'" in err
     code, _, err = run(["--snapshot", str(snap), "gc", "containers",
                         "--maximum-dead-containers-per-container", "2.5"], capsys)  # fmt: skip
-    assert code == 2 and "'2.5' is not a valid integer" in err
+    assert code == 2 and "'2.5' is not a whole number" in err
 
 
 @pytest.mark.parametrize(

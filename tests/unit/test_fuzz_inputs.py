@@ -515,6 +515,9 @@ CORPUS: list[tuple[list[str], str]] = [
     (["--max-recv-size", "0.5", "gc", "containers", "--yes"], "'0.5' is not a whole number"),
     (["--max-recv-size", "100m", "gc", "containers", "--yes"], "'100m' is not a whole number"),
     (["gc", "containers", "--maximum-dead-containers", "1e3", "--yes"], "'1e3'"),
+    (["gc", "containers", "--maximum-dead-containers", "١٠", "--yes"], "'١٠' is not a whole"),
+    (["gc", "containers", "--concurrency", "1_0", "--yes"], "'1_0' is not a whole number"),
+    (["--limit", "٣", "gc", "containers", "--yes"], "'٣' is not a whole number"),
 ]
 
 
