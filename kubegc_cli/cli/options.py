@@ -19,13 +19,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
+def _digits_only(
+    kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
+) -> None:
+    if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
+        kind.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+
+
 class WholeNumber(click.types.IntParamType):
     """An integer option written in ASCII digits, as the kubelet's flags take them: Python's
     `int()` would also take other scripts' digits (`٨٥`) and underscores (`1_0`)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
-            self.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+        _digits_only(self, value, param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -33,8 +39,7 @@ class WholeRange(click.IntRange):
     """`click.IntRange` of `WholeNumber`s."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
-            self.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+        _digits_only(self, value, param, ctx)
         return super().convert(value, param, ctx)
 
 
