@@ -336,8 +336,7 @@ class LogSizer:
         100,000 path parses.
         """
         root = self.roots.pod_logs_dir
-        # id(labels) -> (dir, its `_sums` or None, measured by `log_bytes` instead)
-        folders: dict[int, tuple[str, dict[str, int] | None, bool]] = {}
+        folders: dict[int, tuple[str, tuple[str, str]]] = {}  # id(labels) -> (dir, how to size)
         names: dict[int, str] = {}  # id(annotations) -> `kubelet_log_name`
         held = []  # (the labels and annotations objects, alive while their ids are keys)
         for c in containers:
@@ -353,20 +352,15 @@ class LogSizer:
             if known is None:
                 held.append(labels)
                 folder = kubelet_log_dir(root, labels)
-                kind, local = "none", ""
+                how = ("none", "")
                 if folder:
                     pod_dir, ctr_dir = folder[len(self._prefix) : -1].split("/")
-                    kind, local = self._in_layout(pod_dir, ctr_dir)
-                sums = self._sums(local) if kind == "dir" else None
-                known = folders[id(labels)] = (folder, sums, kind == "link")
-            folder, sums, careful = known
+                    how = self._in_layout(pod_dir, ctr_dir)
+                known = folders[id(labels)] = (folder, how)
+            folder, how = known
             if folder:
                 path = folder + name
-                if sums is not None:
-                    size: int | None = sums.get(name, 0)
-                else:  # (through a symlinked directory: measured the careful way)
-                    size = log_bytes(self.roots, path, self.mounts) if careful else 0
-                fill_listed_log(c, path, size)
+                fill_listed_log(c, path, self._measure(how, path, name))
 
 
 def _unlink(path: str, what: str) -> bool:
