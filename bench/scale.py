@@ -126,15 +126,14 @@ def main(argv: list[str] | None = None) -> int:
                 # every image unused past MinAge is a candidate (--prune-unused), its first
                 # sighting long ago; the image filesystem's statvfs is a directory here
                 "gc images --dry-run -o json": [
-                    *base[:-1],
-                    "--host-root",
-                    str(host),
-                    "gc",
+                    *base,
                     "images",
                     "--dry-run",
                     "--prune-unused",
                     "--assume-detected-at",
                     "2026-01-01T00:00:00Z",
+                    "--host-root",
+                    str(host),
                     "-o",
                     "json",
                 ],
