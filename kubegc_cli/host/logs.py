@@ -19,6 +19,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
@@ -174,7 +175,26 @@ def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+def _layout_parts(prefix: str, path: str) -> list[str] | None:
+    """`[pod dir, container dir, file]` when `path` is `<prefix><pod dir>/<container dir>/<file>`
+    (`prefix` ends in `/`) with no part empty, `.` or `..`; None for any other path."""
+    if not path.startswith(prefix):
+        return None
+    parts = path[len(prefix) :].split("/")
+    if len(parts) != 3 or any(p in ("", ".", "..") for p in parts):
+        return None
+    return parts
+
+
+def _is_plain_dir(local: str) -> bool:
+    """True if `local` is a directory and not a symlink (one `lstat`)."""
+    try:
+        return stat.S_ISDIR(os.lstat(local).st_mode)
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
 class LogRoots:
     """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`."""
 
@@ -182,11 +202,39 @@ class LogRoots:
     pod_logs_dir: str
     container_logs_dir: str = CONTAINER_LOGS_DIR
 
-    def inside_pod_logs(self, local_path: str) -> bool:
-        """True if the real directory of `local_path` is inside the real podLogsDir."""
-        root = os.path.realpath(on_host(self.host_root, self.pod_logs_dir))
+    @cached_property
+    def real_pod_logs_dir(self) -> str:
+        """podLogsDir as this process sees it with every symlink resolved (`os.path.realpath`),
+        without a trailing `/` ("" when it resolves to `/`). Resolved once per `LogRoots`: the
+        files kubegc deletes are checked against the podLogsDir of the run's start."""
+        return os.path.realpath(on_host(self.host_root, self.pod_logs_dir)).rstrip("/")
+
+    @cached_property
+    def _local_prefix(self) -> str:
+        return on_host(self.host_root, self.pod_logs_dir).rstrip("/") + "/"
+
+    @cached_property
+    def local_container_logs_dir(self) -> str:
+        """The legacy symlink directory (`/var/log/containers`) as this process sees it."""
+        return on_host(self.host_root, self.container_logs_dir)
+
+    def real_log_dir(self, local_path: str) -> str | None:
+        """The real directory (symlinks resolved) of the file `local_path` if it is inside the
+        real podLogsDir (or is it); None if it is not.
+
+        A path of the kubelet's shape `<podLogsDir>/<pod dir>/<container dir>/<file>` whose two
+        directories are not symlinks is settled with two `lstat`s (its real directory is then
+        `<real podLogsDir>/<pod dir>/<container dir>`); any other path is resolved with
+        `os.path.realpath`.
+        """
+        root = self.real_pod_logs_dir
+        parts = _layout_parts(self._local_prefix, local_path)
+        if parts is not None:
+            pod_dir = f"{root}/{parts[0]}"
+            if _is_plain_dir(pod_dir) and _is_plain_dir(f"{pod_dir}/{parts[1]}"):
+                return f"{pod_dir}/{parts[1]}"
         parent = os.path.realpath(os.path.dirname(local_path))
-        return parent == root or parent.startswith(root.rstrip("/") + "/")
+        return parent if parent == root or parent.startswith(root + "/") else None
 
 
 def deletable_log_files(
@@ -195,19 +243,25 @@ def deletable_log_files(
     """The log files of `log_path` kubegc may delete, and notes on those it may not.
 
     Files must lie in a directory inside podLogsDir (after resolving symlinks) and must not be
-    mount points; when the mount table could not be read (`mounts.known` False) none may be
-    deleted. Used both to plan (bytes to free) and to remove, so the two agree.
+    mount points (a file that is a symlink: its resolved target must not be one); when the
+    mount table could not be read (`mounts.known` False) none may be deleted. Used both to plan
+    (bytes to free) and to remove, so the two agree.
     """
     if not log_path:
         return [], []
     local = on_host(roots.host_root, log_path)
-    if not roots.inside_pod_logs(local):
+    real_dir = roots.real_log_dir(local)
+    if real_dir is None:
         return [], [f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left"]
     if not mounts.known:
         return [], [f"{mounts.error}; log {log_path} left"]
     files, notes = [], []
     for path, st in log_files(local):
-        if mounts.is_mount_point(os.path.realpath(path)):
+        if stat.S_ISLNK(st.st_mode):
+            real = os.path.realpath(path)
+        else:  # a file that is not a link is where its real directory says
+            real = os.path.join(real_dir, os.path.basename(path))
+        if mounts.is_mount_point(real):
             notes.append(f"{path} is a mount point; left")
         else:
             files.append((path, st))
@@ -240,8 +294,6 @@ class LogSizer:
         self.roots = roots
         self.mounts = mounts
         self._prefix = roots.pod_logs_dir.rstrip("/") + "/"
-        self._real_root = os.path.realpath(on_host(roots.host_root, roots.pod_logs_dir))
-        self._real_root = self._real_root.rstrip("/")  # "" when podLogsDir resolves to /
         self._dirs: dict[str, dict[str, int]] = {}  # local container dir -> `_sums`
         self._kinds: dict[str, str] = {}
 
@@ -296,7 +348,7 @@ class LogSizer:
         directory, measured by `log_bytes`) or ("none", "": nothing there to free)."""
         if not self.mounts.known:
             return ("none", "")
-        local = f"{self._real_root}/{pod_dir}"
+        local = f"{self.roots.real_pod_logs_dir}/{pod_dir}"
         kind = self._kind(local)
         if kind == "dir":
             local = f"{local}/{ctr_dir}"
@@ -317,12 +369,8 @@ class LogSizer:
         """Bytes removing this log (and its rotated siblings) would free; None without a path."""
         if not log_path:
             return None
-        parts = log_path[len(self._prefix) :].split("/")
-        if (
-            not log_path.startswith(self._prefix)
-            or len(parts) != 3
-            or any(p in ("", ".", "..") for p in parts)
-        ):
+        parts = _layout_parts(self._prefix, log_path)
+        if parts is None:
             return log_bytes(self.roots, log_path, self.mounts)
         return self._measure(self._in_layout(parts[0], parts[1]), log_path, parts[2])
 
@@ -389,7 +437,7 @@ def remove_container_logs(
     for path, st in files:
         if _unlink(path, "log") and stat.S_ISREG(st.st_mode):
             freed += st.st_size
-    link_dir = on_host(roots.host_root, roots.container_logs_dir)
+    link_dir = roots.local_container_logs_dir
     name = legacy_symlink_name(
         container.pod_name, container.pod_namespace, container.container_name, container.id
     )

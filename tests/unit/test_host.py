@@ -15,9 +15,12 @@ from kubegc_cli.host.logs import (
     LogRemovalError,
     LogRoots,
     LogSizer,
+    deletable_log_files,
     kubelet_log_path,
     legacy_symlink_name,
     log_bytes,
+    log_files,
+    on_host,
     remove_container_logs,
 )
 from kubegc_cli.host.mounts import MountTable, parse_mountinfo
@@ -383,6 +386,66 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
     assert sizer.bytes_of("/var/log/pods/ns_p_u2/c/0.log") == 0  # a link out: nothing counts
     assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/3.log") == 0  # a mount point
     assert sizer.bytes_of("") is None
+
+
+def _deletable_by_realpath(roots: LogRoots, log_path: str, mounts: MountTable) -> list[str] | None:
+    """The rule of `deletable_log_files` spelled out with `os.path.realpath` on every path:
+    None when the log's real directory is outside the real podLogsDir, else the files (the log
+    and its rotated siblings) whose real path is not a mount point (none without a table)."""
+    local = on_host(roots.host_root, log_path)
+    root = os.path.realpath(on_host(roots.host_root, roots.pod_logs_dir))
+    parent = os.path.realpath(os.path.dirname(local))
+    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
+        return None
+    if not mounts.known:
+        return []
+    return [p for p, _ in log_files(local) if not mounts.is_mount_point(os.path.realpath(p))]
+
+
+def test_deletable_log_files_follow_the_realpath_rule(tmp_path: Path) -> None:
+    """`deletable_log_files` settles kubelet-shaped paths through plain directories without
+    resolving each path; its answer is the realpath rule's for every shape: symlinked pod and
+    container directories (in and out), a podLogsDir that is itself a symlink, a log that is a
+    symlink (to a mount point or not), a mount point, missing parts, foreign paths."""
+    host, ok = _log_tree(tmp_path)
+    (host / "logs").symlink_to("var/log/pods")
+    outside_log = str(host / "elsewhere/c/0.log")
+    paths = [
+        "/var/log/pods/ns_p_u1/app/0.log", "/var/log/pods/ns_p_u1/app/1.log",
+        "/var/log/pods/ns_p_u1/app/2.log", "/var/log/pods/ns_p_u1/app/3.log",
+        "/var/log/pods/ns_p_u1/app/9.log", "/var/log/pods/ns_p_u1/gone/0.log",
+        "/var/log/pods/ns_p_u2/c/0.log", "/var/log/pods/ns_p_u3/app/0.log",
+        "/var/log/pods/ns_p_u4/app/0.log", "/var/log/pods/missing/app/0.log",
+        "/var/log/pods/ns_p_u1/app/../app/0.log", "/var/log/pods/ns_p_u1/0.log",
+        "/var/log/pods/0.log", "/elsewhere/c/0.log", "/logs/ns_p_u1/app/0.log",
+        "/logs/ns_p_u3/app/0.log", "/logs/ns_p_u2/c/0.log",
+    ]  # fmt: skip
+    seen = set()
+    for pod_logs_dir in ("/var/log/pods", "/var/log/pods/", "/logs", "/var/log"):
+        for mounts in (
+            MountTable(frozenset({"/", str(ok / "3.log")})),
+            MountTable(frozenset({"/", outside_log, str(ok / "0.log")})),
+            MountTable.unreadable("no mount table"),
+        ):
+            roots = LogRoots(host, pod_logs_dir)
+            for path in paths:
+                files, notes = deletable_log_files(roots, path, mounts)
+                expected = _deletable_by_realpath(roots, path, mounts)
+                if expected is None:
+                    assert files == [] and "outside podLogsDir" in notes[0], (pod_logs_dir, path)
+                else:
+                    assert [p for p, _ in files] == expected, (pod_logs_dir, path, mounts)
+                seen.add(len(files))
+    assert seen == {0, 1, 2, 3}  # (the cases are not all empty)
+    roots = LogRoots(host, "/logs")
+    mounted = MountTable(frozenset({"/", outside_log, str(ok / "0.log")}))
+    files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/0.log", mounted)
+    assert [os.path.basename(p) for p, _ in files] == [
+        "0.log.20261130-010101", "0.log.20261130-010101.gz",
+    ]  # fmt: skip
+    assert notes == [f"{host}/logs/ns_p_u1/app/0.log is a mount point; left"]
+    files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/2.log", mounted)
+    assert files == [] and notes == [f"{host}/logs/ns_p_u1/app/2.log is a mount point; left"]
 
 
 def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
