@@ -705,34 +705,33 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
         return
     import time
 
-    if not sys.stdout.isatty():
-        # Into a pipe or file (`| tee log`): one plain frame per sample, each flushed at
-        # once, 200 columns wide as every other table written there.
-        from kubegc_cli.units import ns_to_rfc3339
+    try:
+        if not sys.stdout.isatty():
+            # Into a pipe or file (`| tee log`): one plain frame per sample, each flushed at
+            # once, 200 columns wide as every other table written there.
+            from kubegc_cli.units import ns_to_rfc3339
 
-        try:
             while True:
                 print(f"sample at {ns_to_rfc3339(report.captured_at)}", flush=True)
                 render_memory(report)
                 print(flush=True)
                 time.sleep(interval)
                 report = memory_report(s, ui, allocatable=given, top=top)
-        except KeyboardInterrupt:  # Ctrl-C is how a watch ends: not an error
-            return
 
-    from rich.live import Live
+        from rich.live import Live
 
-    from kubegc_cli.render import _console
+        from kubegc_cli.render import _console
 
-    with Live(memory_renderable(report), console=_console(sys.stdout), refresh_per_second=4,
-              screen=False) as live:  # fmt: skip
-        try:
+        with Live(memory_renderable(report), console=_console(sys.stdout), refresh_per_second=4,
+                  screen=False) as live:  # fmt: skip
             while True:
                 time.sleep(interval)
                 report = memory_report(s, ui, allocatable=given, top=top)
                 live.update(memory_renderable(report))
-        except KeyboardInterrupt:  # Ctrl-C is how a watch ends: not an error
-            return
+    except Terminated:  # a supervisor's stop (systemd, `timeout`): exit 143 as everywhere
+        raise
+    except KeyboardInterrupt:  # Ctrl-C is how a watch ends: not an error
+        return
 
 
 @cli.group(cls=KubegcGroup)

@@ -256,9 +256,15 @@ def test_an_unreadable_root_cgroup_is_still_exit_3(tmp_path: Path) -> None:
     assert code == 3 and out == "" and f"{V1_ROOT}/memory.usage_in_bytes" in err
 
 
-def test_watch_into_a_pipe_prints_plain_frames_as_they_come(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop", "code", "said"), [(signal.SIGINT, 0, ""), (signal.SIGTERM, 143, "terminated")]
+)
+def test_watch_into_a_pipe_prints_plain_frames_as_they_come(
+    tmp_path: Path, stop: signal.Signals, code: int, said: str
+) -> None:
     """`--watch` with stdout a pipe: each sample is written (and flushed) at once as a plain
-    frame, 200 columns wide, so a long pod row is whole; Ctrl-C ends it with exit 0."""
+    frame, 200 columns wide, so a long pod row is whole; Ctrl-C ends it with exit 0, a
+    SIGTERM (a supervisor's stop) with 143 as every kubegc command."""
     root = tmp_path / "host"
     v2_systemd_node(root)
     long_name = "checkout-frontend-" + "x" * 50
@@ -290,9 +296,10 @@ def test_watch_into_a_pipe_prints_plain_frames_as_they_come(tmp_path: Path) -> N
                 pytest.fail(f"no frame while the watch runs; got {lines!r}")
         assert proc.poll() is None  # frames arrive while it runs, not at the end
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    assert proc.returncode == code, err
+    assert err.strip() == (f"kubegc: error: {said}" if said else "")
     frames = "".join(lines).split("sample at ")[1:]
     assert len(frames) >= 2
     for frame in frames[:2]:
