@@ -35,6 +35,68 @@ def _str_map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+def _text(d: Mapping[str, Any], key: str, *, required: bool = False) -> str:
+    """The string under `key` of a snapshot object ("" when missing and not `required`).
+    Raises `KeyError` when a required key is missing, `TypeError` when it is not a string."""
+    value = d[key] if required else d.get(key, "")
+    if not isinstance(value, str):
+        raise TypeError(f"{key} {value!r} is not a string")
+    return value
+
+
+def _object_id(d: Mapping[str, Any]) -> str:
+    """The `id` of a snapshot object: a non-empty string (the runtime names each object)."""
+    value = _text(d, "id", required=True)
+    if not value:
+        raise ValueError("id is empty")
+    return value
+
+
+def _time(d: Mapping[str, Any], key: str, what: str, *, required: bool = False) -> int:
+    """The RFC 3339 time under `key` of a snapshot object, in nanoseconds since the epoch (0
+    when missing or null and not `required`). `BadInput` naming `what` and the value when it
+    is not a time; `KeyError` when a required key is missing."""
+    value = d[key] if required else d.get(key)
+    if value is None and not required:
+        return 0
+    if not isinstance(value, str):
+        raise BadInput(f"invalid {what}: {value!r} is not an RFC 3339 time")
+    return rfc3339_to_ns(value, what=what)
+
+
+def _whole(d: Mapping[str, Any], key: str, *, signed: bool = False) -> int:
+    """The integer under `key` of a snapshot object (0 when missing): a JSON number without a
+    fraction, not a boolean, and not negative unless `signed` (an exit code). `ValueError`
+    naming the key and the value otherwise."""
+    value = d.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or (value < 0 and not signed):
+        kind = "a whole number" if signed else "a whole number >= 0"
+        raise ValueError(f"{key} {value!r} is not {kind}")
+    return value
+
+
+def _whole_or_none(d: Mapping[str, Any], key: str) -> int | None:
+    """`_whole`, or None when the key is missing or null (not measured)."""
+    return None if d.get(key) is None else _whole(d, key)
+
+
+def _texts(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The list of strings under `key` (empty when missing or null); `TypeError` otherwise."""
+    value = d.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{key} {value!r} is not a list of strings")
+    return tuple(value)
+
+
+def _flag(d: Mapping[str, Any], key: str) -> bool:
+    """The boolean under `key` (false when missing); `TypeError` for anything else (`"false"`
+    is a string, not false)."""
+    value = d.get(key, False)
+    if not isinstance(value, bool):
+        raise TypeError(f"{key} {value!r} is not true or false")
+    return value
+
+
 class ContainerState(StrEnum):
     """CRI `ContainerState`, named without the `CONTAINER_` prefix."""
 
@@ -145,23 +207,22 @@ class Container:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Container:
-        fin = d.get("finished_at")
         return cls(
-            id=str(d["id"]),
-            pod_sandbox_id=str(d.get("pod_sandbox_id", "")),
-            name=str(d.get("name", "")),
-            attempt=int(d.get("attempt", 0)),
+            id=_object_id(d),
+            pod_sandbox_id=_text(d, "pod_sandbox_id"),
+            name=_text(d, "name"),
+            attempt=_whole(d, "attempt"),
             state=ContainerState(d["state"]),
-            created_at=rfc3339_to_ns(str(d["created_at"]), what="container created_at"),
-            finished_at=rfc3339_to_ns(str(fin), what="container finished_at") if fin else 0,
-            exit_code=int(d.get("exit_code", 0)),
-            image=str(d.get("image", "")),
-            image_ref=str(d.get("image_ref", "")),
-            image_id=str(d.get("image_id", "")),
+            created_at=_time(d, "created_at", "container created_at", required=True),
+            finished_at=_time(d, "finished_at", "container finished_at"),
+            exit_code=_whole(d, "exit_code", signed=True),
+            image=_text(d, "image"),
+            image_ref=_text(d, "image_ref"),
+            image_id=_text(d, "image_id"),
             labels=_str_map(d.get("labels")),
             annotations=_str_map(d.get("annotations")),
-            log_path=str(d.get("log_path", "")),
-            log_bytes=None if d.get("log_bytes") is None else int(d["log_bytes"]),
+            log_path=_text(d, "log_path"),
+            log_bytes=_whole_or_none(d, "log_bytes"),
         )
 
 
@@ -306,16 +367,16 @@ class Sandbox:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sandbox:
         return cls(
-            id=str(d["id"]),
-            name=str(d.get("name", "")),
-            namespace=str(d.get("namespace", "")),
-            uid=str(d.get("uid", "")),
-            attempt=int(d.get("attempt", 0)),
+            id=_object_id(d),
+            name=_text(d, "name"),
+            namespace=_text(d, "namespace"),
+            uid=_text(d, "uid"),
+            attempt=_whole(d, "attempt"),
             state=SandboxState(d["state"]),
-            created_at=rfc3339_to_ns(str(d["created_at"]), what="sandbox created_at"),
+            created_at=_time(d, "created_at", "sandbox created_at", required=True),
             labels=_str_map(d.get("labels")),
             annotations=_str_map(d.get("annotations")),
-            runtime_handler=str(d.get("runtime_handler", "")),
+            runtime_handler=_text(d, "runtime_handler"),
         )
 
 
@@ -341,11 +402,11 @@ class Image:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Image:
         return cls(
-            id=str(d["id"]),
-            repo_tags=tuple(d.get("repo_tags") or ()),
-            repo_digests=tuple(d.get("repo_digests") or ()),
-            size=int(d.get("size", 0)),
-            pinned=bool(d.get("pinned", False)),
+            id=_object_id(d),
+            repo_tags=_texts(d, "repo_tags"),
+            repo_digests=_texts(d, "repo_digests"),
+            size=_whole(d, "size"),
+            pinned=_flag(d, "pinned"),
         )
 
 
@@ -368,12 +429,11 @@ class FilesystemUsage:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> FilesystemUsage:
-        ts = d.get("timestamp")
         return cls(
-            mountpoint=str(d.get("mountpoint", "")),
-            used_bytes=None if d.get("used_bytes") is None else int(d["used_bytes"]),
-            inodes_used=None if d.get("inodes_used") is None else int(d["inodes_used"]),
-            timestamp=rfc3339_to_ns(str(ts), what="filesystem timestamp") if ts else 0,
+            mountpoint=_text(d, "mountpoint"),
+            used_bytes=_whole_or_none(d, "used_bytes"),
+            inodes_used=_whole_or_none(d, "inodes_used"),
+            timestamp=_time(d, "timestamp", "filesystem timestamp"),
         )
 
 
@@ -426,7 +486,7 @@ class NodeSnapshot:
         try:
             rt = d.get("runtime") or {}
             snap = cls(
-                captured_at=rfc3339_to_ns(str(d["captured_at"]), what=f"{source} captured_at"),
+                captured_at=_time(d, "captured_at", f"{source} captured_at", required=True),
                 endpoint=str(d.get("endpoint", "")),
                 runtime=RuntimeInfo(
                     name=str(rt.get("name", "")),

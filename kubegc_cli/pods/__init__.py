@@ -123,7 +123,7 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     Nodes — Nodes are kept by name for their allocatable).
 
     Raises `BadInput` naming `source` when the document is not a list of pods with
-    `metadata.uid`.
+    `metadata.uid`, or lists one uid twice.
     """
     if not isinstance(doc, Mapping) or not isinstance(doc.get("items"), list):
         raise BadInput(f"{source}: not a PodList (expected an object with an 'items' list)")
@@ -131,6 +131,7 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     if kind not in (None, "PodList", "List"):
         raise BadInput(f"{source}: expected kind PodList or List, got {kind!r}")
     pods: dict[str, PodInfo] = {}
+    index: dict[str, int] = {}  # uid -> its place in items
     nodes: dict[str, Mapping[str, Any]] = {}
     for i, item in enumerate(doc["items"]):
         meta = item.get("metadata") if isinstance(item, Mapping) else None
@@ -149,12 +150,18 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             raise BadInput(f"{source}: items[{i}].metadata.uid {meta['uid']!r} is not a string")
         deleting = meta.get("deletionTimestamp")
         if deleting is not None:  # (it makes the pod's content removable: it must be a time)
-            if not isinstance(deleting, str):
+            if not isinstance(deleting, str) or deleting != deleting.strip():
                 raise BadInput(
                     f"{source}: items[{i}].metadata.deletionTimestamp {deleting!r} is not a time"
                 )
             rfc3339_to_ns(deleting, what=f"{source}: items[{i}].metadata.deletionTimestamp")
         uid = meta["uid"]
+        if uid in index:  # which one to believe? (one may say deleted, the other not)
+            raise BadInput(
+                f"{source}: items[{i}].metadata.uid {uid!r} is listed twice "
+                f"(also items[{index[uid]}])"
+            )
+        index[uid] = i
         pods[uid] = PodInfo(
             uid=uid,
             namespace=str(meta.get("namespace", "")),

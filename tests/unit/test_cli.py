@@ -321,7 +321,7 @@ def test_deeply_nested_pods_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ("mutate", "message"),
     [
         (lambda d: d["containers"][0].__setitem__("attempt", float("inf")),
-         "containers[0]: cannot convert float infinity to integer"),
+         "containers[0]: attempt inf is not a whole number >= 0"),
         (lambda d: d["containers"][0].__setitem__("labels", ["not", "a", "map"]),
          "containers[0]: expected a mapping of strings, got list"),
         (lambda d: d["containers"][0].__setitem__("state", "ZOMBIE"),

@@ -208,7 +208,28 @@ _SNAPSHOT_CONTAINER = {"id": "c1", "state": "EXITED", "created_at": "2026-01-01T
         ({"containers": [_SNAPSHOT_CONTAINER, None]}, "containers[1] is null, not an object"),
         ({"containers": ["c1"]}, "containers[0] is a string, not an object"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": "x"}]},
-         "containers[0]: invalid literal for int() with base 10: 'x'"),
+         "containers[0]: attempt 'x' is not a whole number >= 0"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": True}]},
+         "containers[0]: attempt True is not a whole number >= 0"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": 1.5}]},
+         "containers[0]: attempt 1.5 is not a whole number >= 0"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "log_bytes": -1}]},
+         "containers[0]: log_bytes -1 is not a whole number >= 0"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "exit_code": "0"}]},
+         "containers[0]: exit_code '0' is not a whole number"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "id": ""}]}, "containers[0]: id is empty"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "id": 7}]}, "containers[0]: id 7 is not a string"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "log_path": None}]},
+         "containers[0]: log_path None is not a string"),
+        ({"sandboxes": [{"id": "s1", "state": "READY", "created_at": "2026-01-01T00:00:00Z",
+                         "uid": ["u"]}]}, "sandboxes[0]: uid ['u'] is not a string"),
+        ({"images": [{"id": "sha256:1", "pinned": "false"}]},
+         "images[0]: pinned 'false' is not true or false"),
+        ({"images": [{"id": "sha256:1", "repo_tags": "a:1"}]},
+         "images[0]: repo_tags 'a:1' is not a list of strings"),
+        ({"images": [{"id": "sha256:1", "size": -5}]}, "images[0]: size -5 is not a whole number"),
+        ({"image_filesystems": [{"mountpoint": "/", "used_bytes": "1Gi"}]},
+         "image_filesystems[0]: used_bytes '1Gi' is not a whole number >= 0"),
         ({"containers": [{"state": "EXITED"}]}, "containers[0] has no 'id'"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "state": "GONE"}]}, "containers[0]: 'GONE'"),
         ({"sandboxes": [[]]}, "sandboxes[0] is a list, not an object"),
@@ -218,7 +239,8 @@ _SNAPSHOT_CONTAINER = {"id": "c1", "state": "EXITED", "created_at": "2026-01-01T
     ],
 )  # fmt: skip
 def test_a_snapshot_item_that_does_not_fit_is_named(change: dict[str, Any], message: str) -> None:
-    """A damaged snapshot item is bad input naming its list, its index and the value."""
+    """A damaged snapshot item is bad input naming its list, its index and the value: a
+    field of the wrong JSON type is not coerced (`"false"` is not false, `true` not 1)."""
     doc: dict[str, Any] = {"kind": SNAPSHOT_KIND, "captured_at": "2026-01-01T00:00:00Z",
                            "containers": [], "sandboxes": [], "images": [], **change}  # fmt: skip
     with pytest.raises(BadInput) as exc:
