@@ -357,21 +357,24 @@ def _log_tree(tmp_path: Path) -> tuple[Path, Path]:
     return host, ok
 
 
-def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
-    """`LogSizer.bytes_of` gives `log_bytes`' answer for every shape of path: plain logs with
-    rotated siblings, symlinked pod and container directories (inside and outside podLogsDir),
-    a log that is a symlink or a directory, a mount point, missing parts, foreign paths."""
-    host, ok = _log_tree(tmp_path)
-    roots = LogRoots(host, "/var/log/pods")
-    paths = [
+# Log paths of every shape in `_log_tree`, as the kubelet (or a stranger) would name them.
+_TREE_LOGS = [
         "/var/log/pods/ns_p_u1/app/0.log", "/var/log/pods/ns_p_u1/app/1.log",
         "/var/log/pods/ns_p_u1/app/2.log", "/var/log/pods/ns_p_u1/app/3.log",
         "/var/log/pods/ns_p_u1/app/9.log", "/var/log/pods/ns_p_u1/gone/0.log",
         "/var/log/pods/ns_p_u2/c/0.log", "/var/log/pods/ns_p_u3/app/0.log",
         "/var/log/pods/ns_p_u4/app/0.log", "/var/log/pods/missing/app/0.log",
         "/var/log/pods/ns_p_u1/app/../app/0.log", "/var/log/pods/ns_p_u1/0.log",
-        "/elsewhere/c/0.log", "",
-    ]  # fmt: skip
+]  # fmt: skip
+
+
+def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
+    """`LogSizer.bytes_of` gives `log_bytes`' answer for every shape of path: plain logs with
+    rotated siblings, symlinked pod and container directories (inside and outside podLogsDir),
+    a log that is a symlink or a directory, a mount point, missing parts, foreign paths."""
+    host, ok = _log_tree(tmp_path)
+    roots = LogRoots(host, "/var/log/pods")
+    paths = [*_TREE_LOGS, "/elsewhere/c/0.log", ""]
     for mounts in (
         MountTable(frozenset({"/", str(ok / "3.log")})),
         MountTable(frozenset({"/"})),
@@ -411,13 +414,7 @@ def test_deletable_log_files_follow_the_realpath_rule(tmp_path: Path) -> None:
     (host / "logs").symlink_to("var/log/pods")
     outside_log = str(host / "elsewhere/c/0.log")
     paths = [
-        "/var/log/pods/ns_p_u1/app/0.log", "/var/log/pods/ns_p_u1/app/1.log",
-        "/var/log/pods/ns_p_u1/app/2.log", "/var/log/pods/ns_p_u1/app/3.log",
-        "/var/log/pods/ns_p_u1/app/9.log", "/var/log/pods/ns_p_u1/gone/0.log",
-        "/var/log/pods/ns_p_u2/c/0.log", "/var/log/pods/ns_p_u3/app/0.log",
-        "/var/log/pods/ns_p_u4/app/0.log", "/var/log/pods/missing/app/0.log",
-        "/var/log/pods/ns_p_u1/app/../app/0.log", "/var/log/pods/ns_p_u1/0.log",
-        "/var/log/pods/0.log", "/elsewhere/c/0.log", "/logs/ns_p_u1/app/0.log",
+        *_TREE_LOGS, "/var/log/pods/0.log", "/elsewhere/c/0.log", "/logs/ns_p_u1/app/0.log",
         "/logs/ns_p_u3/app/0.log", "/logs/ns_p_u2/c/0.log",
     ]  # fmt: skip
     seen = set()
