@@ -157,7 +157,7 @@ def open_client(s: Settings, ui: Ui) -> CriClient:
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.cri.endpoint import resolve_endpoint
 
-    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root)
+    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
     ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
     return CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
 

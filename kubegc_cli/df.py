@@ -822,7 +822,9 @@ def _endpoint_tried(s: Settings) -> str:
     from kubegc_cli.errors import KubegcError
 
     try:
-        return resolve_endpoint(s.runtime_endpoint, s.env, s.host_root).display
+        return resolve_endpoint(
+            s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source
+        ).display
     except KubegcError:
         return ""
 

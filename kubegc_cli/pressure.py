@@ -591,7 +591,7 @@ def runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
     from kubegc_cli.cri import fscache
     from kubegc_cli.cri.endpoint import resolve_endpoint
 
-    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root)
+    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
     ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
     where = fscache.cache_path(s.state_dir)
     ident = None

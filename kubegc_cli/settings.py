@@ -19,6 +19,8 @@ class Settings:
     """Global options, already parsed. Durations in seconds, sizes in bytes, `now` in ns."""
 
     runtime_endpoint: str | None = None
+    # Where `runtime_endpoint` came from, as errors name it: the flag or the config file's key.
+    runtime_endpoint_source: str = "--runtime-endpoint"
     timeout: float = 10.0
     max_recv_size: int = 256 * 1024 * 1024
     host_root: Path = Path("/")

@@ -28,6 +28,7 @@ from kubegc_cli.cli.options import (
     act_flags,
     collected,
     global_options,
+    global_sources,
 )
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
@@ -70,8 +71,14 @@ def settings_from(ctx: click.Context) -> Settings:
     )
     if lock_timeout > MAX_TIMEOUT_SECONDS:
         raise BadInput(f"invalid value for --lock-timeout: {g['lock_timeout']!r} is above 24h")
+    endpoint_from = global_sources(ctx).get("runtime_endpoint", "")
     return Settings(
         runtime_endpoint=g.get("runtime_endpoint"),
+        runtime_endpoint_source=(
+            f"runtime-endpoint in {endpoint_from.removeprefix('config ')}"
+            if endpoint_from.startswith("config ")
+            else "--runtime-endpoint"
+        ),
         timeout=timeout,
         max_recv_size=max_recv,
         host_root=host_root,

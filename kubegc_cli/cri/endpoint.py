@@ -95,14 +95,20 @@ def _from_crictl_yaml(host_root: Path) -> str | None:
     return value or None
 
 
-def resolve_endpoint(flag: str | None, env: Mapping[str, str], host_root: Path) -> Endpoint:
-    """Pick the runtime endpoint (see the module docstring for the order).
+def resolve_endpoint(
+    flag: str | None,
+    env: Mapping[str, str],
+    host_root: Path,
+    flag_source: str = "--runtime-endpoint",
+) -> Endpoint:
+    """Pick the runtime endpoint (see the module docstring for the order). `flag_source` names
+    where `flag` was given (the option, or a config file's key) in errors.
 
     Raises `BadInput` for a malformed value and `RuntimeUnavailable` when nothing is given and
     none of the well-known sockets exists (the message lists what was tried).
     """
     if flag:
-        return Endpoint(socket_path(flag, what="--runtime-endpoint"), "--runtime-endpoint")
+        return Endpoint(socket_path(flag, what=flag_source), flag_source)
     if env.get(ENV_VAR):
         return Endpoint(socket_path(env[ENV_VAR], what=ENV_VAR), ENV_VAR)
     from_cfg = _from_crictl_yaml(host_root)

@@ -233,3 +233,33 @@ def test_config_view_refuses_what_the_run_refuses(
         code, out, err = run(["--config", str(cfg), *argv], capsys)
         assert (code, out) == (2, ""), (argv, err)
         assert err.count("\n") == 1 and message in err, (argv, err)
+
+
+@pytest.mark.parametrize(
+    ("text", "flag", "code", "said"),
+    [
+        ("runtime-endpoint: /nowhere/k.sock\n", [], 3,
+         "no CRI runtime socket at unix:///nowhere/k.sock (from runtime-endpoint in {cfg})"),
+        ("runtime-endpoint: 5\n", [], 3, "unix://5 (from runtime-endpoint in {cfg})"),
+        ('runtime-endpoint: "tcp://h:1"\n', [], 2,
+         "runtime-endpoint in {cfg} 'tcp://h:1': unsupported scheme 'tcp'"),
+        ("runtime-endpoint: /nowhere/k.sock\n", ["-r", "/elsewhere/k.sock"], 3,
+         "unix:///elsewhere/k.sock (from --runtime-endpoint)"),
+    ],
+)  # fmt: skip
+def test_an_endpoint_error_names_where_the_endpoint_was_given(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    flag: list[str],
+    code: int,
+    said: str,
+) -> None:
+    """An unreachable or malformed endpoint from the config file names the file's key and the
+    file, not `--runtime-endpoint` (which the user did not type); a flag still names the flag."""
+    monkeypatch.delenv("CONTAINER_RUNTIME_ENDPOINT", raising=False)
+    cfg = config(tmp_path, text)
+    got, out, err = run(["--config", str(cfg), *flag, "gc", "containers", "--dry-run"], capsys)
+    assert (got, out) == (code, "") and err.count("\n") == 1, err
+    assert said.format(cfg=cfg) in err
