@@ -1012,13 +1012,14 @@ def _dead_container_logs(
             continue
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
-        may_go = {p for p, _ in deletable_log_files(roots, c.log_path, mounts)[0]}
-        for path, st in log_files(on_host(s.host_root, c.log_path)):
+        files = deletable_log_files(roots, c.log_path, mounts)[0]
+        may_go = {(st.st_dev, st.st_ino) for _, st in files}
+        for _, st in log_files(on_host(s.host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)
             if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
                 counted.add(key)
                 total += st.st_blocks * BLOCK
-                if c.id in removed and path in may_go:
+                if c.id in removed and key in may_go:
                     back += st.st_blocks * BLOCK
         dead += 1
     if dead:

@@ -44,10 +44,10 @@ def validate_pod_logs_dir(value: object, *, source: str) -> str:
     if not isinstance(value, str) or not value.startswith("/"):
         raise BadInput(f"{source} {value!r} must be an absolute path")
     clean = os.path.normpath(value)
-    if clean != value.rstrip("/") or not value.isascii():
-        raise BadInput(f"{source} {value!r} must be a clean ASCII path (as the kubelet requires)")
     if clean == "/":
         raise BadInput(f"{source} '/' would let kubegc delete anywhere; refusing")
+    if clean != value.rstrip("/") or clean.startswith("//") or not value.isascii():
+        raise BadInput(f"{source} {value!r} must be a clean ASCII path (as the kubelet requires)")
     return clean
 
 

@@ -42,11 +42,14 @@ class LogRemovalError(Exception):
 
 
 def on_host(host_root: Path, host_path: str) -> str:
-    """A host absolute path as seen from this process (under `host_root`)."""
+    """A host absolute path as seen from this process (under `host_root`), normalised
+    lexically; `..` never climbs above the host's `/` (symlinks are not resolved here: see
+    `resolve_on_host`)."""
+    clean = os.path.normpath("/" + host_path.lstrip("/"))
     root = str(host_root)
     if root in ("", "/"):
-        return os.path.normpath(host_path)
-    return os.path.normpath(os.path.join(root, host_path.lstrip("/")))
+        return clean
+    return os.path.normpath(os.path.join(root, clean.lstrip("/")))
 
 
 def host_path_of(host_root: Path, local_path: str) -> str:
@@ -196,7 +199,11 @@ def _is_plain_dir(local: str) -> bool:
 
 @dataclass(frozen=True)
 class LogRoots:
-    """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`."""
+    """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`.
+
+    Every path is resolved as the host resolves it (`resolve_on_host`: an absolute symlink
+    target starts again at `host_root`, `..` never leaves it).
+    """
 
     host_root: Path
     pod_logs_dir: str
@@ -204,10 +211,12 @@ class LogRoots:
 
     @cached_property
     def real_pod_logs_dir(self) -> str:
-        """podLogsDir as this process sees it with every symlink resolved (`os.path.realpath`),
-        without a trailing `/` ("" when it resolves to `/`). Resolved once per `LogRoots`: the
-        files kubegc deletes are checked against the podLogsDir of the run's start."""
-        return os.path.realpath(on_host(self.host_root, self.pod_logs_dir)).rstrip("/")
+        """podLogsDir as this process sees it with every symlink resolved as on the host,
+        without a trailing `/`; "" when it resolves to the host's `/` itself (then no log is
+        inside it: kubegc never deletes logs anywhere on the host). Resolved once per
+        `LogRoots`: files are checked against the podLogsDir of the run's start."""
+        real = resolve_on_host(self.host_root, self.pod_logs_dir).rstrip("/")
+        return "" if real == os.path.realpath(str(self.host_root)).rstrip("/") else real
 
     @cached_property
     def _local_prefix(self) -> str:
@@ -215,52 +224,77 @@ class LogRoots:
 
     @cached_property
     def local_container_logs_dir(self) -> str:
-        """The legacy symlink directory (`/var/log/containers`) as this process sees it."""
-        return on_host(self.host_root, self.container_logs_dir)
+        """The legacy symlink directory (`/var/log/containers`) as this process sees it, its
+        symlinks resolved as on the host."""
+        return resolve_on_host(self.host_root, self.container_logs_dir)
+
+    def resolve(self, local_path: str) -> str:
+        """`local_path` (a path under `host_root`) with every symlink resolved as on the host."""
+        return resolve_on_host(self.host_root, host_path_of(self.host_root, local_path))
 
     def real_log_dir(self, local_path: str) -> str | None:
-        """The real directory (symlinks resolved) of the file `local_path` if it is inside the
-        real podLogsDir (or is it); None if it is not.
+        """The real directory (symlinks resolved as on the host) of the file `local_path` if
+        it is inside the real podLogsDir (or is it); None if it is not, or if podLogsDir
+        resolves to the host's `/`.
 
         A path of the kubelet's shape `<podLogsDir>/<pod dir>/<container dir>/<file>` whose two
         directories are not symlinks is settled with two `lstat`s (its real directory is then
-        `<real podLogsDir>/<pod dir>/<container dir>`); any other path is resolved with
-        `os.path.realpath`.
+        `<real podLogsDir>/<pod dir>/<container dir>`); any other path is resolved in full.
         """
         root = self.real_pod_logs_dir
+        if not root:
+            return None
         parts = _layout_parts(self._local_prefix, local_path)
         if parts is not None:
             pod_dir = f"{root}/{parts[0]}"
             if _is_plain_dir(pod_dir) and _is_plain_dir(f"{pod_dir}/{parts[1]}"):
                 return f"{pod_dir}/{parts[1]}"
-        parent = os.path.realpath(os.path.dirname(local_path))
+        parent = self.resolve(os.path.dirname(local_path))
         return parent if parent == root or parent.startswith(root + "/") else None
+
+    def mount_on_the_way(self, real_dir: str, mounts: MountTable) -> str:
+        """The first directory strictly below the real podLogsDir, down to `real_dir` (a
+        `real_log_dir`), that is a mount point; "" when there is none. Nothing is deleted
+        into a mounted directory (the mount's source may be anywhere)."""
+        root = self.real_pod_logs_dir
+        path = root
+        for part in real_dir[len(root) + 1 :].split("/") if real_dir != root else ():
+            path = f"{path}/{part}"
+            if mounts.is_mount_point(path):
+                return path
+        return ""
 
 
 def deletable_log_files(
     roots: LogRoots, log_path: str, mounts: MountTable
 ) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-    """The log files of `log_path` kubegc may delete, and notes on those it may not.
+    """The log files of `log_path` kubegc may delete (their real paths, with their lstat
+    results), and notes on those it may not.
 
-    Files must lie in a directory inside podLogsDir (after resolving symlinks) and must not be
-    mount points (a file that is a symlink: its resolved target must not be one); when the
-    mount table could not be read (`mounts.known` False) none may be deleted. Used both to plan
-    (bytes to free) and to remove, so the two agree.
+    Files must lie in a directory inside podLogsDir (symlinks resolved as on the host) with no
+    mount point between podLogsDir and it, and must not be mount points themselves (a file
+    that is a symlink: its resolved target must not be one); when the mount table could not be
+    read (`mounts.known` False) none may be deleted. The files are listed in the real
+    directory, so what is checked is what is deleted. Used both to plan (bytes to free) and
+    to remove, so the two agree.
     """
     if not log_path:
         return [], []
+    if "\0" in log_path:
+        return [], [f"log path {log_path!r} holds a NUL byte; left"]
     local = on_host(roots.host_root, log_path)
     real_dir = roots.real_log_dir(local)
     if real_dir is None:
         return [], [f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left"]
     if not mounts.known:
         return [], [f"{mounts.error}; log {log_path} left"]
+    mounted = roots.mount_on_the_way(real_dir, mounts)
+    if mounted:
+        return [], [f"{mounted} is a mount point; log {log_path} left"]
     files, notes = [], []
-    for path, st in log_files(local):
-        if stat.S_ISLNK(st.st_mode):
-            real = os.path.realpath(path)
-        else:  # a file that is not a link is where its real directory says
-            real = os.path.join(real_dir, os.path.basename(path))
+    for path, st in log_files(os.path.join(real_dir, os.path.basename(local))):
+        # a file that is not a link is where its real directory says
+        real = roots.resolve(path) if stat.S_ISLNK(st.st_mode) else path
         if mounts.is_mount_point(real):
             notes.append(f"{path} is a mount point; left")
         else:
@@ -346,15 +380,18 @@ class LogSizer:
         """How to size a log in `<podLogsDir>/<pod_dir>/<ctr_dir>/` (names checked by the
         caller): ("dir", the local container directory), ("link", "": through a symlinked
         directory, measured by `log_bytes`) or ("none", "": nothing there to free)."""
-        if not self.mounts.known:
+        root = self.roots.real_pod_logs_dir
+        if not self.mounts.known or not root:
             return ("none", "")
-        local = f"{self.roots.real_pod_logs_dir}/{pod_dir}"
+        local = f"{root}/{pod_dir}"
         kind = self._kind(local)
         if kind == "dir":
             local = f"{local}/{ctr_dir}"
             kind = self._kind(local)
         if kind == "dir":
-            return ("dir", local)
+            return (
+                ("none", "") if self.roots.mount_on_the_way(local, self.mounts) else ("dir", local)
+            )
         return ("link", "") if kind == "link" else ("none", "")
 
     def _measure(self, how: tuple[str, str], log_path: str, name: str) -> int | None:
@@ -441,7 +478,7 @@ def remove_container_logs(
     name = legacy_symlink_name(
         container.pod_name, container.pod_namespace, container.container_name, container.id
     )
-    if "/" in name:  # labels no kubelet writes: never leave /var/log/containers
+    if "/" in name or "\0" in name:  # labels no kubelet writes: never leave its directory
         notes.append(f"legacy link name {name!r} is not a file name; left")
         return freed, "; ".join(notes)
     link = os.path.join(link_dir, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ from kubegc_cli.host.logs import (
     LogRoots,
     LogSizer,
     deletable_log_files,
+    host_path_of,
     kubelet_log_path,
     legacy_symlink_name,
     log_bytes,
     log_files,
-    on_host,
     remove_container_logs,
+    resolve_on_host,
 )
 from kubegc_cli.host.mounts import MountTable, parse_mountinfo
 from kubegc_cli.pods import load_pods_file
@@ -244,6 +246,27 @@ def test_kubelet_config(tmp_path: Path) -> None:
         load_kubelet_config(tmp_path / "missing.yaml", tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("/", "podLogsDir '/' would let kubegc delete anywhere; refusing"),
+        ("//", "podLogsDir '//' must be a clean ASCII path"),
+        ("//var/log/pods", "podLogsDir '//var/log/pods' must be a clean ASCII path"),
+        ("/var/log/../pods", "must be a clean ASCII path"),
+        ("/var/log/pöds", "must be a clean ASCII path"),
+        ("var/log/pods", "must be an absolute path"),
+    ],
+)
+def test_a_pod_logs_dir_the_kubelet_would_refuse_is_bad_input(value: str, message: str) -> None:
+    """podLogsDir as the kubelet validates it (absolute, `filepath.Clean` of itself, ASCII),
+    and never the root itself."""
+    from kubegc_cli.host.kubelet import validate_pod_logs_dir
+
+    with pytest.raises(BadInput) as exc:
+        validate_pod_logs_dir(value, source="podLogsDir")
+    assert message in str(exc.value)
+
+
 def test_pods_file(tmp_path: Path) -> None:
     f = tmp_path / "pods.json"
     f.write_text(
@@ -348,11 +371,11 @@ def _log_tree(tmp_path: Path) -> tuple[Path, Path]:
     (ok / "0.log.20261130-010101.gz").write_bytes(b"c" * 30)
     (ok / "0.logger").write_bytes(b"d" * 40)  # not a sibling
     (ok / "1.log").mkdir()  # a directory named like a log
-    (ok / "2.log").symlink_to(outside / "c/0.log")
+    (ok / "2.log").symlink_to("/elsewhere/c/0.log")  # (links name host paths)
     (ok / "3.log").write_bytes(b"e" * 50)  # made a mount point below
-    (pods / "ns_p_u2").symlink_to(outside)  # a pod dir leading out of podLogsDir
+    (pods / "ns_p_u2").symlink_to("/elsewhere")  # a pod dir leading out of podLogsDir
     (pods / "ns_p_u3").mkdir()
-    (pods / "ns_p_u3/app").symlink_to(ok)  # a container dir leading inside podLogsDir
+    (pods / "ns_p_u3/app").symlink_to("/var/log/pods/ns_p_u1/app")  # leading inside
     (pods / "ns_p_u4").write_text("a file, not a directory")
     return host, ok
 
@@ -378,6 +401,7 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
     for mounts in (
         MountTable(frozenset({"/", str(ok / "3.log")})),
         MountTable(frozenset({"/"})),
+        MountTable(frozenset({"/", str(ok)})),  # a mounted container directory
         MountTable.unreadable("no mount table"),
     ):
         sizer = LogSizer(roots, mounts)
@@ -391,58 +415,129 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
     assert sizer.bytes_of("") is None
 
 
-def _deletable_by_realpath(roots: LogRoots, log_path: str, mounts: MountTable) -> list[str] | None:
-    """The rule of `deletable_log_files` spelled out with `os.path.realpath` on every path:
-    None when the log's real directory is outside the real podLogsDir, else the files (the log
-    and its rotated siblings) whose real path is not a mount point (none without a table)."""
-    local = on_host(roots.host_root, log_path)
-    root = os.path.realpath(on_host(roots.host_root, roots.pod_logs_dir))
-    parent = os.path.realpath(os.path.dirname(local))
-    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
-        return None
+def _deletable_by_resolving(
+    roots: LogRoots, log_path: str, mounts: MountTable
+) -> tuple[str, list[str]]:
+    """The rule of `deletable_log_files` spelled out with `resolve_on_host` on every path:
+    ("outside", []) when podLogsDir resolves to the host's `/` or the log's real directory is
+    not inside the real podLogsDir; ("mounted", []) when a directory below podLogsDir on the
+    way is a mount point; else ("", the files — the log and its rotated siblings, listed in
+    the real directory — whose real path is not a mount point; none without a table)."""
+    host = roots.host_root
+    root = resolve_on_host(host, roots.pod_logs_dir).rstrip("/")
+    if root == os.path.realpath(host):
+        return "outside", []
+    host_log = os.path.normpath("/" + log_path.lstrip("/"))
+    parent = resolve_on_host(host, os.path.dirname(host_log))
+    if parent != root and not parent.startswith(root + "/"):
+        return "outside", []
     if not mounts.known:
-        return []
-    return [p for p, _ in log_files(local) if not mounts.is_mount_point(os.path.realpath(p))]
+        return "", []
+    below = [part for part in parent[len(root) :].split("/") if part]
+    for depth in range(1, len(below) + 1):
+        if mounts.is_mount_point("/".join([root, *below[:depth]])):
+            return "mounted", []
+    keep = []
+    for path, st in log_files(os.path.join(parent, os.path.basename(host_log))):
+        link = stat.S_ISLNK(st.st_mode)
+        if not mounts.is_mount_point(
+            resolve_on_host(host, host_path_of(host, path)) if link else path
+        ):
+            keep.append(path)
+    return "", keep
 
 
-def test_deletable_log_files_follow_the_realpath_rule(tmp_path: Path) -> None:
+def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
     """`deletable_log_files` settles kubelet-shaped paths through plain directories without
-    resolving each path; its answer is the realpath rule's for every shape: symlinked pod and
-    container directories (in and out), a podLogsDir that is itself a symlink, a log that is a
-    symlink (to a mount point or not), a mount point, missing parts, foreign paths."""
+    resolving each path; its answer is the full rule's for every shape: symlinked pod and
+    container directories (in and out), a podLogsDir that is itself a symlink (relative,
+    host-absolute, to the host's `/`, or to a directory outside the host root), a log that is
+    a symlink (to a mount point or not), a mounted pod or container directory, a mount point,
+    missing parts, foreign paths, `..`."""
     host, ok = _log_tree(tmp_path)
     (host / "logs").symlink_to("var/log/pods")
+    (host / "abs-logs").symlink_to("/var/log/pods")
+    (host / "to-root").symlink_to("/")
+    victim = tmp_path / "victim/pods/ns_p_u1/app"  # outside the host root
+    victim.mkdir(parents=True)
+    (victim / "0.log").write_bytes(b"v" * 9)
+    (host / "away").symlink_to(tmp_path / "victim/pods")  # (on the host: a missing path)
     outside_log = str(host / "elsewhere/c/0.log")
     paths = [
         *_TREE_LOGS, "/var/log/pods/0.log", "/elsewhere/c/0.log", "/logs/ns_p_u1/app/0.log",
-        "/logs/ns_p_u3/app/0.log", "/logs/ns_p_u2/c/0.log",
+        "/logs/ns_p_u3/app/0.log", "/logs/ns_p_u2/c/0.log", "/abs-logs/ns_p_u1/app/0.log",
+        "/away/ns_p_u1/app/0.log", "/to-root/var/log/pods/ns_p_u1/app/0.log",
+        "/../../var/log/pods/ns_p_u1/app/0.log", f"/away/../{victim}/0.log",
     ]  # fmt: skip
     seen = set()
-    for pod_logs_dir in ("/var/log/pods", "/var/log/pods/", "/logs", "/var/log"):
+    for pod_logs_dir in ("/var/log/pods", "/var/log/pods/", "/logs", "/abs-logs", "/var/log",
+                         "/to-root", "/away"):  # fmt: skip
         for mounts in (
             MountTable(frozenset({"/", str(ok / "3.log")})),
             MountTable(frozenset({"/", outside_log, str(ok / "0.log")})),
+            MountTable(frozenset({"/", str(ok)})),
+            MountTable(frozenset({"/", str(host / "var/log/pods/ns_p_u1")})),
             MountTable.unreadable("no mount table"),
         ):
             roots = LogRoots(host, pod_logs_dir)
             for path in paths:
                 files, notes = deletable_log_files(roots, path, mounts)
-                expected = _deletable_by_realpath(roots, path, mounts)
-                if expected is None:
-                    assert files == [] and "outside podLogsDir" in notes[0], (pod_logs_dir, path)
-                else:
-                    assert [p for p, _ in files] == expected, (pod_logs_dir, path, mounts)
-                seen.add(len(files))
-    assert seen == {0, 1, 2, 3}  # (the cases are not all empty)
+                why, expected = _deletable_by_resolving(roots, path, mounts)
+                where = (pod_logs_dir, path, mounts)
+                assert [p for p, _ in files] == expected, where
+                if why == "outside":
+                    assert "outside podLogsDir" in notes[0], where
+                elif why == "mounted":
+                    assert notes[0].endswith(f"is a mount point; log {path} left"), where
+                seen.add((why, len(files)))
+    assert seen >= {("outside", 0), ("mounted", 0), ("", 0), ("", 1), ("", 2), ("", 3)}
+    assert (victim / "0.log").exists()
     roots = LogRoots(host, "/logs")
     mounted = MountTable(frozenset({"/", outside_log, str(ok / "0.log")}))
     files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/0.log", mounted)
     assert [os.path.basename(p) for p, _ in files] == [
         "0.log.20261130-010101", "0.log.20261130-010101.gz",
     ]  # fmt: skip
-    assert notes == [f"{host}/logs/ns_p_u1/app/0.log is a mount point; left"]
+    assert notes == [f"{ok}/0.log is a mount point; left"]
     files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/2.log", mounted)
-    assert files == [] and notes == [f"{host}/logs/ns_p_u1/app/2.log is a mount point; left"]
+    assert files == [] and notes == [f"{ok}/2.log is a mount point; left"]
+
+
+def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
+    tmp_path: Path,
+) -> None:
+    """`remove_container_logs` under `--host-root`: a podLogsDir that is an absolute symlink
+    is followed on the host (never to this process's path of the same name), one that
+    resolves to the host's `/` holds nothing, and a bind-mounted container directory is left
+    whole (its files may belong anywhere)."""
+    victim = tmp_path / "victim/pods/ns_p_u1/app"
+    victim.mkdir(parents=True)
+    (victim / "0.log").write_bytes(b"v" * 9)
+    host = tmp_path / "host"
+    (host / "var/log").mkdir(parents=True)
+    (host / "var/log/pods").symlink_to(tmp_path / "victim/pods")  # absolute, as on the host
+    decoy = host / str(victim).lstrip("/")  # where that link leads on the host
+    decoy.mkdir(parents=True)
+    (decoy / "0.log").write_bytes(b"d" * 4)
+    c = ctr("a", uid="u1", pod="p", name="app")
+    none = MountTable(frozenset({"/"}))
+    roots = LogRoots(host, "/var/log/pods")
+    freed, note = remove_container_logs(roots, c, "/var/log/pods/ns_p_u1/app/0.log", none)
+    assert (freed, note) == (4, "") and not (decoy / "0.log").exists()
+    assert (victim / "0.log").read_bytes() == b"v" * 9
+    (host / "to-root").symlink_to("/")
+    (decoy / "0.log").write_bytes(b"d" * 4)
+    freed, note = remove_container_logs(
+        LogRoots(host, "/to-root"), c, f"/to-root/{decoy.relative_to(host)}/0.log", none
+    )
+    assert freed == 0 and "outside podLogsDir" in note and (decoy / "0.log").exists()
+    freed, note = remove_container_logs(
+        roots, c, "/var/log/pods/ns_p_u1/app/0.log", MountTable(frozenset({"/", str(decoy)}))
+    )
+    assert freed == 0 and note == (
+        f"{decoy} is a mount point; log /var/log/pods/ns_p_u1/app/0.log left"
+    )
+    assert (decoy / "0.log").exists() and (victim / "0.log").exists()
 
 
 def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
