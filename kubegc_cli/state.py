@@ -177,8 +177,11 @@ _LOCK_OPEN_ERRORS = {
 
 def _acquire(state_dir: Path, timeout: float) -> tuple[Path, int]:
     """Take `state_dir/lock` (flock, exclusive), waiting up to `timeout` seconds, and write
-    this process's pid into it. Returns (path, fd). Raises as `node_lock`."""
+    this process's pid into it. Returns (path, fd). Raises as `node_lock`; a `state.db` that
+    is not a regular file is `BadInput` here already, before the run acts (its audit rows
+    could not be written)."""
     ensure_state_dir(state_dir)
+    check_state_dir(state_dir)
     path = state_dir / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -228,7 +231,8 @@ def node_lock(state_dir: Path, timeout: float = 0.0) -> Iterator[None]:
     Waits up to `timeout` seconds for another run to let go. Raises `Busy` (exit 4, naming the
     holder's pid) if another run still holds it, `StateUnavailable` (exit 2) if the lock file
     cannot be created or opened for writing (read-only state dir), `BadInput` if `state_dir`
-    is not a directory. Not reentrant: a second `node_lock` in one process is `Busy` too.
+    is not a directory or its `state.db` not a regular file. Not reentrant: a second
+    `node_lock` in one process is `Busy` too.
     """
     path, fd = _acquire(state_dir, timeout)
     try:

@@ -21,6 +21,7 @@ from kubegc_cli.cli.completion import complete_namespace, complete_pod
 from kubegc_cli.cli.log import LOG
 from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
 from kubegc_cli.cli.options import (
+    GIVEN,
     WHOLE,
     F,
     KubegcGroup,
@@ -374,6 +375,7 @@ def finish(plan: Any, s: Any) -> None:
 @plan_out_option
 @click.option(
     "--older-than",
+    type=GIVEN,
     metavar="DURATION",
     help="Only containers that finished at least this long ago.",
 )

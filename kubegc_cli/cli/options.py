@@ -44,6 +44,19 @@ class WholeRange(click.IntRange):
 
 
 WHOLE = WholeNumber()
+
+
+class Given(click.types.StringParamType):
+    """A text option that, when given, is not empty: `--snapshot ''` or `--state-dir ''`
+    (an unset shell variable) is bad input, never the option left out."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("'' is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+GIVEN = Given()
 META_KEY = "kubegc.globals"
 
 
@@ -267,10 +280,17 @@ def _global_params() -> list[click.Option]:
     set for each of the ~20 commands was most of the time spent building the command tree."""
     if not _GLOBAL_PARAMS:
         _GLOBAL_PARAMS.extend(
-            click.Option(decls, expose_value=False, callback=_store, **kwargs)
+            click.Option(decls, expose_value=False, callback=_store, **_given(kwargs))
             for decls, kwargs in GLOBAL_OPTIONS
         )
     return _GLOBAL_PARAMS
+
+
+def _given(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A global option taking text (no type of its own, not a flag) takes `GIVEN` text."""
+    if "type" in kwargs or kwargs.get("is_flag") or kwargs.get("count"):
+        return kwargs
+    return {**kwargs, "type": GIVEN}
 
 
 def global_options(f: F) -> F:

@@ -296,7 +296,7 @@ def test_permission_denied_on_socket(
         (["gc", "containers", "--older-than", "9" * 400 + "h"], "too large"),
         (["gc", "containers", "--minimum-container-ttl-duration", "\u0663s"], "\u0663s"),
         (["--now", "9999-12-31T23:59:59-23:59", "gc", "containers"], "9999-12-31"),
-        (["--pods-file", "", "gc", "containers"], "empty path"),
+        (["--pods-file", "", "gc", "containers"], "'' is empty"),
         (["gc", "containers", "--dry-run", "--yes"], "contradict"),
         (["-r", "unix:///" + "x" * 200, "gc", "containers"], "unix socket path"),
     ],

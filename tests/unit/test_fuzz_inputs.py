@@ -619,3 +619,48 @@ def test_a_sample_in_a_real_process(work: Path, argv: list[str]) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == "" and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("kubegc: error: ")
+
+
+@pytest.mark.parametrize("command", [["gc", "containers"], ["gc", "all"], ["gc", "logs"]])
+def test_a_state_db_that_is_a_directory_stops_a_removing_run_before_it_acts(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A run that removes needs somewhere to write its audit rows: a `state.db` that is not a
+    regular file is exit 2 naming it before anything is removed (not a note after)."""
+    state = tmp_path / "state"
+    (state / "state.db").mkdir(parents=True)
+    (tmp_path / "host").mkdir()
+    cri = node()
+    argv = ["--host-root", str(tmp_path / "host"), "--state-dir", str(state), "--now",
+            "2027-01-15T08:00:00Z", "--pod-source", "none", *command, "--yes"]  # fmt: skip
+    with use_runtime(cri):
+        code, out, err = run_cli(argv)
+    assert code == 2, err
+    assert err == f"kubegc: error: state database {state / 'state.db'} is not a regular file\n"
+    assert cri.removed == [] and out == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--snapshot", "", "gc", "containers", "--yes"],
+        ["--state-dir", "", "gc", "containers", "--yes"],
+        ["--config", "", "gc", "containers", "--yes"],
+        ["--kubelet-config", "", "gc", "containers", "--yes"],
+        ["--host-root", "", "gc", "containers", "--yes"],
+        ["-r", "", "gc", "containers", "--yes"],
+        ["--node-name", "", "gc", "containers", "--yes"],
+        ["gc", "containers", "--yes", "--older-than", ""],
+    ],
+)
+def test_an_empty_option_value_is_bad_input_not_the_option_left_out(
+    work: Path, argv: list[str]
+) -> None:
+    """`--snapshot ''` (an unset shell variable) must not turn a snapshot dry run into a run
+    against the live runtime, nor `--state-dir ''` put the lock in the working directory."""
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), *argv])
+    flag = next(a for a in argv if a.startswith("-") and a != "--yes")
+    assert code == 2 and "'' is empty" in err and flag in err, err
+    check((code, out, err), [flag], cri)
