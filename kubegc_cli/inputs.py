@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,54 @@ def read_text(path: Path, what: str) -> str:
         ) from None
 
 
+MAX_INT_DIGITS = 40  # no number kubegc reads needs more (2^64 has 20)
+
+# An escape that can make a NUL or half of a surrogate pair (only then are strings checked).
+_ODD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
 def parse_json(text: str, path: Path, what: str) -> Any:
-    """Decoded JSON, or `BadInput` ("<what> <path> is not valid JSON: <where>")."""
+    """Decoded JSON, or `BadInput` naming `what` and `path`: not valid JSON (where), an
+    object with one key twice (which one counts?), a number of more than `MAX_INT_DIGITS`
+    digits, a string holding a NUL or half of a surrogate pair (no name or path can)."""
+
+    def whole(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise BadInput(
+                f"{what} {path}: the number {digits[:20]}... has {len(digits)} digits "
+                f"(at most {MAX_INT_DIGITS})"
+            )
+        return int(digits)
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise BadInput(f"{what} {path}: key {key!r} appears twice in one object")
+                seen.add(key)
+        return obj
+
     try:
-        return json.loads(text)
+        doc = json.loads(text, parse_int=whole, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{what} {path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None
+    if _ODD_ESCAPE.search(text):
+        _check_text(doc, path, what)
+    return doc
+
+
+def _check_text(doc: Any, path: Path, what: str) -> None:
+    """`BadInput` for the first string (key or value) holding a NUL or a lone surrogate."""
+    bad = _with_nul(doc)
+    if bad is not None:
+        raise BadInput(f"{what} {path}: {bad!r} holds a NUL character (no path or name can)")
+    bad = _unencodable(doc)
+    if bad is not None:
+        raise BadInput(f"{what} {path}: {bad!r} holds half of a surrogate pair (not text)")
 
 
 def parse_yaml(text: str, path: Path, what: str) -> Any:
@@ -60,12 +101,34 @@ def parse_yaml(text: str, path: Path, what: str) -> Any:
         raise BadInput(f"{what} {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
         raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int() limit)
+        why = str(exc).split(";")[0]
+        raise BadInput(f"{what} {path} holds a number kubegc cannot read: {why}") from None
     # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
     if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
         bad = _with_nul(doc)
         if bad is not None:
             raise BadInput(f"{what} {path}: {bad!r} holds a NUL character (no path or name can)")
     return doc
+
+
+def _unencodable(value: Any) -> str | None:
+    """The first string (key or value) in a decoded document that is not valid Unicode text
+    (a lone surrogate from a `\\ud800` escape), or None."""
+    pending = [value]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return v.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+        elif isinstance(v, dict):
+            pending.extend(v.keys())
+            pending.extend(v.values())
+        elif isinstance(v, list):
+            pending.extend(v)
+    return None
 
 
 def _with_nul(value: Any) -> str | None:

@@ -7,8 +7,10 @@ since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -26,13 +28,27 @@ SNAPSHOT_KIND = "NodeSnapshot"
 API_VERSION = "kubegc.io/v1alpha1"
 
 
-def _str_map(value: Any) -> dict[str, str]:
-    """Labels/annotations from JSON: a mapping of strings (other scalars are turned to text)."""
+def _shown(value: Any) -> str:
+    """A decoded value as its JSON text (what the user wrote), cut to 60 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _str_map(d: Mapping[str, Any], key: str) -> dict[str, str]:
+    """Labels/annotations under `key` of a snapshot object: a mapping of strings to strings
+    (empty when missing or null). `TypeError` naming the key and the value otherwise (a
+    runtime's labels are strings: a number or null there is a damaged file)."""
+    value = d.get(key)
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise TypeError(f"expected a mapping of strings, got {type(value).__name__}")
-    return {str(k): str(v) for k, v in value.items()}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise TypeError(f"{key} {_shown(value)} is not a mapping of strings to strings")
+    return dict(value)
 
 
 def _text(d: Mapping[str, Any], key: str, *, required: bool = False) -> str:
@@ -40,38 +56,34 @@ def _text(d: Mapping[str, Any], key: str, *, required: bool = False) -> str:
     Raises `KeyError` when a required key is missing, `TypeError` when it is not a string."""
     value = d[key] if required else d.get(key, "")
     if not isinstance(value, str):
-        raise TypeError(f"{key} {value!r} is not a string")
-    return value
-
-
-def _object_id(d: Mapping[str, Any]) -> str:
-    """The `id` of a snapshot object: a non-empty string (the runtime names each object)."""
-    value = _text(d, "id", required=True)
-    if not value:
-        raise ValueError("id is empty")
+        raise TypeError(f"{key} {_shown(value)} is not a string")
     return value
 
 
 def _time(d: Mapping[str, Any], key: str, what: str, *, required: bool = False) -> int:
     """The RFC 3339 time under `key` of a snapshot object, in nanoseconds since the epoch (0
-    when missing or null and not `required`). `BadInput` naming `what` and the value when it
-    is not a time; `KeyError` when a required key is missing."""
+    when missing or null and not `required`); a YAML timestamp with a zone is taken as the
+    time it is. `BadInput` naming `what` and the value when it is not a time; `KeyError` when
+    a required key is missing."""
     value = d[key] if required else d.get(key)
     if value is None and not required:
         return 0
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        value = value.isoformat()
     if not isinstance(value, str):
-        raise BadInput(f"invalid {what}: {value!r} is not an RFC 3339 time")
+        raise BadInput(f"invalid {what}: {_shown(value)} is not an RFC 3339 time")
     return rfc3339_to_ns(value, what=what)
 
 
-def _whole(d: Mapping[str, Any], key: str, *, signed: bool = False) -> int:
+def _whole(d: Mapping[str, Any], key: str, *, bits: int = 64, signed: bool = False) -> int:
     """The integer under `key` of a snapshot object (0 when missing): a JSON number without a
-    fraction, not a boolean, and not negative unless `signed` (an exit code). `ValueError`
-    naming the key and the value otherwise."""
+    fraction, not a boolean, in the range of the CRI field (`bits` wide, `signed` or not:
+    attempt uint32, exit code int32, sizes uint64). `ValueError` naming the key and the value
+    otherwise."""
     value = d.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or (value < 0 and not signed):
-        kind = "a whole number" if signed else "a whole number >= 0"
-        raise ValueError(f"{key} {value!r} is not {kind}")
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{key} {_shown(value)} is not a whole number from {low} to {high}")
     return value
 
 
@@ -82,9 +94,11 @@ def _whole_or_none(d: Mapping[str, Any], key: str) -> int | None:
 
 def _texts(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
     """The list of strings under `key` (empty when missing or null); `TypeError` otherwise."""
-    value = d.get(key) or []
+    value = d.get(key)
+    if value is None:
+        return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError(f"{key} {value!r} is not a list of strings")
+        raise TypeError(f"{key} {_shown(value)} is not a list of strings")
     return tuple(value)
 
 
@@ -93,8 +107,20 @@ def _flag(d: Mapping[str, Any], key: str) -> bool:
     is a string, not false)."""
     value = d.get(key, False)
     if not isinstance(value, bool):
-        raise TypeError(f"{key} {value!r} is not true or false")
+        raise TypeError(f"{key} {_shown(value)} is not true or false")
     return value
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _state(d: Mapping[str, Any], kind: type[E]) -> E:
+    """The `state` of a snapshot object, one of `kind`'s names; `KeyError` when missing,
+    `ValueError` naming the value and the choices otherwise."""
+    value = d["state"]
+    if not isinstance(value, str) or value not in kind.__members__:
+        raise ValueError(f"state {_shown(value)} is not one of {', '.join(kind.__members__)}")
+    return kind(value)
 
 
 class ContainerState(StrEnum):
@@ -208,19 +234,19 @@ class Container:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Container:
         return cls(
-            id=_object_id(d),
+            id=_text(d, "id", required=True),
             pod_sandbox_id=_text(d, "pod_sandbox_id"),
             name=_text(d, "name"),
-            attempt=_whole(d, "attempt"),
-            state=ContainerState(d["state"]),
+            attempt=_whole(d, "attempt", bits=32),
+            state=_state(d, ContainerState),
             created_at=_time(d, "created_at", "container created_at", required=True),
             finished_at=_time(d, "finished_at", "container finished_at"),
-            exit_code=_whole(d, "exit_code", signed=True),
+            exit_code=_whole(d, "exit_code", bits=32, signed=True),
             image=_text(d, "image"),
             image_ref=_text(d, "image_ref"),
             image_id=_text(d, "image_id"),
-            labels=_str_map(d.get("labels")),
-            annotations=_str_map(d.get("annotations")),
+            labels=_str_map(d, "labels"),
+            annotations=_str_map(d, "annotations"),
             log_path=_text(d, "log_path"),
             log_bytes=_whole_or_none(d, "log_bytes"),
         )
@@ -306,7 +332,7 @@ def _each(
             out.append(make(item))
         except KeyError as exc:
             raise BadInput(f"{key}[{i}] has no {exc}") from None
-        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+        except (BadInput, TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise BadInput(f"{key}[{i}]: {exc}") from None
     return tuple(out)
 
@@ -367,15 +393,15 @@ class Sandbox:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sandbox:
         return cls(
-            id=_object_id(d),
+            id=_text(d, "id", required=True),
             name=_text(d, "name"),
             namespace=_text(d, "namespace"),
             uid=_text(d, "uid"),
-            attempt=_whole(d, "attempt"),
-            state=SandboxState(d["state"]),
+            attempt=_whole(d, "attempt", bits=32),
+            state=_state(d, SandboxState),
             created_at=_time(d, "created_at", "sandbox created_at", required=True),
-            labels=_str_map(d.get("labels")),
-            annotations=_str_map(d.get("annotations")),
+            labels=_str_map(d, "labels"),
+            annotations=_str_map(d, "annotations"),
             runtime_handler=_text(d, "runtime_handler"),
         )
 
@@ -402,7 +428,7 @@ class Image:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Image:
         return cls(
-            id=_object_id(d),
+            id=_text(d, "id", required=True),
             repo_tags=_texts(d, "repo_tags"),
             repo_digests=_texts(d, "repo_digests"),
             size=_whole(d, "size"),
@@ -484,14 +510,16 @@ class NodeSnapshot:
         if not isinstance(d, Mapping) or d.get("kind") != SNAPSHOT_KIND:
             raise BadInput(f"{source}: not a kubegc snapshot (expected kind {SNAPSHOT_KIND})")
         try:
-            rt = d.get("runtime") or {}
+            rt = {} if d.get("runtime") is None else d["runtime"]
+            if not isinstance(rt, Mapping):
+                raise BadInput(f"runtime {_shown(rt)} is not an object")
             snap = cls(
                 captured_at=_time(d, "captured_at", f"{source} captured_at", required=True),
-                endpoint=str(d.get("endpoint", "")),
+                endpoint=_text(d, "endpoint"),
                 runtime=RuntimeInfo(
-                    name=str(rt.get("name", "")),
-                    version=str(rt.get("version", "")),
-                    api_version=str(rt.get("api_version", "")),
+                    name=_text(rt, "name"),
+                    version=_text(rt, "version"),
+                    api_version=_text(rt, "api_version"),
                 ),
                 containers=_each(d, "containers", Container.from_dict),
                 sandboxes=_each(d, "sandboxes", Sandbox.from_dict),

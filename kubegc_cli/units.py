@@ -183,6 +183,7 @@ _QUANTITY = re.compile(
     r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]{1,4})?$"
 )
 MAX_QUANTITY = 2**63 - 1  # what a Kubernetes quantity's Value() can hold (int64)
+MAX_QUANTITY_DIGITS = 64  # the longest number a quantity may be written with (sign, dot included)
 _SUFFIX_FACTOR: dict[str, int] = {
     "Ki": 1024,
     "Mi": 1024**2,
@@ -219,6 +220,11 @@ def _quantity(text: str, flag: str) -> int | Fraction:
     if not m:
         raise BadInput(f"invalid value for {flag}: {text!r} is not a quantity (e.g. 100Mi, 1Gi)")
     number, suffix = m.group(1), m.group(2) or ""
+    if len(number) > MAX_QUANTITY_DIGITS:  # (int() refuses above 4,300 digits anyway)
+        raise BadInput(
+            f"invalid value for {flag}: {text[:24]!r}... ({len(number)} digits) has too many "
+            f"digits (at most {MAX_QUANTITY_DIGITS})"
+        )
     if suffix in _SUFFIX_FACTOR and number.lstrip("+-").isdigit():
         whole = int(number) * _SUFFIX_FACTOR[suffix]
         if abs(whole) > MAX_QUANTITY:

@@ -142,12 +142,24 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             raise BadInput(f"{source}: items[{i}] has no metadata.uid")
         if item.get("kind") not in (None, "Pod"):
             raise BadInput(f"{source}: items[{i}] is a {item.get('kind')}, not a Pod")
-        status = item.get("status") if isinstance(item.get("status"), Mapping) else {}
+        status = {} if item.get("status") is None else item["status"]
+        if not isinstance(status, Mapping):  # (read as {}, it would say "all stopped")
+            raise BadInput(f"{source}: items[{i}].status {status!r} is not an object")
+        for where, obj, key in (
+            ("metadata", meta, "namespace"),
+            ("metadata", meta, "name"),
+            ("status", status, "phase"),
+            ("status", status, "reason"),
+        ):
+            if not isinstance(obj.get(key, ""), str):
+                raise BadInput(f"{source}: items[{i}].{where}.{key} {obj[key]!r} is not a string")
         for key in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
             if not isinstance(status.get(key) or [], list):
                 raise BadInput(f"{source}: items[{i}].status.{key} is not a list")
         if not isinstance(meta["uid"], str):
             raise BadInput(f"{source}: items[{i}].metadata.uid {meta['uid']!r} is not a string")
+        if meta["uid"] != meta["uid"].strip():  # (matching no pod, the pod would look deleted)
+            raise BadInput(f"{source}: items[{i}].metadata.uid {meta['uid']!r} is not a UID")
         deleting = meta.get("deletionTimestamp")
         if deleting is not None:  # (it makes the pod's content removable: it must be a time)
             if not isinstance(deleting, str) or deleting != deleting.strip():
@@ -164,9 +176,9 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
         index[uid] = i
         pods[uid] = PodInfo(
             uid=uid,
-            namespace=str(meta.get("namespace", "")),
-            name=str(meta.get("name", "")),
-            phase=str(status.get("phase", "")),
+            namespace=meta.get("namespace", ""),
+            name=meta.get("name", ""),
+            phase=status.get("phase", ""),
             content_removable=status.get("reason") == "Evicted"
             or (deleting is not None and _all_stopped(status)),
             raw=item,

@@ -321,11 +321,11 @@ def test_deeply_nested_pods_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ("mutate", "message"),
     [
         (lambda d: d["containers"][0].__setitem__("attempt", float("inf")),
-         "containers[0]: attempt inf is not a whole number >= 0"),
+         "containers[0]: attempt Infinity is not a whole number from 0 to 4294967295"),
         (lambda d: d["containers"][0].__setitem__("labels", ["not", "a", "map"]),
-         "containers[0]: expected a mapping of strings, got list"),
+         'containers[0]: labels ["not", "a", "map"] is not a mapping of strings to strings'),
         (lambda d: d["containers"][0].__setitem__("state", "ZOMBIE"),
-         "containers[0]: 'ZOMBIE' is not a valid ContainerState"),
+         'containers[0]: state "ZOMBIE" is not one of CREATED, RUNNING, EXITED, UNKNOWN'),
         (lambda d: d["containers"][0].pop("created_at"), "containers[0] has no 'created_at'"),
     ],
 )  # fmt: skip
@@ -339,7 +339,7 @@ def test_malformed_snapshot_is_bad_input(
     assert code == 2 and err == f"kubegc: error: snapshot {snapshot_file}: {message}\n"
 
 
-def test_labels_of_any_json_type_and_markup_in_names(
+def test_markup_in_names_is_shown_not_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Names from the runtime are data: rich markup and escape sequences are shown, not run."""
@@ -350,7 +350,6 @@ def test_labels_of_any_json_type_and_markup_in_names(
         ctr("x1", uid="u2", ns="x", pod="p\x1b]0;pwned\x07", attempt=1, age_s=200),
     ]
     doc = NodeSnapshot(captured_at=NOW, containers=tuple(cs)).to_dict()
-    doc["containers"][0]["labels"]["extra"] = 5  # a number where a string belongs
     f = tmp_path / "s.json"
     f.write_text(json.dumps(doc))
     code, out, err = run(["--snapshot", str(f), "gc", "containers"], capsys)

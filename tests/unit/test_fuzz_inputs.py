@@ -518,6 +518,8 @@ CORPUS: list[tuple[list[str], str]] = [
     (["gc", "containers", "--maximum-dead-containers", "١٠", "--yes"], "'١٠' is not a whole"),
     (["gc", "containers", "--concurrency", "1_0", "--yes"], "'1_0' is not a whole number"),
     (["--limit", "٣", "gc", "containers", "--yes"], "'٣' is not a whole number"),
+    (["gc", "containers", "--max-bytes", "9" * 5000, "--yes"], "(5000 digits) has too many"),
+    (["--max-recv-size", "0." + "1" * 5000, "gc", "containers", "--yes"], "has too many digits"),
 ]
 
 

@@ -208,30 +208,45 @@ _SNAPSHOT_CONTAINER = {"id": "c1", "state": "EXITED", "created_at": "2026-01-01T
         ({"containers": [_SNAPSHOT_CONTAINER, None]}, "containers[1] is null, not an object"),
         ({"containers": ["c1"]}, "containers[0] is a string, not an object"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": "x"}]},
-         "containers[0]: attempt 'x' is not a whole number >= 0"),
+         'containers[0]: attempt "x" is not a whole number from 0 to 4294967295'),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": True}]},
-         "containers[0]: attempt True is not a whole number >= 0"),
+         "containers[0]: attempt true is not a whole number from 0 to 4294967295"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": 1.5}]},
-         "containers[0]: attempt 1.5 is not a whole number >= 0"),
+         "containers[0]: attempt 1.5 is not a whole number from 0 to 4294967295"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "log_bytes": -1}]},
-         "containers[0]: log_bytes -1 is not a whole number >= 0"),
+         "containers[0]: log_bytes -1 is not a whole number from 0 to 18446744073709551615"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "exit_code": "0"}]},
-         "containers[0]: exit_code '0' is not a whole number"),
-        ({"containers": [{**_SNAPSHOT_CONTAINER, "id": ""}]}, "containers[0]: id is empty"),
+         'containers[0]: exit_code "0" is not a whole number from -2147483648 to 2147483647'),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "id": 7}]}, "containers[0]: id 7 is not a string"),
         ({"containers": [{**_SNAPSHOT_CONTAINER, "log_path": None}]},
-         "containers[0]: log_path None is not a string"),
+         "containers[0]: log_path null is not a string"),
         ({"sandboxes": [{"id": "s1", "state": "READY", "created_at": "2026-01-01T00:00:00Z",
-                         "uid": ["u"]}]}, "sandboxes[0]: uid ['u'] is not a string"),
+                         "uid": ["u"]}]}, 'sandboxes[0]: uid ["u"] is not a string'),
         ({"images": [{"id": "sha256:1", "pinned": "false"}]},
-         "images[0]: pinned 'false' is not true or false"),
+         'images[0]: pinned "false" is not true or false'),
         ({"images": [{"id": "sha256:1", "repo_tags": "a:1"}]},
-         "images[0]: repo_tags 'a:1' is not a list of strings"),
+         'images[0]: repo_tags "a:1" is not a list of strings'),
         ({"images": [{"id": "sha256:1", "size": -5}]}, "images[0]: size -5 is not a whole number"),
         ({"image_filesystems": [{"mountpoint": "/", "used_bytes": "1Gi"}]},
-         "image_filesystems[0]: used_bytes '1Gi' is not a whole number >= 0"),
+         'image_filesystems[0]: used_bytes "1Gi" is not a whole number from 0 to 1844674'),
         ({"containers": [{"state": "EXITED"}]}, "containers[0] has no 'id'"),
-        ({"containers": [{**_SNAPSHOT_CONTAINER, "state": "GONE"}]}, "containers[0]: 'GONE'"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "attempt": 2**32}]},
+         "containers[0]: attempt 4294967296 is not a whole number from 0 to 4294967295"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "log_bytes": 10**309}]},
+         "containers[0]: log_bytes 10000000000000000000"),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "labels": {"io.kubernetes.pod.uid": None}}]},
+         'containers[0]: labels {"io.kubernetes.pod.uid": null} is not a mapping of strings'),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "annotations": {"n": 5}}]},
+         'containers[0]: annotations {"n": 5} is not a mapping of strings to strings'),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "created_at": 5}]},
+         "containers[0]: invalid container created_at: 5 is not an RFC 3339 time"),
+        ({"images": [{"id": "sha256:1", "repo_digests": False}]},
+         "images[0]: repo_digests false is not a list of strings"),
+        ({"runtime": "x"}, 'runtime "x" is not an object'),
+        ({"runtime": {"name": 5}}, "name 5 is not a string"),
+        ({"endpoint": ["x"]}, 'endpoint ["x"] is not a string'),
+        ({"containers": [{**_SNAPSHOT_CONTAINER, "state": "GONE"}]},
+         'containers[0]: state "GONE" is not one of CREATED, RUNNING, EXITED, UNKNOWN'),
         ({"sandboxes": [[]]}, "sandboxes[0] is a list, not an object"),
         ({"images": [7]}, "images[0] is a number, not an object"),
         ({"image_filesystems": "x"}, "'image_filesystems' is a string, not a list"),
@@ -247,3 +262,23 @@ def test_a_snapshot_item_that_does_not_fit_is_named(change: dict[str, Any], mess
         NodeSnapshot.from_dict(doc, source="snapshot s.json")
     assert str(exc.value).startswith("snapshot s.json: ") and message in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_a_yaml_snapshot_may_write_times_unquoted() -> None:
+    """YAML reads `2026-01-01T00:00:00Z` unquoted as a timestamp: taken as that time (one
+    without a zone is not a time kubegc can place)."""
+    import yaml
+
+    doc = yaml.safe_load(
+        "kind: NodeSnapshot\ncaptured_at: 2026-01-01T00:00:00Z\ncontainers:\n"
+        "- {id: c1, state: EXITED, created_at: 2025-12-31T23:00:00.5Z}\nsandboxes: []\nimages: []\n"
+    )
+    snap = NodeSnapshot.from_dict(doc)
+    assert (
+        snap.captured_at
+        == NodeSnapshot.from_dict({**doc, "captured_at": "2026-01-01T00:00:00Z"}).captured_at
+    )
+    assert snap.containers[0].created_at == snap.captured_at - 3_599_500_000_000
+    naive = yaml.safe_load("t: 2026-01-01 00:00:00")
+    with pytest.raises(BadInput, match="is not an RFC 3339 time"):
+        NodeSnapshot.from_dict({**doc, "captured_at": naive["t"]})
