@@ -13,8 +13,19 @@ def main() -> None:
 
         sys.stdout.write(f"kubegc {__version__}\n")
         return
-    from kubegc_cli.cli.main import main as run
+    import os
 
+    from kubegc_cli import stop
+
+    stop.install()
+    try:
+        from kubegc_cli.cli.main import main as run
+    except KeyboardInterrupt as exc:  # a stop signal during start-up: nothing has been done
+        terminated = isinstance(exc, stop.Terminated)
+        os.write(
+            2, b"kubegc: error: terminated\n" if terminated else b"kubegc: error: interrupted\n"
+        )
+        os._exit(143 if terminated else 130)
     try:
         run()
     finally:

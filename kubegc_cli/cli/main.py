@@ -25,6 +25,7 @@ from kubegc_cli.cli.options import (
     WHOLE,
     F,
     KubegcGroup,
+    OutputClosed,
     WholeRange,
     act_flags,
     collected,
@@ -34,6 +35,7 @@ from kubegc_cli.cli.options import (
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
+from kubegc_cli.stop import Terminated, first_stop
 
 if TYPE_CHECKING:
     from kubegc_cli.settings import Settings
@@ -1217,13 +1219,9 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (systemd stop, `timeout`): handled like Ctrl-C, reported as exit 143."""
-
-    signal_name = "SIGTERM"
-
-
 def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM as `Terminated` (for a `main` called in a process kubegc's console script did
+    not start; the console script installs `kubegc_cli.stop.first_stop` itself)."""
     raise Terminated
 
 
@@ -1235,7 +1233,10 @@ def main(argv: list[str] | None = None) -> None:
     pairs = itertools.pairwise(words)
     json_log = "--log-format=json" in words or ("--log-format", "json") in pairs
     LOG.configure("json" if json_log else "text", quiet=False)
-    if threading.current_thread() is threading.main_thread():
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is not first_stop
+    ):
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="kubegc", standalone_mode=False)
@@ -1262,7 +1263,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail("terminated", 143)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
-    except BrokenPipeError:
+    except (BrokenPipeError, OutputClosed):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error while flushing at exit
         sys.exit(141)

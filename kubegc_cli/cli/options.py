@@ -373,6 +373,12 @@ def _gather(
     return out, sources
 
 
+class OutputClosed(Exception):
+    """stdout was closed by its reader (`| head`): the command ends with exit 141, as a
+    process killed by SIGPIPE, and writes nothing more. Not an `OSError`, so that click
+    lets it through to kubegc's entry point."""
+
+
 class KubegcCommand(click.Command):
     """A command whose help lists its own options first and the global ones after.
 
@@ -391,6 +397,8 @@ class KubegcCommand(click.Command):
             return super().invoke(ctx)
         except BadInput as exc:
             raise annotate(exc, ctx) from None
+        except BrokenPipeError:  # (click would make a closed stdout exit 1, silently)
+            raise OutputClosed from None
         finally:
             from kubegc_cli.state import release_run_lock
 

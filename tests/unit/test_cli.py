@@ -425,3 +425,52 @@ def test_image_gc_settings_come_from_flags_then_kubelet_config(
     assert "image_gc_low_threshold = 40 (from --image-gc-low-threshold)" in err
     assert f"minimum_image_ttl_duration = 5m0s (from {cfg})" in err
     assert "image_maximum_gc_age = 0s (from kubelet default)" in err
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "code", "said"),
+    [
+        ("SIGTERM", "SIGTERM", 143, "kubegc: error: SIGTERM again: exiting at once\n"),
+        ("SIGTERM", "SIGINT", 130, "kubegc: error: SIGINT again: exiting at once\n"),
+        ("SIGINT", "SIGTERM", 143, "kubegc: error: SIGTERM again: exiting at once\n"),
+    ],
+)
+def test_after_a_first_stop_signal_the_next_one_exits_at_once(
+    first: str, second: str, code: int, said: str
+) -> None:
+    """The console script's handlers (`kubegc_cli.stop`): the first stop signal is an
+    exception the run handles; from that moment any other ends the process at once with its
+    code and one line, wherever the run is (here: while it handles the first)."""
+    program = (
+        "import os, signal, sys, time\n"
+        "from kubegc_cli import stop\n"
+        "stop.install()\n"
+        "try:\n"
+        f"    os.kill(os.getpid(), signal.{first}); time.sleep(5)\n"
+        "except KeyboardInterrupt as exc:\n"
+        "    sys.stdout.write(type(exc).__name__ + '\\n'); sys.stdout.flush()\n"
+        f"    os.kill(os.getpid(), signal.{second}); time.sleep(5)\n"
+        "sys.stderr.write('still running\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert proc.returncode == code and proc.stderr == said, proc.stderr
+    assert proc.stdout == ("Terminated\n" if first == "SIGTERM" else "KeyboardInterrupt\n")
+
+
+@pytest.mark.parametrize(("sig", "code", "said"), [("SIGINT", 130, "interrupted"),
+                                                    ("SIGTERM", 143, "terminated")])  # fmt: skip
+def test_a_stop_signal_during_start_up_is_a_clean_exit(sig: str, code: int, said: str) -> None:
+    """Ctrl-C while kubegc is still importing itself: one line and 130/143, no traceback."""
+    program = (
+        "import os, signal, sys, time, types\n"
+        "class Loading(types.ModuleType):\n"
+        "    def __getattr__(self, name):\n"
+        f"        os.kill(os.getpid(), signal.{sig}); time.sleep(5)\n"
+        "sys.modules['kubegc_cli.cli.main'] = Loading('kubegc_cli.cli.main')\n"
+        "sys.argv = ['kubegc', 'gc', 'containers']\n"
+        "from kubegc_cli.cli import entry\n"
+        "entry.main()\n"
+        "sys.stderr.write('still running\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert proc.returncode == code and proc.stderr == f"kubegc: error: {said}\n", proc.stderr

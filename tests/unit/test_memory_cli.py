@@ -307,3 +307,20 @@ def test_watch_into_a_pipe_prints_plain_frames_as_they_come(
         [row] = [line for line in frame.splitlines() if long_name in line]
         assert row.rstrip().endswith(UID_A)  # not cut at 80 columns
         assert "\x1b" not in frame  # plain text: no cursor movement, no colour
+
+
+def test_a_watch_into_a_pipe_its_reader_closes_exits_141(tmp_path: Path) -> None:
+    """`--watch | head -3`: once `head` has its lines, the watch ends as a process killed by
+    SIGPIPE would, 141, and says nothing (click on its own would make it a silent 1)."""
+    root = tmp_path / "host"
+    v2_systemd_node(root)
+    kubegc = [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), *NO_RUNTIME,
+              "--pod-source", "none", "memory", "available", "--watch", "0.1s"]  # fmt: skip
+    proc = subprocess.Popen(kubegc, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = proc.stdout
+    assert out is not None
+    first = out.readline()
+    out.close()  # the reader goes away
+    _, err = proc.communicate(timeout=60)
+    assert first.startswith(b"sample at ")
+    assert proc.returncode == 141 and err == b"", err

@@ -1,0 +1,50 @@
+"""Stop signals in the console script: the first SIGINT or SIGTERM is an exception the run
+handles (calls in flight finish, what was done is reported and recorded, exit 130 or 143);
+from the moment it arrives, any further stop signal ends the process at once with its code,
+wherever the run is (reporting, writing audit rows, exiting), never with a traceback.
+
+Kept free of heavy imports: `install` runs before the rest of kubegc is imported, so a
+Ctrl-C during start-up is a clean exit too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (systemd stop, `timeout`): handled like Ctrl-C, reported as exit 143."""
+
+    signal_name = "SIGTERM"
+
+
+def code_of(signum: int) -> int:
+    """The exit code a stop signal ends a run with: 143 for SIGTERM, 130 for SIGINT."""
+    return 143 if signum == signal.SIGTERM else 130
+
+
+def _again(signum: int, frame: object) -> None:
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    os.write(2, f"kubegc: error: {name} again: exiting at once\n".encode())
+    os._exit(code_of(signum))
+
+
+def first_stop(signum: int, frame: object) -> None:
+    """The handler of the first stop signal: any later one exits at once (`_again`); this one
+    raises `Terminated` (SIGTERM) or `KeyboardInterrupt` (SIGINT) for the run to handle."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _again)
+    if signum == signal.SIGTERM:
+        raise Terminated
+    raise KeyboardInterrupt
+
+
+def install() -> None:
+    """Handle SIGINT and SIGTERM with `first_stop` (a signal ignored by the parent, as under
+    `nohup`, stays ignored)."""
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, first_stop)
