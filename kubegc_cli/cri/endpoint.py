@@ -74,10 +74,11 @@ def socket_path(value: str, *, what: str) -> str:
 
 
 def under_root(host_root: Path, host_path: str) -> str:
-    """A host absolute path as seen from here: `host_root / host_path` (`/` leaves it as is)."""
-    if str(host_root) in ("", "/"):
-        return host_path
-    return str(host_root / host_path.lstrip("/"))
+    """A host absolute path as seen from here, under `host_root` (`..` never leaves it):
+    `kubegc_cli.host.logs.on_host`."""
+    from kubegc_cli.host.logs import on_host
+
+    return on_host(host_root, host_path)
 
 
 def _from_crictl_yaml(host_root: Path) -> str | None:

@@ -43,6 +43,17 @@ def test_crictl_yaml_is_read_under_host_root(tmp_path: Path) -> None:
     assert ep.address == "unix://" + str(tmp_path / "run/crio/crio.sock")
 
 
+def test_a_crictl_yaml_endpoint_never_leaves_the_host_root(tmp_path: Path) -> None:
+    """`..` in crictl.yaml's endpoint climbs no higher than the host's `/` (the file is the
+    host's, read under `--host-root`)."""
+    (tmp_path / "host/etc").mkdir(parents=True)
+    (tmp_path / "host/etc/crictl.yaml").write_text(
+        "runtime-endpoint: unix:///../../run/../run/containerd/containerd.sock\n"
+    )
+    ep = resolve_endpoint(None, {}, tmp_path / "host")
+    assert ep.path == str(tmp_path / "host/run/containerd/containerd.sock")
+
+
 def test_well_known_sockets_in_order(tmp_path: Path) -> None:
     make_sock(tmp_path, "/run/k3s/containerd/containerd.sock")
     make_sock(tmp_path, "/run/crio/crio.sock")
