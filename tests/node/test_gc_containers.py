@@ -7,7 +7,9 @@ and then asks the runtime itself which containers are left.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -491,12 +493,37 @@ def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
 
 
 def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """A read-only pod log dir: the container goes, its log stays, and the report says so."""
+    """A read-only podLogsDir: the container goes, its log stays, and the report says so."""
     p = node.run_pod("p", namespace=ns)
     a0 = node.add_container(p, "a", attempt=0)
     a1 = node.add_container(p, "a", attempt=1)
     log = Path(node.container_status(a0).log_path)
-    _read_only(log.parent)
+    _read_only(node.pod_logs_dir)
+    try:
+        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    finally:
+        subprocess.run(["umount", "-l", str(node.pod_logs_dir)], check=True)
+    assert res.returncode == 0, res.stderr
+    (action,) = json.loads(res.stdout)["actions"]
+    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
+    assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
+    assert log.exists()
+    assert ids(node, ns) == {a1}
+
+
+def test_no_log_is_deleted_into_a_mounted_container_log_directory(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A container log directory with something mounted on it (its files may belong to
+    anything): the container goes, nothing in the directory is deleted, the note names the
+    mount point."""
+    p = node.run_pod("p", namespace=ns)
+    a0 = node.add_container(p, "a", attempt=0)
+    a1 = node.add_container(p, "a", attempt=1)
+    log = Path(node.container_status(a0).log_path)
+    source = tmp_path / "mounted"
+    shutil.copytree(log.parent, source)
+    subprocess.run(["mount", "--bind", str(source), str(log.parent)], check=True)
     try:
         res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
     finally:
@@ -504,6 +531,7 @@ def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_pa
     assert res.returncode == 0, res.stderr
     (action,) = json.loads(res.stdout)["actions"]
     assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
-    assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
-    assert log.exists()
+    assert action["log_note"].startswith(f"{log.parent} is a mount point; log ")
+    assert sorted(os.listdir(source)) == sorted(os.listdir(log.parent))
+    assert (source / log.name).exists() and log.exists()
     assert ids(node, ns) == {a1}
