@@ -14,6 +14,11 @@ import signal
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+#: The first stop signal received (None before): an exception raised while it was being
+#: delivered may reach the run wrapped in another (Python 3.11 wraps one raised inside
+#: `__set_name__`, as a class is made during an import, in a RuntimeError).
+received: int | None = None
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (systemd stop, `timeout`): handled like Ctrl-C, reported as exit 143."""
@@ -35,6 +40,8 @@ def _again(signum: int, frame: object) -> None:
 def first_stop(signum: int, frame: object) -> None:
     """The handler of the first stop signal: any later one exits at once (`_again`); this one
     raises `Terminated` (SIGTERM) or `KeyboardInterrupt` (SIGINT) for the run to handle."""
+    global received
+    received = signum
     for sig in STOP_SIGNALS:
         signal.signal(sig, _again)
     if signum == signal.SIGTERM:

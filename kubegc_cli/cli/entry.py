@@ -14,18 +14,19 @@ def main() -> None:
         sys.stdout.write(f"kubegc {__version__}\n")
         return
     import os
+    import signal
 
     from kubegc_cli import stop
 
     stop.install()
     try:
         from kubegc_cli.cli.main import main as run
-    except KeyboardInterrupt as exc:  # a stop signal during start-up: nothing has been done
-        terminated = isinstance(exc, stop.Terminated)
-        os.write(
-            2, b"kubegc: error: terminated\n" if terminated else b"kubegc: error: interrupted\n"
-        )
-        os._exit(143 if terminated else 130)
+    except BaseException:  # a stop signal during start-up (nothing has been done yet)
+        if stop.received is None:
+            raise
+        said = b"terminated" if stop.received == signal.SIGTERM else b"interrupted"
+        os.write(2, b"kubegc: error: " + said + b"\n")
+        os._exit(stop.code_of(stop.received))
     try:
         run()
     finally:

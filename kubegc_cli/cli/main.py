@@ -26,6 +26,7 @@ from kubegc_cli.cli.options import (
     F,
     KubegcGroup,
     OutputClosed,
+    Stopped,
     WholeRange,
     act_flags,
     collected,
@@ -1259,6 +1260,8 @@ def main(argv: list[str] | None = None) -> None:
         _fail("interrupted" if isinstance(cause, KeyboardInterrupt) else "aborted", 130)
     except KubegcError as exc:
         _fail(str(exc), exc.exit_code)
+    except Stopped as exc:
+        _fail(*(("terminated", 143) if exc.signal_name == "SIGTERM" else ("interrupted", 130)))
     except Terminated:
         _fail("terminated", 143)
     except KeyboardInterrupt:

@@ -379,6 +379,15 @@ class OutputClosed(Exception):
     lets it through to kubegc's entry point."""
 
 
+class Stopped(Exception):
+    """A stop signal ended the command (`signal_name` "SIGINT" or "SIGTERM"): exit 130/143
+    with one line. Not a `KeyboardInterrupt`, so that click lets it through as it is."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 class KubegcCommand(click.Command):
     """A command whose help lists its own options first and the global ones after.
 
@@ -390,15 +399,25 @@ class KubegcCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         from kubegc_cli.cli.config import annotate, apply_config
-        from kubegc_cli.errors import BadInput
+        from kubegc_cli.errors import BadInput, KubegcError
 
         try:
             apply_config(ctx)
             return super().invoke(ctx)
         except BadInput as exc:
             raise annotate(exc, ctx) from None
+        except KubegcError:
+            raise
         except BrokenPipeError:  # (click would make a closed stdout exit 1, silently)
             raise OutputClosed from None
+        except KeyboardInterrupt as exc:  # (click would print an empty line first)
+            raise Stopped(getattr(exc, "signal_name", "SIGINT")) from None
+        except Exception:  # one a stop signal's exception became (see `kubegc_cli.stop`)
+            from kubegc_cli import stop
+
+            if stop.received is None:
+                raise
+            raise Stopped("SIGTERM" if stop.code_of(stop.received) == 143 else "SIGINT") from None
         finally:
             from kubegc_cli.state import release_run_lock
 

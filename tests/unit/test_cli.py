@@ -459,13 +459,22 @@ def test_after_a_first_stop_signal_the_next_one_exits_at_once(
 
 @pytest.mark.parametrize(("sig", "code", "said"), [("SIGINT", 130, "interrupted"),
                                                     ("SIGTERM", 143, "terminated")])  # fmt: skip
-def test_a_stop_signal_during_start_up_is_a_clean_exit(sig: str, code: int, said: str) -> None:
-    """Ctrl-C while kubegc is still importing itself: one line and 130/143, no traceback."""
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_stop_signal_during_start_up_is_a_clean_exit(
+    sig: str, code: int, said: str, wrapped: bool
+) -> None:
+    """Ctrl-C while kubegc is still importing itself: one line and 130/143, no traceback —
+    also when the interrupt surfaces wrapped in another exception (Python 3.11 wraps one
+    raised while a class is made, in `__set_name__`, in a RuntimeError)."""
     program = (
         "import os, signal, sys, time, types\n"
         "class Loading(types.ModuleType):\n"
         "    def __getattr__(self, name):\n"
-        f"        os.kill(os.getpid(), signal.{sig}); time.sleep(5)\n"
+        "        try:\n"
+        f"            os.kill(os.getpid(), signal.{sig}); time.sleep(5)\n"
+        "        except KeyboardInterrupt as exc:\n"
+        f"            if {wrapped}: raise RuntimeError('Error calling __set_name__') from exc\n"
+        "            raise\n"
         "sys.modules['kubegc_cli.cli.main'] = Loading('kubegc_cli.cli.main')\n"
         "sys.argv = ['kubegc', 'gc', 'containers']\n"
         "from kubegc_cli.cli import entry\n"

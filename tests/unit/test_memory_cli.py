@@ -299,7 +299,7 @@ def test_watch_into_a_pipe_prints_plain_frames_as_they_come(
         proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
-    assert err.strip() == (f"kubegc: error: {said}" if said else "")
+    assert err == (f"kubegc: error: {said}\n" if said else "")  # one line, no empty one
     frames = "".join(lines).split("sample at ")[1:]
     assert len(frames) >= 2
     for frame in frames[:2]:
