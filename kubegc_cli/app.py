@@ -466,13 +466,18 @@ def _observe_logs(
     Raises `RuntimeUnavailable` when the pod log root exists but cannot be read.
     """
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
     from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
     from kubegc_cli.policy.logs import link_state
 
-    local_root = on_host(s.host_root, root)
+    local_root = LogRoots(s.host_root, root).real_pod_logs_dir  # resolved as on the host
     try:
+        if not local_root:
+            raise BadInput(
+                f"pod log root {root} resolves to the host's / (or loops) under --host-root "
+                f"{s.host_root}; refusing to look for pod log directories there"
+            )
         dirs = read_pod_log_dirs(local_root, mounts) if pods.known else []
     except FileNotFoundError:
         dirs = []
@@ -481,9 +486,13 @@ def _observe_logs(
         raise RuntimeUnavailable(
             f"cannot read pod log root {local_root}: {exc.strerror or exc}"
         ) from None
+    try:  # (resolved as on the host, as podLogsDir is)
+        links_dir = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).local_container_logs_dir
+    except OSError:  # a symlink loop: no directory to look in
+        links_dir = ""
     links = [
         LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
-        for name, path in dangling_links(on_host(s.host_root, CONTAINER_LOGS_DIR), s.host_root)
+        for name, path in (dangling_links(links_dir, s.host_root) if links_dir else [])
         for cid in [container_id_of(name)]
     ]
     return dirs, links

@@ -199,6 +199,7 @@ def removal_options(f: F) -> F:
                 "-n",
                 "--namespace",
                 multiple=True,
+                type=GIVEN,
                 metavar="NS",
                 help="Only these namespaces.",
                 shell_complete=complete_namespace,
@@ -206,6 +207,7 @@ def removal_options(f: F) -> F:
             click.option(
                 "--exclude-namespace",
                 multiple=True,
+                type=GIVEN,
                 metavar="NS",
                 help="Never these namespaces.",
                 shell_complete=complete_namespace,
@@ -213,6 +215,7 @@ def removal_options(f: F) -> F:
             click.option(
                 "--pod",
                 multiple=True,
+                type=GIVEN,
                 metavar="POD",
                 help="Only these pods (name, ns/name or UID).",
                 shell_complete=complete_pod,

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.units import parse_duration, parse_quantity
+from kubegc_cli.units import MAX_QUANTITY_DIGITS, parse_duration, parse_quantity
 
 MEMORY_AVAILABLE = "memory.available"
 ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"
@@ -335,6 +335,11 @@ def _check_unpadded(signal: str, text: str, *, where: str, what: str) -> None:
 
 
 def _parse_percent(signal: str, text: str, *, where: str) -> float:
+    if len(text) > MAX_QUANTITY_DIGITS:  # (Python's int() refuses above 4,300 digits)
+        raise BadInput(
+            f"{where}: {signal}: {text[:24]!r}... ({len(text)} characters) is not a percentage "
+            f"kubegc reads (at most {MAX_QUANTITY_DIGITS} characters)"
+        )
     value = _parse_float32(text.rstrip("%"))
     if value is None:
         raise BadInput(f"{where}: {signal}: {text!r} is not a percentage (e.g. 10%, 7.5%)")

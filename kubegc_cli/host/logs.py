@@ -215,7 +215,10 @@ class LogRoots:
         without a trailing `/`; "" when it resolves to the host's `/` itself (then no log is
         inside it: kubegc never deletes logs anywhere on the host). Resolved once per
         `LogRoots`: files are checked against the podLogsDir of the run's start."""
-        real = resolve_on_host(self.host_root, self.pod_logs_dir).rstrip("/")
+        try:
+            real = resolve_on_host(self.host_root, self.pod_logs_dir).rstrip("/")
+        except OSError:  # a symlink loop (ELOOP): no directory, nothing inside it
+            return ""
         return "" if real == os.path.realpath(str(self.host_root)).rstrip("/") else real
 
     @cached_property
@@ -249,7 +252,10 @@ class LogRoots:
             pod_dir = f"{root}/{parts[0]}"
             if _is_plain_dir(pod_dir) and _is_plain_dir(f"{pod_dir}/{parts[1]}"):
                 return f"{pod_dir}/{parts[1]}"
-        parent = self.resolve(os.path.dirname(local_path))
+        try:
+            parent = self.resolve(os.path.dirname(local_path))
+        except OSError:  # a symlink loop on the way (ELOOP): the log is nowhere kubegc may go
+            return None
         return parent if parent == root or parent.startswith(root + "/") else None
 
     def mount_on_the_way(self, real_dir: str, mounts: MountTable) -> str:
@@ -294,7 +300,10 @@ def deletable_log_files(
     files, notes = [], []
     for path, st in log_files(os.path.join(real_dir, os.path.basename(local))):
         # a file that is not a link is where its real directory says
-        real = roots.resolve(path) if stat.S_ISLNK(st.st_mode) else path
+        try:
+            real = roots.resolve(path) if stat.S_ISLNK(st.st_mode) else path
+        except OSError:  # a link in a loop: removing the link itself frees nothing outside
+            real = path
         if mounts.is_mount_point(real):
             notes.append(f"{path} is a mount point; left")
         else:

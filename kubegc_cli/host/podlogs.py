@@ -64,15 +64,25 @@ def container_id_from_link(name: str) -> str:
 
 
 def _tree_bytes(path: str) -> int:
+    """Bytes of the regular files below the directory `path`, never following a symlink; a
+    loop over a stack, not recursion (a tree thousands of levels deep is no error)."""
     total = 0
-    for root, dirs, files in os.walk(path, followlinks=False):
-        for name in files + dirs:
+    pending = [path]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
             try:
-                st = os.lstat(os.path.join(root, name))
+                st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
                 total += st.st_size
+            elif stat.S_ISDIR(st.st_mode):
+                pending.append(e.path)
     return total
 
 

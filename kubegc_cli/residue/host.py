@@ -40,7 +40,7 @@ import psutil
 from kubegc_cli.errors import SignalUnavailable
 from kubegc_cli.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
 from kubegc_cli.host.du import BLOCK, tree_usage
-from kubegc_cli.host.logs import host_path_of, on_host, resolve_on_host
+from kubegc_cli.host.logs import LogRoots, host_path_of, on_host, resolve_on_host
 from kubegc_cli.host.podlogs import container_id_from_link, dangling_links, read_pod_log_dirs
 from kubegc_cli.residue import (
     CNI_IP,
@@ -315,8 +315,8 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
     """
     findings: list[Finding] = []
     try:
-        root_local = resolve_on_host(ctx.host_root, ctx.pod_logs_dir)
-        dirs = read_pod_log_dirs(root_local, ctx.mounts)
+        root_local = LogRoots(ctx.host_root, ctx.pod_logs_dir).real_pod_logs_dir
+        dirs = read_pod_log_dirs(root_local, ctx.mounts) if root_local else []
     except OSError:
         dirs = []
     for d in dirs:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -520,6 +521,7 @@ CORPUS: list[tuple[list[str], str]] = [
     (["--limit", "٣", "gc", "containers", "--yes"], "'٣' is not a whole number"),
     (["gc", "containers", "--max-bytes", "9" * 5000, "--yes"], "(5000 digits) has too many"),
     (["--max-recv-size", "0." + "1" * 5000, "gc", "containers", "--yes"], "has too many digits"),
+    (["gc", "containers", "--yes", "--exclude-namespace", ""], "'' is empty"),
 ]
 
 
@@ -666,3 +668,83 @@ def test_an_empty_option_value_is_bad_input_not_the_option_left_out(
     flag = next(a for a in argv if a.startswith("-") and a != "--yes")
     assert code == 2 and "'' is empty" in err and flag in err, err
     check((code, out, err), [flag], cri)
+
+
+def _pods_file(tmp_path: Path) -> Path:
+    f = tmp_path / "pods.json"
+    pod = {"metadata": {"uid": "uid-p", "namespace": "default", "name": "p"}, "status": {}}
+    f.write_text(json.dumps({"kind": "PodList", "items": [pod]}))
+    return f
+
+
+def _gc_logs(tmp_path: Path, host: Path, pod_logs_dir: str) -> tuple[int, str, str]:
+    cri = node()
+    argv = ["--host-root", str(host), "--state-dir", str(tmp_path / "state"), "--now",
+            "2027-01-15T08:00:00Z", "--pods-file", str(_pods_file(tmp_path)), "gc", "logs",
+            "--pod-logs-dir", pod_logs_dir, "--yes", "-o", "json"]  # fmt: skip
+    with use_runtime(cri):
+        return run_cli(argv)
+
+
+def test_gc_logs_never_looks_in_a_pod_log_root_that_resolves_to_the_hosts_root(
+    tmp_path: Path,
+) -> None:
+    """podLogsDir a symlink to the host's `/` (relative or absolute): its entries (`usr`,
+    `etc`) would all look like pod log directories of gone pods; exit 2, nothing removed."""
+    host = tmp_path / "host"
+    for d in ("usr/bin", "etc", "var/log"):
+        (host / d).mkdir(parents=True)
+    (host / "var/log/pods").symlink_to("../..")
+    (host / "abs").symlink_to("/")
+    for root in ("/var/log/pods", "/abs"):
+        code, out, err = _gc_logs(tmp_path, host, root)
+        assert code == 2 and "resolves to the host's /" in err and out == "", err
+        assert (host / "usr/bin").is_dir() and (host / "etc").is_dir()
+
+
+def test_gc_logs_follows_an_absolute_pod_log_root_symlink_on_the_host(tmp_path: Path) -> None:
+    """Under `--host-root`, an absolute symlink is the host's: the pod log directories removed
+    are those under the host's target, never this machine's directory of the same name."""
+    gone = "default_q_66666666-2222-3333-4444-555555555555"
+    victim = tmp_path / "victim"
+    (victim / gone).mkdir(parents=True)
+    host = tmp_path / "host"
+    (host / "var/log").mkdir(parents=True)
+    (host / "var/log/pods").symlink_to(victim)  # absolute
+    on_host = host / str(victim).lstrip("/")
+    (on_host / gone / "c").mkdir(parents=True)
+    (on_host / gone / "c/0.log").write_bytes(b"x" * 5)
+    code, out, err = _gc_logs(tmp_path, host, "/var/log/pods")
+    assert code == 0, err
+    assert [a["result"] for a in json.loads(out)["actions"]] == ["removed"]
+    assert not (on_host / gone).exists() and (victim / gone).is_dir()
+
+
+def test_gc_logs_sizes_a_pod_log_directory_thousands_of_levels_deep(tmp_path: Path) -> None:
+    """No recursion limit in sizing a pod log directory, and no traceback removing it."""
+    gone = "default_q_66666666-2222-3333-4444-555555555555"
+    host = tmp_path / "host"
+    deep = host / "var/log/pods" / gone
+    deep.mkdir(parents=True)
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(1500):  # (relative to a directory fd: no path is longer than PATH_MAX)
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("0.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as f:
+            f.write(b"y" * 7)
+    finally:
+        os.close(fd)
+    try:
+        code, out, err = _gc_logs(tmp_path, host, "/var/log/pods")
+        left = deep.exists()
+    finally:  # (coreutils' rm walks without recursion; pytest's own clean-up would not)
+        subprocess.run(["rm", "-rf", str(deep)], check=True)
+    assert "Traceback" not in err
+    (action,) = json.loads(out)["actions"]
+    assert action["bytes"] == 7  # sized to the bottom
+    # removed, or (Python 3.11's rmtree recurses) one failed action with its reason: exit 1
+    assert (action["result"], code) in (("removed", 0), ("failed", 1)), err
+    assert (action["result"] == "removed") != left

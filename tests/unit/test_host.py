@@ -503,6 +503,21 @@ def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
     assert files == [] and notes == [f"{ok}/2.log is a mount point; left"]
 
 
+def test_a_symlink_loop_on_a_logs_way_leaves_it_without_an_error(tmp_path: Path) -> None:
+    """A container log directory that is a symlink to itself, or a podLogsDir in a loop, under
+    `--host-root`: nothing is deletable, and the note says the log is outside podLogsDir."""
+    host = tmp_path / "host"
+    pods = host / "var/log/pods/ns_p_u1"
+    pods.mkdir(parents=True)
+    (pods / "app").symlink_to("app")
+    (host / "loop").symlink_to("loop")
+    none = MountTable(frozenset({"/"}))
+    for root, path in (("/var/log/pods", "/var/log/pods/ns_p_u1/app/0.log"),
+                       ("/loop", "/loop/ns_p_u1/app/0.log")):  # fmt: skip
+        files, notes = deletable_log_files(LogRoots(host, root), path, none)
+        assert files == [] and "outside podLogsDir" in notes[0]
+
+
 def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
     tmp_path: Path,
 ) -> None:
