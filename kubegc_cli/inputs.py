@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,16 @@ def parse_json(text: str, path: Path, what: str) -> Any:
 
 def _check_text(doc: Any, path: Path, what: str) -> None:
     """`BadInput` for the first string (key or value) holding a NUL or a lone surrogate."""
-    bad = _with_nul(doc)
-    if bad is not None:
-        raise BadInput(f"{what} {path}: {bad!r} holds a NUL character (no path or name can)")
-    bad = _unencodable(doc)
-    if bad is not None:
-        raise BadInput(f"{what} {path}: {bad!r} holds half of a surrogate pair (not text)")
+    for text in _strings(doc):
+        if "\0" in text:
+            raise BadInput(f"{what} {path}: {text!r} holds a NUL character (no path or name can)")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = text.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise BadInput(
+                f"{what} {path}: {shown!r} holds half of a surrogate pair (not text)"
+            ) from None
 
 
 def parse_yaml(text: str, path: Path, what: str) -> Any:
@@ -106,42 +111,19 @@ def parse_yaml(text: str, path: Path, what: str) -> Any:
         raise BadInput(f"{what} {path} holds a number kubegc cannot read: {why}") from None
     # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
     if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
-        bad = _with_nul(doc)
-        if bad is not None:
-            raise BadInput(f"{what} {path}: {bad!r} holds a NUL character (no path or name can)")
+        _check_text(doc, path, what)
     return doc
 
 
-def _unencodable(value: Any) -> str | None:
-    """The first string (key or value) in a decoded document that is not valid Unicode text
-    (a lone surrogate from a `\\ud800` escape), or None."""
+def _strings(value: Any) -> Iterator[str]:
+    """Every string (key or value) in a decoded document, without recursion."""
     pending = [value]
     while pending:
         v = pending.pop()
         if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError:
-                return v.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            yield v
         elif isinstance(v, dict):
             pending.extend(v.keys())
             pending.extend(v.values())
         elif isinstance(v, list):
             pending.extend(v)
-    return None
-
-
-def _with_nul(value: Any) -> str | None:
-    """The first string (key or value) in a decoded document that holds a NUL, or None."""
-    pending = [value]
-    while pending:
-        v = pending.pop()
-        if isinstance(v, str):
-            if "\0" in v:
-                return v
-        elif isinstance(v, dict):
-            pending.extend(v.keys())
-            pending.extend(v.values())
-        elif isinstance(v, list):
-            pending.extend(v)
-    return None
