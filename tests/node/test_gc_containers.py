@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -492,23 +493,38 @@ def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
         assert a0_log.exists()  # the container stayed, so its log did too
 
 
-def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """A read-only podLogsDir: the container goes, its log stays, and the report says so."""
+def _older_attempt_removed_under(
+    node: LocalNode, ns: str, tmp_path: Path, mount: Callable[[Path], Path]
+) -> tuple[dict[str, Any], Path]:
+    """A pod with attempts 0 and 1 of container `a`; `mount(log of attempt 0)` mounts
+    something and returns where; `gc containers --yes` runs with it mounted (unmounted after).
+    Attempt 0 is removed, freeing nothing, and attempt 1 stays. Returns (its action, its log)."""
     p = node.run_pod("p", namespace=ns)
     a0 = node.add_container(p, "a", attempt=0)
     a1 = node.add_container(p, "a", attempt=1)
     log = Path(node.container_status(a0).log_path)
-    _read_only(node.pod_logs_dir)
+    where = mount(log)
     try:
         res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
     finally:
-        subprocess.run(["umount", "-l", str(node.pod_logs_dir)], check=True)
+        subprocess.run(["umount", "-l", str(where)], check=True)
     assert res.returncode == 0, res.stderr
     (action,) = json.loads(res.stdout)["actions"]
     assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
+    assert ids(node, ns) == {a1}
+    return action, log
+
+
+def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """A read-only podLogsDir: the container goes, its log stays, and the report says so."""
+
+    def read_only_pod_logs(log: Path) -> Path:
+        _read_only(node.pod_logs_dir)
+        return node.pod_logs_dir
+
+    action, log = _older_attempt_removed_under(node, ns, tmp_path, read_only_pod_logs)
     assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
     assert log.exists()
-    assert ids(node, ns) == {a1}
 
 
 def test_no_log_is_deleted_into_a_mounted_container_log_directory(
@@ -517,21 +533,14 @@ def test_no_log_is_deleted_into_a_mounted_container_log_directory(
     """A container log directory with something mounted on it (its files may belong to
     anything): the container goes, nothing in the directory is deleted, the note names the
     mount point."""
-    p = node.run_pod("p", namespace=ns)
-    a0 = node.add_container(p, "a", attempt=0)
-    a1 = node.add_container(p, "a", attempt=1)
-    log = Path(node.container_status(a0).log_path)
     source = tmp_path / "mounted"
-    shutil.copytree(log.parent, source)
-    subprocess.run(["mount", "--bind", str(source), str(log.parent)], check=True)
-    try:
-        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
-    finally:
-        subprocess.run(["umount", "-l", str(log.parent)], check=True)
-    assert res.returncode == 0, res.stderr
-    (action,) = json.loads(res.stdout)["actions"]
-    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
+
+    def bind_a_copy(log: Path) -> Path:
+        shutil.copytree(log.parent, source)
+        subprocess.run(["mount", "--bind", str(source), str(log.parent)], check=True)
+        return log.parent
+
+    action, log = _older_attempt_removed_under(node, ns, tmp_path, bind_a_copy)
     assert action["log_note"].startswith(f"{log.parent} is a mount point; log ")
     assert sorted(os.listdir(source)) == sorted(os.listdir(log.parent))
     assert (source / log.name).exists() and log.exists()
-    assert ids(node, ns) == {a1}
