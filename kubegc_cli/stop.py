@@ -26,15 +26,21 @@ class Terminated(KeyboardInterrupt):
     signal_name = "SIGTERM"
 
 
-def code_of(signum: int) -> int:
-    """The exit code a stop signal ends a run with: 143 for SIGTERM, 130 for SIGINT."""
-    return 143 if signum == signal.SIGTERM else 130
+def name_of(signum: int) -> str:
+    """ "SIGTERM" or "SIGINT" (any other signal number is named SIGINT)."""
+    return "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+
+
+def ending(signal_name: str) -> tuple[str, int]:
+    """What a run a stop signal ended says and its exit code: ("terminated", 143) for
+    "SIGTERM", ("interrupted", 130) for "SIGINT"."""
+    return ("terminated", 143) if signal_name == "SIGTERM" else ("interrupted", 130)
 
 
 def _again(signum: int, frame: object) -> None:
-    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    name = name_of(signum)
     os.write(2, f"kubegc: error: {name} again: exiting at once\n".encode())
-    os._exit(code_of(signum))
+    os._exit(ending(name)[1])
 
 
 def first_stop(signum: int, frame: object) -> None:

@@ -14,7 +14,6 @@ def main() -> None:
         sys.stdout.write(f"kubegc {__version__}\n")
         return
     import os
-    import signal
 
     from kubegc_cli import stop
 
@@ -24,9 +23,9 @@ def main() -> None:
     except BaseException:  # a stop signal during start-up (nothing has been done yet)
         if stop.received is None:
             raise
-        said = b"terminated" if stop.received == signal.SIGTERM else b"interrupted"
-        os.write(2, b"kubegc: error: " + said + b"\n")
-        os._exit(stop.code_of(stop.received))
+        said, code = stop.ending(stop.name_of(stop.received))
+        os.write(2, f"kubegc: error: {said}\n".encode())
+        os._exit(code)
     try:
         run()
     finally:

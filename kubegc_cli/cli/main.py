@@ -36,7 +36,7 @@ from kubegc_cli.cli.options import (
 from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
-from kubegc_cli.stop import Terminated, first_stop
+from kubegc_cli.stop import Terminated, ending, first_stop
 
 if TYPE_CHECKING:
     from kubegc_cli.settings import Settings
@@ -1258,17 +1258,13 @@ def main(argv: list[str] | None = None) -> None:
         # click turns a KeyboardInterrupt inside a command into Abort: a stop signal then
         # still says which it was, with its exit code.
         cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, Terminated):
-            _fail("terminated", 143)
-        _fail("interrupted" if isinstance(cause, KeyboardInterrupt) else "aborted", 130)
+        if isinstance(cause, KeyboardInterrupt):
+            _fail(*ending(getattr(cause, "signal_name", "SIGINT")))
+        _fail("aborted", 130)
     except KubegcError as exc:
         _fail(str(exc), exc.exit_code)
-    except Stopped as exc:
-        _fail(*(("terminated", 143) if exc.signal_name == "SIGTERM" else ("interrupted", 130)))
-    except Terminated:
-        _fail("terminated", 143)
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    except (Stopped, KeyboardInterrupt) as exc:  # (`Terminated` says SIGTERM)
+        _fail(*ending(getattr(exc, "signal_name", "SIGINT")))
     except (BrokenPipeError, OutputClosed):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error while flushing at exit

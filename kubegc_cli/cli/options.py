@@ -417,7 +417,7 @@ class KubegcCommand(click.Command):
 
             if stop.received is None:
                 raise
-            raise Stopped("SIGTERM" if stop.code_of(stop.received) == 143 else "SIGINT") from None
+            raise Stopped(stop.name_of(stop.received)) from None
         finally:
             from kubegc_cli.state import release_run_lock
 
