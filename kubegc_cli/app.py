@@ -486,10 +486,7 @@ def _observe_logs(
         raise RuntimeUnavailable(
             f"cannot read pod log root {local_root}: {exc.strerror or exc}"
         ) from None
-    try:  # (resolved as on the host, as podLogsDir is)
-        links_dir = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).local_container_logs_dir
-    except OSError:  # a symlink loop: no directory to look in
-        links_dir = ""
+    links_dir = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).local_container_logs_dir
     links = [
         LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
         for name, path in (dangling_links(links_dir, s.host_root) if links_dir else [])

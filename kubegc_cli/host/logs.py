@@ -228,8 +228,11 @@ class LogRoots:
     @cached_property
     def local_container_logs_dir(self) -> str:
         """The legacy symlink directory (`/var/log/containers`) as this process sees it, its
-        symlinks resolved as on the host."""
-        return resolve_on_host(self.host_root, self.container_logs_dir)
+        symlinks resolved as on the host; "" when it is in a symlink loop (no directory)."""
+        try:
+            return resolve_on_host(self.host_root, self.container_logs_dir)
+        except OSError:  # ELOOP
+            return ""
 
     def resolve(self, local_path: str) -> str:
         """`local_path` (a path under `host_root`) with every symlink resolved as on the host."""
@@ -484,6 +487,9 @@ def remove_container_logs(
         if _unlink(path, "log") and stat.S_ISREG(st.st_mode):
             freed += st.st_size
     link_dir = roots.local_container_logs_dir
+    if not link_dir:
+        notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")
+        return freed, "; ".join(notes)
     name = legacy_symlink_name(
         container.pod_name, container.pod_namespace, container.container_name, container.id
     )
