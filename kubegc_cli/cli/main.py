@@ -672,6 +672,7 @@ def _interval(text: str | None) -> float:
 @click.option(
     "--watch",
     "watch",
+    type=GIVEN,
     is_flag=False,
     flag_value="2s",
     default=None,
@@ -939,6 +940,7 @@ def residue_options(f: F) -> F:
             ),
             click.option(
                 "--root-dir",
+                type=GIVEN,
                 metavar="PATH",
                 help="The kubelet's root directory on the host [default: /var/lib/kubelet].",
             ),
@@ -950,6 +952,7 @@ def residue_options(f: F) -> F:
             ),
             click.option(
                 "--cni-dir",
+                type=GIVEN,
                 metavar="PATH",
                 help="CNI state root on the host, holding networks/<net>/ [default: /var/lib/cni].",
             ),
@@ -1176,7 +1179,8 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
 
 
 @cli.command("snapshot")
-@click.option("-f", "--file", "path", metavar="FILE", help="Write here instead of stdout.")
+@click.option("-f", "--file", "path", type=GIVEN, metavar="FILE",
+              help="Write here instead of stdout.")  # fmt: skip
 @global_options
 @click.pass_context
 def snapshot(ctx: click.Context, path: str | None) -> None:

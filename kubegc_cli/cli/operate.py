@@ -15,6 +15,8 @@ import click
 from click.core import ParameterSource
 
 from kubegc_cli.cli.options import (
+    GIVEN,
+    GivenPath,
     KubegcCommand,
     KubegcGroup,
     act_flags,
@@ -25,10 +27,11 @@ from kubegc_cli.cli.options import (
 
 
 @click.command("apply", cls=KubegcCommand)
-@click.argument("plan_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("plan_file", metavar="FILE", type=GivenPath(dir_okay=False))
 @act_flags(dry_run_help="Show the saved plan and stop.")
 @click.option(
     "--pod-logs-dir",
+    type=GIVEN,
     metavar="PATH",
     help="Pod log root on the host (default: the kubelet config's podLogsDir).",
 )
@@ -272,7 +275,7 @@ def _show(value: Any) -> str:
 
 
 @click.command("completion")
-@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.argument("shell", metavar="SHELL", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
 def completion_cmd(ctx: click.Context, /, shell: str) -> None:
     """Print the shell completion script for bash, zsh or fish.

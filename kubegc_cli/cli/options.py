@@ -57,6 +57,17 @@ class Given(click.types.StringParamType):
 
 
 GIVEN = Given()
+
+
+class GivenPath(click.Path):
+    """`click.Path` that, like `Given`, refuses the empty text (`Path('')` is `.`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("'' is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 META_KEY = "kubegc.globals"
 
 

@@ -312,8 +312,8 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
     if s.snapshot is not None:
         raise BadInput("residue reads the node's directories and runtime; --snapshot holds none")
     types = opts.selected()
-    root_dir = host_dir(opts.root_dir or DEFAULT_ROOT_DIR, "--root-dir")
-    cni_dir = host_dir(opts.cni_dir or DEFAULT_CNI_DIR, "--cni-dir")
+    root_dir = host_dir(DEFAULT_ROOT_DIR if opts.root_dir is None else opts.root_dir, "--root-dir")
+    cni_dir = host_dir(DEFAULT_CNI_DIR if opts.cni_dir is None else opts.cni_dir, "--cni-dir")
     if opts.pod_logs_dir is not None:
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:

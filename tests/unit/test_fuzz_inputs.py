@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import click
 import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
@@ -748,3 +749,65 @@ def test_gc_logs_sizes_a_pod_log_directory_thousands_of_levels_deep(tmp_path: Pa
     # removed, or (Python 3.11's rmtree recurses) one failed action with its reason: exit 1
     assert (action["result"], code) in (("removed", 0), ("failed", 1)), err
     assert (action["result"] == "removed") != left
+
+
+# kubelet map flags: an empty value is an empty map (no thresholds of that kind), as on the kubelet
+_EMPTY_MEANS_NONE = {"eviction_hard", "eviction_soft", "eviction_soft_grace_period",
+                     "eviction_minimum_reclaim"}  # fmt: skip
+
+
+def _valued_parameters() -> list[tuple[list[str], click.Parameter]]:
+    """Every option or argument of every command that takes a text value, once: a command's
+    own parameters where it is invoked, the global options at the root."""
+    from kubegc_cli.cli.main import cli
+    from kubegc_cli.cli.options import GLOBAL_NAMES
+
+    out: list[tuple[list[str], click.Parameter]] = []
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        for p in cmd.params:
+            flag = isinstance(p, click.Option) and (p.is_flag or p.count)
+            own = not path or p.name not in GLOBAL_NAMES
+            if own and not flag and p.nargs == 1 and p.name not in _EMPTY_MEANS_NONE:
+                out.append((path, p))
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, [*path, name])
+
+    walk(cli, [])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("path", "param"),
+    _valued_parameters(),
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v.name,
+)
+def test_every_empty_value_is_bad_input(work: Path, path: list[str], param: Any) -> None:
+    """An empty value (an unset shell variable) is never the option left out: one line naming
+    the option, exit 2, nothing removed — for every option of every command, so a new option
+    cannot miss it."""
+    command = path or ["gc", "containers"]
+    params = _command(command).params
+    # the command's other required arguments get a value (apply: a plan file that is absent)
+    others = [str(work / "absent.json") for p in params
+              if isinstance(p, click.Argument) and p.required and p is not param]  # fmt: skip
+    value = [""] if isinstance(param, click.Argument) else [param.opts[-1], ""]
+    where = [*command, *others, *value]
+    takes_yes = any(p.name == "yes" for p in params)
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), *where, *(["--yes"] if takes_yes else [])])
+    names = [*param.opts, param.human_readable_name]
+    assert code == 2, (code, err)
+    check((code, out, err), names, cri)
+
+
+def _command(path: list[str]) -> click.Command:
+    from kubegc_cli.cli.main import cli
+
+    cmd: click.Command = cli
+    for name in path:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[name]
+    return cmd
