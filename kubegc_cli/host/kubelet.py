@@ -20,6 +20,8 @@ from kubegc_cli.units import parse_duration
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
 CONTAINER_LOGS_DIR = "/var/log/containers"
+# the KubeletConfiguration versions the kubelet decodes
+API_VERSIONS = ("kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,8 @@ def validate_pod_logs_dir(value: object, *, source: str) -> str:
 
 
 def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
-    """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source`."""
+    """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source`: not
+    a mapping, another `kind` or `apiVersion` (either may be left out), a bad field."""
     if doc is None:
         return KubeletConfig(source=source)
     if not isinstance(doc, dict):
@@ -60,6 +63,12 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
     kind = doc.get("kind")
     if kind not in (None, "KubeletConfiguration"):
         raise BadInput(f"{source}: kind is {kind!r}, expected KubeletConfiguration")
+    version = doc.get("apiVersion")
+    if version not in (None, *API_VERSIONS):
+        raise BadInput(
+            f"{source}: apiVersion is {version!r}, expected {' or '.join(API_VERSIONS)} "
+            "(the kubelet would not load it)"
+        )
     logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
     clean = validate_pod_logs_dir(logs, source=f"{source}: podLogsDir")
     image_gc: dict[str, Any] = {}

@@ -247,6 +247,32 @@ def test_kubelet_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        ({"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, None),
+        ({"apiVersion": "kubelet.config.k8s.io/v1"}, None),
+        ({"podLogsDir": "/logs"}, None),
+        ({"kind": "Pod"}, "kind is 'Pod', expected KubeletConfiguration"),
+        ({"apiVersion": "kubelet.config.k8s.io/v9"}, "apiVersion is 'kubelet.config.k8s.io/v9'"),
+        ({"apiVersion": "kubeproxy.config.k8s.io/v1alpha1"}, "apiVersion is 'kubeproxy"),
+        ({"apiVersion": 1}, "apiVersion is 1, expected kubelet.config.k8s.io/v1beta1 or"),
+        (["podLogsDir"], "not a KubeletConfiguration"),
+    ],
+)
+def test_kubelet_config_kind_and_version(doc: object, error: str | None) -> None:
+    """A file the kubelet would not decode as a KubeletConfiguration is bad input, naming the
+    file and the field; `kind` and `apiVersion` may be left out."""
+    from kubegc_cli.host.kubelet import parse_kubelet_config
+
+    if error is None:
+        assert parse_kubelet_config(doc, source="k.yaml").source == "k.yaml"
+        return
+    with pytest.raises(BadInput) as exc:
+        parse_kubelet_config(doc, source="k.yaml")
+    assert str(exc.value).startswith("k.yaml: ") and error in str(exc.value)
+
+
+@pytest.mark.parametrize(
     ("value", "message"),
     [
         ("/", "podLogsDir '/' would let kubegc delete anywhere; refusing"),
