@@ -96,6 +96,16 @@ def _check_text(doc: Any, path: Path, what: str) -> None:
             ) from None
 
 
+def shown(value: Any) -> str:
+    """A decoded JSON or YAML value as JSON text (`true`, `null`, `{"a": 1}`: near what the user
+    wrote, never Python's `True`/`None`), cut to 60 characters; for error messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_yaml(text: str, path: Path, what: str) -> Any:
     """Decoded YAML (safe loader), or `BadInput` naming the file and the first problem."""
     import yaml

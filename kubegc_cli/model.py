@@ -7,7 +7,6 @@ since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +14,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import shown
 from kubegc_cli.units import ns_to_rfc3339, rfc3339_to_ns
 
 # The kubelet's labels on every sandbox and container it creates.
@@ -28,15 +28,6 @@ SNAPSHOT_KIND = "NodeSnapshot"
 API_VERSION = "kubegc.io/v1alpha1"
 
 
-def _shown(value: Any) -> str:
-    """A decoded value as its JSON text (what the user wrote), cut to 60 characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _str_map(d: Mapping[str, Any], key: str) -> dict[str, str]:
     """Labels/annotations under `key` of a snapshot object: a mapping of strings to strings
     (empty when missing or null). `TypeError` naming the key and the value otherwise (a
@@ -47,7 +38,7 @@ def _str_map(d: Mapping[str, Any], key: str) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
-        raise TypeError(f"{key} {_shown(value)} is not a mapping of strings to strings")
+        raise TypeError(f"{key} {shown(value)} is not a mapping of strings to strings")
     return dict(value)
 
 
@@ -56,7 +47,7 @@ def _text(d: Mapping[str, Any], key: str, *, required: bool = False) -> str:
     Raises `KeyError` when a required key is missing, `TypeError` when it is not a string."""
     value = d[key] if required else d.get(key, "")
     if not isinstance(value, str):
-        raise TypeError(f"{key} {_shown(value)} is not a string")
+        raise TypeError(f"{key} {shown(value)} is not a string")
     return value
 
 
@@ -71,7 +62,7 @@ def _time(d: Mapping[str, Any], key: str, what: str, *, required: bool = False) 
     if isinstance(value, datetime) and value.tzinfo is not None:
         value = value.isoformat()
     if not isinstance(value, str):
-        raise BadInput(f"invalid {what}: {_shown(value)} is not an RFC 3339 time")
+        raise BadInput(f"invalid {what}: {shown(value)} is not an RFC 3339 time")
     return rfc3339_to_ns(value, what=what)
 
 
@@ -83,7 +74,7 @@ def _whole(d: Mapping[str, Any], key: str, *, bits: int = 64, signed: bool = Fal
     value = d.get(key, 0)
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if signed else (0, 2**bits - 1)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{key} {_shown(value)} is not a whole number from {low} to {high}")
+        raise ValueError(f"{key} {shown(value)} is not a whole number from {low} to {high}")
     return value
 
 
@@ -98,7 +89,7 @@ def _texts(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError(f"{key} {_shown(value)} is not a list of strings")
+        raise TypeError(f"{key} {shown(value)} is not a list of strings")
     return tuple(value)
 
 
@@ -107,7 +98,7 @@ def _flag(d: Mapping[str, Any], key: str) -> bool:
     is a string, not false)."""
     value = d.get(key, False)
     if not isinstance(value, bool):
-        raise TypeError(f"{key} {_shown(value)} is not true or false")
+        raise TypeError(f"{key} {shown(value)} is not true or false")
     return value
 
 
@@ -119,7 +110,7 @@ def _state(d: Mapping[str, Any], kind: type[E]) -> E:
     `ValueError` naming the value and the choices otherwise."""
     value = d["state"]
     if not isinstance(value, str) or value not in kind.__members__:
-        raise ValueError(f"state {_shown(value)} is not one of {', '.join(kind.__members__)}")
+        raise ValueError(f"state {shown(value)} is not one of {', '.join(kind.__members__)}")
     return kind(value)
 
 
@@ -512,7 +503,7 @@ class NodeSnapshot:
         try:
             rt = {} if d.get("runtime") is None else d["runtime"]
             if not isinstance(rt, Mapping):
-                raise BadInput(f"runtime {_shown(rt)} is not an object")
+                raise BadInput(f"runtime {shown(rt)} is not an object")
             snap = cls(
                 captured_at=_time(d, "captured_at", f"{source} captured_at", required=True),
                 endpoint=_text(d, "endpoint"),

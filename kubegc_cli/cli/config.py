@@ -106,22 +106,33 @@ def global_params(root: click.Command) -> dict[str, click.Option]:
     }
 
 
+def _expected(param: click.Option) -> str:
+    """What an option takes, for an error message: `one of table, json, yaml`, `an integer`."""
+    if isinstance(param.type, click.Choice):
+        return "one of " + ", ".join(map(str, param.type.choices))
+    name = param.type.name
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
 def _convert(param: click.Option, value: Any, where: str) -> Any:
     """A YAML value as the option would have it from the command line. Raises `BadInput`."""
+    from kubegc_cli.inputs import shown
     from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
 
     def one(v: Any) -> Any:
         if isinstance(v, (dict, list)) or v is None:
-            raise BadInput(f"invalid value for {where}: {v!r} (expected a single value)")
+            raise BadInput(f"invalid value for {where}: {shown(v)} (expected a single value)")
         if param.is_flag and not param.count:
             if not isinstance(v, bool):
-                raise BadInput(f"invalid value for {where}: {v!r} (expected true or false)")
+                raise BadInput(f"invalid value for {where}: {shown(v)} (expected true or false)")
             return v
         if isinstance(v, bool):
-            raise BadInput(f"invalid value for {where}: {v!r} (expected a {param.type.name})")
+            raise BadInput(f"invalid value for {where}: {shown(v)} (expected {_expected(param)})")
         if param.count:
             if not isinstance(v, int) or v < 0:
-                raise BadInput(f"invalid value for {where}: {v!r} (expected a count, 0 or more)")
+                raise BadInput(
+                    f"invalid value for {where}: {shown(v)} (expected a count, 0 or more)"
+                )
             return v
         if isinstance(v, float) and isinstance(param.type, click.types.IntParamType):
             v = repr(v)  # as the flag would have it: click's int() must not truncate 2.5 to 2

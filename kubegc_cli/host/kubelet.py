@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.inputs import parse_yaml, read_text
+from kubegc_cli.inputs import parse_yaml, read_text, shown
 from kubegc_cli.units import parse_duration
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
@@ -62,11 +62,11 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
         raise BadInput(f"{source}: not a KubeletConfiguration (expected a mapping)")
     kind = doc.get("kind")
     if kind not in (None, "KubeletConfiguration"):
-        raise BadInput(f"{source}: kind is {kind!r}, expected KubeletConfiguration")
+        raise BadInput(f"{source}: kind is {shown(kind)}, expected KubeletConfiguration")
     version = doc.get("apiVersion")
     if version not in (None, *API_VERSIONS):
         raise BadInput(
-            f"{source}: apiVersion is {version!r}, expected {' or '.join(API_VERSIONS)} "
+            f"{source}: apiVersion is {shown(version)}, expected {' or '.join(API_VERSIONS)} "
             "(the kubelet would not load it)"
         )
     logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
@@ -78,14 +78,16 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
     ):
         if key in doc:
             if not isinstance(doc[key], int) or isinstance(doc[key], bool):
-                raise BadInput(f"{source}: {key} {doc[key]!r} must be an integer")
+                raise BadInput(f"{source}: {key} {shown(doc[key])} must be an integer")
             image_gc[name] = doc[key]
     for key, name in (
         ("imageMinimumGCAge", "minimum_image_ttl_duration"),
         ("imageMaximumGCAge", "image_maximum_gc_age"),
     ):
         if key in doc:
-            image_gc[name] = parse_duration(str(doc[key]), flag=f"{source}: {key}")
+            if not isinstance(doc[key], str):  # a metav1.Duration is a string: "2m", "1h30m"
+                raise BadInput(f'{source}: {key} {shown(doc[key])} must be a duration ("2m")')
+            image_gc[name] = parse_duration(doc[key], flag=f"{source}: {key}")
     return KubeletConfig(pod_logs_dir=clean, source=source, image_gc=image_gc)
 
 

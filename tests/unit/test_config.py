@@ -140,6 +140,13 @@ def test_image_settings_file_beats_kubelet_config(
         ("gc:\n  containers:\n    dry-run: maybe\n", "gc.containers.dry-run in"),
         ("- a\n- b\n", "expected a mapping"),
         ("timeout: [\n", "not valid YAML"),
+        # values shown as written in YAML/JSON, never as Python spells them (True, None)
+        ("gc:\n  containers:\n    maximum-dead-containers: true\n",
+         "maximum-dead-containers in CFG: true (expected an integer)"),
+        ("gc:\n  containers:\n    maximum-dead-containers: {a: 1}\n",
+         'CFG: {"a": 1} (expected a single value)'),
+        ("timeout: null\n", "timeout in CFG: null (expected a single value)"),
+        ("output: true\n", "output in CFG: true (expected one of table, json, yaml)"),
     ],
 )  # fmt: skip
 def test_bad_key_or_value_is_exit_2_naming_key_and_file(
@@ -150,6 +157,7 @@ def test_bad_key_or_value_is_exit_2_naming_key_and_file(
         ["--config", str(cfg), "--snapshot", str(snap), "gc", "containers"], capsys
     )
     assert code == 2 and out == ""
+    named = named.replace("CFG", str(cfg))
     assert err.count("\n") == 1 and named in err and str(cfg) in err, err
 
 

@@ -252,9 +252,9 @@ def test_kubelet_config(tmp_path: Path) -> None:
         ({"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1"}, None),
         ({"apiVersion": "kubelet.config.k8s.io/v1"}, None),
         ({"podLogsDir": "/logs"}, None),
-        ({"kind": "Pod"}, "kind is 'Pod', expected KubeletConfiguration"),
-        ({"apiVersion": "kubelet.config.k8s.io/v9"}, "apiVersion is 'kubelet.config.k8s.io/v9'"),
-        ({"apiVersion": "kubeproxy.config.k8s.io/v1alpha1"}, "apiVersion is 'kubeproxy"),
+        ({"kind": "Pod"}, 'kind is "Pod", expected KubeletConfiguration'),
+        ({"apiVersion": "kubelet.config.k8s.io/v9"}, 'apiVersion is "kubelet.config.k8s.io/v9"'),
+        ({"apiVersion": "kubeproxy.config.k8s.io/v1alpha1"}, 'apiVersion is "kubeproxy'),
         ({"apiVersion": 1}, "apiVersion is 1, expected kubelet.config.k8s.io/v1beta1 or"),
         (["podLogsDir"], "not a KubeletConfiguration"),
     ],
@@ -633,3 +633,23 @@ def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
             kubelet_log_path("/var/log/pods", c)
         )
     assert sizes == {"0": 60, "1": 5, "2": 0, "3": 0, "9": 0, "12": 7, "012": 7}
+
+
+@pytest.mark.parametrize(
+    ("doc", "error"),
+    [
+        ({"imageGCHighThresholdPercent": True}, "imageGCHighThresholdPercent true must be"),
+        ({"imageGCLowThresholdPercent": None}, "imageGCLowThresholdPercent null must be"),
+        ({"imageMinimumGCAge": 120}, "imageMinimumGCAge 120 must be a duration"),
+        ({"imageMaximumGCAge": True}, "imageMaximumGCAge true must be a duration"),
+        ({"imageMinimumGCAge": "2x"}, "'2x'"),
+    ],
+)
+def test_kubelet_config_field_errors_show_the_value_as_written(doc: object, error: str) -> None:
+    """A field of the wrong type is named with its value as YAML has it (`true`, `null`), and a
+    duration must be a string as in a KubeletConfiguration (`metav1.Duration`)."""
+    from kubegc_cli.host.kubelet import parse_kubelet_config
+
+    with pytest.raises(BadInput) as exc:
+        parse_kubelet_config(doc, source="k.yaml")
+    assert error in str(exc.value)
