@@ -17,11 +17,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic
 
 from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.host.logs import LogRemovalError, LogRoots, remove_container_logs
+from kubegc_cli.host.logs import LogRemovalError, LogRoots, host_path_of, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
 from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
@@ -229,7 +230,12 @@ class LogRemover(Executor[LogAction]):
                 if self.client.list_containers(labels={LABEL_POD_UID: a.pod_uid}):
                     a.result, a.error = Result.SKIPPED, "the runtime has containers of it now"
                     return
-                a.bytes_freed = remove_pod_log_dir(a.local_path, self.mounts)
+                done = remove_pod_log_dir(a.local_path, self.mounts)
+                a.bytes_freed = done.size_freed
+                if not done.complete:
+                    shown = partial(host_path_of, self.host_root)
+                    a.result, a.error = Result.FAILED, done.problem(shown)
+                    return
             else:
                 remove_dangling_link(a.local_path, self.host_root)
         except LogDirChanged as exc:

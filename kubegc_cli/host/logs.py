@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -220,6 +220,21 @@ class LogRoots:
         except OSError:  # a symlink loop (ELOOP): no directory, nothing inside it
             return ""
         return "" if real == os.path.realpath(str(self.host_root)).rstrip("/") else real
+
+    @cached_property
+    def root_mount_id(self) -> int | None:
+        """The mount ID (`mount_id`) of the real podLogsDir; None when it cannot be read (then
+        no log file is deleted)."""
+        if not self.real_pod_logs_dir:
+            return None
+        try:
+            fd = os.open(self.real_pod_logs_dir, OPEN_DIR)
+        except OSError:
+            return None
+        try:
+            return mount_id(fd)
+        finally:
+            os.close(fd)
 
     @cached_property
     def _local_prefix(self) -> str:
@@ -460,16 +475,46 @@ class LogSizer:
                 fill_listed_log(c, path, self._measure(how, path, name))
 
 
-def _unlink(path: str, what: str) -> bool:
-    """Unlink `path` (never following it). False if it was already gone; `LogRemovalError`
-    naming `what` and the path on any other failure."""
+def _unlink(path: str, what: str, dir_fd: int | None = None) -> bool:
+    """Unlink `path` (never following it; with `dir_fd`, its name in that open directory).
+    False if it was already gone; `LogRemovalError` naming `what` and the path on any other
+    failure."""
     try:
-        os.unlink(path)
+        if dir_fd is None:
+            os.unlink(path)
+        else:
+            os.unlink(os.path.basename(path), dir_fd=dir_fd)
     except FileNotFoundError:
         return False
     except OSError as exc:
         raise LogRemovalError(f"cannot remove {what} {path}: {exc.strerror or exc}") from None
     return True
+
+
+def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes: list[str]) -> int:
+    """Unlink `files` (from `deletable_log_files`: one real directory) by name in that
+    directory, opened once and checked to be on podLogsDir's own mount (`mount_id`): a mount
+    made there since the mount table was read leaves them, with a note. Returns the bytes of
+    the regular files removed; `LogRemovalError` when an unlink fails."""
+    directory = os.path.dirname(files[0][0])
+    try:
+        fd = os.open(directory, OPEN_DIR)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise LogRemovalError(f"cannot open {directory}: {exc.strerror or exc}") from None
+    try:
+        root = roots.root_mount_id
+        if root is None or mount_id(fd) != root:
+            notes.append(f"{directory} is not on podLogsDir's mount (a mount point now?); left")
+            return 0
+        freed = 0
+        for path, st in files:
+            if _unlink(path, "log", fd) and stat.S_ISREG(st.st_mode):
+                freed += st.st_size
+        return freed
+    finally:
+        os.close(fd)
 
 
 def remove_container_logs(
@@ -481,11 +526,8 @@ def remove_container_logs(
     (outside podLogsDir, a mount point). Raises `LogRemovalError` when a deletion fails for
     another reason.
     """
-    freed = 0
     files, notes = deletable_log_files(roots, log_path, mounts)
-    for path, st in files:
-        if _unlink(path, "log") and stat.S_ISREG(st.st_mode):
-            freed += st.st_size
+    freed = _unlink_logs(roots, files, notes) if files else 0
     link_dir = roots.local_container_logs_dir
     if not link_dir:
         notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")

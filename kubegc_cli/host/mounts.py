@@ -3,35 +3,43 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 MOUNTINFO = Path("/proc/self/mountinfo")
+# open a directory, never through a symlink at the last component
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
 
 
 def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as octal (\040 ...).
-    if "\\" not in field:
-        return field
-    out = []
-    i = 0
-    while i < len(field):
-        if field[i] == "\\" and i + 3 < len(field) + 0 and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
+    # The kernel escapes space, tab, newline and backslash in a path as octal (`\040`); every
+    # other byte is written as it is.
+    return _OCTAL.sub(lambda m: chr(int(m[1], 8)), field) if "\\" in field else field
+
+
+def _fields(text: str) -> Iterator[list[str]]:
+    """The fields of each mountinfo line. Lines end with `\n` only and fields are separated by
+    one space only: a path may hold any other byte (a vertical tab, U+0085, U+00A0 ...),
+    which `str.split()` / `splitlines()` would take for a separator."""
+    for line in text.split("\n"):
+        if line:
+            yield line.split(" ")
+
+
+def decode(raw: bytes) -> str:
+    """A mountinfo file's bytes as this process's `str` paths are spelled (`os.fsdecode`,
+    surrogateescape): a mount point with a non-UTF-8 byte compares equal to the same path
+    from `os.scandir`."""
+    return os.fsdecode(raw)
 
 
 def parse_mountinfo(text: str) -> frozenset[str]:
-    """The mount points (5th field) of a mountinfo text, unescaped."""
-    points = set()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 5:
-            points.add(_unescape(parts[4]))
-    return frozenset(points)
+    """The mount points (5th field) of a mountinfo text (`decode`d), unescaped."""
+    return frozenset(_unescape(parts[4]) for parts in _fields(text) if len(parts) >= 5)
 
 
 def parse_mount_filesystems(text: str) -> list[tuple[str, str, str]]:
@@ -42,8 +50,7 @@ def parse_mount_filesystems(text: str) -> list[tuple[str, str, str]]:
     without a separator or with too few fields are skipped.
     """
     out: list[tuple[str, str, str]] = []
-    for line in text.splitlines():
-        parts = line.split()
+    for parts in _fields(text):
         try:
             sep = parts.index("-", 6)
         except ValueError:
@@ -78,7 +85,7 @@ class MountTable:
         """Read `/proc/self/mountinfo`. An unreadable file, or one that lists no mount point
         (a real one always lists `/`), yields an unknown table (`known` False)."""
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = decode(path.read_bytes())
         except OSError as exc:
             return cls.unreadable(f"cannot read the mount table {path} ({exc.strerror or exc})")
         points = parse_mountinfo(text)
@@ -103,3 +110,22 @@ class MountTable:
         top = os.path.normpath(path)
         prefix = top.rstrip("/") + "/"
         return sorted(p for p in self.points if p == top or p.startswith(prefix))
+
+
+def mount_id(fd: int) -> int | None:
+    """The mount ID of the open file `fd` (`mnt_id` in `/proc/self/fdinfo/<fd>`, Linux 3.15+),
+    as `/proc/self/mountinfo` numbers mounts; None when it cannot be read. Two directories
+    with the same mount ID are on the same mount: a bind mount shows another ID even when its
+    source is on the same filesystem (same `st_dev`)."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    for line in data.split(b"\n"):
+        if line.startswith(b"mnt_id:"):
+            try:
+                return int(line[7:])
+            except ValueError:
+                return None
+    return None

@@ -8,13 +8,13 @@ Layout (the kubelet's): `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<n>.lo
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.host.tree import Refused, TreeRemoval, remove_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,17 +184,20 @@ class LogDirChanged(Exception):
     """The directory is no longer what was planned (now a mount point, or gone); left alone."""
 
 
-def remove_pod_log_dir(local_path: str, mounts: MountTable) -> int:
-    """Remove a pod log directory (or, for a symlink, only the link). Returns bytes freed.
+def remove_pod_log_dir(local_path: str, mounts: MountTable) -> TreeRemoval:
+    """Remove a pod log directory (or, for a symlink, only the link): what was removed, its
+    `size_freed` the bytes of the log files.
 
-    Re-checks right before: a mount point at or below it now, no longer a directory, or a
-    mount table that could not be read (`mounts.known` False: anything may be mounted) →
-    `LogDirChanged`. Never follows symlinks (shutil.rmtree uses fd-based traversal on Linux).
-    Raises `OSError` on failure.
+    Re-checks right before: no longer a directory, a mount table that could not be read
+    (`mounts.known` False: anything may be mounted), a mount point at or below it now →
+    `LogDirChanged`, nothing removed. The removal itself (`remove_tree`) never follows a
+    symlink and never enters another mount (checked by mount ID as it walks, so a mount made
+    since the table was read is left too); what it had to leave is in the result, which is
+    then not `complete`. Raises `OSError` when the directory cannot be opened.
     """
     if os.path.islink(local_path):
         os.unlink(local_path)
-        return 0
+        return TreeRemoval()
     if not os.path.isdir(local_path):
         raise LogDirChanged(f"{local_path} is no longer a directory; left")
     if not mounts.known:
@@ -202,9 +205,10 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable) -> int:
     real = os.path.realpath(local_path)
     if mounts.is_mount_point(real) or mounts.has_mount_below(real):
         raise LogDirChanged(f"{local_path} has a mount point at or below it now; left")
-    freed = _tree_bytes(local_path)
-    shutil.rmtree(local_path)
-    return freed
+    try:
+        return remove_tree(real, mounts)
+    except Refused as exc:
+        raise LogDirChanged(str(exc)) from None
 
 
 def remove_dangling_link(local_path: str, host_root: Path = Path("/")) -> None:

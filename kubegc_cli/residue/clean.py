@@ -30,17 +30,17 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from kubegc_cli.execute import Executor
-from kubegc_cli.host.du import BLOCK
 from kubegc_cli.host.logs import host_path_of, resolve_on_host
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, pod_uid_from_dir, remove_dangling_link
+from kubegc_cli.host.tree import Refused, remove_tree
 from kubegc_cli.plan import Result
 from kubegc_cli.residue import (
     CNI_IP,
@@ -66,216 +66,6 @@ from kubegc_cli.residue.host import (
 
 UMOUNT_NOFOLLOW = 8  # <sys/mount.h>: do not follow a symlink at the target
 LOCK_WAIT_SECONDS = 5.0
-_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-class Refused(Exception):
-    """The object no longer qualifies (or can no longer be checked); it is left in place and
-    the finding is skipped with this message."""
-
-
-# --- directory trees --------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class TreeRemoval:
-    """What `remove_tree` did: `bytes_freed` (allocated bytes of the entries removed, each
-    inode once, measured right before each removal), `left` (local paths not entered or not
-    removed: another filesystem, a mount point, a directory that changed under the walk) and
-    `errors` (entries whose removal failed, with the reason)."""
-
-    bytes_freed: int = 0
-    left: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    _seen: set[tuple[int, int]] = field(default_factory=set)
-
-    @property
-    def complete(self) -> bool:
-        """Everything was removed: nothing left, nothing failed."""
-        return not self.left and not self.errors
-
-    def count(self, st: os.stat_result) -> None:
-        """Add the allocated bytes of a removed entry (`lstat` result), once per inode."""
-        key = (st.st_dev, st.st_ino)
-        if key not in self._seen:
-            self._seen.add(key)
-            self.bytes_freed += st.st_blocks * BLOCK
-
-
-def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
-    """Remove the directory `local` (a resolved local path: no symlink in it) and everything
-    below it that lies on its filesystem, as `rm -r --one-file-system` would, but safer.
-
-    Raises `Refused` without touching anything when the mount table could not be read
-    (`mounts.known` False: anything may be mounted), or when `local` is a symlink, not a
-    directory, or has a mount point (per `mounts`) at or below it. While walking, every
-    directory is opened relative to its parent with `O_NOFOLLOW` and checked to be the one
-    listed; a symlink is unlinked, never followed; a directory on another device or named by
-    `mounts`, or one swapped under the walk, is left with its contents (and so are its
-    ancestors), and reported in `left`. Failed removals are reported in `errors`; the walk
-    goes on. The walk is iterative and holds two descriptors at most (it climbs back with
-    `..`, checked to be the directory it came from), so depth is not limited.
-    """
-    if not mounts.known:
-        raise Refused(f"{mounts.error}; left")
-    try:
-        top = os.lstat(local)
-    except FileNotFoundError:
-        raise Refused("gone before removal") from None
-    if stat.S_ISLNK(top.st_mode):
-        raise Refused(f"{local} is a symlink now; left")
-    if not stat.S_ISDIR(top.st_mode):
-        raise Refused(f"{local} is no longer a directory; left")
-    below = mounts.at_or_below(local)
-    if below:
-        raise Refused(f"mounted at or below it now: {', '.join(below)}; left")
-    out = TreeRemoval()
-    fd = os.open(local, _OPEN_DIR)
-    if not _same(os.fstat(fd), top):
-        os.close(fd)
-        raise Refused(f"{local} changed while it was opened; left")
-    if _clear(fd, local, top, mounts, out):
-        try:
-            os.rmdir(local)
-            out.count(top)
-        except OSError as exc:
-            out.errors.append(f"{local}: {exc.strerror or exc}")
-    return out
-
-
-def _same(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-@dataclass(slots=True)
-class _Dir:
-    """A directory being emptied by `_clear`: its `name` in its parent, local `path`, `st`
-    as listed, the entry `names` still to handle, and whether all so far went."""
-
-    name: str
-    path: str
-    st: os.stat_result
-    names: list[str]
-    complete: bool = True
-
-
-def _clear(fd: int, path: str, top: os.stat_result, mounts: MountTable, out: TreeRemoval) -> bool:
-    """Empty the directory open as `fd` (local path `path`, `top` its lstat); True if it is
-    now empty. Takes ownership of `fd` (closed on return).
-
-    Depth-first without recursion: only the directory being emptied is open. Going down, the
-    child is opened relative to it (`O_NOFOLLOW`, checked against its listing) and the parent
-    closed; coming back, `..` is opened from the child and must be the parent as first
-    listed, else the walk stops there (the tree moved under it) and reports it.
-    """
-    dev = top.st_dev
-    try:
-        stack = [_Dir("", path, top, _names(fd))]
-    except OSError as exc:
-        os.close(fd)
-        out.errors.append(f"{path}: {exc.strerror or exc}")
-        return False
-    try:
-        while True:
-            cur = stack[-1]
-            if cur.names:
-                name = cur.names.pop()
-                sub = _enter(fd, cur, name, dev, mounts, out)
-                if sub is not None:
-                    child_fd, child = sub
-                    os.close(fd)
-                    fd = child_fd
-                    stack.append(child)
-                continue
-            done = stack.pop()
-            if not stack:
-                return done.complete
-            parent = stack[-1]
-            try:
-                up = os.open("..", _OPEN_DIR, dir_fd=fd)
-            except OSError as exc:
-                out.errors.append(f"{done.path}/..: {exc.strerror or exc}")
-                return False
-            os.close(fd)
-            fd = up
-            if not _same(os.fstat(fd), parent.st):
-                out.errors.append(f"{parent.path} moved while it was being removed; stopped")
-                return False
-            if not done.complete:
-                parent.complete = False
-                continue
-            try:
-                os.rmdir(done.name, dir_fd=fd)
-                out.count(done.st)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                out.errors.append(f"{done.path}: {exc.strerror or exc}")
-                parent.complete = False
-    finally:
-        os.close(fd)
-
-
-def _names(fd: int) -> list[str]:
-    with os.scandir(fd) as it:
-        return [e.name for e in it]
-
-
-def _enter(
-    fd: int, cur: _Dir, name: str, dev: int, mounts: MountTable, out: TreeRemoval
-) -> tuple[int, _Dir] | None:
-    """Handle the entry `name` of the directory `cur` (open as `fd`): unlink it if it is no
-    directory; leave it if it is a mount point, on another device or swapped since listed;
-    else return its open descriptor and `_Dir` to descend into. Marks `cur` incomplete when
-    the entry stays."""
-    child = f"{cur.path.rstrip('/')}/{name}"
-    try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
-    if mounts.is_mount_point(child):
-        out.left.append(child)
-        cur.complete = False
-        return None
-    if not stat.S_ISDIR(st.st_mode):
-        try:
-            os.unlink(name, dir_fd=fd)
-            out.count(st)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            out.errors.append(f"{child}: {exc.strerror or exc}")
-            cur.complete = False
-        return None
-    if st.st_dev != dev:
-        out.left.append(child)
-        cur.complete = False
-        return None
-    try:
-        sub = os.open(name, _OPEN_DIR, dir_fd=fd)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
-    try:
-        if not _same(os.fstat(sub), st):  # swapped, or mounted over, since listed
-            out.left.append(child)
-            cur.complete = False
-            os.close(sub)
-            return None
-        names = _names(sub)
-    except OSError as exc:
-        os.close(sub)
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
-    return sub, _Dir(name, child, st, names)
 
 
 # --- network namespaces -----------------------------------------------------------------------
@@ -411,13 +201,7 @@ class ResidueCleaner(Executor[Any]):
         if done.complete:
             a.result = Result.REMOVED
             return
-        parts = []
-        if done.left:
-            shown = ", ".join(host_path_of(self.host_root, p) for p in done.left[:5])
-            parts.append(f"left (another filesystem or a mount point): {shown}")
-        if done.errors:
-            parts.append("could not remove: " + "; ".join(done.errors[:5]))
-        a.result, a.error = Result.FAILED, "partly removed; " + "; ".join(parts)
+        a.result, a.error = Result.FAILED, done.problem(lambda p: host_path_of(self.host_root, p))
 
     def _log_link(self, a: Finding) -> None:
         cid = str(a.details.get("container_id", ""))

@@ -133,7 +133,7 @@ def test_unremovable_log_is_reported_after_the_container_goes(
     )
     import os
 
-    def refuse(path: str) -> None:
+    def refuse(path: str, *, dir_fd: int | None = None) -> None:
         raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(os, "unlink", refuse)

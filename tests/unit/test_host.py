@@ -218,7 +218,7 @@ def test_legacy_entry_that_is_not_a_symlink_is_left(tmp_path: Path) -> None:
 def test_unremovable_log_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log_path, _ = make_logs(tmp_path)
 
-    def refuse(path: str) -> None:
+    def refuse(path: str, *, dir_fd: int | None = None) -> None:
         raise PermissionError(13, "Permission denied", path)
 
     monkeypatch.setattr(os, "unlink", refuse)

@@ -120,7 +120,7 @@ def test_remove_refuses_a_dir_that_became_a_mount(tmp_path: Path) -> None:
     with pytest.raises(LogDirChanged):
         remove_pod_log_dir(str(d), MountTable(frozenset({os.path.realpath(d) + "/app"})))
     assert (d / "app/0.log").exists()
-    assert remove_pod_log_dir(str(d), MountTable(frozenset())) == 100
+    assert remove_pod_log_dir(str(d), MountTable(frozenset())).size_freed == 100
     assert not d.exists()
 
 
@@ -133,7 +133,7 @@ def test_symlinked_pod_dir_removes_only_the_link(tmp_path: Path) -> None:
     (logs / f"ns_p_{GONE}").symlink_to(outside)
     (d,) = read_pod_log_dirs(str(logs), MountTable(frozenset()))
     assert d.is_symlink and d.bytes == 0
-    assert remove_pod_log_dir(d.path, MountTable(frozenset())) == 0
+    assert remove_pod_log_dir(d.path, MountTable(frozenset())).complete
     assert (outside / "precious.log").read_text() == "keep"
 
 

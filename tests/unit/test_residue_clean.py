@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from kubegc_cli.host import tree as tree_mod
 from kubegc_cli.host.du import tree_usage
-from kubegc_cli.host.mounts import MountTable, parse_mountinfo
+from kubegc_cli.host.mounts import MountTable, decode, parse_mountinfo
+from kubegc_cli.host.tree import Refused, remove_tree
 from kubegc_cli.plan import Result
 from kubegc_cli.residue import (
     DEAD_SANDBOX,
@@ -26,7 +28,7 @@ from kubegc_cli.residue import (
 )
 from kubegc_cli.residue import clean as clean_mod
 from kubegc_cli.residue import host as host_mod
-from kubegc_cli.residue.clean import Refused, ResidueCleaner, remove_tree
+from kubegc_cli.residue.clean import ResidueCleaner
 from kubegc_cli.residue.host import (
     scan_cni,
     scan_netns,
@@ -78,7 +80,7 @@ def files_under(p: Path) -> list[str]:
 
 
 def mounted(path: Path) -> bool:
-    return str(path) in parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    return str(path) in parse_mountinfo(decode(Path("/proc/self/mountinfo").read_bytes()))
 
 
 # --- directories --------------------------------------------------------------------------------
@@ -242,7 +244,7 @@ def test_remove_tree_leaves_a_directory_moved_under_the_walk(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "keep").write_text("keep")
-    real_names = clean_mod._names
+    real_names = tree_mod._names
 
     def moving_names(fd: int) -> list[str]:
         names = real_names(fd)
@@ -250,7 +252,7 @@ def test_remove_tree_leaves_a_directory_moved_under_the_walk(
             (d / "a/b").rename(elsewhere / "b")
         return names
 
-    monkeypatch.setattr(clean_mod, "_names", moving_names)
+    monkeypatch.setattr(tree_mod, "_names", moving_names)
     done = remove_tree(str(d), MountTable.read())
     assert not done.complete and any("moved" in e for e in done.errors)
     assert (elsewhere / "keep").read_text() == "keep" and d.is_dir()

@@ -1,0 +1,161 @@
+"""Never deleting through a mount: the mount table read as the kernel writes it, and removals
+checked by mount ID as they go (kubegc_cli.host.mounts, kubegc_cli.host.tree), for pod log
+directories (`gc logs`, `residue clean`) and container log files (`gc containers`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.host.logs import LogRoots, remove_container_logs
+from kubegc_cli.host.mounts import MountTable, mount_id
+from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
+from kubegc_cli.host.tree import Refused, remove_tree
+from tests.unit.factories import ctr
+from tests.unit.test_residue_host import Mount, mount, needs_root
+
+__all__ = ["mount"]  # the fixture
+
+# names the kernel writes as they are in /proc/self/mountinfo (it escapes only space, tab,
+# newline and backslash), and which str.split() or a UTF-8 decode with replacement would mangle
+ODD_NAMES = [
+    b"vt\x0bname",  # a vertical tab
+    b"ff\x0cname",  # a form feed
+    b"fs\x1cname",  # a file separator (str.splitlines splits there)
+    "nel\u0085name".encode(),  # NEXT LINE
+    "nbsp\u00a0name".encode(),  # NO-BREAK SPACE
+    "em\u2003name".encode(),  # EM SPACE
+    b"latin1-\xff-name",  # not UTF-8
+]
+
+STALE = MountTable(frozenset({"/"}))  # a readable table that lists no mount below "/"
+
+
+@pytest.mark.parametrize("name", ODD_NAMES, ids=lambda b: repr(b)[2:-1])
+def test_the_mount_table_names_a_mount_point_as_scandir_does(tmp_path: Path, name: bytes) -> None:
+    """A mount point whose name holds any byte the kernel does not escape is the same `str`
+    in the table as `os.scandir` gives for it, so the "never into a mount" checks match."""
+    point = b"/var/log/pods/ns_p_uid/" + name
+    info = tmp_path / "mountinfo"
+    info.write_bytes(
+        b"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+        b"40 22 8:1 /src " + point + b" rw,relatime shared:9 - ext4 /dev/sda1 rw\n"
+        b"41 22 0:27 / /mnt/with\\040space\\011tab rw - tmpfs tmpfs rw\n"
+    )
+    table = MountTable.read(info)
+    assert table.known
+    assert table.is_mount_point(os.fsdecode(point))
+    assert table.has_mount_below("/var/log/pods/ns_p_uid")
+    assert table.is_mount_point("/mnt/with space\ttab")
+    (tmp_path / os.fsdecode(name)).mkdir()
+    assert [e.name for e in os.scandir(tmp_path) if e.is_dir()] == [os.fsdecode(name)]
+
+
+def test_mount_id_is_read_for_an_open_directory(tmp_path: Path) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        first = mount_id(fd)
+    finally:
+        os.close(fd)
+    fd = os.open(tmp_path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert first is not None and mount_id(fd) == first
+    finally:
+        os.close(fd)
+    assert mount_id(10**6) is None  # no such descriptor
+
+
+def _canary(tmp_path: Path) -> Path:
+    src = tmp_path / "bind-source"
+    (src / "sub").mkdir(parents=True)
+    (src / "keep.txt").write_text("keep")
+    (src / "sub/deep.txt").write_text("keep")
+    return src
+
+
+def _intact(src: Path) -> bool:
+    return (src / "keep.txt").read_text() == "keep" and (src / "sub/deep.txt").exists()
+
+
+@needs_root
+def test_remove_tree_never_enters_a_bind_mount_the_table_does_not_list(
+    tmp_path: Path, mount: Mount
+) -> None:
+    """A bind mount of a directory on the same filesystem (same device number), made after
+    the table was read: the walk sees another mount ID and leaves it with its contents."""
+    src = _canary(tmp_path)
+    top = tmp_path / "ns_p_9a1b2c3d-0000-1111-2222-333344445555"
+    (top / "c/vol").mkdir(parents=True)
+    (top / "c/0.log").write_bytes(b"x" * 10)
+    mount("--bind", str(src), str(top / "c/vol"))
+    done = remove_tree(str(top), STALE)
+    assert not done.complete and done.left == [str(top / "c/vol")]
+    assert "left (another filesystem or a mount point)" in done.problem(str)
+    assert _intact(src) and not (top / "c/0.log").exists()
+    assert done.size_freed == 10
+
+
+@needs_root
+def test_remove_tree_refuses_a_top_mounted_over_since_the_table_was_read(
+    tmp_path: Path, mount: Mount
+) -> None:
+    src = _canary(tmp_path)
+    top = tmp_path / "t"
+    top.mkdir()
+    mount("--bind", str(src), str(top))
+    with pytest.raises(Refused, match="mount point now"):
+        remove_tree(str(top), STALE)
+    assert _intact(src)
+
+
+@needs_root
+@pytest.mark.parametrize("name", ODD_NAMES, ids=lambda b: repr(b)[2:-1])
+def test_a_pod_log_dir_with_an_odd_name_and_a_mount_inside_is_left(
+    tmp_path: Path, mount: Mount, name: bytes
+) -> None:
+    """The mount table read now names the mount below the directory whatever its name holds:
+    the directory is left before anything is removed."""
+    src = _canary(tmp_path)
+    top = tmp_path / os.fsdecode(b"ns" + name + b"_p_9a1b2c3d-0000-1111-2222-333344445555")
+    (top / "vol").mkdir(parents=True)
+    (top / "0.log").write_bytes(b"x")
+    mount("--bind", str(src), str(top / "vol"))
+    with pytest.raises(LogDirChanged, match="mount point at or below"):
+        remove_pod_log_dir(str(top), MountTable.read())
+    assert _intact(src) and (top / "0.log").exists()
+
+
+@needs_root
+def test_container_logs_are_not_unlinked_in_a_directory_mounted_since_the_table_was_read(
+    tmp_path: Path, mount: Mount
+) -> None:
+    """The container log directory is opened once and must be on podLogsDir's own mount:
+    a bind mount there (the mount's source may be anywhere) keeps every file, with a note."""
+    d = tmp_path / "var/log/pods/default_web_u1/app"
+    d.mkdir(parents=True)
+    src = tmp_path / "bind-source"
+    src.mkdir()
+    for name in ("0.log", "0.log.20261129-101010"):
+        (src / name).write_text("keep")
+    mount("--bind", str(src), str(d))
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    freed, note = remove_container_logs(
+        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
+    )
+    assert freed == 0 and "not on podLogsDir's mount" in note
+    assert sorted(p.name for p in src.iterdir()) == ["0.log", "0.log.20261129-101010"]
+
+
+def test_container_logs_on_podlogsdirs_mount_are_removed(tmp_path: Path) -> None:
+    d = tmp_path / "var/log/pods/default_web_u1/app"
+    d.mkdir(parents=True)
+    (d / "0.log").write_bytes(b"x" * 7)
+    (d / "0.log.20261129-101010").write_bytes(b"y" * 3)
+    (d / "1.log").write_bytes(b"other attempt")
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    freed, note = remove_container_logs(
+        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
+    )
+    assert (freed, note) == (10, "") and [p.name for p in d.iterdir()] == ["1.log"]
