@@ -344,7 +344,7 @@ def recheck_saved_plan(
     `host_root` and their bytes re-measured. Reads the log directories' sizes, nothing else.
     """
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-    from kubegc_cli.host.logs import on_host
+    from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.podlogs import _tree_bytes
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
     from kubegc_cli.policy.images import images_in_use
@@ -389,14 +389,22 @@ def recheck_saved_plan(
     going = {a.id for a in plan.actions if a.kind == "container" and a.result is Result.PLANNED}
     left = [c for c in snap.containers if c.id not in going]
     live_uids = {c.pod_uid for c in left if c.pod_uid}
+    # both directories resolved as the host resolves them, as `gc logs` lists them
+    roots = LogRoots(host_root, pod_logs_root or "/", CONTAINER_LOGS_DIR)
     for a in (a for a in todo if a.kind in LOG_KINDS):
         name = os.path.basename(a.path)
         if a.kind == "log-symlink":
-            a.local_path = os.path.join(on_host(host_root, CONTAINER_LOGS_DIR), name)
+            if not roots.local_container_logs_dir:
+                _skip(a, f"{CONTAINER_LOGS_DIR} is in a symlink loop; left")
+                continue
+            a.local_path = os.path.join(roots.local_container_logs_dir, name)
             if why := link_refusal(name, left):
                 _skip(a, why)
             continue
-        a.local_path = os.path.join(on_host(host_root, pod_logs_root), name)
+        if not roots.real_pod_logs_dir:
+            _skip(a, f"podLogsDir {pod_logs_root} resolves to the host's / (or loops); left")
+            continue
+        a.local_path = os.path.join(roots.real_pod_logs_dir, name)
         if why := pod_rule_refusal(a.rule, a.pod_uid, pods):
             _skip(a, why)
         elif a.pod_uid in live_uids:

@@ -811,3 +811,37 @@ def _command(path: list[str]) -> click.Command:
         assert isinstance(cmd, click.Group)
         cmd = cmd.commands[name]
     return cmd
+
+
+def test_apply_follows_absolute_log_root_symlinks_on_the_host(tmp_path: Path) -> None:
+    """`apply` re-makes each log path as `gc logs` lists it: podLogsDir and the legacy link
+    directory resolved as the host resolves them, never through this machine's directory of
+    the same name."""
+    gone = "default_q_66666666-2222-3333-4444-555555555555"
+    link = "q_default_c-abcdef0123456789abcdef.log"
+    victim = tmp_path / "victim"
+    (victim / "pods" / gone).mkdir(parents=True)
+    (victim / "links").mkdir()
+    (victim / "links" / link).symlink_to("/nowhere")
+    host = tmp_path / "host"
+    (host / "var/log").mkdir(parents=True)
+    (host / "var/log/pods").symlink_to(victim / "pods")  # absolute: the host's path
+    (host / "var/log/containers").symlink_to(victim / "links")
+    on_host = host / str(victim).lstrip("/")
+    (on_host / "pods" / gone / "c").mkdir(parents=True)
+    (on_host / "pods" / gone / "c/0.log").write_bytes(b"x" * 5)
+    (on_host / "links").mkdir()
+    (on_host / "links" / link).symlink_to("/nowhere")
+    plan = tmp_path / "plan.json"
+    argv = ["--host-root", str(host), "--state-dir", str(tmp_path / "state"), "--now",
+            "2027-01-15T08:00:00Z", "--pods-file", str(_pods_file(tmp_path))]  # fmt: skip
+    with use_runtime(node()):
+        code, _, err = run_cli([*argv, "gc", "logs", "--pod-logs-dir", "/var/log/pods",
+                                "--plan-out", str(plan)])  # fmt: skip
+        assert code == 0, err
+        code, out, err = run_cli([*argv, "apply", str(plan), "--pod-logs-dir", "/var/log/pods",
+                                  "--yes", "-o", "json"])  # fmt: skip
+    assert code == 0, err
+    assert sorted(a["result"] for a in json.loads(out)["actions"]) == ["removed", "removed"]
+    assert not (on_host / "pods" / gone).exists() and not (on_host / "links" / link).is_symlink()
+    assert (victim / "pods" / gone).is_dir() and (victim / "links" / link).is_symlink()
