@@ -8,6 +8,7 @@ Layout (the kubelet's): `<podLogsDir>/<namespace>_<pod>_<uid>/<container>/<n>.lo
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,18 @@ class LegacyLink:
     path: str
     container_id: str
     state: str
+
+
+NOT_A_POD = "not named like a pod (a pod UID: a dashed UUID, or 32 hex characters)"
+
+_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
+
+
+def is_pod_uid(name: str) -> bool:
+    """`name` is spelled as the kubelet names pod directories: a pod UID, which is a dashed
+    lower-case UUID (pods from the API) or 32 lower-case hex characters (static pods: a
+    hash of the manifest). Anything else was not made by the kubelet for a pod."""
+    return _POD_UID.fullmatch(name) is not None
 
 
 def pod_uid_from_dir(name: str) -> str:

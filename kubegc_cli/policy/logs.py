@@ -5,9 +5,11 @@ in short:
 
 - Pod log directories are only touched when a pod source is known (the kubelet's
   `allSourcesReady`). A directory goes when its pod (UID = last `_` field of the name) is gone
-  from the pod source. kubegc adds: never while the runtime still has a container of that pod
-  (its logs are in use), never a directory with a mount point at or below it, nor any while
-  the mount table cannot be read (both reported, `mount-point`).
+  from the pod source. kubegc adds: never one whose UID is not spelled as pod UIDs are (a
+  dashed UUID, or 32 hex characters for a static pod; `not-a-pod-uid`), never while the runtime
+  still has a container of that pod (its logs are in use), never a directory with a mount
+  point at or below it, nor any while the mount table cannot be read (both reported,
+  `mount-point`).
 - Dangling legacy symlinks in `/var/log/containers` are judged without a pod source: a name
   that does not parse goes; a container the runtime no longer has goes; an EXITED container's
   link goes; any other state keeps it (log rotation briefly leaves a running container's link
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from kubegc_cli.host.podlogs import LegacyLink, PodLogDir
+from kubegc_cli.host.podlogs import NOT_A_POD, LegacyLink, PodLogDir, is_pod_uid
 from kubegc_cli.model import Container, ContainerState
 from kubegc_cli.plan import LogAction, Plan, Result
 from kubegc_cli.pods import PodInventory
@@ -32,6 +34,7 @@ RULE_CONTAINER_EXITED = "container-exited"
 KEEP_HAS_CONTAINERS = "has-containers"
 KEEP_MOUNT = "mount-point"
 KEEP_NOT_EXITED = "container-not-exited"
+KEEP_NOT_A_POD = "not-a-pod-uid"
 
 
 def link_state(container_id: str, containers: Iterable[Container]) -> str:
@@ -82,7 +85,9 @@ def plan_logs(
         if not scope.everything and not scope.selects_pod(ns, pod, d.uid):
             continue
         host = os.path.join(pod_logs_dir, d.name)
-        if d.uid in live_uids:
+        if not is_pod_uid(d.uid):  # the kubelet would remove it; kubegc never guesses
+            rule, why, result = KEEP_NOT_A_POD, NOT_A_POD, True
+        elif d.uid in live_uids:
             rule, why, result = KEEP_HAS_CONTAINERS, "the runtime still has its containers", True
         elif d.mount:
             rule, why, result = KEEP_MOUNT, f"mount point at or below it: {d.mount}", True

@@ -41,7 +41,13 @@ from kubegc_cli.errors import SignalUnavailable
 from kubegc_cli.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
 from kubegc_cli.host.du import BLOCK, tree_usage
 from kubegc_cli.host.logs import LogRoots, host_path_of, on_host, resolve_on_host
-from kubegc_cli.host.podlogs import container_id_from_link, dangling_links, read_pod_log_dirs
+from kubegc_cli.host.podlogs import (
+    NOT_A_POD,
+    container_id_from_link,
+    dangling_links,
+    is_pod_uid,
+    read_pod_log_dirs,
+)
 from kubegc_cli.residue import (
     CNI_IP,
     LOG_LINK,
@@ -75,18 +81,6 @@ NO_PROCESSES = "cannot see the host's processes (--host-root is not /)"
 NEVER_KILL = "kubegc never kills processes"
 
 DIR_ACTION = "rm -r {path} (one filesystem, no symlinks followed)"
-NOT_A_POD = "not named like a pod (a pod UID: a dashed UUID, or 32 hex characters)"
-
-_POD_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
-
-
-def is_pod_uid(name: str) -> bool:
-    """`name` is spelled as the kubelet names pod directories: a pod UID, which is a dashed
-    lower-case UUID (pods from the API) or 32 lower-case hex characters (static pods: a
-    hash of the manifest). Anything else was not made by the kubelet for a pod."""
-    return _POD_UID.fullmatch(name) is not None
-
-
 # --- shared helpers ---------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import (
+    NOT_A_POD,
     LegacyLink,
     LogDirChanged,
     container_id_from_link,
@@ -228,7 +229,7 @@ def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:
     from kubegc_cli.policy.scope import Scope
 
     logs = tree(tmp_path)
-    (logs / f"other_x_{'7' * 36}").mkdir()
+    (logs / "other_x_77777777-7777-7777-7777-777777777777").mkdir()
     dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
     links = [LegacyLink("pod_kube-system_c-aaaaaaaaaaaa.log", "/x", "aaaaaaaaaaaa", ""),
              LegacyLink("pod_other_c-bbbbbbbbbbbb.log", "/y", "bbbbbbbbbbbb", "")]  # fmt: skip
@@ -238,6 +239,37 @@ def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:
         container_logs_dir="/var/log/containers", scope=Scope(namespaces=frozenset({"other"})),
     )  # fmt: skip
     assert sorted(a.path.rsplit("/", 1)[1] for a in plan.actions) == [
-        f"other_x_{'7' * 36}",
+        "other_x_77777777-7777-7777-7777-777777777777",
         "pod_other_c-bbbbbbbbbbbb.log",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "planned"),
+    [
+        (f"ns_p_{GONE}", True),  # a pod from the API: a dashed UUID
+        ("kube-system_etcd-n1_" + "0123456789abcdef" * 2, True),  # a static pod: 32 hex
+        (GONE, True),  # the legacy layout: the name is the UID
+        ("log", False),  # /var/log/pods -> .. would list /var/log's siblings
+        ("lib", False),
+        ("ns_p_uid-p", False),
+        ("ns_p_" + GONE.upper(), False),
+        (f"ns_p_{GONE}x", False),
+    ],
+)
+def test_only_directories_named_by_a_pod_uid_are_removed(
+    tmp_path: Path, name: str, planned: bool
+) -> None:
+    """The kubelet removes any directory whose last `_` field is not a known pod; kubegc only
+    one whose UID is spelled as the kubelet spells pod UIDs (others are kept, saying why)."""
+    logs = tmp_path / "var/log/pods"
+    (logs / name).mkdir(parents=True)
+    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    pods = inventory_of([PodInfo(LIVE, "default", "web")])
+    plan = plan_logs(
+        dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [a.path for a in plan.actions] == ([f"/var/log/pods/{name}"] if planned else [])
+    if not planned:
+        assert [(a.rule, a.reason) for a in plan.kept] == [("not-a-pod-uid", NOT_A_POD)]
