@@ -157,7 +157,7 @@ def _log_path(kind: str, path: str, pod_uid: str) -> None:
     name is not one path component ending in the action's pod UID; a legacy link not directly
     in /var/log/containers. Raises ValueError."""
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-    from kubegc_cli.host.podlogs import pod_uid_from_dir
+    from kubegc_cli.host.podlogs import NOT_A_POD, is_pod_uid, pod_uid_from_dir
 
     name = os.path.basename(path)
     if not path.startswith("/") or os.path.normpath(path) != path or name in ("", ".", ".."):
@@ -168,6 +168,8 @@ def _log_path(kind: str, path: str, pod_uid: str) -> None:
                 f"pod log directory {path!r}: its name does not end in the action's pod UID "
                 f"{pod_uid!r}"
             )
+        if not is_pod_uid(pod_uid):
+            raise ValueError(f"pod log directory {path!r}: {pod_uid!r} is {NOT_A_POD}")
     elif os.path.dirname(path) != CONTAINER_LOGS_DIR or not name.endswith(".log"):
         raise ValueError(f"log symlink {path!r} is not a *.log directly in {CONTAINER_LOGS_DIR}")
 

@@ -170,15 +170,19 @@ def test_apply_refuses_an_unusable_plan_file(
         load_saved_plan(f, Settings())
 
 
+U = "9a1b2c3d-0000-1111-2222-333344445555"
+
+
 @pytest.mark.parametrize(
     ("kind", "path", "uid", "named"),
     [
-        ("pod-log-dir", "/tmp/victim", "victim", "not directly inside podLogsDir"),
-        ("pod-log-dir", "/var/log/pods/../../../tmp/ns_p_u", "u", "not a clean absolute path"),
-        ("pod-log-dir", "/var/log/pods//ns_p_u", "u", "not a clean absolute path"),
-        ("pod-log-dir", "/var/log/pods/ns_p_u", "other", "does not end in the action's pod UID"),
-        ("pod-log-dir", "/var/log/pods/ns_p_u/sub", "sub", "not directly inside podLogsDir"),
-        ("pod-log-dir", "/var/log/pods", "pods", "not directly inside podLogsDir"),
+        ("pod-log-dir", f"/tmp/{U}", U, "not directly inside podLogsDir"),
+        ("pod-log-dir", f"/var/log/pods/../../../tmp/ns_p_{U}", U, "not a clean absolute path"),
+        ("pod-log-dir", f"/var/log/pods//ns_p_{U}", U, "not a clean absolute path"),
+        ("pod-log-dir", f"/var/log/pods/ns_p_{U}", "other", "does not end in the action's pod"),
+        ("pod-log-dir", f"/var/log/pods/ns_p_u/{U}", U, "not directly inside podLogsDir"),
+        ("pod-log-dir", "/var/log/pods/ns_p_log", "log", "not named like a pod"),
+        ("pod-log-dir", "/var/log", "log", "not named like a pod"),
         ("log-symlink", "/tmp/victim/x.log", "", "not a *.log directly in /var/log/containers"),
         ("log-symlink", "/var/log/containers/../pods/x.log", "", "not a clean absolute path"),
         ("log-symlink", "/var/log/containers/x", "", "not a *.log directly in"),
