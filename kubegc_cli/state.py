@@ -433,6 +433,21 @@ def _with_db(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def storable(text: str) -> str:
+    """`text` as SQLite can store it (UTF-8): a path's non-UTF-8 byte, which Python holds as a
+    lone surrogate (`os.fsdecode`), is written as `\\xff`; valid text is unchanged."""
+    try:
+        text.encode()
+        return text
+    except UnicodeEncodeError:
+        return "".join(_escaped(c) if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
+def _escaped(surrogate: str) -> str:
+    n = ord(surrogate)
+    return f"\\x{n - 0xDC00:02x}" if 0xDC80 <= n <= 0xDCFF else f"\\u{n:04x}"
+
+
 def record_audit(
     state_dir: Path,
     command: str,
@@ -453,11 +468,11 @@ def record_audit(
             at,
             command,
             a.kind,
-            a.id,
+            storable(a.id),
             a.rule,
-            a.reason,
+            storable(a.reason),
             a.result.value,
-            a.error,
+            storable(a.error),
             a.bytes_freed,
         )
         for a in actions

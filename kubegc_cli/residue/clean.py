@@ -39,7 +39,13 @@ import psutil
 from kubegc_cli.execute import Executor
 from kubegc_cli.host.logs import host_path_of, resolve_on_host
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.host.podlogs import LogDirChanged, pod_uid_from_dir, remove_dangling_link
+from kubegc_cli.host.podlogs import (
+    NOT_A_POD,
+    LogDirChanged,
+    is_pod_uid,
+    pod_uid_from_dir,
+    remove_dangling_link,
+)
 from kubegc_cli.host.tree import Refused, remove_tree
 from kubegc_cli.plan import Result
 from kubegc_cli.residue import (
@@ -55,9 +61,7 @@ from kubegc_cli.residue.host import (
     CNI_BOOKKEEPING,
     NETNS_PREFIX,
     NO_PROCESSES,
-    NOT_A_POD,
     holders_of,
-    is_pod_uid,
     netns_keys,
     netns_users,
     read_reservation,

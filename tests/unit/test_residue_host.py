@@ -14,6 +14,7 @@ import pytest
 from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.logs import host_path_of, resolve_on_host
 from kubegc_cli.host.mounts import MountTable
+from kubegc_cli.host.podlogs import NOT_A_POD, is_pod_uid
 from kubegc_cli.residue import (
     CNI_IP,
     LOG_LINK,
@@ -30,11 +31,9 @@ from kubegc_cli.residue.host import (
     NO_POD_SOURCE,
     NO_PROCESSES,
     NO_RUNTIME,
-    NOT_A_POD,
     ProcessInfo,
     cni_summary,
     is_ip_name,
-    is_pod_uid,
     scan_cni,
     scan_netns,
     scan_pod_cgroups,

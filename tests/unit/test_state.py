@@ -293,3 +293,22 @@ def test_state_paths_of_the_wrong_type_are_bad_input(
             main(["--state-dir", str(state_dir), "history"])
         assert code.value.code == 2
         assert capsys.readouterr().err == f"kubegc: error: {message}\n"
+
+
+def test_audit_rows_store_paths_that_are_not_utf8(tmp_path: Path) -> None:
+    """A pod log directory named with a non-UTF-8 byte (a lone surrogate once decoded, as
+    `os.scandir` gives it) is audited with the byte written `\\xff`; text stays as it is."""
+    import os as os_
+
+    from kubegc_cli.plan import LogAction, Result
+    from kubegc_cli.state import storable
+
+    odd = os_.fsdecode(b"/var/log/pods/ns\xff_p_9a1b2c3d-0000-1111-2222-333344445555")
+    a = LogAction("pod-log-dir", odd, odd, "u", "deleted-pod", "gone \udcfe", 3)
+    a.result, a.error = Result.FAILED, "cannot remove " + odd + " \ud800"
+    record_audit(tmp_path, "gc logs", 1, [a])
+    with sqlite3.connect(tmp_path / "state.db") as con:
+        row = con.execute("SELECT object_id, reason, error FROM audit").fetchone()
+    path = "/var/log/pods/ns\\xff_p_9a1b2c3d-0000-1111-2222-333344445555"
+    assert row == (path, "gone \\xfe", f"cannot remove {path} \\ud800")
+    assert storable("ünïcode ok") == "ünïcode ok"
