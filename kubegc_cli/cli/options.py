@@ -19,11 +19,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
+INT64_MAX = 2**63 - 1  # the kubelet's integer flags are Go int / int64
+
+
 def _digits_only(
     kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
 ) -> None:
     if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
         kind.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+    if isinstance(value, int):  # from a config file
+        digits = str(abs(value)) if abs(value) > INT64_MAX else ""
+    else:
+        digits = value.strip().lstrip("+-").lstrip("0") if isinstance(value, str) else ""
+    if len(digits) > 19 or (digits and int(digits) > INT64_MAX):
+        text = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
+        kind.fail(f"{text!r} is out of range (a 64-bit integer: at most {INT64_MAX})", param, ctx)
 
 
 class WholeNumber(click.types.IntParamType):

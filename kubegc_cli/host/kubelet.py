@@ -39,7 +39,8 @@ class KubeletConfig:
 
 
 def validate_pod_logs_dir(value: object, *, source: str) -> str:
-    """A pod log root as the kubelet requires it (absolute, clean, ASCII) and never `/`.
+    """A pod log root as the kubelet requires it (absolute, clean, ASCII) and never `/`; kubegc
+    also refuses control characters (a newline would split its messages).
 
     Returns the clean path; raises `BadInput` naming `source` and the value.
     """
@@ -48,7 +49,8 @@ def validate_pod_logs_dir(value: object, *, source: str) -> str:
     clean = os.path.normpath(value)
     if clean == "/":
         raise BadInput(f"{source} '/' would let kubegc delete anywhere; refusing")
-    if clean != value.rstrip("/") or clean.startswith("//") or not value.isascii():
+    printable = value.isascii() and value.isprintable()  # no newline, tab, DEL, ...
+    if clean != value.rstrip("/") or clean.startswith("//") or not printable:
         raise BadInput(f"{source} {value!r} must be a clean ASCII path (as the kubelet requires)")
     return clean
 
@@ -69,7 +71,9 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
             f"{source}: apiVersion is {shown(version)}, expected {' or '.join(API_VERSIONS)} "
             "(the kubelet would not load it)"
         )
-    logs = doc.get("podLogsDir") or DEFAULT_POD_LOGS_DIR
+    logs = doc.get("podLogsDir")
+    if logs is None or logs == "":  # the kubelet's default applies to an unset or empty field
+        logs = DEFAULT_POD_LOGS_DIR
     clean = validate_pod_logs_dir(logs, source=f"{source}: podLogsDir")
     image_gc: dict[str, Any] = {}
     for key, name in (

@@ -523,6 +523,14 @@ CORPUS: list[tuple[list[str], str]] = [
     (["gc", "containers", "--max-bytes", "9" * 5000, "--yes"], "(5000 digits) has too many"),
     (["--max-recv-size", "0." + "1" * 5000, "gc", "containers", "--yes"], "has too many digits"),
     (["gc", "containers", "--yes", "--exclude-namespace", ""], "'' is empty"),
+    # integers beyond the kubelet's int64 flags
+    (["gc", "containers", "--max-delete", "9" * 25, "--yes"], "is out of range (a 64-bit"),
+    (["gc", "containers", "--maximum-dead-containers", "9" * 5000, "--yes"], "out of range"),
+    (["gc", "containers", "--max-delete", "9223372036854775808", "--yes"], "out of range"),
+    (["--limit", "0" * 30 + "9" * 20, "gc", "containers", "--yes"], "out of range"),
+    # a pod log root the kubelet would refuse, or that would split a message in two
+    (["gc", "logs", "--pod-logs-dir", "/var/log/po\nds", "--yes"], "must be a clean ASCII"),
+    (["gc", "logs", "--pod-logs-dir", "/var/log/po\x7fds", "--yes"], "must be a clean ASCII"),
 ]
 
 
