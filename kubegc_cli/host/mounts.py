@@ -118,14 +118,20 @@ def mount_id(fd: int) -> int | None:
     with the same mount ID are on the same mount: a bind mount shows another ID even when its
     source is on the same filesystem (same `st_dev`)."""
     try:
-        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
-            data = f.read()
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-    for line in data.split(b"\n"):
-        if line.startswith(b"mnt_id:"):
-            try:
-                return int(line[7:])
-            except ValueError:
-                return None
-    return None
+    try:
+        data = os.read(info, 4096)  # a few short lines: pos, flags, mnt_id, ino
+    except OSError:
+        return None
+    finally:
+        os.close(info)
+    at = data.find(b"\nmnt_id:")
+    if at < 0:
+        return None
+    end = data.find(b"\n", at + 1)
+    try:
+        return int(data[at + 8 : end if end > 0 else None])
+    except ValueError:
+        return None
