@@ -524,7 +524,9 @@ class NodeSnapshot:
             if source in str(exc):
                 raise
             raise BadInput(f"{source}: {exc}") from None  # name the file, not just the field
-        except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
+        except KeyError as exc:
+            raise BadInput(f"{source}: malformed snapshot: no {exc.args[0]!r} field") from None
+        except (TypeError, ValueError, OverflowError, AttributeError) as exc:
             raise BadInput(f"{source}: malformed snapshot: {type(exc).__name__}: {exc}") from None
         for what, objects in (
             ("container", snap.containers),
