@@ -44,7 +44,9 @@ def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = 
     s = text.strip()
     orig = text
     if not s:
-        raise BadInput(f"invalid value for {flag}: empty duration (use e.g. 30s, 5m, 1h30m)")
+        raise BadInput(
+            f"invalid value for {flag}: {text!r} is an empty duration (use e.g. 30s, 5m, 1h30m)"
+        )
     sign = 1.0
     if s[0] in "+-":
         sign = -1.0 if s[0] == "-" else 1.0
