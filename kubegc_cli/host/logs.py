@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
+from kubegc_cli.host.mounts import OPEN_DIR, MountTable, dir_mount_id, mount_id
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -225,16 +225,7 @@ class LogRoots:
     def root_mount_id(self) -> int | None:
         """The mount ID (`mount_id`) of the real podLogsDir; None when it cannot be read (then
         no log file is deleted)."""
-        if not self.real_pod_logs_dir:
-            return None
-        try:
-            fd = os.open(self.real_pod_logs_dir, OPEN_DIR)
-        except OSError:
-            return None
-        try:
-            return mount_id(fd)
-        finally:
-            os.close(fd)
+        return dir_mount_id(self.real_pod_logs_dir) if self.real_pod_logs_dir else None
 
     @cached_property
     def _local_prefix(self) -> str:

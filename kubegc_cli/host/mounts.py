@@ -135,3 +135,16 @@ def mount_id(fd: int) -> int | None:
         return int(data[at + 8 : end if end > 0 else None])
     except ValueError:
         return None
+
+
+def dir_mount_id(path: str) -> int | None:
+    """`mount_id` of the directory at `path` (opened without following a symlink at its last
+    component); None when it cannot be opened or read."""
+    try:
+        fd = os.open(path, OPEN_DIR)
+    except OSError:
+        return None
+    try:
+        return mount_id(fd)
+    finally:
+        os.close(fd)

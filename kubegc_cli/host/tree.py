@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubegc_cli.host.du import BLOCK
-from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
+from kubegc_cli.host.mounts import OPEN_DIR, MountTable, dir_mount_id, mount_id
 
 
 class Refused(Exception):
@@ -104,7 +104,7 @@ def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
         os.close(fd)
         raise Refused(f"{local} changed while it was opened; left")
     mnt = mount_id(fd)
-    if mnt is None or mnt != _parent_mount_id(local):
+    if mnt is None or mnt != dir_mount_id(os.path.dirname(local.rstrip("/")) or "/"):
         os.close(fd)
         why = "cannot read its mount ID" if mnt is None else "it is a mount point now"
         raise Refused(f"{local}: {why}; left")
@@ -115,17 +115,6 @@ def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
         except OSError as exc:
             out.errors.append(f"{local}: {exc.strerror or exc}")
     return out
-
-
-def _parent_mount_id(local: str) -> int | None:
-    try:
-        fd = os.open(os.path.dirname(local.rstrip("/")) or "/", OPEN_DIR)
-    except OSError:
-        return None
-    try:
-        return mount_id(fd)
-    finally:
-        os.close(fd)
 
 
 def _same(a: os.stat_result, b: os.stat_result) -> bool:
@@ -215,51 +204,44 @@ def _enter(
     tree's device and mount ID) or swapped since listed; else return its open descriptor and
     `_Dir` to descend into. Marks `cur` incomplete when the entry stays."""
     child = f"{cur.path.rstrip('/')}/{name}"
+
+    def stays(exc: OSError | None = None) -> tuple[int, _Dir] | None:
+        """The entry stays (nothing to descend into): left, not entered, without `exc`;
+        failed with it — unless it is gone, which is fine."""
+        if exc is None:
+            out.left.append(child)
+            cur.complete = False
+        elif not isinstance(exc, FileNotFoundError):
+            out.errors.append(f"{child}: {exc.strerror or exc}")
+            cur.complete = False
+        return None
+
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
+        return stays(exc)
     if mounts.is_mount_point(child):
-        out.left.append(child)
-        cur.complete = False
-        return None
+        return stays()
     if not stat.S_ISDIR(st.st_mode):
         try:
             os.unlink(name, dir_fd=fd)
             out.count(st)
-        except FileNotFoundError:
-            pass
         except OSError as exc:
-            out.errors.append(f"{child}: {exc.strerror or exc}")
-            cur.complete = False
+            stays(exc)
         return None
     if st.st_dev != home[0]:
-        out.left.append(child)
-        cur.complete = False
-        return None
+        return stays()
     try:
         sub = os.open(name, OPEN_DIR, dir_fd=fd)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
+        return stays(exc)
     try:
         # swapped or mounted over since listed, or another mount of the same filesystem
         if not _same(os.fstat(sub), st) or mount_id(sub) != home[1]:
-            out.left.append(child)
-            cur.complete = False
             os.close(sub)
-            return None
+            return stays()
         names = _names(sub)
     except OSError as exc:
         os.close(sub)
-        out.errors.append(f"{child}: {exc.strerror or exc}")
-        cur.complete = False
-        return None
+        return stays(exc)
     return sub, _Dir(name, child, st, names)

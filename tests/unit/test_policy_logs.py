@@ -19,6 +19,7 @@ from kubegc_cli.host.podlogs import (
     remove_dangling_link,
     remove_pod_log_dir,
 )
+from kubegc_cli.plan import LogAction, Plan
 from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
 from kubegc_cli.policy.logs import link_state, plan_logs
 from tests.unit.factories import NOW, ctr
@@ -56,14 +57,20 @@ def tree(root: Path) -> Path:
     return logs
 
 
-def test_deleted_pods_dir_goes_live_one_stays(tmp_path: Path) -> None:
-    logs = tree(tmp_path)
+def _plan_live_pod_only(logs: Path) -> Plan[LogAction]:
+    """The log plan for the directories in `logs` when only pod LIVE exists."""
     dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
     pods = inventory_of([PodInfo(LIVE, "default", "web")])
-    plan = plan_logs(
+    return plan_logs(
         dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
         container_logs_dir="/var/log/containers",
     )  # fmt: skip
+
+
+def test_deleted_pods_dir_goes_live_one_stays(tmp_path: Path) -> None:
+    logs = tree(tmp_path)
+    plan = _plan_live_pod_only(logs)
+    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
     assert [(a.kind, a.path, a.rule, a.bytes) for a in plan.actions] == [
         ("pod-log-dir", f"/var/log/pods/kube-system_coredns-7d8f_{GONE}", "deleted-pod", 100)
     ]
@@ -264,12 +271,7 @@ def test_only_directories_named_by_a_pod_uid_are_removed(
     one whose UID is spelled as the kubelet spells pod UIDs (others are kept, saying why)."""
     logs = tmp_path / "var/log/pods"
     (logs / name).mkdir(parents=True)
-    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
-    pods = inventory_of([PodInfo(LIVE, "default", "web")])
-    plan = plan_logs(
-        dirs, [], [], pods, NOW, pod_logs_dir="/var/log/pods",
-        container_logs_dir="/var/log/containers",
-    )  # fmt: skip
+    plan = _plan_live_pod_only(logs)
     assert [a.path for a in plan.actions] == ([f"/var/log/pods/{name}"] if planned else [])
     if not planned:
         assert [(a.rule, a.reason) for a in plan.kept] == [("not-a-pod-uid", NOT_A_POD)]
