@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from kubegc_cli.errors import BadInput
 
 MAX_INPUT_BYTES = 1 << 30
+PIPE_WAIT_SECONDS = 60  # for the first byte written to a pipe or FIFO input
 
 
 def read_text(path: Path, what: str) -> str:
@@ -28,8 +30,11 @@ def read_text(path: Path, what: str) -> str:
             raise BadInput(f"cannot read {what} {path}: it is a directory")
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             raise BadInput(f"cannot read {what} {path}: not a regular file or pipe")
-        with open(path, "rb") as f:
-            data = f.read(MAX_INPUT_BYTES + 1)
+        if stat.S_ISFIFO(st.st_mode):
+            data = _read_pipe(path, what)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_INPUT_BYTES:
@@ -40,6 +45,33 @@ def read_text(path: Path, what: str) -> str:
         raise BadInput(
             f"{what} {path} is not UTF-8 text: {exc.reason} at byte {exc.start}"
         ) from None
+
+
+def _read_pipe(path: Path, what: str) -> bytes:
+    """The bytes written to the pipe or FIFO `path` (`<(kubectl get pods -o json)`), up to
+    `MAX_INPUT_BYTES` + 1. Opening does not wait for a writer; the first byte (or the writer's
+    close) must come within `PIPE_WAIT_SECONDS`, else `BadInput` — a FIFO nothing ever writes
+    to is an error, not a hang. Raises `OSError`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(PIPE_WAIT_SECONDS * 1000):
+            raise BadInput(
+                f"cannot read {what} {path}: nothing was written to the pipe within "
+                f"{PIPE_WAIT_SECONDS} s"
+            )
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= MAX_INPUT_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 MAX_INT_DIGITS = 40  # no number kubegc reads needs more (2^64 has 20)

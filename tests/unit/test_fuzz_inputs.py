@@ -853,3 +853,29 @@ def test_apply_follows_absolute_log_root_symlinks_on_the_host(tmp_path: Path) ->
     assert sorted(a["result"] for a in json.loads(out)["actions"]) == ["removed", "removed"]
     assert not (on_host / "pods" / gone).exists() and not (on_host / "links" / link).is_symlink()
     assert (victim / "pods" / gone).is_dir() and (victim / "links" / link).is_symlink()
+
+
+def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pipes are read (`--pods-file <(kubectl get pods -o json)`), and a writer may come a
+    little later; a FIFO nothing writes to within the wait is exit 2, naming it."""
+    import threading
+
+    from kubegc_cli import inputs
+    from kubegc_cli.errors import BadInput
+
+    monkeypatch.setattr(inputs, "PIPE_WAIT_SECONDS", 0.3)
+    fifo = tmp_path / "pods.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(BadInput, match=f"cannot read pods file {fifo}: nothing was written"):
+        inputs.read_text(fifo, "pods file")
+
+    def late_writer() -> None:
+        with open(fifo, "w") as f:  # blocks until the reader has opened the FIFO
+            f.write('{"kind": "PodList", "items": []}')
+
+    writer = threading.Thread(target=late_writer)
+    writer.start()
+    assert inputs.read_text(fifo, "pods file") == '{"kind": "PodList", "items": []}'
+    writer.join()
