@@ -197,6 +197,12 @@ class ContainerRemover(Executor[ContainerAction]):
             if "removing state" in str(exc):
                 a.result, a.error = Result.SKIPPED, "already being removed by someone else"
                 return
+            if exc.code == "DEADLINE_EXCEEDED":  # sent, unanswered: the runtime may finish it
+                raise RuntimeUnavailable(
+                    f"{exc}; outcome unknown (the runtime may still remove it; its log is "
+                    "left)",
+                    code=exc.code,
+                ) from None
             raise
         if not existed:
             a.result, a.error = Result.SKIPPED, "gone before removal"

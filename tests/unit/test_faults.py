@@ -241,7 +241,9 @@ def test_slow_answers_within_the_deadline_are_fine_beyond_it_are_failures(
     doc = json.loads(out)
     assert code == 1, err
     assert {a["result"] for a in doc["actions"]} <= {"failed", "skipped"}
-    assert any("timed out" in a["error"] for a in doc["actions"])
+    timed_out = [a["error"] for a in doc["actions"] if "timed out" in a["error"]]
+    # the call was made and not answered: the runtime may still remove it
+    assert timed_out and all("outcome unknown" in e for e in timed_out)
     assert any(a["error"].startswith("not attempted") for a in doc["actions"])  # halted
     assert removed_in(doc) <= set(cri.removed)
 
