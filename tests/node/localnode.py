@@ -37,7 +37,6 @@ import json
 import os
 import platform
 import random
-import re
 import shutil
 import signal
 import subprocess
@@ -55,6 +54,7 @@ from typing import Any, Literal, Self
 import grpc
 
 from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
+from kubegc_cli.host.mounts import decode, parse_mount_filesystems, parse_mountinfo
 
 __all__ = [
     "ANNOTATION_RESTART_COUNT",
@@ -346,22 +346,21 @@ def _kill_and_wait(pids: Iterable[int], sig: int, timeout: float) -> list[int]:
     return pids
 
 
-def _unescape_mountinfo(field_value: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field_value)
+def _mountinfo() -> str:
+    """This mount namespace's mount table, decoded as kubegc reads it ("" if unreadable)."""
+    try:
+        return decode(Path("/proc/self/mountinfo").read_bytes())
+    except OSError:
+        return ""
 
 
 def _mounts_under(directory: Path) -> list[Path]:
     """Mount points at or below ``directory`` (in this mount namespace), deepest first."""
-    found: list[Path] = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            parts = line.split()
-            if len(parts) < 5:
-                continue
-            target = Path(_unescape_mountinfo(parts[4]))
-            if target == directory or target.is_relative_to(directory):
-                found.append(target)
-    return sorted(set(found), key=lambda p: (len(p.parts), str(p)), reverse=True)
+    found = {
+        Path(p) for p in parse_mountinfo(_mountinfo())
+        if Path(p) == directory or Path(p).is_relative_to(directory)
+    }  # fmt: skip
+    return sorted(found, key=lambda p: (len(p.parts), str(p)), reverse=True)
 
 
 @functools.cache
@@ -383,13 +382,10 @@ def _umount_lazy(target: Path) -> bool:
 
 def _cgroup_mount_points() -> list[Path]:
     """Where cgroup (v1 hierarchies) and cgroup2 file systems are mounted."""
-    found: list[Path] = []
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
-            before, _, after = line.partition(" - ")
-            if after.split()[:1] in (["cgroup"], ["cgroup2"]):
-                found.append(Path(_unescape_mountinfo(before.split()[4])))
-    return found
+    return [
+        Path(point) for point, fstype, _ in parse_mount_filesystems(_mountinfo())
+        if fstype in ("cgroup", "cgroup2")
+    ]  # fmt: skip
 
 
 def _remove_cgroup_tree(relative: str) -> None:

@@ -104,7 +104,7 @@ def test_gc_all_plans_on_what_earlier_stages_leave(
     node.add_container(live, "app", state="running")
     l0 = node.add_container(live, "init", attempt=0)
     l1 = node.add_container(live, "init", attempt=1)
-    c1 = node.run_pod("c", namespace=ns, uid="uid-c-" + ns, attempt=0)
+    c1 = node.run_pod("c", namespace=ns, attempt=0)  # a fresh pod UID
     job = node.add_container(c1, "job")
     node.stop_pod(c1)
     c2 = dead_sandbox(node, "c", ns, c1.uid, 1)

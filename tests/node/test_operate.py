@@ -324,12 +324,15 @@ def test_apply_of_a_tampered_log_plan_removes_only_what_the_node_allows(
         return lambda d: action(d, link_id).update(id=path, path=path)
 
     outside = "/srv/victim"
+    u = str(uuid.uuid4())  # a name that is a pod UID, wherever it is
     cases: list[tuple[str, Callable[[dict[str, Any]], object], bool, int, str]] = [
-        ("outside", redirect(path=outside, pod_uid="victim"), True, 2, "not directly inside"),
+        ("outside", redirect(path=f"/srv/{u}", pod_uid=u), True, 2, "not directly inside"),
         ("dotdot", redirect(path=f"/var/log/pods/../../..{outside}", pod_uid="victim"), True,
          2, "not a clean absolute path"),
-        ("below", redirect(path=f"/var/log/pods/{evil.name}/sub", pod_uid="sub"), True, 2,
+        ("below", redirect(path=f"/var/log/pods/{evil.name}/{u}", pod_uid=u), True, 2,
          "not directly inside"),
+        ("not-a-uid", redirect(path="/var/log/pods/ns_p_victim", pod_uid="victim"), True, 2,
+         "not named like a pod"),
         ("uid", redirect(path=f"/var/log/pods/{other.name}"), True, 2,
          "does not end in the action's pod UID"),
         ("other-pod", redirect(path=f"/var/log/pods/{other.name}", pod_uid=live.uid), True, 0,
