@@ -15,7 +15,7 @@ import pytest
 
 from kubegc_cli.host import tree as tree_mod
 from kubegc_cli.host.du import tree_usage
-from kubegc_cli.host.mounts import MountTable, decode, parse_mountinfo
+from kubegc_cli.host.mounts import MountTable, decode, parse_mount_filesystems, parse_mountinfo
 from kubegc_cli.host.tree import Refused, remove_tree
 from kubegc_cli.plan import Result
 from kubegc_cli.residue import (
@@ -432,14 +432,11 @@ def test_cni_reservation_rechecked_under_the_ipam_lock(
 
 
 def _real_v1_hierarchies() -> list[str]:
-    text = Path("/proc/self/mountinfo").read_text()
-    found = []
-    for line in text.splitlines():
-        parts = line.split()
-        sep = parts.index("-")
-        if parts[sep + 1] == "cgroup" and set(parts[sep + 3].split(",")) & {"memory", "pids"}:
-            found.append(parts[4])
-    return sorted(found)
+    text = decode(Path("/proc/self/mountinfo").read_bytes())
+    return sorted(
+        point for point, fstype, options in parse_mount_filesystems(text)
+        if fstype == "cgroup" and set(options.split(",")) & {"memory", "pids"}
+    )  # fmt: skip
 
 
 @pytest.fixture
