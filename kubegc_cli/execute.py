@@ -199,8 +199,7 @@ class ContainerRemover(Executor[ContainerAction]):
                 return
             if exc.code == "DEADLINE_EXCEEDED":  # sent, unanswered: the runtime may finish it
                 raise RuntimeUnavailable(
-                    f"{exc}; outcome unknown (the runtime may still remove it; its log is "
-                    "left)",
+                    f"{exc}; outcome unknown (the runtime may still remove it; its log is left)",
                     code=exc.code,
                 ) from None
             raise
