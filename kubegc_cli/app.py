@@ -524,6 +524,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
 
     from kubegc_cli.execute import LogRemover
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
+    from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.logs import plan_logs
@@ -543,8 +544,9 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
         plan.source = snap.endpoint
         if _may_act(mode, plan, ui, "log path", act):
             remover = LogRemover(
-                client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root
-            )
+                client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root,
+                roots=LogRoots(s.host_root, root),
+            )  # fmt: skip
             _carry_out(s, plan, [Stage(remover, LOG_KINDS)], "gc logs", ui)
         return plan
     finally:
@@ -621,7 +623,13 @@ def gc_all(
                 ),
                 Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
                 Stage(
-                    LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root),
+                    LogRemover(
+                        client,
+                        concurrency=n,
+                        mounts=mounts,
+                        host_root=s.host_root,
+                        roots=LogRoots(s.host_root, root),
+                    ),
                     LOG_KINDS,
                 ),
             ]

@@ -15,7 +15,7 @@ import signal
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -100,8 +100,10 @@ class Executor(ABC, Generic[A]):
         if not actions:
             return
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency))
-        futures = [pool.submit(self._one, a) for a in actions]
+        futures: list[Future[None]] = []
         try:
+            # queued inside the `try`: a stop signal while queueing a large run cancels the rest
+            futures.extend(pool.submit(self._one, a) for a in actions)
             for f in futures:
                 f.result()
         except KeyboardInterrupt as exc:
@@ -222,27 +224,30 @@ class LogRemover(Executor[LogAction]):
 
     A pod log directory is skipped if the runtime now has a container of that pod, or if it
     has become a mount point or holds one (or the mount table could not be read); a symlink
-    is skipped if it no longer dangles (its target resolved under `host_root`).
+    is skipped if it no longer dangles (its target resolved under `host_root`). Both are
+    removed relative to podLogsDir and the legacy link directory as pinned when the plan was
+    made (`roots`).
     """
 
     mounts: MountTable | None = None
     host_root: Path = Path("/")
+    roots: LogRoots | None = None
 
     def _act(self, a: LogAction) -> None:
-        assert self.mounts is not None
+        assert self.mounts is not None and self.roots is not None
         try:
             if a.kind == "pod-log-dir":
                 if self.client.list_containers(labels={LABEL_POD_UID: a.pod_uid}):
                     a.result, a.error = Result.SKIPPED, "the runtime has containers of it now"
                     return
-                done = remove_pod_log_dir(a.local_path, self.mounts)
+                done = remove_pod_log_dir(a.local_path, self.mounts, self.roots.pin)
                 a.bytes_freed = done.size_freed
                 if not done.complete:
                     shown = partial(host_path_of, self.host_root)
                     a.result, a.error = Result.FAILED, done.problem(shown)
                     return
             else:
-                remove_dangling_link(a.local_path, self.host_root)
+                remove_dangling_link(a.local_path, self.host_root, self.roots.links_pin)
         except LogDirChanged as exc:
             a.result, a.error = Result.SKIPPED, str(exc)
             return

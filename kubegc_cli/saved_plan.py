@@ -222,13 +222,13 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     `planned`, held-back ones `held-back`; nothing else is accepted (a plan that was already
     carried out is not a plan to apply). Raises `BadInput` naming the file and the problem,
     also when it was made on another node (`this_node`)."""
-    from kubegc_cli.inputs import parse_json, read_text
+    from kubegc_cli.inputs import parse_json, read_text, shown
 
     doc = parse_json(read_text(path, "plan file"), path, "plan file")
     kind = doc.get("kind") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or kind not in COMMANDS:
+    if not isinstance(doc, dict) or not isinstance(kind, str) or kind not in COMMANDS:
         raise BadInput(
-            f"plan file {path}: not a gc plan (kind {kind!r}; expected one of "
+            f"plan file {path}: not a gc plan (kind {shown(kind)}; expected one of "
             f"{', '.join(COMMANDS)})"
         )
     if doc.get("apiVersion") != API_VERSION:
@@ -577,7 +577,8 @@ def apply_plan(
                     if why := link_refusal(os.path.basename(a.path), fresh):
                         _skip(a, why)
 
-            remover = LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root)
+            remover = LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root,
+                                 roots=LogRoots(s.host_root, root))  # fmt: skip
             stages.append(Stage(remover, LOG_KINDS, links_now))
         if "image" in kinds:
             images = ImageRemover(client, concurrency=n)

@@ -1275,4 +1275,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(141)
     except MemoryError:
         _fail("out of memory (an input file too large for this machine?)", 1)
+    finally:
+        logs = sys.modules.get("kubegc_cli.host.logs")  # loaded only by runs that pinned
+        if logs is not None:
+            logs.release_pins()  # the directories held open from plan to removal
     sys.exit(0)

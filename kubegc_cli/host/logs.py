@@ -17,13 +17,15 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
-from kubegc_cli.host.mounts import OPEN_DIR, MountTable, dir_mount_id, mount_id
+from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
+from kubegc_cli.host.tree import Pin
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -111,6 +113,38 @@ def resolve_on_host(host_root: Path, host_path: str) -> str:
             resolved = []
         pending.extend(reversed([p for p in target.split("/") if p]))
     return os.path.join(root, *resolved)
+
+
+_PINS: dict[tuple[str, str], Pin] = {}
+_PINS_LOCK = threading.Lock()
+
+
+def pinned_on_host(host_root: Path, host_path: str) -> Pin:
+    """The directory `host_path` resolved as on the host (`resolve_on_host`) and held open
+    (`Pin`), once per process: the first call (when the plan is made) decides, and every later
+    call for the same directory gets that `Pin`, whatever was put on the path since. Its
+    `path` is "" when the directory resolves to the host's `/` itself or loops (nothing
+    below it is ever removed)."""
+    key = (os.path.realpath(str(host_root)), os.path.normpath(host_path))
+    with _PINS_LOCK:
+        pin = _PINS.get(key)
+        if pin is None:
+            try:
+                real = resolve_on_host(host_root, host_path).rstrip("/")
+            except OSError:  # a symlink loop (ELOOP): no directory
+                real = ""
+            if real == key[0].rstrip("/"):
+                real = ""
+            pin = _PINS[key] = Pin.open(real) if real else Pin("")
+        return pin
+
+
+def release_pins() -> None:
+    """Close every `Pin` taken by `pinned_on_host` (at the end of a run)."""
+    with _PINS_LOCK:
+        for pin in _PINS.values():
+            pin.close()
+        _PINS.clear()
 
 
 def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid: str) -> str:
@@ -210,35 +244,34 @@ class LogRoots:
     container_logs_dir: str = CONTAINER_LOGS_DIR
 
     @cached_property
-    def real_pod_logs_dir(self) -> str:
-        """podLogsDir as this process sees it with every symlink resolved as on the host,
-        without a trailing `/`; "" when it resolves to the host's `/` itself (then no log is
-        inside it: kubegc never deletes logs anywhere on the host). Resolved once per
-        `LogRoots`: files are checked against the podLogsDir of the run's start."""
-        try:
-            real = resolve_on_host(self.host_root, self.pod_logs_dir).rstrip("/")
-        except OSError:  # a symlink loop (ELOOP): no directory, nothing inside it
-            return ""
-        return "" if real == os.path.realpath(str(self.host_root)).rstrip("/") else real
+    def pin(self) -> Pin:
+        """podLogsDir resolved as on the host and held open since it was first resolved in
+        this run (`pinned_on_host`: when the plan was made); log files are removed relative
+        to it."""
+        return pinned_on_host(self.host_root, self.pod_logs_dir)
 
     @cached_property
-    def root_mount_id(self) -> int | None:
-        """The mount ID (`mount_id`) of the real podLogsDir; None when it cannot be read (then
-        no log file is deleted)."""
-        return dir_mount_id(self.real_pod_logs_dir) if self.real_pod_logs_dir else None
+    def real_pod_logs_dir(self) -> str:
+        """podLogsDir as this process sees it with every symlink resolved as on the host (when
+        the plan was made), without a trailing `/`; "" when it resolves to the host's `/`
+        itself (then no log is inside it: kubegc never deletes logs anywhere on the host)."""
+        return self.pin.path
 
     @cached_property
     def _local_prefix(self) -> str:
         return on_host(self.host_root, self.pod_logs_dir).rstrip("/") + "/"
 
     @cached_property
+    def links_pin(self) -> Pin:
+        """The legacy symlink directory resolved as on the host and held open since it was
+        first resolved in this run (`pinned_on_host`)."""
+        return pinned_on_host(self.host_root, self.container_logs_dir)
+
+    @cached_property
     def local_container_logs_dir(self) -> str:
         """The legacy symlink directory (`/var/log/containers`) as this process sees it, its
-        symlinks resolved as on the host; "" when it is in a symlink loop (no directory)."""
-        try:
-            return resolve_on_host(self.host_root, self.container_logs_dir)
-        except OSError:  # ELOOP
-            return ""
+        symlinks resolved as on the host; "" when it loops or resolves to the host's `/`."""
+        return self.links_pin.path
 
     def resolve(self, local_path: str) -> str:
         """`local_path` (a path under `host_root`) with every symlink resolved as on the host."""
@@ -482,25 +515,52 @@ def _unlink(path: str, what: str, dir_fd: int | None = None) -> bool:
     return True
 
 
+def _open_below(pin: Pin, directory: str) -> int:
+    """Open `directory`, `pin.path` or a directory below it, relative to `pin.fd` one component
+    at a time without following a symlink (`OSError` ELOOP/ENOTDIR if one is there now)."""
+    if directory != pin.path and not directory.startswith(pin.path + "/"):
+        raise OSError(errno.EXDEV, f"not below {pin.path}", directory)
+    fd = os.dup(pin.fd)
+    rest = directory[len(pin.path) :].strip("/")
+    try:
+        for part in rest.split("/") if rest else ():
+            sub = os.open(part, OPEN_DIR, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes: list[str]) -> int:
     """Unlink `files` (from `deletable_log_files`: one real directory) by name in that
     directory, opened once and checked to be on podLogsDir's own mount (`mount_id`): a mount
     made there since the mount table was read leaves them, with a note. Returns the bytes of
     the regular files removed; `LogRemovalError` when an unlink fails."""
     directory = os.path.dirname(files[0][0])
+    pin = roots.pin
+    if why := pin.usable():
+        notes.append(f"{why}; logs in {directory} left")
+        return 0
     try:
-        fd = os.open(directory, OPEN_DIR)
+        fd = _open_below(pin, directory)
     except FileNotFoundError:
         return 0
     except OSError as exc:
         raise LogRemovalError(f"cannot open {directory}: {exc.strerror or exc}") from None
     try:
-        root = roots.root_mount_id
-        if root is None or mount_id(fd) != root:
+        if mount_id(fd) != pin.mnt:
             notes.append(f"{directory} is not on podLogsDir's mount (a mount point now?); left")
             return 0
         freed = 0
-        for path, st in files:
+        for path, _ in files:
+            try:  # what is there now, in the pinned directory
+                st = os.stat(os.path.basename(path), dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                continue
             if _unlink(path, "log", fd) and stat.S_ISREG(st.st_mode):
                 freed += st.st_size
         return freed
@@ -530,13 +590,14 @@ def remove_container_logs(
         notes.append(f"legacy link name {name!r} is not a file name; left")
         return freed, "; ".join(notes)
     link = os.path.join(link_dir, name)
+    pin = roots.links_pin
     link_st: os.stat_result | None
     try:
-        link_st = os.lstat(link)
+        link_st = os.stat(name, dir_fd=pin.fd, follow_symlinks=False) if pin.fd >= 0 else None
     except OSError:
         link_st = None
     if link_st is not None and stat.S_ISLNK(link_st.st_mode):
-        _unlink(link, "symlink")
+        _unlink(link, "symlink", pin.fd)
     elif link_st is not None:
         notes.append(f"{link} is not a symlink; left")
     return freed, "; ".join(notes)

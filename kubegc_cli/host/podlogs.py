@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.host.tree import Refused, TreeRemoval, remove_tree
+from kubegc_cli.host.tree import Pin, Refused, TreeRemoval, remove_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +167,12 @@ def link_dangles(local_link: str, host_root: Path = Path("/")) -> bool:
         return False
     if host_dir is None:
         return False
+    return _target_dangles(real_root, host_dir, target)
+
+
+def _target_dangles(real_root: str, host_dir: str, target: str) -> bool:
+    """Whether the link target `target`, of a link in the host directory `host_dir`, resolves
+    to nothing under `real_root` (this side's host `/`)."""
     host_target = target if target.startswith("/") else os.path.join(host_dir, target)
     try:
         resolved = resolve_on_host(Path(real_root), host_target)
@@ -197,36 +203,55 @@ class LogDirChanged(Exception):
     """The directory is no longer what was planned (now a mount point, or gone); left alone."""
 
 
-def remove_pod_log_dir(local_path: str, mounts: MountTable) -> TreeRemoval:
-    """Remove a pod log directory (or, for a symlink, only the link): what was removed, its
-    `size_freed` the bytes of the log files.
+def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
+    """Remove a pod log directory (or, for a symlink, only the link), an entry of the pinned
+    podLogsDir `parent`: what was removed, its `size_freed` the bytes of the log files.
 
     Re-checks right before: no longer a directory, a mount table that could not be read
-    (`mounts.known` False: anything may be mounted), a mount point at or below it now →
-    `LogDirChanged`, nothing removed. The removal itself (`remove_tree`) never follows a
-    symlink and never enters another mount (checked by mount ID as it walks, so a mount made
-    since the table was read is left too); what it had to leave is in the result, which is
-    then not `complete`. Raises `OSError` when the directory cannot be opened.
+    (`mounts.known` False: anything may be mounted), a mount point at or below it now, or a
+    podLogsDir that is not usable → `LogDirChanged`, nothing removed. Everything is done
+    relative to `parent` as it was when planned (`remove_tree`): never through a symlink or a
+    mount put on the way since, never into another mount (checked by mount ID as it walks);
+    what it had to leave is in the result, which is then not `complete`. Raises `OSError`
+    when the directory cannot be opened.
     """
-    if os.path.islink(local_path):
-        os.unlink(local_path)
+    name = os.path.basename(local_path)
+    why_not = parent.usable() or (os.path.dirname(local_path) != parent.path and "not in it")
+    if why_not:
+        raise LogDirChanged(f"podLogsDir {parent.path}: {why_not}; {local_path} left")
+    try:
+        st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
+    except FileNotFoundError:
+        raise LogDirChanged("gone before removal") from None
+    if stat.S_ISLNK(st.st_mode):
+        os.unlink(name, dir_fd=parent.fd)
         return TreeRemoval()
-    if not os.path.isdir(local_path):
+    if not stat.S_ISDIR(st.st_mode):
         raise LogDirChanged(f"{local_path} is no longer a directory; left")
     if not mounts.known:
         raise LogDirChanged(f"{mounts.error}; {local_path} left")
-    real = os.path.realpath(local_path)
-    if mounts.is_mount_point(real) or mounts.has_mount_below(real):
+    if mounts.is_mount_point(local_path) or mounts.has_mount_below(local_path):
         raise LogDirChanged(f"{local_path} has a mount point at or below it now; left")
     try:
-        return remove_tree(real, mounts)
+        return remove_tree(local_path, mounts, parent)
     except Refused as exc:
         raise LogDirChanged(str(exc)) from None
 
 
-def remove_dangling_link(local_path: str, host_root: Path = Path("/")) -> None:
-    """Unlink a legacy symlink if it is still a dangling symlink (its target resolved under
-    `host_root`, `link_dangles`), else `LogDirChanged`."""
-    if not link_dangles(local_path, host_root):
+def remove_dangling_link(local_path: str, host_root: Path, parent: Pin) -> None:
+    """Unlink a legacy symlink, an entry of the pinned link directory `parent`, if it is
+    still a dangling symlink (its target resolved under `host_root`), else `LogDirChanged`.
+    The link is read and unlinked relative to `parent` as it was when planned."""
+    name = os.path.basename(local_path)
+    why_not = parent.usable() or (os.path.dirname(local_path) != parent.path and "not in it")
+    if why_not:
+        raise LogDirChanged(f"{parent.path}: {why_not}; {local_path} left")
+    try:
+        target = os.readlink(name, dir_fd=parent.fd)
+    except OSError:  # gone, or no symlink
+        raise LogDirChanged(f"{local_path} is no longer a dangling symlink; left") from None
+    real_root = os.path.realpath(str(host_root))
+    host_dir = _host_path(real_root, parent.path)
+    if host_dir is None or not _target_dangles(real_root, host_dir, target):
         raise LogDirChanged(f"{local_path} is no longer a dangling symlink; left")
-    os.unlink(local_path)
+    os.unlink(name, dir_fd=parent.fd)

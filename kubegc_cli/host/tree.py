@@ -17,7 +17,41 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubegc_cli.host.du import BLOCK
-from kubegc_cli.host.mounts import OPEN_DIR, MountTable, dir_mount_id, mount_id
+from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """A directory held open from planning to acting: `path` (local, real), `fd` (an open
+    descriptor of it, -1 when it could not be opened) and `mnt`, its mount ID then (None when
+    unknown). Removals below it act relative to `fd`, so a symlink or a mount put on its path
+    since the plan changes nothing about which directory is acted in, and a directory below it
+    on another mount than `mnt` is never entered."""
+
+    path: str
+    fd: int = -1
+    mnt: int | None = None
+
+    @classmethod
+    def open(cls, path: str) -> Pin:
+        """Pin the directory at `path` now (a `Pin` with `fd` -1 if it cannot be opened)."""
+        try:
+            fd = os.open(path, OPEN_DIR)
+        except OSError:
+            return cls(path)
+        return cls(path, fd, mount_id(fd))
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+    def usable(self) -> str:
+        """ "" when removals may act below it, else why not."""
+        if self.fd < 0:
+            return f"{self.path} could not be opened when planned"
+        if self.mnt is None:
+            return f"cannot read the mount ID of {self.path}"
+        return ""
 
 
 class Refused(Exception):
@@ -66,29 +100,34 @@ class TreeRemoval:
                 self.size_freed += st.st_size
 
 
-def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
-    """Remove the directory `local` (a resolved local path: no symlink in it) and everything
-    below it that lies on its filesystem, as `rm -r --one-file-system` would, but safer.
+def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
+    """Remove the directory `local`, an entry of the pinned directory `parent` (`local` is
+    `<parent.path>/<name>`), and everything below it that lies on its filesystem, as
+    `rm -r --one-file-system` would, but safer.
 
-    Raises `Refused` without touching anything when the mount table could not be read
-    (`mounts.known` False: anything may be mounted), or when `local` is a symlink, not a
-    directory, or has a mount point (per `mounts`) at or below it. While walking, every
-    directory is opened relative to its parent with `O_NOFOLLOW` and checked to be the one
-    listed; a symlink is unlinked, never followed; a directory on another device or named by
-    `mounts`, or one swapped under the walk, is left with its contents (and so are its
-    ancestors), and reported in `left`. Failed removals are reported in `errors`; the walk
-    goes on. The walk is iterative and holds two descriptors at most (it climbs back with
-    `..`, checked to be the directory it came from), so depth is not limited.
-
-    Mount IDs (`mount_id`) settle what the table cannot: `local` must have its parent's
-    mount ID (else `Refused`: it is a mount point, or cannot be checked), and a directory
-    below with another mount ID (a bind mount of the same filesystem, a mount made since the
-    table was read) is left with its contents, like one on another device.
+    Everything is done relative to `parent.fd`, the directory as it was when planned: a
+    symlink or mount put on the path of `parent` since then is not followed. Raises `Refused`
+    without touching anything when the mount table could not be read (`mounts.known` False:
+    anything may be mounted), `parent` is not usable, or the entry is a symlink, not a
+    directory, has a mount point (per `mounts`) at or below it, or is not on `parent`'s
+    mount (`mount_id`: a bind mount of the same filesystem has another ID). While walking,
+    every directory is opened relative to its parent with `O_NOFOLLOW` and checked to be the
+    one listed; a symlink is unlinked, never followed; a directory on another device or
+    mount, named by `mounts`, or swapped under the walk is left with its contents (and so are
+    its ancestors), and reported in `left`. Failed removals are reported in `errors`; the
+    walk goes on. The walk is iterative and holds two descriptors at most besides `parent`'s
+    (it climbs back with `..`, checked to be the directory it came from), so depth is not
+    limited.
     """
     if not mounts.known:
         raise Refused(f"{mounts.error}; left")
+    if why := parent.usable():
+        raise Refused(f"{why}; left")
+    head, name = os.path.split(local.rstrip("/"))
+    if head != parent.path or name in ("", ".", ".."):
+        raise Refused(f"{local} is not an entry of {parent.path}; left")
     try:
-        top = os.lstat(local)
+        top = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
     except FileNotFoundError:
         raise Refused("gone before removal") from None
     if stat.S_ISLNK(top.st_mode):
@@ -99,18 +138,17 @@ def remove_tree(local: str, mounts: MountTable) -> TreeRemoval:
     if below:
         raise Refused(f"mounted at or below it now: {', '.join(below)}; left")
     out = TreeRemoval()
-    fd = os.open(local, OPEN_DIR)
+    fd = os.open(name, OPEN_DIR, dir_fd=parent.fd)
     if not _same(os.fstat(fd), top):
         os.close(fd)
         raise Refused(f"{local} changed while it was opened; left")
     mnt = mount_id(fd)
-    if mnt is None or mnt != dir_mount_id(os.path.dirname(local.rstrip("/")) or "/"):
+    if mnt is None or mnt != parent.mnt:
         os.close(fd)
-        why = "cannot read its mount ID" if mnt is None else "it is a mount point now"
-        raise Refused(f"{local}: {why}; left")
+        raise Refused(f"{local} is not on the mount of {parent.path} (a mount point now); left")
     if _clear(fd, local, top, mnt, mounts, out):
         try:
-            os.rmdir(local)
+            os.rmdir(name, dir_fd=parent.fd)
             out.count(top)
         except OSError as exc:
             out.errors.append(f"{local}: {exc.strerror or exc}")

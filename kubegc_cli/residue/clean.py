@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 
 from kubegc_cli.execute import Executor
-from kubegc_cli.host.logs import host_path_of, resolve_on_host
+from kubegc_cli.host.logs import host_path_of, pinned_on_host, resolve_on_host
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import (
     NOT_A_POD,
@@ -200,7 +200,9 @@ class ResidueCleaner(Executor[Any]):
         if points:
             shown = ", ".join(host_path_of(self.host_root, p) for p in points)
             raise Refused(f"mounted at or below it now: {shown}; left")
-        done = remove_tree(real, mounts)
+        # its directory as the scan pinned it: nothing put on that path since is followed
+        parent = pinned_on_host(self.host_root, os.path.dirname(a.target.rstrip("/")))
+        done = remove_tree(os.path.join(parent.path, name), mounts, parent)
         a.bytes_freed = done.bytes_freed
         if done.complete:
             a.result = Result.REMOVED
@@ -212,7 +214,9 @@ class ResidueCleaner(Executor[Any]):
         if cid:
             self._id_unknown(cid)
         try:
-            remove_dangling_link(self._entry(a.target), self.host_root)
+            parent = pinned_on_host(self.host_root, os.path.dirname(a.target.rstrip("/")))
+            local = os.path.join(parent.path, os.path.basename(a.target.rstrip("/")))
+            remove_dangling_link(local, self.host_root, parent)
         except LogDirChanged as exc:
             raise Refused(str(exc)) from None
         a.result = Result.REMOVED

@@ -40,7 +40,7 @@ import psutil
 from kubegc_cli.errors import SignalUnavailable
 from kubegc_cli.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
 from kubegc_cli.host.du import BLOCK, tree_usage
-from kubegc_cli.host.logs import LogRoots, host_path_of, on_host, resolve_on_host
+from kubegc_cli.host.logs import LogRoots, host_path_of, on_host, pinned_on_host, resolve_on_host
 from kubegc_cli.host.podlogs import (
     NOT_A_POD,
     container_id_from_link,
@@ -246,7 +246,7 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
     """
     pods_host = f"{ctx.root_dir.rstrip('/')}/pods"
     try:
-        pods_local = resolve_on_host(ctx.host_root, pods_host)
+        pods_local = pinned_on_host(ctx.host_root, pods_host).path  # held until removal
         with os.scandir(pods_local) as it:
             entries = [(e.name, e.path) for e in it]
     except OSError:
@@ -340,7 +340,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
         )
     links_host = ctx.container_logs_dir.rstrip("/")
     try:
-        links = dangling_links(resolve_on_host(ctx.host_root, links_host), ctx.host_root)
+        links = dangling_links(pinned_on_host(ctx.host_root, links_host).path, ctx.host_root)
     except OSError:
         links = []
     known = ctx.container_ids | ctx.sandbox_ids

@@ -389,3 +389,36 @@ def test_image_remover_rechecks_use_and_existence() -> None:
         ("gone", Result.SKIPPED, 0),
     ]
     assert ("remove", "busy") not in cri.calls and cri.ids == {"busy"}
+
+
+def test_a_stop_signal_while_a_large_run_is_queued_cancels_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the actions are still being handed to the workers: nothing queued after it
+    starts, every action not attempted is `skipped`, and `Interrupted` is raised (so the run
+    reports and audits what was done)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubegc_cli.execute import Interrupted
+
+    cs = [ctr(f"c{i:04d}") for i in range(200)]
+    cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
+    real_submit = ThreadPoolExecutor.submit
+    queued = 0
+
+    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any) -> Any:
+        nonlocal queued
+        queued += 1
+        if queued == 3:
+            raise KeyboardInterrupt
+        return real_submit(self, fn, *args)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    actions = [action(c) for c in cs]
+    with pytest.raises(Interrupted):
+        remover(cri, tmp_path, concurrency=1).run(actions)
+    results = [a.result for a in actions]
+    assert results.count(Result.REMOVED) <= 2
+    assert results[2:] == [Result.SKIPPED] * 198
+    removes = [c for c in cri.calls if c[0] == "remove"]
+    assert len(removes) <= 2  # nothing after the signal ran

@@ -144,6 +144,8 @@ def saved_plan(tmp_path: Path, snap: Path, capsys: Any) -> dict[str, Any]:
         (lambda d: d.pop("saved"), "no 'saved' section"),
         (lambda d: d["actions"][0].update(result="removed"), "only planned or held-back"),
         (lambda d: d.update(kind="ResiduePlan"), "not a gc plan"),
+        (lambda d: d.update(kind=[]), "not a gc plan (kind []"),
+        (lambda d: d.update(kind={"a": 1}), 'not a gc plan (kind {"a": 1}'),
         (lambda d: d.update(apiVersion="v0"), "apiVersion"),
         (lambda d: d["actions"][0].pop("object"), "missing field 'object'"),
         (lambda d: d["actions"][0]["object"].update(id="other"), "differ"),

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubegc_cli.host.logs import LogRoots
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import (
     NOT_A_POD,
@@ -19,6 +20,7 @@ from kubegc_cli.host.podlogs import (
     remove_dangling_link,
     remove_pod_log_dir,
 )
+from kubegc_cli.host.tree import Pin
 from kubegc_cli.plan import LogAction, Plan
 from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
 from kubegc_cli.policy.logs import link_state, plan_logs
@@ -118,7 +120,7 @@ def test_unreadable_mount_table_keeps_every_pod_log_dir(tmp_path: Path) -> None:
     assert any("No pod log directory is removed" in n for n in plan.notes)
     d = logs / f"kube-system_coredns-7d8f_{GONE}"
     with pytest.raises(LogDirChanged, match="cannot read the mount table"):
-        remove_pod_log_dir(str(d), unknown)
+        remove_pod_log_dir(str(d), unknown, Pin.open(str(logs)))
     assert (d / "app/0.log").exists()
 
 
@@ -126,9 +128,13 @@ def test_remove_refuses_a_dir_that_became_a_mount(tmp_path: Path) -> None:
     logs = tree(tmp_path)
     d = logs / f"kube-system_coredns-7d8f_{GONE}"
     with pytest.raises(LogDirChanged):
-        remove_pod_log_dir(str(d), MountTable(frozenset({os.path.realpath(d) + "/app"})))
+        remove_pod_log_dir(
+            str(d), MountTable(frozenset({os.path.realpath(d) + "/app"})), Pin.open(str(logs))
+        )
     assert (d / "app/0.log").exists()
-    assert remove_pod_log_dir(str(d), MountTable(frozenset())).size_freed == 100
+    assert (
+        remove_pod_log_dir(str(d), MountTable(frozenset()), Pin.open(str(logs))).size_freed == 100
+    )
     assert not d.exists()
 
 
@@ -141,7 +147,7 @@ def test_symlinked_pod_dir_removes_only_the_link(tmp_path: Path) -> None:
     (logs / f"ns_p_{GONE}").symlink_to(outside)
     (d,) = read_pod_log_dirs(str(logs), MountTable(frozenset()))
     assert d.is_symlink and d.bytes == 0
-    assert remove_pod_log_dir(d.path, MountTable(frozenset())).complete
+    assert remove_pod_log_dir(d.path, MountTable(frozenset()), Pin.open(str(logs))).complete
     assert (outside / "precious.log").read_text() == "keep"
 
 
@@ -216,7 +222,8 @@ def test_dangling_links_resolve_under_the_host_root(tmp_path: Path) -> None:
 
     keep = action("web_default_nginx-aaaaaaaaaaaa.log")
     go = action("web_default_etc-bbbbbbbbbbbb.log")
-    remover = LogRemover(None, concurrency=1, mounts=MountTable.read(), host_root=host)  # type: ignore[arg-type]
+    roots = LogRoots(host, "/var/log/pods")
+    remover = LogRemover(None, concurrency=1, mounts=MountTable.read(), host_root=host, roots=roots)  # type: ignore[arg-type]
     remover.run([keep, go])  # links need no runtime: the client is never asked
     assert keep.result is Result.SKIPPED and "no longer a dangling symlink" in keep.error
     assert go.result is Result.REMOVED
@@ -226,7 +233,7 @@ def test_dangling_links_resolve_under_the_host_root(tmp_path: Path) -> None:
 
 def remove_dangling_link_refuses(local: str, host: Path) -> bool:
     try:
-        remove_dangling_link(local, host)
+        remove_dangling_link(local, host, Pin.open(os.path.dirname(local)))
     except LogDirChanged:
         return os.path.islink(local)
     return False

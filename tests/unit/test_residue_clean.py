@@ -16,7 +16,7 @@ import pytest
 from kubegc_cli.host import tree as tree_mod
 from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.mounts import MountTable, decode, parse_mount_filesystems, parse_mountinfo
-from kubegc_cli.host.tree import Refused, remove_tree
+from kubegc_cli.host.tree import Pin, Refused, remove_tree
 from kubegc_cli.plan import Result
 from kubegc_cli.residue import (
     DEAD_SANDBOX,
@@ -174,10 +174,10 @@ def test_remove_tree_refuses_a_mount_at_or_below(tmp_path: Path, mount: Mount) -
     (d / "a").mkdir(parents=True)
     mount("-t", "tmpfs", "tmpfs", str(d / "a"))
     with pytest.raises(Refused, match="mounted at or below"):
-        remove_tree(str(d), MountTable.read())
+        remove_tree(str(d), MountTable.read(), Pin.open(str(d.parent)))
     with pytest.raises(Refused, match="symlink"):
         (tmp_path / "l").symlink_to(d)
-        remove_tree(str(tmp_path / "l"), MountTable(frozenset()))
+        remove_tree(str(tmp_path / "l"), MountTable(frozenset()), Pin.open(str(tmp_path)))
 
 
 @needs_root
@@ -207,7 +207,7 @@ def test_remove_tree_refuses_an_unreadable_mount_table(tmp_path: Path) -> None:
     (d / "a").mkdir(parents=True)
     (d / "a/f").write_text("x")
     with pytest.raises(Refused, match="cannot read the mount table"):
-        remove_tree(str(d), unreadable_mounts(tmp_path))
+        remove_tree(str(d), unreadable_mounts(tmp_path), Pin.open(str(d.parent)))
     assert (d / "a/f").read_text() == "x"
 
 
@@ -228,7 +228,7 @@ def test_remove_tree_handles_very_deep_trees(tmp_path: Path) -> None:
         os.close(leaf)
     finally:
         os.close(fd)
-    done = remove_tree(str(top), MountTable.read())
+    done = remove_tree(str(top), MountTable.read(), Pin.open(str(top.parent)))
     assert done.complete, (done.left[:1], done.errors[:1])
     assert not top.exists() and done.bytes_freed >= 4096
 
@@ -253,7 +253,7 @@ def test_remove_tree_leaves_a_directory_moved_under_the_walk(
         return names
 
     monkeypatch.setattr(tree_mod, "_names", moving_names)
-    done = remove_tree(str(d), MountTable.read())
+    done = remove_tree(str(d), MountTable.read(), Pin.open(str(d.parent)))
     assert not done.complete and any("moved" in e for e in done.errors)
     assert (elsewhere / "keep").read_text() == "keep" and d.is_dir()
 

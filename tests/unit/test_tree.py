@@ -5,14 +5,15 @@ directories (`gc logs`, `residue clean`) and container log files (`gc containers
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kubegc_cli.host.logs import LogRoots, remove_container_logs
+from kubegc_cli.host.logs import LogRoots, pinned_on_host, release_pins, remove_container_logs
 from kubegc_cli.host.mounts import MountTable, mount_id
 from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
-from kubegc_cli.host.tree import Refused, remove_tree
+from kubegc_cli.host.tree import Pin, Refused, remove_tree
 from tests.unit.factories import ctr
 from tests.unit.test_residue_host import Mount, mount, needs_root
 
@@ -90,7 +91,7 @@ def test_remove_tree_never_enters_a_bind_mount_the_table_does_not_list(
     (top / "c/vol").mkdir(parents=True)
     (top / "c/0.log").write_bytes(b"x" * 10)
     mount("--bind", str(src), str(top / "c/vol"))
-    done = remove_tree(str(top), STALE)
+    done = remove_tree(str(top), STALE, Pin.open(str(top.parent)))
     assert not done.complete and done.left == [str(top / "c/vol")]
     assert "left (another filesystem or a mount point)" in done.problem(str)
     assert _intact(src) and not (top / "c/0.log").exists()
@@ -106,7 +107,7 @@ def test_remove_tree_refuses_a_top_mounted_over_since_the_table_was_read(
     top.mkdir()
     mount("--bind", str(src), str(top))
     with pytest.raises(Refused, match="mount point now"):
-        remove_tree(str(top), STALE)
+        remove_tree(str(top), STALE, Pin.open(str(top.parent)))
     assert _intact(src)
 
 
@@ -123,7 +124,7 @@ def test_a_pod_log_dir_with_an_odd_name_and_a_mount_inside_is_left(
     (top / "0.log").write_bytes(b"x")
     mount("--bind", str(src), str(top / "vol"))
     with pytest.raises(LogDirChanged, match="mount point at or below"):
-        remove_pod_log_dir(str(top), MountTable.read())
+        remove_pod_log_dir(str(top), MountTable.read(), Pin.open(str(tmp_path)))
     assert _intact(src) and (top / "0.log").exists()
 
 
@@ -159,3 +160,60 @@ def test_container_logs_on_podlogsdirs_mount_are_removed(tmp_path: Path) -> None
         roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
     )
     assert (freed, note) == (10, "") and [p.name for p in d.iterdir()] == ["1.log"]
+
+
+U = "9a1b2c3d-0000-1111-2222-333344445555"
+
+
+def _host_with_a_pod_log_dir(tmp_path: Path) -> tuple[Path, Path]:
+    """A host root with `/var/log/pods/ns_p_U/c/0.log`, and a victim directory outside it
+    holding the same names (what a path put in place after the plan would lead to)."""
+    host = tmp_path / "host"
+    (host / f"var/log/pods/ns_p_{U}/c").mkdir(parents=True)
+    (host / f"var/log/pods/ns_p_{U}/c/0.log").write_text("planned")
+    victim = tmp_path / "victim"
+    (victim / f"pods/ns_p_{U}/c").mkdir(parents=True)
+    (victim / f"pods/ns_p_{U}/c/0.log").write_text("keep")
+    return host, victim
+
+
+@pytest.fixture
+def pins() -> Iterator[None]:
+    yield
+    release_pins()
+
+
+def test_a_symlink_put_on_the_way_to_pod_logs_dir_after_the_plan_is_not_followed(
+    tmp_path: Path, pins: None
+) -> None:
+    """podLogsDir is pinned when the plan is made: moving `/var/log` away and putting a
+    symlink to another directory in its place changes nothing about what is removed."""
+    host, victim = _host_with_a_pod_log_dir(tmp_path)
+    roots = LogRoots(host, "/var/log/pods")
+    pin = roots.pin  # the plan
+    (host / "var/log").rename(host / "var/log.real")
+    (host / "var/log").symlink_to(victim)  # absolute: this machine's path
+    freed, note = remove_container_logs(roots, ctr("a"), f"/var/log/pods/ns_p_{U}/c/0.log", STALE)
+    assert (freed, note) == (7, "")
+    assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
+    done = remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
+    assert done.complete and not (host / f"var/log.real/pods/ns_p_{U}").exists()
+    assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
+    assert LogRoots(host, "/var/log/pods").real_pod_logs_dir == pin.path  # the first wins
+
+
+@needs_root
+def test_a_mount_put_on_pod_logs_dir_after_the_plan_is_not_entered(
+    tmp_path: Path, mount: Mount, pins: None
+) -> None:
+    """A bind mount on podLogsDir itself after the plan: removals act in the pinned
+    directory (now under the mount), never in the mount's source."""
+    host, victim = _host_with_a_pod_log_dir(tmp_path)
+    roots = LogRoots(host, "/var/log/pods")
+    pin = roots.pin
+    mount("--bind", str(victim / "pods"), str(host / "var/log/pods"))
+    freed, _ = remove_container_logs(roots, ctr("a"), f"/var/log/pods/ns_p_{U}/c/0.log", STALE)
+    assert freed == 7
+    remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
+    assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
+    assert pinned_on_host(host, "/var/log/pods") is pin
