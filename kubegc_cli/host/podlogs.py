@@ -215,14 +215,10 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> Tree
     what it had to leave is in the result, which is then not `complete`. Raises `OSError`
     when the directory cannot be opened.
     """
-    name = os.path.basename(local_path)
-    why_not = parent.usable() or (os.path.dirname(local_path) != parent.path and "not in it")
-    if why_not:
-        raise LogDirChanged(f"podLogsDir {parent.path}: {why_not}; {local_path} left")
     try:
-        st = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
-    except FileNotFoundError:
-        raise LogDirChanged("gone before removal") from None
+        name, st = parent.entry(local_path)
+    except Refused as exc:
+        raise LogDirChanged(str(exc)) from None
     if stat.S_ISLNK(st.st_mode):
         os.unlink(name, dir_fd=parent.fd)
         return TreeRemoval()

@@ -45,6 +45,20 @@ class Pin:
         if self.fd >= 0:
             os.close(self.fd)
 
+    def entry(self, local: str) -> tuple[str, os.stat_result]:
+        """(name, lstat result) of `local`, which must be `<path>/<name>`, read relative to
+        `fd`. Raises `Refused` when the pin is not usable, `local` is not an entry of it, or
+        the entry is gone."""
+        if why := self.usable():
+            raise Refused(f"{why}; left")
+        head, name = os.path.split(local.rstrip("/"))
+        if head != self.path or name in ("", ".", ".."):
+            raise Refused(f"{local} is not an entry of {self.path}; left")
+        try:
+            return name, os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise Refused("gone before removal") from None
+
     def usable(self) -> str:
         """ "" when removals may act below it, else why not."""
         if self.fd < 0:
@@ -121,15 +135,7 @@ def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
     """
     if not mounts.known:
         raise Refused(f"{mounts.error}; left")
-    if why := parent.usable():
-        raise Refused(f"{why}; left")
-    head, name = os.path.split(local.rstrip("/"))
-    if head != parent.path or name in ("", ".", ".."):
-        raise Refused(f"{local} is not an entry of {parent.path}; left")
-    try:
-        top = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
-    except FileNotFoundError:
-        raise Refused("gone before removal") from None
+    name, top = parent.entry(local)
     if stat.S_ISLNK(top.st_mode):
         raise Refused(f"{local} is a symlink now; left")
     if not stat.S_ISDIR(top.st_mode):
