@@ -10,16 +10,17 @@ is marked skipped, so a hung runtime costs seconds, not hours.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, host_path_of, remove_container_logs
@@ -41,6 +42,45 @@ if TYPE_CHECKING:
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Within, a SIGINT or SIGTERM is only noted; on leaving, the first one noted is handed to
+    the handler that was in place (which raises `KeyboardInterrupt` for the run to handle).
+    Only in the main thread (where Python runs signal handlers), and not for an ignored
+    signal; a second signal while one is held goes to the held handler at once (a second
+    stop exits at once)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    before: dict[int, Any] = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+
+    def note(signum: int, frame: object) -> None:
+        if held:
+            _hand_over(before[signum], signum)
+        held.append(signum)
+
+    for sig, handler in before.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, note)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if handler is not signal.SIG_IGN:
+                signal.signal(sig, handler)
+    if held:
+        _hand_over(before[held[0]], held[0])
+
+
+def _hand_over(handler: object, signum: int) -> None:
+    """Deliver `signum` as `handler` (a Python handler, or the default action) would."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)
 
 
 def _exit_now(signum: int, frame: object) -> None:
@@ -102,8 +142,10 @@ class Executor(ABC, Generic[A]):
         pool = ThreadPoolExecutor(max_workers=max(1, self.concurrency))
         futures: list[Future[None]] = []
         try:
-            # queued inside the `try`: a stop signal while queueing a large run cancels the rest
-            futures.extend(pool.submit(self._one, a) for a in actions)
+            # a stop signal while queueing is held until the queue is full, then raised here:
+            # raised inside `submit`, it could leave the pool's own locks held (a hang)
+            with _stop_signals_held():
+                futures.extend(pool.submit(self._one, a) for a in actions)
             for f in futures:
                 f.result()
         except KeyboardInterrupt as exc:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -422,3 +423,35 @@ def test_a_stop_signal_while_a_large_run_is_queued_cancels_the_rest(
     assert results[2:] == [Result.SKIPPED] * 198
     removes = [c for c in cri.calls if c[0] == "remove"]
     assert len(removes) <= 2  # nothing after the signal ran
+
+
+def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGINT while the actions are handed to the workers is not raised inside the
+    pool's `submit` (it could leave the pool's locks held: a hang); it is raised once all are
+    queued, the rest are cancelled, and the run ends `Interrupted` with every action decided."""
+    import signal
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubegc_cli.execute import Interrupted
+
+    cs = [ctr(f"c{i:04d}") for i in range(300)]
+    cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
+    real_submit = ThreadPoolExecutor.submit
+    queued = 0
+
+    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any) -> Any:
+        nonlocal queued
+        queued += 1
+        if queued == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # its handler runs here, mid-queueing
+        return real_submit(self, fn, *args)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    actions = [action(c) for c in cs]
+    with pytest.raises(Interrupted):
+        remover(cri, tmp_path, concurrency=1).run(actions)
+    assert queued == 300  # the signal waited for the queue
+    results = [a.result for a in actions]
+    assert set(results) <= {Result.REMOVED, Result.SKIPPED} and Result.SKIPPED in results
