@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,29 +393,39 @@ def test_image_remover_rechecks_use_and_existence() -> None:
     assert ("remove", "busy") not in cri.calls and cri.ids == {"busy"}
 
 
+def _stop_at_third_submit(monkeypatch: pytest.MonkeyPatch, stop: Callable[[], None]) -> list[int]:
+    """Make `ThreadPoolExecutor.submit` call `stop` as the third action is queued; returns a
+    one-item list counting the actions queued."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    real_submit = ThreadPoolExecutor.submit
+    queued = [0]
+
+    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any) -> Any:
+        queued[0] += 1
+        if queued[0] == 3:
+            stop()
+        return real_submit(self, fn, *args)
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    return queued
+
+
+def _raise_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
 def test_a_stop_signal_while_a_large_run_is_queued_cancels_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while the actions are still being handed to the workers: nothing queued after it
     starts, every action not attempted is `skipped`, and `Interrupted` is raised (so the run
     reports and audits what was done)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from kubegc_cli.execute import Interrupted
 
     cs = [ctr(f"c{i:04d}") for i in range(200)]
     cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
-    real_submit = ThreadPoolExecutor.submit
-    queued = 0
-
-    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any) -> Any:
-        nonlocal queued
-        queued += 1
-        if queued == 3:
-            raise KeyboardInterrupt
-        return real_submit(self, fn, *args)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    _stop_at_third_submit(monkeypatch, _raise_interrupt)
     actions = [action(c) for c in cs]
     with pytest.raises(Interrupted):
         remover(cri, tmp_path, concurrency=1).run(actions)
@@ -432,26 +443,16 @@ def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(
     pool's `submit` (it could leave the pool's locks held: a hang); it is raised once all are
     queued, the rest are cancelled, and the run ends `Interrupted` with every action decided."""
     import signal
-    from concurrent.futures import ThreadPoolExecutor
 
     from kubegc_cli.execute import Interrupted
 
     cs = [ctr(f"c{i:04d}") for i in range(300)]
     cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
-    real_submit = ThreadPoolExecutor.submit
-    queued = 0
-
-    def submit(self: ThreadPoolExecutor, fn: Any, /, *args: Any) -> Any:
-        nonlocal queued
-        queued += 1
-        if queued == 3:
-            os.kill(os.getpid(), signal.SIGINT)  # its handler runs here, mid-queueing
-        return real_submit(self, fn, *args)
-
-    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit)
+    # its handler runs in `submit`, mid-queueing
+    counted = _stop_at_third_submit(monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
     actions = [action(c) for c in cs]
     with pytest.raises(Interrupted):
         remover(cri, tmp_path, concurrency=1).run(actions)
-    assert queued == 300  # the signal waited for the queue
+    assert counted == [300]  # the signal waited for the queue
     results = [a.result for a in actions]
     assert set(results) <= {Result.REMOVED, Result.SKIPPED} and Result.SKIPPED in results
