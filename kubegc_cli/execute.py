@@ -36,12 +36,10 @@ from kubegc_cli.plan import (
     Result,
     SandboxAction,
 )
+from kubegc_cli.stop import STOP_SIGNALS, ending, name_of
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextlib.contextmanager
@@ -55,7 +53,7 @@ def _stop_signals_held() -> Iterator[None]:
         yield
         return
     held: list[int] = []
-    before: dict[int, Any] = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
+    before: dict[int, Any] = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def note(signum: int, frame: object) -> None:
         if held:
@@ -87,13 +85,13 @@ def _exit_now(signum: int, frame: object) -> None:
     """A second stop signal while removals in flight finish: leave at once (130 or 143).
 
     The calls still in flight may or may not complete; nothing is reported or recorded."""
-    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    name = name_of(signum)
     os.write(
         2,
         f"kubegc: error: {name} again: exiting without waiting for the calls in flight "
         "(their outcome is unknown; no report, no audit rows)\n".encode(),
     )
-    os._exit(143 if signum == signal.SIGTERM else 130)
+    os._exit(ending(name)[1])
 
 
 class Interrupted(Exception):
@@ -150,7 +148,7 @@ class Executor(ABC, Generic[A]):
                 f.result()
         except KeyboardInterrupt as exc:
             # While the calls in flight finish, a second Ctrl-C (or SIGTERM) exits at once.
-            previous = {sig: signal.signal(sig, _exit_now) for sig in _STOP_SIGNALS}
+            previous = {sig: signal.signal(sig, _exit_now) for sig in STOP_SIGNALS}
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
             finally:
