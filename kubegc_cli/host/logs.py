@@ -135,7 +135,7 @@ def pinned_on_host(host_root: Path, host_path: str) -> Pin:
                 real = ""
             if real == key[0].rstrip("/"):
                 real = ""
-            pin = _PINS[key] = Pin.open(real) if real else Pin("")
+            pin = _PINS[key] = Pin.open(real, host_path_of(Path(key[0]), real)) if real else Pin("")
         return pin
 
 
@@ -338,7 +338,7 @@ def deletable_log_files(
         return [], [f"{mounts.error}; log {log_path} left"]
     mounted = roots.mount_on_the_way(real_dir, mounts)
     if mounted:
-        return [], [f"{mounted} is a mount point; log {log_path} left"]
+        return [], [f"{roots.pin.show(mounted)} is a mount point; log {log_path} left"]
     files, notes = [], []
     for path, st in log_files(os.path.join(real_dir, os.path.basename(local))):
         # a file that is not a link is where its real directory says
@@ -347,7 +347,7 @@ def deletable_log_files(
         except OSError:  # a link in a loop: removing the link itself frees nothing outside
             real = path
         if mounts.is_mount_point(real):
-            notes.append(f"{path} is a mount point; left")
+            notes.append(f"{roots.pin.show(path)} is a mount point; left")
         else:
             files.append((path, st))
     return files, notes
@@ -499,10 +499,10 @@ class LogSizer:
                 fill_listed_log(c, path, self._measure(how, path, name))
 
 
-def _unlink(path: str, what: str, dir_fd: int | None = None) -> bool:
+def _unlink(path: str, what: str, dir_fd: int | None = None, shown: str = "") -> bool:
     """Unlink `path` (never following it; with `dir_fd`, its name in that open directory).
-    False if it was already gone; `LogRemovalError` naming `what` and the path on any other
-    failure."""
+    False if it was already gone; `LogRemovalError` naming `what` and the path (`shown`, if
+    given) on any other failure."""
     try:
         if dir_fd is None:
             os.unlink(path)
@@ -511,7 +511,8 @@ def _unlink(path: str, what: str, dir_fd: int | None = None) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise LogRemovalError(f"cannot remove {what} {path}: {exc.strerror or exc}") from None
+        why = exc.strerror or exc
+        raise LogRemovalError(f"cannot remove {what} {shown or path}: {why}") from None
     return True
 
 
@@ -541,17 +542,19 @@ def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes
     directory = os.path.dirname(files[0][0])
     pin = roots.pin
     if why := pin.usable():
-        notes.append(f"{why}; logs in {directory} left")
+        notes.append(f"{why}; logs in {pin.show(directory)} left")
         return 0
     try:
         fd = _open_below(pin, directory)
     except FileNotFoundError:
         return 0
     except OSError as exc:
-        raise LogRemovalError(f"cannot open {directory}: {exc.strerror or exc}") from None
+        shown = f"{pin.show(directory)}: {exc.strerror or exc}"
+        raise LogRemovalError(f"cannot open {shown}") from None
     try:
         if mount_id(fd) != pin.mnt:
-            notes.append(f"{directory} is not on podLogsDir's mount (a mount point now?); left")
+            shown = pin.show(directory)
+            notes.append(f"{shown} is not on podLogsDir's mount (a mount point now?); left")
             return 0
         freed = 0
         for path, _ in files:
@@ -561,7 +564,7 @@ def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes
                 continue
             if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                 continue
-            if _unlink(path, "log", fd) and stat.S_ISREG(st.st_mode):
+            if _unlink(path, "log", fd, pin.show(path)) and stat.S_ISREG(st.st_mode):
                 freed += st.st_size
         return freed
     finally:
@@ -597,7 +600,7 @@ def remove_container_logs(
     except OSError:
         link_st = None
     if link_st is not None and stat.S_ISLNK(link_st.st_mode):
-        _unlink(link, "symlink", pin.fd)
+        _unlink(link, "symlink", pin.fd, pin.show(link))
     elif link_st is not None:
-        notes.append(f"{link} is not a symlink; left")
+        notes.append(f"{pin.show(link)} is not a symlink; left")
     return freed, "; ".join(notes)

@@ -223,11 +223,12 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> Tree
         os.unlink(name, dir_fd=parent.fd)
         return TreeRemoval()
     if not stat.S_ISDIR(st.st_mode):
-        raise LogDirChanged(f"{local_path} is no longer a directory; left")
+        raise LogDirChanged(f"{parent.show(local_path)} is no longer a directory; left")
     if not mounts.known:
-        raise LogDirChanged(f"{mounts.error}; {local_path} left")
+        raise LogDirChanged(f"{mounts.error}; {parent.show(local_path)} left")
     if mounts.is_mount_point(local_path) or mounts.has_mount_below(local_path):
-        raise LogDirChanged(f"{local_path} has a mount point at or below it now; left")
+        shown = parent.show(local_path)
+        raise LogDirChanged(f"{shown} has a mount point at or below it now; left")
     try:
         return remove_tree(local_path, mounts, parent)
     except Refused as exc:
@@ -241,13 +242,14 @@ def remove_dangling_link(local_path: str, host_root: Path, parent: Pin) -> None:
     name = os.path.basename(local_path)
     why_not = parent.usable() or (os.path.dirname(local_path) != parent.path and "not in it")
     if why_not:
-        raise LogDirChanged(f"{parent.path}: {why_not}; {local_path} left")
+        raise LogDirChanged(f"{parent.show()}: {why_not}; {parent.show(local_path)} left")
+    gone = f"{parent.show(local_path)} is no longer a dangling symlink; left"
     try:
         target = os.readlink(name, dir_fd=parent.fd)
     except OSError:  # gone, or no symlink
-        raise LogDirChanged(f"{local_path} is no longer a dangling symlink; left") from None
+        raise LogDirChanged(gone) from None
     real_root = os.path.realpath(str(host_root))
     host_dir = _host_path(real_root, parent.path)
     if host_dir is None or not _target_dangles(real_root, host_dir, target):
-        raise LogDirChanged(f"{local_path} is no longer a dangling symlink; left")
+        raise LogDirChanged(gone)
     os.unlink(name, dir_fd=parent.fd)

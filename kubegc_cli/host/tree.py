@@ -23,23 +23,38 @@ from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 @dataclass(frozen=True, slots=True)
 class Pin:
     """A directory held open from planning to acting: `path` (local, real), `fd` (an open
-    descriptor of it, -1 when it could not be opened) and `mnt`, its mount ID then (None when
-    unknown). Removals below it act relative to `fd`, so a symlink or a mount put on its path
-    since the plan changes nothing about which directory is acted in, and a directory below it
-    on another mount than `mnt` is never entered."""
+    descriptor of it, -1 when it could not be opened), `mnt`, its mount ID then (None when
+    unknown), and `host`, the path messages show for it (its host path under `--host-root`;
+    `path` when empty). Removals below it act relative to `fd`, so a symlink or a mount put on
+    its path since the plan changes nothing about which directory is acted in, and a
+    directory below it on another mount than `mnt` is never entered."""
 
     path: str
     fd: int = -1
     mnt: int | None = None
+    host: str = ""
 
     @classmethod
-    def open(cls, path: str) -> Pin:
-        """Pin the directory at `path` now (a `Pin` with `fd` -1 if it cannot be opened)."""
+    def open(cls, path: str, host: str = "") -> Pin:
+        """Pin the directory at `path` now (a `Pin` with `fd` -1 if it cannot be opened);
+        `host` is the path to show for it."""
         try:
             fd = os.open(path, OPEN_DIR)
         except OSError:
-            return cls(path)
-        return cls(path, fd, mount_id(fd))
+            return cls(path, host=host)
+        return cls(path, fd, mount_id(fd), host)
+
+    def show(self, local: str = "") -> str:
+        """The path to show for `local`, a path at or below `path` (default: `path` itself):
+        the same path below `host`. Any other path is returned as given."""
+        local = local or self.path
+        if not self.host or not self.path:
+            return local
+        if local == self.path:
+            return self.host
+        if local.startswith(self.path.rstrip("/") + "/"):
+            return os.path.join(self.host, local[len(self.path.rstrip("/")) + 1 :])
+        return local
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -53,7 +68,7 @@ class Pin:
             raise Refused(f"{why}; left")
         head, name = os.path.split(local.rstrip("/"))
         if head != self.path or name in ("", ".", ".."):
-            raise Refused(f"{local} is not an entry of {self.path}; left")
+            raise Refused(f"{self.show(local)} is not an entry of {self.show()}; left")
         try:
             return name, os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -62,9 +77,9 @@ class Pin:
     def usable(self) -> str:
         """ "" when removals may act below it, else why not."""
         if self.fd < 0:
-            return f"{self.path} could not be opened when planned"
+            return f"{self.show()} could not be opened when planned"
         if self.mnt is None:
-            return f"cannot read the mount ID of {self.path}"
+            return f"cannot read the mount ID of {self.show()}"
         return ""
 
 
@@ -137,21 +152,22 @@ def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
         raise Refused(f"{mounts.error}; left")
     name, top = parent.entry(local)
     if stat.S_ISLNK(top.st_mode):
-        raise Refused(f"{local} is a symlink now; left")
+        raise Refused(f"{parent.show(local)} is a symlink now; left")
     if not stat.S_ISDIR(top.st_mode):
-        raise Refused(f"{local} is no longer a directory; left")
+        raise Refused(f"{parent.show(local)} is no longer a directory; left")
     below = mounts.at_or_below(local)
     if below:
-        raise Refused(f"mounted at or below it now: {', '.join(below)}; left")
+        raise Refused(f"mounted at or below it now: {', '.join(map(parent.show, below))}; left")
     out = TreeRemoval()
     fd = os.open(name, OPEN_DIR, dir_fd=parent.fd)
     if not _same(os.fstat(fd), top):
         os.close(fd)
-        raise Refused(f"{local} changed while it was opened; left")
+        raise Refused(f"{parent.show(local)} changed while it was opened; left")
     mnt = mount_id(fd)
     if mnt is None or mnt != parent.mnt:
         os.close(fd)
-        raise Refused(f"{local} is not on the mount of {parent.path} (a mount point now); left")
+        shown = parent.show(local)
+        raise Refused(f"{shown} is not on the mount of {parent.show()} (a mount point now); left")
     if _clear(fd, local, top, mnt, mounts, out):
         try:
             os.rmdir(name, dir_fd=parent.fd)

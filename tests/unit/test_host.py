@@ -524,9 +524,10 @@ def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
     assert [os.path.basename(p) for p, _ in files] == [
         "0.log.20261130-010101", "0.log.20261130-010101.gz",
     ]  # fmt: skip
-    assert notes == [f"{ok}/0.log is a mount point; left"]
+    shown = f"/{ok.relative_to(host)}"  # as the host names it
+    assert notes == [f"{shown}/0.log is a mount point; left"]
     files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/2.log", mounted)
-    assert files == [] and notes == [f"{ok}/2.log is a mount point; left"]
+    assert files == [] and notes == [f"{shown}/2.log is a mount point; left"]
 
 
 def test_a_symlink_loop_on_a_logs_way_leaves_it_without_an_error(tmp_path: Path) -> None:
@@ -576,7 +577,7 @@ def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
         roots, c, "/var/log/pods/ns_p_u1/app/0.log", MountTable(frozenset({"/", str(decoy)}))
     )
     assert freed == 0 and note == (
-        f"{decoy} is a mount point; log /var/log/pods/ns_p_u1/app/0.log left"
+        f"/{decoy.relative_to(host)} is a mount point; log /var/log/pods/ns_p_u1/app/0.log left"
     )
     assert (decoy / "0.log").exists() and (victim / "0.log").exists()
 

@@ -146,6 +146,7 @@ def test_container_logs_are_not_unlinked_in_a_directory_mounted_since_the_table_
         roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
     )
     assert freed == 0 and "not on podLogsDir's mount" in note
+    assert note.startswith("/var/log/pods/default_web_u1/app is") and str(tmp_path) not in note
     assert sorted(p.name for p in src.iterdir()) == ["0.log", "0.log.20261129-101010"]
 
 
@@ -217,3 +218,34 @@ def test_a_mount_put_on_pod_logs_dir_after_the_plan_is_not_entered(
     remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
     assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
     assert pinned_on_host(host, "/var/log/pods") is pin
+
+
+@pytest.mark.parametrize(
+    ("pin", "local", "shown"),
+    [
+        (Pin("/h/var/log/pods", host="/var/log/pods"), "", "/var/log/pods"),
+        (Pin("/h/var/log/pods", host="/var/log/pods"), "/h/var/log/pods", "/var/log/pods"),
+        (Pin("/h/var/log/pods", host="/var/log/pods"), "/h/var/log/pods/a/b", "/var/log/pods/a/b"),
+        (Pin("/h/var/log/pods", host="/var/log/pods"), "/h/var/log/podsx", "/h/var/log/podsx"),
+        (Pin("/h/var/log/pods", host="/var/log/pods"), "/elsewhere", "/elsewhere"),
+        (Pin("/var/log/pods"), "/var/log/pods/a", "/var/log/pods/a"),
+        (Pin("/h", host="/"), "/h/x", "/x"),
+        (Pin(""), "/h/x", "/h/x"),
+    ],
+)
+def test_a_pin_shows_paths_below_it_as_host_paths(pin: Pin, local: str, shown: str) -> None:
+    assert pin.show(local) == shown
+
+
+def test_a_pin_taken_under_a_host_root_shows_host_paths(tmp_path: Path) -> None:
+    (tmp_path / "var/log/pods/ns_p_u").mkdir(parents=True)
+    os.symlink("/var/log", tmp_path / "logs")
+    try:
+        pin = pinned_on_host(tmp_path, "/logs/pods")
+        assert pin.path == str(tmp_path / "var/log/pods") and pin.host == "/var/log/pods"
+        (tmp_path / "var/log/pods/ns_p_u").rmdir()
+        os.symlink("/", tmp_path / "var/log/pods/ns_p_u")
+        with pytest.raises(Refused, match=r"^/var/log/pods/ns_p_u is a symlink now; left$"):
+            remove_tree(str(tmp_path / "var/log/pods/ns_p_u"), STALE, pin)
+    finally:
+        release_pins()
