@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kubegc_cli.errors import BadInput, Busy
 from kubegc_cli.plan import Action
 from kubegc_cli.settings import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
-from kubegc_cli.units import ns_to_rfc3339
+from kubegc_cli.units import escaped_char, ns_to_rfc3339
 
 if TYPE_CHECKING:
     import sqlite3
@@ -440,12 +440,7 @@ def storable(text: str) -> str:
         text.encode()
         return text
     except UnicodeEncodeError:
-        return "".join(_escaped(c) if "\ud800" <= c <= "\udfff" else c for c in text)
-
-
-def _escaped(surrogate: str) -> str:
-    n = ord(surrogate)
-    return f"\\x{n - 0xDC00:02x}" if 0xDC80 <= n <= 0xDCFF else f"\\u{n:04x}"
+        return "".join(escaped_char(c) if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def record_audit(

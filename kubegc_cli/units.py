@@ -129,6 +129,18 @@ def format_bytes(n: int) -> str:
     return f"{n}B"
 
 
+def escaped_char(ch: str) -> str:
+    """One character written as an escape for a screen or a log: a byte `os.fsdecode` could
+    not decode (a lone surrogate U+DC80–U+DCFF) as that byte, `\\xff`; any other character
+    below U+0100 as `\\xNN`, others as `\\uNNNN` / `\\UNNNNNNNN`."""
+    n = ord(ch)
+    if 0xDC80 <= n <= 0xDCFF:
+        return f"\\x{n - 0xDC00:02x}"
+    if n < 0x100:
+        return f"\\x{n:02x}"
+    return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
 _DATES: dict[int, str] = {}  # day number since the epoch -> "YYYY-MM-DDT"
 _CLOCKS: dict[int, str] = {}  # second of the day -> "HH:MM:SS" (at most 86,400)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 from fractions import Fraction
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.render import safe_text
 from kubegc_cli.units import (
     format_bytes,
     format_duration,
@@ -179,3 +181,23 @@ def test_whole_quantities_read_without_fractions_have_the_same_value(text: str) 
             parse_bytes(text)
     else:
         assert parse_bytes(text) == math.ceil(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain name", "plain name"),
+        ("p\x1b]0;t\x07", "p\\x1b]0;t\\x07"),
+        ("line\nbreak\r", "line\\x0abreak\\x0d"),
+        ("nel\u0085", "nel\\x85"),
+        ("ls\u2028ps\u2029", "ls\\u2028ps\\u2029"),
+        (os.fsdecode(b"ns\xff_p"), "ns\\xff_p"),  # a name's undecodable byte, as that byte
+        (os.fsdecode(b"\x80\xfe"), "\\x80\\xfe"),
+        ("\udcfe", "\\xfe"),
+        ("\ud800", "\\ud800"),  # half a pair, not from a name
+        ("tag\U000e0041", "tag\\U000e0041"),
+        ("界é", "界é"),
+    ],
+)
+def test_runtime_text_is_escaped_for_the_screen(text: str, shown: str) -> None:
+    assert safe_text(text) == shown
