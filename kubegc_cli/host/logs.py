@@ -538,7 +538,8 @@ def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes
     """Unlink `files` (from `deletable_log_files`: one real directory) by name in that
     directory, opened once and checked to be on podLogsDir's own mount (`mount_id`): a mount
     made there since the mount table was read leaves them, with a note. Returns the bytes of
-    the regular files removed; `LogRemovalError` when an unlink fails."""
+    the regular files removed that had no other hard link; `LogRemovalError` when an unlink
+    fails."""
     directory = os.path.dirname(files[0][0])
     pin = roots.pin
     if why := pin.usable():
@@ -564,7 +565,8 @@ def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes
                 continue
             if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
                 continue
-            if _unlink(path, "log", fd, pin.show(path)) and stat.S_ISREG(st.st_mode):
+            removed = _unlink(path, "log", fd, pin.show(path))
+            if removed and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # else none freed
                 freed += st.st_size
         return freed
     finally:

@@ -120,7 +120,11 @@ class TreeRemoval:
         return "partly removed; " + "; ".join(parts)
 
     def count(self, st: os.stat_result) -> None:
-        """Add the allocated bytes of a removed entry (`lstat` result), once per inode."""
+        """Add the allocated bytes of a removed entry (`lstat` result taken right before its
+        removal), once per inode. A file with other hard links then (`st_nlink` > 1) frees
+        nothing and is not counted (its last link, if removed too, is)."""
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+            return
         key = (st.st_dev, st.st_ino)
         if key not in self._seen:
             self._seen.add(key)

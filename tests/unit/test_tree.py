@@ -249,3 +249,35 @@ def test_a_pin_taken_under_a_host_root_shows_host_paths(tmp_path: Path) -> None:
             remove_tree(str(tmp_path / "var/log/pods/ns_p_u"), STALE, pin)
     finally:
         release_pins()
+
+
+def test_a_hard_linked_file_frees_nothing_unless_its_last_link_goes(tmp_path: Path) -> None:
+    """`bytes_freed`/`size_freed` count a removed file only if no other link keeps its data:
+    one linked from outside the tree counts 0; two links both inside count once."""
+    top = tmp_path / f"ns_p_{U}"
+    (top / "c").mkdir(parents=True)
+    (top / "c/0.log").write_bytes(b"x" * 5000)
+    os.link(top / "c/0.log", tmp_path / "kept.log")
+    (top / "c/1.log").write_bytes(b"y" * 7)
+    os.link(top / "c/1.log", top / "c/1.log.copy")
+    freeable = sum(os.lstat(p).st_blocks * 512 for p in (top, top / "c", top / "c/1.log"))
+    done = remove_tree(str(top), STALE, Pin.open(str(tmp_path)))
+    assert done.complete and not top.exists()
+    assert done.size_freed == 7 and (tmp_path / "kept.log").read_bytes() == b"x" * 5000
+    assert done.bytes_freed == freeable  # two directories and 1.log once; not 0.log
+
+
+def test_a_container_log_with_another_hard_link_frees_nothing(tmp_path: Path) -> None:
+    d = tmp_path / "var/log/pods/default_web_u1/app"
+    d.mkdir(parents=True)
+    (d / "0.log").write_bytes(b"x" * 7)
+    (d / "0.log.20261129-101010").write_bytes(b"y" * 3)
+    os.link(d / "0.log", tmp_path / "kept.log")
+    freed, note = remove_container_logs(
+        LogRoots(tmp_path, "/var/log/pods"),
+        ctr("a"),
+        "/var/log/pods/default_web_u1/app/0.log",
+        STALE,
+    )
+    assert (freed, note) == (3, "") and list(d.iterdir()) == []
+    assert (tmp_path / "kept.log").read_bytes() == b"x" * 7
