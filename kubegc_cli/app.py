@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
-from kubegc_cli.model import ContainerState, NodeSnapshot
+from kubegc_cli.model import NodeSnapshot
 from kubegc_cli.plan import (
     ContainerAction,
     ImageAction,
@@ -136,10 +136,6 @@ def _load_pod_inventory(s: Settings, ui: Ui) -> PodInventory:
 def _now(s: Settings, snap: NodeSnapshot) -> int:
     """Planning time: `--now`, else when the snapshot was taken (ns since the epoch)."""
     return s.now if s.now is not None else snap.captured_at
-
-
-def _running_pod_uids(snap: NodeSnapshot) -> set[str]:
-    return {c.pod_uid for c in snap.containers if c.state is ContainerState.RUNNING}
 
 
 def load_snapshot(path: Path) -> NodeSnapshot:
@@ -363,7 +359,7 @@ def gc_containers(
     mode = decide_mode(s, act, ui)
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
-        check_source_covers_node(pods, _running_pod_uids(snap))
+        check_source_covers_node(pods, snap.containers, snap.sandboxes)
         bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         plan = plan_containers(snap.containers, policy, pods, _now(s, snap), bound)
         plan.source = source
@@ -418,7 +414,7 @@ def gc_sandboxes(
     mode = decide_mode(s, act, ui)
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[SandboxAction]:
-        check_source_covers_node(pods, _running_pod_uids(snap))
+        check_source_covers_node(pods, snap.containers, snap.sandboxes)
         plan = plan_sandboxes(
             snap.sandboxes, snap.containers, pods, _now(s, snap),
             include_terminated_pods=include_terminated_pods, scope=scope,
@@ -533,7 +529,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
     client = open_client(s, ui)
     try:
         snap = observe_node(client, s.host_root, statuses="none")
-        check_source_covers_node(pods, _running_pod_uids(snap))
+        check_source_covers_node(pods, snap.containers, snap.sandboxes)
         mounts = MountTable.read()
         dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
         now = _now(s, snap)
@@ -585,7 +581,7 @@ def gc_all(
     try:
         mounts = MountTable.read()
         snap = _observe_for_containers(client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True)
-        check_source_covers_node(pods, _running_pod_uids(snap))
+        check_source_covers_node(pods, snap.containers, snap.sandboxes)
         now = _now(s, snap)
         scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         pc = plan_containers(snap.containers, policy, pods, now, scope)

@@ -732,9 +732,11 @@ def disk_usage(
             ui.warn(f"{exc}; images and writable layers are unknown (exit 3 after the report)")
         else:
             endpoint = rt.endpoint
-            running = [c.pod_uid for c in rt.containers if c.state is ContainerState.RUNNING]
             check_source_covers_node(
-                pods, running, consequence="df needs this node's pods, or no pod source"
+                pods,
+                rt.containers,
+                rt.sandboxes,
+                consequence="df needs this node's pods, or no pod source",
             )
     # Without the runtime the pod source cannot be checked against the pods running here
     # (the check every gc command makes): no pod counts as deleted then.

@@ -533,9 +533,7 @@ def apply_plan(
             client, s.host_root, statuses="dead", sandboxes="sandbox" in kinds,
             images="image" in kinds, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
         )  # fmt: skip
-        check_source_covers_node(
-            pods, {c.pod_uid for c in snap.containers if c.state is ContainerState.RUNNING}
-        )
+        check_source_covers_node(pods, snap.containers, snap.sandboxes)
         protected: set[str] = set()
         if "image" in kinds:
             saved_refs = (plan.policy.get("sandbox_image"),

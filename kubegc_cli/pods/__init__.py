@@ -13,20 +13,38 @@ pod workers, so it asks a pod source instead:
 
 In every source, an evicted pod and a pod being deleted whose containers have all stopped
 count as deleted too (the kubelet's ShouldPodContentBeRemoved).
+
+Static pods (from the kubelet's manifest directory or URL) are not in the API: the kubelet
+gives each a UID of 32 hex characters (a hash of the manifest) and publishes a mirror pod,
+whose own UID is another, with the annotation `kubernetes.io/config.mirror` set to the static
+pod's UID. A mirror pod in a source stands for its static pod; a static pod UID that no mirror
+pod names is never treated as deleted (kubegc cannot see the kubelet's manifests: the API
+server may be down, the mirror pod not yet made).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.inputs import parse_json, read_text
+from kubegc_cli.inputs import parse_json, read_text, shown
+from kubegc_cli.model import Container, ContainerState, Sandbox, SandboxState
 from kubegc_cli.units import rfc3339_to_ns
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+#: On a mirror pod: the UID of the static pod it stands for (kubelet `ConfigMirrorAnnotationKey`).
+ANNOTATION_CONFIG_MIRROR = "kubernetes.io/config.mirror"
+_STATIC_POD_UID = re.compile(r"[0-9a-f]{32}")
+
+
+def is_static_pod_uid(uid: str) -> bool:
+    """`uid` is spelled as the kubelet spells a static pod's UID: 32 lower-case hex characters
+    (the manifest's hash; kubelet `applyDefaults`). Pods from the API have dashed UUIDs."""
+    return _STATIC_POD_UID.fullmatch(uid) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +80,22 @@ class PodInventory:
 
     def is_deleted(self, uid: str) -> bool:
         """The pod's content may be removed (the kubelet's ShouldPodContentBeRemoved): it is
-        gone from the pod source, evicted, or deleted with every container stopped.
+        gone from the pod source (`may_exist` False), evicted, or deleted with every container
+        stopped.
 
         Containers without a pod UID label (`uid == ""`) are never treated as deleted: kubegc
         cannot know whose they are.
         """
-        if not self.known or uid == "":
-            return False
-        pod = self.pods.get(uid)
-        return pod is None or pod.content_removable
+        if uid == "" or self.may_exist(uid):
+            pod = self.pods.get(uid) if self.known else None
+            return pod is not None and pod.content_removable
+        return True
+
+    def may_exist(self, uid: str) -> bool:
+        """The pod may still exist as far as this source can tell: no source was read, the
+        source lists it (a mirror pod counts for its static pod), or `uid` is a static pod's
+        UID (`is_static_pod_uid`) that no mirror pod names — the source cannot speak for it."""
+        return not self.known or uid in self.pods or is_static_pod_uid(uid)
 
     def deletion_reason(self, uid: str) -> str:
         """Why `is_deleted(uid)` holds, in words ("" when it does not)."""
@@ -99,22 +124,46 @@ NO_POD_SOURCE = PodInventory(known=False, source="none")
 
 
 def check_source_covers_node(
-    pods: PodInventory, running_pod_uids: Iterable[str], *, consequence: str = "nothing removed"
+    pods: PodInventory,
+    containers: Iterable[Container],
+    sandboxes: Iterable[Sandbox] = (),
+    *,
+    consequence: str = "nothing removed",
 ) -> None:
-    """Refuse a pod source that lists none of the pods running on this node.
+    """Refuse a pod source that cannot be this node's: one that lists none of the pods alive
+    here (a RUNNING container or a READY sandbox), or lists no pod at all while the runtime
+    has pods here (any container or sandbox with a pod UID; a static pod's UID named by no
+    mirror pod does not count, see `is_static_pod_uid`).
 
     An empty list, another node's pods, or a failed `kubectl` would otherwise mark every pod
-    here as deleted and take the newest records of live pods. `running_pod_uids` are the pod
-    UIDs of this node's RUNNING containers. Raises `BadInput` (nothing is removed), its
-    message ending with `consequence`.
+    here as deleted and take the newest records of live pods — also when nothing runs (after
+    a reboot, or with every pod crash-looping). `containers`, `sandboxes`: what the runtime
+    lists now. Raises `BadInput` (nothing is removed), its message ending with `consequence`.
     """
     if not pods.known:
         return
-    running = {u for u in running_pod_uids if u}
-    if running and not running & pods.pods.keys():
+    alive: set[str] = set()
+    present: set[str] = set()
+    for c in containers:
+        present.add(c.pod_uid)
+        if c.state is ContainerState.RUNNING:
+            alive.add(c.pod_uid)
+    for sb in sandboxes:
+        present.add(sb.uid)
+        if sb.state is SandboxState.READY:
+            alive.add(sb.uid)
+    alive = {u for u in alive if u and not is_static_pod_uid(u)}
+    present = {u for u in present if u and not is_static_pod_uid(u)}
+    if alive and not alive & pods.pods.keys():
         raise BadInput(
-            f"pod source {pods.source} lists none of the {len(running)} pod(s) running on this "
+            f"pod source {pods.source} lists none of the {len(alive)} pod(s) alive on this "
             f"node (an empty list, another node's pods, a failed kubectl?); {consequence}"
+        )
+    if present and not pods.pods:
+        raise BadInput(
+            f"pod source {pods.source} lists no pods, but the runtime has containers or "
+            f"sandboxes of {len(present)} pod(s) here (a failed kubectl, a wrong node name?); "
+            f"{consequence}"
         )
 
 
@@ -133,6 +182,7 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     pods: dict[str, PodInfo] = {}
     index: dict[str, int] = {}  # uid -> its place in items
     nodes: dict[str, Mapping[str, Any]] = {}
+    mirrors: list[tuple[str, PodInfo]] = []  # (static pod UID, its mirror pod)
     for i, item in enumerate(doc["items"]):
         meta = item.get("metadata") if isinstance(item, Mapping) else None
         if kind == "List" and isinstance(meta, Mapping) and item.get("kind") == "Node":
@@ -183,7 +233,30 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             or (deleting is not None and _all_stopped(status)),
             raw=item,
         )
+        if static := _mirrored_uid(meta, f"{source}: items[{i}]"):
+            mirrors.append((static, pods[uid]))
+    for static, mirror in mirrors:  # the static pod exists; never evicted, never deleted here
+        pods.setdefault(static, PodInfo(static, mirror.namespace, mirror.name, mirror.phase))
     return PodInventory(known=True, pods=pods, source=source, nodes=nodes)
+
+
+def _mirrored_uid(meta: Mapping[str, Any], where: str) -> str:
+    """The static pod UID a mirror pod's `kubernetes.io/config.mirror` annotation names ("" for
+    any other pod). `BadInput` when the annotations are not an object of strings."""
+    annotations = meta.get("annotations")
+    if annotations is None:
+        return ""
+    if not isinstance(annotations, Mapping):
+        raise BadInput(f"{where}.metadata.annotations {shown(annotations)} is not an object")
+    static = annotations.get(ANNOTATION_CONFIG_MIRROR)
+    if static is None:
+        return ""
+    if not isinstance(static, str):
+        raise BadInput(
+            f"{where}.metadata.annotations[{ANNOTATION_CONFIG_MIRROR!r}] {shown(static)} "
+            "is not a string"
+        )
+    return static
 
 
 def _all_stopped(status: Mapping[str, Any]) -> bool:

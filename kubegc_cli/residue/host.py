@@ -48,6 +48,7 @@ from kubegc_cli.host.podlogs import (
     is_pod_uid,
     read_pod_log_dirs,
 )
+from kubegc_cli.pods import is_static_pod_uid
 from kubegc_cli.residue import (
     CNI_IP,
     LOG_LINK,
@@ -77,6 +78,9 @@ CNI_BOOKKEEPING = ("lock", "last_reserved_ip")
 
 NO_POD_SOURCE = "no pod source: kubegc cannot tell the pod is gone"
 NO_RUNTIME = "the runtime could not be listed"
+STATIC_POD = (
+    "a static pod's UID that no mirror pod names: kubegc cannot see the kubelet's manifests"
+)
 NO_PROCESSES = "cannot see the host's processes (--host-root is not /)"
 NEVER_KILL = "kubegc never kills processes"
 
@@ -137,6 +141,9 @@ def _pod_gone_reasons(ctx: ScanContext, uid: str) -> list[str]:
         reasons.append(NO_POD_SOURCE)
     if not ctx.runtime_known:
         reasons.append(NO_RUNTIME)
+    known = uid in ctx.pod_uids or uid in ctx.runtime_pod_uids
+    if is_static_pod_uid(uid) and not reasons and not known:
+        reasons.append(STATIC_POD)
     return reasons or [f"pod {uid} is known"]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.plan import Result
+from kubegc_cli.pods import is_static_pod_uid
 from kubegc_cli.residue import NOTHING
 
 
@@ -121,10 +122,12 @@ class ScanContext:
     mounts: MountTable = field(default_factory=lambda: MountTable(frozenset()))
 
     def pod_is_gone(self, uid: str) -> bool:
-        """Neither the pod source nor the runtime knows pod `uid` (False unless both were read)."""
+        """Neither the pod source nor the runtime knows pod `uid` (False unless both were read,
+        and for a static pod's UID no mirror pod names: `is_static_pod_uid`)."""
         return (
             self.pods_known
             and self.runtime_known
             and uid not in self.pod_uids
             and uid not in self.runtime_pod_uids
+            and not is_static_pod_uid(uid)
         )

@@ -352,8 +352,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
             mounts=mounts,
         )
         if facts is not None:
-            running = [c.pod_uid for c in facts.containers if c.state is ContainerState.RUNNING]
-            check_source_covers_node(pods, running)
+            check_source_covers_node(pods, facts.containers, facts.sandboxes)
             ctx = with_runtime(ctx, facts)
         socket = ""
         if client is not None:
@@ -530,7 +529,7 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
             def pod_still_gone(uid: str) -> bool:
                 """The pod source (read again) and the runtime (asked now) still lack `uid`."""
                 pods = fresh["pods"]
-                if not pods.known or uid in pods.pods:
+                if pods.may_exist(uid):
                     return False
                 if client.list_containers(labels={LABEL_POD_UID: uid}):
                     return False

@@ -368,7 +368,7 @@ def test_pods_file_listing_none_of_the_running_pods_is_refused(
         ["--snapshot", str(snapshot_file), "--pods-file", str(empty), "gc", "containers"], capsys
     )
     assert code == 2 and out == ""
-    assert "lists none of the 1 pod(s) running on this node" in err
+    assert "lists none of the 1 pod(s) alive on this node" in err
 
 
 def test_snapshot_yaml_round_trip(

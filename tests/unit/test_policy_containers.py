@@ -8,9 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.model import Container
+from kubegc_cli.errors import BadInput
+from kubegc_cli.model import Container, Sandbox, SandboxState
 from kubegc_cli.plan import Result
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
+from kubegc_cli.pods import (
+    NO_POD_SOURCE,
+    PodInfo,
+    PodInventory,
+    check_source_covers_node,
+    inventory_from_podlist,
+    inventory_of,
+)
 from kubegc_cli.policy.containers import (
     ContainerGCPolicy,
     Scope,
@@ -446,3 +454,78 @@ def test_deleted_pod_that_still_runs_is_pointed_out() -> None:
     plan = plan_containers(cs, ContainerGCPolicy(), pods("p"), NOW)
     assert [a.id for a in plan.actions] == ["q0"]
     assert any("ci/q counts as deleted" in n and "still runs" in n for n in plan.notes)
+
+
+STATIC = "4d8f0c2b9e1a7f3c5b6d8e0a1c2b3d4e"  # a static pod's UID: its manifest's hash
+
+
+@pytest.mark.parametrize("mirrored", [True, False])
+def test_a_static_pod_is_never_a_deleted_pod(mirrored: bool) -> None:
+    """A static pod (etcd, kube-apiserver) is not in the API; its mirror pod, with another
+    UID, names it in `kubernetes.io/config.mirror`. Mirrored or not, its newest dead record of
+    each evict unit stays (guard), as for any pod that exists."""
+    cs = [
+        ctr("init0", uid=STATIC, pod="etcd-n1", ns="kube-system", name="init-certs", age_s=900),
+        ctr("etcd0", uid=STATIC, pod="etcd-n1", ns="kube-system", name="etcd", age_s=800),
+        ctr("etcd1", uid=STATIC, pod="etcd-n1", ns="kube-system", name="etcd", attempt=1,
+            state="RUNNING"),
+    ]  # fmt: skip
+    meta = {"uid": "0b0b0b0b-1111-2222-3333-444455556666", "namespace": "kube-system",
+            "name": "etcd-n1"}  # fmt: skip
+    if mirrored:
+        meta["annotations"] = {"kubernetes.io/config.mirror": STATIC}  # type: ignore[assignment]
+    inv = inventory_from_podlist({"kind": "PodList", "items": [{"metadata": meta}]}, source="t")
+    assert not inv.is_deleted(STATIC) and inv.may_exist(STATIC)
+    plan = plan_containers(cs, ContainerGCPolicy(max_per_pod_container=0), inv, NOW)
+    assert plan.actions == []
+    assert {(a.id, a.rule) for a in plan.kept} == {
+        ("init0", "guard-newest-record"), ("etcd0", "guard-newest-record"),
+    }  # fmt: skip
+
+
+def test_a_mirror_annotation_that_is_not_text_is_bad_input() -> None:
+    for value, shown in (([1], r"\[1\]"), ({"kubernetes.io/config.mirror": 7}, "7")):
+        item = {"metadata": {"uid": "u", "annotations": value}}
+        with pytest.raises(BadInput, match=rf"items\[0\]\.metadata\.annotations.* {shown} is not"):
+            inventory_from_podlist({"kind": "PodList", "items": [item]}, source="t")
+
+
+def _sb(uid: str, state: str) -> Sandbox:
+    return Sandbox(
+        id=f"sb-{uid}", name="p", namespace="ns", uid=uid, attempt=0,
+        state=SandboxState(state), created_at=0,
+    )  # fmt: skip
+
+
+API_POD = "9a1b2c3d-0000-1111-2222-333344445555"
+OTHER_POD = "11111111-2222-3333-4444-555555555555"
+
+
+@pytest.mark.parametrize(
+    ("listed", "containers", "sandboxes", "refused"),
+    [
+        # nothing runs (a reboot, every pod crash-looping), an empty list: refused
+        ([], [ctr("a", uid=API_POD)], [], "lists no pods"),
+        ([], [], [_sb(API_POD, "NOTREADY")], "lists no pods"),
+        # a READY sandbox is a pod alive here, even with every container stopped
+        ([OTHER_POD], [ctr("a", uid=API_POD)], [_sb(API_POD, "READY")], "none of the 1"),
+        ([OTHER_POD], [ctr("a", uid=API_POD, state="RUNNING")], [], "none of the 1"),
+        # the source lists a pod alive here, or nothing of a pod is here: fine
+        ([API_POD], [ctr("a", uid=API_POD, state="RUNNING")], [_sb(API_POD, "READY")], ""),
+        ([OTHER_POD], [ctr("a", uid=API_POD)], [_sb(API_POD, "NOTREADY")], ""),
+        ([], [], [], ""),
+        ([], [ctr("a", uid="")], [], ""),  # no pod UID: no pod
+        # static pods (no mirror pod needed) never make a source look wrong
+        ([], [ctr("a", uid=STATIC, state="RUNNING")], [_sb(STATIC, "READY")], ""),
+    ],
+)
+def test_a_pod_source_that_cannot_be_this_nodes_is_refused(
+    listed: list[str], containers: list[Container], sandboxes: list[Sandbox], refused: str
+) -> None:
+    inv = inventory_of([PodInfo(u, "ns", "p") for u in listed])
+    if not refused:
+        check_source_covers_node(inv, containers, sandboxes)
+        return
+    with pytest.raises(BadInput, match=refused):
+        check_source_covers_node(inv, containers, sandboxes)
+    check_source_covers_node(NO_POD_SOURCE, containers, sandboxes)  # no source: no check

@@ -13,6 +13,7 @@ from kubegc_cli.host.podlogs import (
     NOT_A_POD,
     LegacyLink,
     LogDirChanged,
+    PodLogDir,
     container_id_from_link,
     dangling_links,
     pod_uid_from_dir,
@@ -22,7 +23,7 @@ from kubegc_cli.host.podlogs import (
 )
 from kubegc_cli.host.tree import Pin
 from kubegc_cli.plan import LogAction, Plan
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
+from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_from_podlist, inventory_of
 from kubegc_cli.policy.logs import link_state, plan_logs
 from tests.unit.factories import NOW, ctr
 
@@ -262,7 +263,6 @@ def test_scope_applies_to_dirs_and_links(tmp_path: Path) -> None:
     ("name", "planned"),
     [
         (f"ns_p_{GONE}", True),  # a pod from the API: a dashed UUID
-        ("kube-system_etcd-n1_" + "0123456789abcdef" * 2, True),  # a static pod: 32 hex
         (GONE, True),  # the legacy layout: the name is the UID
         ("log", False),  # /var/log/pods -> .. would list /var/log's siblings
         ("lib", False),
@@ -282,3 +282,33 @@ def test_only_directories_named_by_a_pod_uid_are_removed(
     assert [a.path for a in plan.actions] == ([f"/var/log/pods/{name}"] if planned else [])
     if not planned:
         assert [(a.rule, a.reason) for a in plan.kept] == [("not-a-pod-uid", NOT_A_POD)]
+
+
+def test_a_static_pods_directory_is_never_planned() -> None:
+    """A static pod's UID (32 hex) is not in the API: whether a mirror pod names it or not, its
+    log directory is not a deleted pod's (kubegc cannot see the kubelet's manifests)."""
+    static = "0123456789abcdef" * 2
+    mirror = {
+        "metadata": {
+            "uid": LIVE, "namespace": "kube-system", "name": "etcd-n1",
+            "annotations": {"kubernetes.io/config.mirror": static},
+        }
+    }  # fmt: skip
+    other = "fedcba9876543210" * 2
+    for source in ([mirror], []):
+        pods = inventory_from_podlist({"kind": "PodList", "items": source}, source="t")
+        for uid in (static, other):
+            d = PodLogDir(
+                f"kube-system_etcd-n1_{uid}", f"/l/kube-system_etcd-n1_{uid}", uid, 9, False
+            )
+            plan = plan_logs(
+                [d], [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+                container_logs_dir="/var/log/containers",
+            )  # fmt: skip
+            assert plan.actions == [], (source, uid)
+    gone = PodLogDir(f"ns_p_{GONE}", f"/l/ns_p_{GONE}", GONE, 9, False)
+    plan = plan_logs(
+        [gone], [], [], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [a.pod_uid for a in plan.actions] == [GONE]  # (the same source: a dashed UID is gone)

@@ -31,6 +31,7 @@ from kubegc_cli.residue.host import (
     NO_POD_SOURCE,
     NO_PROCESSES,
     NO_RUNTIME,
+    STATIC_POD,
     ProcessInfo,
     cni_summary,
     is_ip_name,
@@ -280,7 +281,8 @@ def test_is_pod_uid(name: str, uid: bool) -> None:
 
 def test_dirs_not_named_like_a_pod_are_never_safe(tmp_path: Path) -> None:
     """Pod dirs and pod log dirs whose name (or last `_` field) is no pod UID: findings at
-    most, never safe; a static pod's 32-hex UID is named like a pod."""
+    most, never safe; a static pod's 32-hex UID is named like a pod, but no mirror pod names
+    it, so it is not gone either (kubegc cannot see the kubelet's manifests)."""
     static = "0123456789abcdef0123456789abcdef"
     for name in ("not-a-uid", static):
         (tmp_path / PODS.lstrip("/") / name).mkdir(parents=True)
@@ -289,14 +291,15 @@ def test_dirs_not_named_like_a_pod_are_never_safe(tmp_path: Path) -> None:
     dirs = {f.target: f for f in scan_pod_dirs(ctx_for(tmp_path))}
     assert not dirs[f"{PODS}/not-a-uid"].safe
     assert dirs[f"{PODS}/not-a-uid"].unsafe_reason == NOT_A_POD
-    assert dirs[f"{PODS}/{static}"].safe
+    assert not dirs[f"{PODS}/{static}"].safe
+    assert dirs[f"{PODS}/{static}"].unsafe_reason == STATIC_POD
     logs = {f.target: f for f in scan_pod_log_dirs(ctx_for(tmp_path))}
     assert [logs[f"/var/log/pods/{n}"].safe for n in ("nounderscores", "ns_web_not-a-uid")] == [
         False,
         False,
     ]
     assert NOT_A_POD in logs["/var/log/pods/nounderscores"].unsafe_reason
-    assert logs[f"/var/log/pods/ns_static_{static}"].safe
+    assert logs[f"/var/log/pods/ns_static_{static}"].unsafe_reason == STATIC_POD
 
 
 # --- 2. pod log dirs and legacy links ------------------------------------------------------------
