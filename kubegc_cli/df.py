@@ -1004,7 +1004,13 @@ def _dead_container_logs(
     delete them (inside the kubelet config's podLogsDir `kubelet_logs_dir`, which is what
     `gc containers` reads). A deleted pod's logs are already counted with its whole
     directory; a pod whose directory is residue is not walked here."""
-    from kubegc_cli.host.logs import LogRoots, deletable_log_files, log_files, on_host
+    from kubegc_cli.host.logs import (
+        LogRoots,
+        deletable_log_files,
+        foreign_log,
+        log_files,
+        on_host,
+    )
 
     roots = LogRoots(s.host_root, kubelet_logs_dir)
     counted: set[tuple[int, int]] = set()
@@ -1014,7 +1020,8 @@ def _dead_container_logs(
             continue
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
-        files = deletable_log_files(roots, c.log_path, mounts)[0]
+        own = not foreign_log(kubelet_logs_dir, c, c.log_path)
+        files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
         may_go = {(st.st_dev, st.st_ino) for _, st in files}
         for _, st in log_files(on_host(s.host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)

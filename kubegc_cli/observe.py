@@ -88,7 +88,7 @@ def observe_node(
                 finished_at=st.finished_at,
                 exit_code=st.exit_code,
                 log_path=st.log_path,
-                log_bytes=sizer.bytes_of(st.log_path),
+                log_bytes=sizer.bytes_of(st.log_path, c),
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()

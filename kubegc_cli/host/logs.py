@@ -189,6 +189,20 @@ def kubelet_log_path(pod_logs_dir: str, container: Container) -> str:
     return folder + name if folder else ""
 
 
+def foreign_log(pod_logs_dir: str, container: Container, log_path: str) -> str:
+    """ "" when `log_path`, a log path the runtime reports for `container`, is the very path the
+    kubelet gives that container's log (`kubelet_log_path` under `pod_logs_dir`, as written),
+    else why kubegc deletes no log there: a runtime may report any path, and one in another
+    pod's or container's directory, or another attempt's file, is that one's log (it may be
+    being written). Source of the layout: kubelet `BuildContainerLogsDirectory`."""
+    expected = kubelet_log_path(os.path.normpath(pod_logs_dir), container)
+    if not expected:
+        return f"log {log_path} left: the container's labels do not give the kubelet's log path"
+    if log_path != expected:
+        return f"log {log_path} is not where the kubelet puts this container's ({expected}); left"
+    return ""
+
+
 def log_files(local_log: str) -> list[tuple[str, os.stat_result]]:
     """The log file and its rotated siblings that exist, with their lstat results.
 
@@ -453,10 +467,14 @@ class LogSizer:
             return log_bytes(self.roots, log_path, self.mounts)
         return 0  # nothing there, or not a directory: no log file to free
 
-    def bytes_of(self, log_path: str) -> int | None:
-        """Bytes removing this log (and its rotated siblings) would free; None without a path."""
+    def bytes_of(self, log_path: str, container: Container | None = None) -> int | None:
+        """Bytes removing this log (and its rotated siblings) would free; None without a path.
+        With `container`, the runtime's path for its log: 0 unless it is that container's own
+        (`foreign_log`: nothing else is removed with it)."""
         if not log_path:
             return None
+        if container is not None and foreign_log(self.roots.pod_logs_dir, container, log_path):
+            return 0
         parts = _layout_parts(self._prefix, log_path)
         if parts is None:
             return log_bytes(self.roots, log_path, self.mounts)
@@ -579,10 +597,15 @@ def remove_container_logs(
     """Remove a container's log files and legacy symlink. Returns (bytes freed, note).
 
     The note is "" when everything expected was removed, else it says what was left and why
-    (outside podLogsDir, a mount point). Raises `LogRemovalError` when a deletion fails for
-    another reason.
+    (not the container's own log path — `foreign_log` —, outside podLogsDir, a mount point).
+    Raises `LogRemovalError` when a deletion fails for another reason.
     """
-    files, notes = deletable_log_files(roots, log_path, mounts)
+    foreign = foreign_log(roots.pod_logs_dir, container, log_path) if log_path else ""
+    files: list[tuple[str, os.stat_result]] = []
+    if foreign:
+        notes = [foreign]
+    else:
+        files, notes = deletable_log_files(roots, log_path, mounts)
     freed = _unlink_logs(roots, files, notes) if files else 0
     link_dir = roots.local_container_logs_dir
     if not link_dir:

@@ -196,7 +196,7 @@ def observe_runtime(
     from dataclasses import replace
 
     from kubegc_cli.cri.client import sandbox_image_from_info
-    from kubegc_cli.host.logs import LogRoots, log_bytes
+    from kubegc_cli.host.logs import LogRoots, foreign_log, log_bytes
 
     wanted = set(types)
     client.check()
@@ -223,7 +223,8 @@ def observe_runtime(
             st = found[c.id]
             if st is None:
                 continue  # gone since the list
-            size = log_bytes(roots, st.log_path, mounts)
+            own = not foreign_log(pod_logs_dir, c, st.log_path)
+            size = log_bytes(roots, st.log_path, mounts) if own or not st.log_path else 0
             facts.containers.append(
                 replace(c, state=st.state, finished_at=st.finished_at, log_path=st.log_path,
                         exit_code=st.exit_code, log_bytes=size)

@@ -43,3 +43,16 @@ def ctr(
         labels=labels,
         log_bytes=log_bytes,
     )
+
+
+def owner(cid: str, log_path: str, **kw: object) -> Container:
+    """A container whose labels and restart count make `log_path`
+    (`.../<ns>_<pod>_<uid>/<container>/<restartCount>.log`) the kubelet's path for its log."""
+    from dataclasses import replace
+
+    from kubegc_cli.model import ANNOTATION_RESTART_COUNT
+
+    pod_dir, name, file = log_path.split("/")[-3:]
+    ns, pod, uid = pod_dir.split("_", 2)
+    c = ctr(cid, uid=uid, name=name, ns=ns, pod=pod, **kw)  # type: ignore[arg-type]
+    return replace(c, annotations={ANNOTATION_RESTART_COUNT: file.split(".")[0]})

@@ -21,6 +21,7 @@ from kubegc_cli.app import Settings
 from kubegc_cli.df import DfOptions, DfReport, RuntimeView, disk_usage
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import (
+    ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
     LABEL_POD_NAME,
     LABEL_POD_NAMESPACE,
@@ -289,7 +290,7 @@ def ctr(
     return Container(
         id=cid, pod_sandbox_id="sb1", name=container, attempt=attempt, state=state,
         created_at=1 + attempt, labels=labels("uid1", "a", container), image_id=image,
-        log_path=log,
+        log_path=log, annotations={ANNOTATION_RESTART_COUNT: log.rsplit("/", 1)[-1][:-4]},
     )  # fmt: skip
 
 

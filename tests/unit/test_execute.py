@@ -20,7 +20,7 @@ from kubegc_cli.host.logs import LogRoots
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState
 from kubegc_cli.plan import ContainerAction, Result
-from tests.unit.factories import ctr
+from tests.unit.factories import ctr, owner
 
 
 @dataclass
@@ -79,7 +79,7 @@ def test_removes_and_frees_log_bytes(tmp_path: Path) -> None:
     log = tmp_path / "var/log/pods/default_p_u/app/0.log"
     log.parent.mkdir(parents=True)
     log.write_bytes(b"x" * 42)
-    c = ctr("a0")
+    c = owner("a0", "/var/log/pods/default_p_u/app/0.log")
     cri = ScriptedCri(
         {"a0": Status(ContainerState.EXITED, c.created_at, "/var/log/pods/default_p_u/app/0.log")}
     )
@@ -129,7 +129,7 @@ def test_unremovable_log_is_reported_after_the_container_goes(
     log = tmp_path / "var/log/pods/default_p_u/app/0.log"
     log.parent.mkdir(parents=True)
     log.write_text("x")
-    c = ctr("a0")
+    c = owner("a0", "/var/log/pods/default_p_u/app/0.log")
     cri = ScriptedCri(
         {"a0": Status(ContainerState.EXITED, c.created_at, "/var/log/pods/default_p_u/app/0.log")}
     )

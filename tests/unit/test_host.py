@@ -27,7 +27,7 @@ from kubegc_cli.host.logs import (
 )
 from kubegc_cli.host.mounts import MountTable, parse_mountinfo
 from kubegc_cli.pods import load_pods_file
-from tests.unit.factories import ctr
+from tests.unit.factories import ctr, owner
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
@@ -74,7 +74,7 @@ def test_log_bytes_counts_what_would_be_freed(tmp_path: Path) -> None:
 
 def test_remove_logs_and_legacy_symlink(tmp_path: Path) -> None:
     log_path, d = make_logs(tmp_path)
-    c = ctr("abcdef0123456789", uid="u1", pod="web", name="app")
+    c = owner("abcdef0123456789", log_path)
     links = tmp_path / "var/log/containers"
     links.mkdir(parents=True)
     link = links / legacy_symlink_name("web", "default", "app", c.id)
@@ -141,8 +141,9 @@ def test_log_outside_pod_logs_dir_is_left(tmp_path: Path) -> None:
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc/passwd").write_text("root:x:0:0")
     roots = LogRoots(tmp_path, "/var/log/pods")
-    freed, note = remove_container_logs(roots, ctr("a"), "/etc/passwd", MountTable(frozenset()))
-    assert freed == 0 and "outside podLogsDir" in note
+    c = owner("a", "/var/log/pods/default_web_u1/app/0.log")
+    freed, note = remove_container_logs(roots, c, "/etc/passwd", MountTable(frozenset()))
+    assert freed == 0 and "is not where the kubelet puts this container's" in note
     assert (tmp_path / "etc/passwd").exists()
 
 
@@ -154,9 +155,8 @@ def test_symlinked_dir_escaping_the_root_is_left(tmp_path: Path) -> None:
     pods.mkdir(parents=True)
     (pods / "app").symlink_to(outside)
     roots = LogRoots(tmp_path / "root", "/var/log/pods")
-    freed, note = remove_container_logs(
-        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", MountTable(frozenset())
-    )
+    path = "/var/log/pods/default_web_u1/app/0.log"
+    freed, note = remove_container_logs(roots, owner("a", path), path, MountTable(frozenset()))
     assert freed == 0 and "outside" in note
     assert (outside / "0.log").read_text() == "precious"
 
@@ -165,7 +165,10 @@ def test_log_that_is_a_mount_point_is_left(tmp_path: Path) -> None:
     log_path, d = make_logs(tmp_path)
     mounted = os.path.realpath(d / "0.log")
     freed, note = remove_container_logs(
-        LogRoots(tmp_path, "/var/log/pods"), ctr("a"), log_path, MountTable(frozenset({mounted}))
+        LogRoots(tmp_path, "/var/log/pods"),
+        owner("a", log_path),
+        log_path,
+        MountTable(frozenset({mounted})),
     )
     assert "mount point" in note
     assert (d / "0.log").exists()
@@ -179,7 +182,7 @@ def test_logs_are_left_when_the_mount_table_cannot_be_read(tmp_path: Path) -> No
     unknown = MountTable.read(tmp_path / "no-proc/self/mountinfo")
     roots = LogRoots(tmp_path, "/var/log/pods")
     assert log_bytes(roots, log_path, unknown) == 0
-    freed, note = remove_container_logs(roots, ctr("a"), log_path, unknown)
+    freed, note = remove_container_logs(roots, owner("a", log_path), log_path, unknown)
     assert freed == 0 and "cannot read the mount table" in note
     assert sorted(os.listdir(d)) == [
         "0.log", "0.log.20261128-101010.gz", "0.log.20261129-101010", "1.log",
@@ -192,11 +195,9 @@ def test_log_symlink_is_unlinked_not_followed(tmp_path: Path) -> None:
     d = tmp_path / "var/log/pods/default_web_u1/app"
     d.mkdir(parents=True)
     (d / "0.log").symlink_to(target)
+    path = "/var/log/pods/default_web_u1/app/0.log"
     freed, _ = remove_container_logs(
-        LogRoots(tmp_path, "/var/log/pods"),
-        ctr("a"),
-        "/var/log/pods/default_web_u1/app/0.log",
-        MountTable(frozenset()),
+        LogRoots(tmp_path, "/var/log/pods"), owner("a", path), path, MountTable(frozenset())
     )
     assert freed == 0
     assert not os.path.lexists(d / "0.log")
@@ -224,7 +225,10 @@ def test_unremovable_log_raises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(os, "unlink", refuse)
     with pytest.raises(LogRemovalError, match="Permission denied"):
         remove_container_logs(
-            LogRoots(tmp_path, "/var/log/pods"), ctr("a"), log_path, MountTable(frozenset())
+            LogRoots(tmp_path, "/var/log/pods"),
+            owner("a", log_path),
+            log_path,
+            MountTable(frozenset()),
         )
 
 
@@ -561,7 +565,7 @@ def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
     decoy = host / str(victim).lstrip("/")  # where that link leads on the host
     decoy.mkdir(parents=True)
     (decoy / "0.log").write_bytes(b"d" * 4)
-    c = ctr("a", uid="u1", pod="p", name="app")
+    c = owner("a", "/var/log/pods/ns_p_u1/app/0.log")
     none = MountTable(frozenset({"/"}))
     roots = LogRoots(host, "/var/log/pods")
     freed, note = remove_container_logs(roots, c, "/var/log/pods/ns_p_u1/app/0.log", none)
@@ -569,10 +573,12 @@ def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
     assert (victim / "0.log").read_bytes() == b"v" * 9
     (host / "to-root").symlink_to("/")
     (decoy / "0.log").write_bytes(b"d" * 4)
+    (host / "ns_p_u1/app").mkdir(parents=True)  # the host's /ns_p_u1/app/0.log
+    (host / "ns_p_u1/app/0.log").write_bytes(b"r" * 3)
     freed, note = remove_container_logs(
-        LogRoots(host, "/to-root"), c, f"/to-root/{decoy.relative_to(host)}/0.log", none
+        LogRoots(host, "/to-root"), c, "/to-root/ns_p_u1/app/0.log", none
     )
-    assert freed == 0 and "outside podLogsDir" in note and (decoy / "0.log").exists()
+    assert freed == 0 and "outside podLogsDir" in note and (host / "ns_p_u1/app/0.log").exists()
     freed, note = remove_container_logs(
         roots, c, "/var/log/pods/ns_p_u1/app/0.log", MountTable(frozenset({"/", str(decoy)}))
     )
@@ -654,3 +660,35 @@ def test_kubelet_config_field_errors_show_the_value_as_written(doc: object, erro
     with pytest.raises(BadInput) as exc:
         parse_kubelet_config(doc, source="k.yaml")
     assert error in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/var/log/pods/shop_frontend_u2/nginx/0.log",  # another pod's log (a running one)
+        "/var/log/pods/default_web_u1/sidecar/0.log",  # another container of the same pod
+        "/var/log/pods/default_web_u1/app/1.log",  # another attempt's log
+        "/var/log/pods/default_web_u1/app/../app/0.log",  # its own, but not as written
+        "/var/log/pods/default_web_u1/app/0.log.20261129-101010",
+    ],
+)
+def test_a_log_path_that_is_not_the_containers_own_is_never_deleted(
+    tmp_path: Path, path: str
+) -> None:
+    """The runtime reports a container's log path; kubegc deletes logs only at the path the
+    kubelet gives that container (`<ns>_<pod>_<uid>/<container>/<restartCount>.log`), so a
+    path pointing at another pod's, container's or attempt's log frees and removes nothing."""
+    for d in ("shop_frontend_u2/nginx", "default_web_u1/sidecar", "default_web_u1/app"):
+        for name in ("0.log", "1.log", "0.log.20261129-101010"):
+            put = tmp_path / "var/log/pods" / d / name
+            put.parent.mkdir(parents=True, exist_ok=True)
+            put.write_text("keep")
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    c = owner("dead", "/var/log/pods/default_web_u1/app/0.log")
+    assert LogSizer(roots, MountTable(frozenset())).bytes_of(path, c) == 0
+    freed, note = remove_container_logs(roots, c, path, MountTable(frozenset()))
+    assert freed == 0 and f"log {path} is not where the kubelet puts this container's" in note
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert len(left) == 9
+    own = "/var/log/pods/default_web_u1/app/0.log"
+    assert LogSizer(roots, MountTable(frozenset())).bytes_of(own, c) == 8  # 0.log + rotated

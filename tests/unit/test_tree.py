@@ -14,7 +14,7 @@ from kubegc_cli.host.logs import LogRoots, pinned_on_host, release_pins, remove_
 from kubegc_cli.host.mounts import MountTable, mount_id
 from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
 from kubegc_cli.host.tree import Pin, Refused, remove_tree
-from tests.unit.factories import ctr
+from tests.unit.factories import owner
 from tests.unit.test_residue_host import Mount, mount, needs_root
 
 __all__ = ["mount"]  # the fixture
@@ -31,7 +31,8 @@ ODD_NAMES = [
     b"latin1-\xff-name",  # not UTF-8
 ]
 
-STALE = MountTable(frozenset({"/"}))  # a readable table that lists no mount below "/"
+STALE = MountTable(frozenset({"/"}))
+LOG = "/var/log/pods/default_web_u1/app/0.log"  # a readable table that lists no mount below "/"
 
 
 @pytest.mark.parametrize("name", ODD_NAMES, ids=lambda b: repr(b)[2:-1])
@@ -142,9 +143,7 @@ def test_container_logs_are_not_unlinked_in_a_directory_mounted_since_the_table_
         (src / name).write_text("keep")
     mount("--bind", str(src), str(d))
     roots = LogRoots(tmp_path, "/var/log/pods")
-    freed, note = remove_container_logs(
-        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
-    )
+    freed, note = remove_container_logs(roots, owner("a", LOG), LOG, STALE)
     assert freed == 0 and "not on podLogsDir's mount" in note
     assert note.startswith("/var/log/pods/default_web_u1/app is") and str(tmp_path) not in note
     assert sorted(p.name for p in src.iterdir()) == ["0.log", "0.log.20261129-101010"]
@@ -157,13 +156,12 @@ def test_container_logs_on_podlogsdirs_mount_are_removed(tmp_path: Path) -> None
     (d / "0.log.20261129-101010").write_bytes(b"y" * 3)
     (d / "1.log").write_bytes(b"other attempt")
     roots = LogRoots(tmp_path, "/var/log/pods")
-    freed, note = remove_container_logs(
-        roots, ctr("a"), "/var/log/pods/default_web_u1/app/0.log", STALE
-    )
+    freed, note = remove_container_logs(roots, owner("a", LOG), LOG, STALE)
     assert (freed, note) == (10, "") and [p.name for p in d.iterdir()] == ["1.log"]
 
 
 U = "9a1b2c3d-0000-1111-2222-333344445555"
+U_LOG = f"/var/log/pods/ns_p_{U}/c/0.log"
 
 
 def _host_with_a_pod_log_dir(tmp_path: Path) -> tuple[Path, Path]:
@@ -194,7 +192,7 @@ def test_a_symlink_put_on_the_way_to_pod_logs_dir_after_the_plan_is_not_followed
     pin = roots.pin  # the plan
     (host / "var/log").rename(host / "var/log.real")
     (host / "var/log").symlink_to(victim)  # absolute: this machine's path
-    freed, note = remove_container_logs(roots, ctr("a"), f"/var/log/pods/ns_p_{U}/c/0.log", STALE)
+    freed, note = remove_container_logs(roots, owner("a", U_LOG), U_LOG, STALE)
     assert (freed, note) == (7, "")
     assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
     done = remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
@@ -213,7 +211,7 @@ def test_a_mount_put_on_pod_logs_dir_after_the_plan_is_not_entered(
     roots = LogRoots(host, "/var/log/pods")
     pin = roots.pin
     mount("--bind", str(victim / "pods"), str(host / "var/log/pods"))
-    freed, _ = remove_container_logs(roots, ctr("a"), f"/var/log/pods/ns_p_{U}/c/0.log", STALE)
+    freed, _ = remove_container_logs(roots, owner("a", U_LOG), U_LOG, STALE)
     assert freed == 7
     remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
     assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
@@ -275,8 +273,8 @@ def test_a_container_log_with_another_hard_link_frees_nothing(tmp_path: Path) ->
     os.link(d / "0.log", tmp_path / "kept.log")
     freed, note = remove_container_logs(
         LogRoots(tmp_path, "/var/log/pods"),
-        ctr("a"),
-        "/var/log/pods/default_web_u1/app/0.log",
+        owner("a", LOG),
+        LOG,
         STALE,
     )
     assert (freed, note) == (3, "") and list(d.iterdir()) == []
