@@ -22,6 +22,19 @@ MAX_INPUT_BYTES = 1 << 30
 PIPE_WAIT_SECONDS = 60  # for the first byte written to a pipe or FIFO input
 
 
+def present(path: Path | str) -> bool:
+    """`path` exists, or whether it does cannot be told (`EACCES` on a directory on the way,
+    for a user other than root): a default file or socket is then used as if there, so that
+    reading it fails with its own clear error instead of being silently passed over."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def read_text(path: Path, what: str) -> str:
     """The UTF-8 text of `path`. Raises `BadInput` ("cannot read <what> <path>: <why>")."""
     try:

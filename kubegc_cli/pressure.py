@@ -461,7 +461,7 @@ def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
         resolve,
     )
     from kubegc_cli.host.kubelet import DEFAULT_CONFIG
-    from kubegc_cli.inputs import parse_yaml, read_text
+    from kubegc_cli.inputs import parse_yaml, present, read_text
 
     layers = [flags]
     config_path = s.kubelet_config
@@ -475,7 +475,7 @@ def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
             config_path = s.host_root / cmd_config.lstrip("/")
     if config_path is None:
         default = s.host_root / DEFAULT_CONFIG.lstrip("/")
-        config_path = default if default.exists() else None
+        config_path = default if present(default) else None
     if config_path is not None:
         doc = parse_yaml(read_text(config_path, "kubelet config"), config_path, "kubelet config")
         if doc is not None and not isinstance(doc, Mapping):

@@ -368,7 +368,9 @@ def _unwritable(path: Path) -> str:
                 return "read-only filesystem"
         except OSError:
             continue
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if not os.access(path.parent, os.W_OK) or (
+        os.path.exists(path) and not os.access(path, os.W_OK)
+    ):
         return "permission denied"
     return ""
 

@@ -40,6 +40,7 @@ from click.core import ParameterSource
 
 from kubegc_cli.cli.options import GLOBAL_NAMES, collected, global_sources
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import present
 
 DEFAULT_PATH = "/etc/kubegc/config.yaml"
 ENV_VAR = "KUBEGC_CONFIG"
@@ -82,7 +83,7 @@ def locate(given: str | None, env: Mapping[str, str]) -> tuple[Path | None, str]
     if env.get(ENV_VAR):
         return Path(env[ENV_VAR]), ENV_VAR
     default = Path(DEFAULT_PATH)
-    return (default, "default") if default.exists() else (None, "")
+    return (default, "default") if present(default) else (None, "")
 
 
 def _own_options(cmd: click.Command) -> dict[str, click.Option]:
@@ -207,7 +208,7 @@ def load_config(root: click.Group, given: str | None, env: Mapping[str, str]) ->
     path, origin = locate(given, env)
     if path is None:
         return ConfigFile()
-    if origin == "default" and not path.is_file():
+    if origin == "default" and os.path.exists(path) and not os.path.isfile(path):
         return ConfigFile()
     doc = parse_yaml(read_text(path, "config file"), path, "config file")
     return parse_config(doc, root, path, origin)

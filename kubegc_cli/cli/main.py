@@ -67,7 +67,7 @@ def settings_from(ctx: click.Context) -> Settings:
     if g.get("pods_file") == "":
         raise BadInput("invalid value for --pods-file: empty path")
     host_root = Path(g["host_root"])
-    if not host_root.is_dir():
+    if not os.path.isdir(host_root):  # (False also when it may not be looked into)
         raise BadInput(f"invalid value for --host-root: {g['host_root']!r} is not a directory")
     raw_lock_timeout = g.get("lock_timeout")
     lock_timeout = parse_duration(

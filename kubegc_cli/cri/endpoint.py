@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.inputs import parse_yaml, read_text
+from kubegc_cli.inputs import parse_yaml, present, read_text
 
 ENV_VAR = "CONTAINER_RUNTIME_ENDPOINT"
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
@@ -83,7 +83,7 @@ def under_root(host_root: Path, host_path: str) -> str:
 
 def _from_crictl_yaml(host_root: Path) -> str | None:
     path = Path(under_root(host_root, CRICTL_CONFIG))
-    if not path.exists():
+    if not present(path):
         return None
     doc = parse_yaml(read_text(path, "crictl config"), path, "crictl config")
     if doc is None:
@@ -122,7 +122,7 @@ def resolve_endpoint(
     for sock in KNOWN_SOCKETS:
         path = under_root(host_root, sock)
         tried.append(path)
-        if Path(path).exists():
+        if present(path):
             return Endpoint(path, "well-known socket", tuple(tried))
     raise RuntimeUnavailable(
         "no CRI runtime socket found: no -r/--runtime-endpoint, no CONTAINER_RUNTIME_ENDPOINT, "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.inputs import parse_yaml, read_text, shown
+from kubegc_cli.inputs import parse_yaml, present, read_text, shown
 from kubegc_cli.units import parse_duration
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
@@ -99,7 +99,7 @@ def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig
     """Read `explicit` (as given) or the default file under `host_root` if it exists."""
     if explicit is None:
         path = host_root / DEFAULT_CONFIG.lstrip("/")
-        if not path.exists():
+        if not present(path):
             return KubeletConfig()
     else:
         path = explicit

@@ -155,7 +155,7 @@ def check_metrics_path(text: str) -> Path:
             "(node_exporter's textfile collector reads only *.prom)"
         )
     path = Path(text)
-    if path.is_dir():
+    if os.path.isdir(path):
         raise BadInput(f"invalid value for --metrics-file: {text!r} is a directory")
     return path
 

@@ -483,3 +483,54 @@ def test_a_stop_signal_during_start_up_is_a_clean_exit(
     )
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert proc.returncode == code and proc.stderr == f"kubegc: error: {said}\n", proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["gc", "containers", "--dry-run"], 2, "var/lib/kubelet/config.yaml"),
+        (["--kubelet-config", "KC", "gc", "containers", "--dry-run"], 3, "ermission"),
+        (["evict", "check"], 2, "var/lib/kubelet/config.yaml"),
+    ],
+)
+def test_default_paths_a_user_may_not_look_into_are_a_clear_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    code: int,
+    says: str,
+) -> None:
+    """A user other than root meets directories it may not search (`/var/lib/kubelet`,
+    `/run/containerd` at 0700): whether the default kubelet config or a well-known socket is
+    there cannot be told. They count as there, so reading them fails with one clear line
+    (never a traceback from `Path.exists`)."""
+    import os as os_
+
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    (tmp_path / "run/containerd").mkdir(parents=True)
+    (tmp_path / "var/lib/kubelet/config.yaml").write_text("kind: KubeletConfiguration\n")
+    closed = tuple(str(tmp_path / d) + "/" for d in ("var/lib/kubelet", "run/containerd"))
+    real_stat, real_open = os_.stat, os_.open
+
+    def stat(path: Any, *args: Any, **kw: Any) -> Any:
+        if str(path).startswith(closed):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kw)
+
+    def open_(path: Any, *args: Any, **kw: Any) -> Any:
+        if str(path).startswith(closed):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kw)
+
+    monkeypatch.setattr(os_, "stat", stat)
+    monkeypatch.setattr(os_, "open", open_)
+    state, kc = tmp_path / "state", tmp_path / "kc.yaml"
+    kc.write_text("kind: KubeletConfiguration\n")
+    argv = [str(kc) if a == "KC" else a for a in argv]
+    got, _, err = run(
+        ["--host-root", str(tmp_path), "--state-dir", str(state), "--timeout", "1s", *argv],
+        capsys,
+    )
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert got == code and says in err, err
