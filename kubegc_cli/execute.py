@@ -227,7 +227,9 @@ class ContainerRemover(Executor[ContainerAction]):
             return
         if status.state is ContainerState.UNKNOWN:
             try:
-                self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS)
+                if not self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS):
+                    a.result, a.error = Result.SKIPPED, "gone before removal"
+                    return
             except RuntimeUnavailable as exc:
                 if exc.unreachable:
                     raise
@@ -347,7 +349,9 @@ class SandboxRemover(Executor[SandboxAction]):
         if self.client.list_containers(sandbox_id=planned.id):
             a.result, a.error = Result.SKIPPED, "has containers now; active"
             return
-        self.client.stop_pod_sandbox(planned.id)
+        if not self.client.stop_pod_sandbox(planned.id):
+            a.result, a.error = Result.SKIPPED, "gone before removal"
+            return
         if not self.client.remove_pod_sandbox(planned.id):
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return

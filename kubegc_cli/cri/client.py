@@ -215,6 +215,20 @@ class CriClient:
         except grpc.RpcError as err:
             raise self._error(err, what, t) from None
 
+    def _call_unless_gone(
+        self, method: Any, request: Any, what: str, timeout: float | None = None
+    ) -> bool:
+        """`_call` for a call on one object: False when the runtime answers NotFound (the
+        object is already gone), True when it succeeded; `RuntimeUnavailable` otherwise."""
+        t = self.timeout if timeout is None else timeout
+        try:
+            method(request, timeout=t)
+        except grpc.RpcError as err:
+            if _is_not_found(err):
+                return False
+            raise self._error(err, what, t) from None
+        return True
+
     # ---- runtime ----
 
     def version(self) -> RuntimeInfo:
@@ -288,9 +302,10 @@ class CriClient:
         state = _SANDBOX_STATES.get(r.status.state, SandboxState.NOTREADY)
         return state, r.status.created_at
 
-    def stop_pod_sandbox(self, sandbox_id: str) -> None:
-        """`StopPodSandbox` (idempotent on the runtime side)."""
-        self._call(
+    def stop_pod_sandbox(self, sandbox_id: str) -> bool:
+        """`StopPodSandbox` (idempotent on the runtime side). False when the runtime says the
+        sandbox is already gone (NotFound: removed meanwhile, e.g. by the kubelet)."""
+        return self._call_unless_gone(
             self.runtime.StopPodSandbox,
             api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id),
             "StopPodSandbox",
@@ -298,14 +313,11 @@ class CriClient:
 
     def remove_pod_sandbox(self, sandbox_id: str) -> bool:
         """`RemovePodSandbox`. False when the runtime says the sandbox is already gone."""
-        req = api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id)
-        try:
-            self.runtime.RemovePodSandbox(req, timeout=self.timeout)
-        except grpc.RpcError as err:
-            if _is_not_found(err):
-                return False
-            raise self._error(err, "RemovePodSandbox") from None
-        return True
+        return self._call_unless_gone(
+            self.runtime.RemovePodSandbox,
+            api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id),
+            "RemovePodSandbox",
+        )
 
     def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[Sandbox]:
         """`ListPodSandbox`: every sandbox (or those matching all `labels`, if given)."""
@@ -406,9 +418,10 @@ class CriClient:
                 pending = []
         yield from drain(pending)
 
-    def stop_container(self, container_id: str, grace_seconds: int) -> None:
-        """`StopContainer` with `grace_seconds` before the runtime kills it."""
-        self._call(
+    def stop_container(self, container_id: str, grace_seconds: int) -> bool:
+        """`StopContainer` with `grace_seconds` before the runtime kills it. False when the
+        runtime says the container is already gone (NotFound)."""
+        return self._call_unless_gone(
             self.runtime.StopContainer,
             api_pb2.StopContainerRequest(container_id=container_id, timeout=grace_seconds),
             "StopContainer",
@@ -417,14 +430,11 @@ class CriClient:
 
     def remove_container(self, container_id: str) -> bool:
         """`RemoveContainer`. False when the runtime says the container is already gone."""
-        req = api_pb2.RemoveContainerRequest(container_id=container_id)
-        try:
-            self.runtime.RemoveContainer(req, timeout=self.timeout)
-        except grpc.RpcError as err:
-            if _is_not_found(err):
-                return False
-            raise self._error(err, "RemoveContainer") from None
-        return True
+        return self._call_unless_gone(
+            self.runtime.RemoveContainer,
+            api_pb2.RemoveContainerRequest(container_id=container_id),
+            "RemoveContainer",
+        )
 
     # ---- images ----
 

@@ -84,8 +84,9 @@ class MemoryCri:
     def container_statuses(self, ids: Iterable[str]) -> Iterable[tuple[str, Status | None]]:
         return [(i, self.container_status(i)) for i in ids]
 
-    def stop_container(self, cid: str, grace: int) -> None:
-        pass
+    def stop_container(self, cid: str, grace: int) -> bool:
+        with self.lock:
+            return cid in self.containers
 
     def remove_container(self, cid: str) -> bool:
         with self.lock:
@@ -97,8 +98,9 @@ class MemoryCri:
             s = self.sandboxes.get(sid)
         return (s.state, s.created_at) if s else None
 
-    def stop_pod_sandbox(self, sid: str) -> None:
-        pass
+    def stop_pod_sandbox(self, sid: str) -> bool:
+        with self.lock:
+            return sid in self.sandboxes
 
     def remove_pod_sandbox(self, sid: str) -> bool:
         with self.lock:

@@ -38,6 +38,7 @@ class ScriptedCri:
     fail: set[tuple[str, str]] = field(default_factory=set)
     fail_code: str = "INTERNAL"
     calls: list[tuple[str, str]] = field(default_factory=list)
+    gone_at_stop: set[str] = field(default_factory=set)  # StopContainer answers NotFound
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _record(self, call: str, cid: str) -> None:
@@ -50,9 +51,10 @@ class ScriptedCri:
         self._record("status", cid)
         return self.statuses.get(cid)
 
-    def stop_container(self, cid: str, grace: int) -> None:
+    def stop_container(self, cid: str, grace: int) -> bool:
         assert grace == UNKNOWN_STOP_GRACE_SECONDS
         self._record("stop", cid)
+        return cid not in self.gone_at_stop
 
     def remove_container(self, cid: str) -> bool:
         self._record("remove", cid)
@@ -313,10 +315,11 @@ class ScriptedSandboxes:
     def list_containers(self, sandbox_id: str = "") -> list[str]:
         return ["c"] * self.members.get(sandbox_id, 0)
 
-    def stop_pod_sandbox(self, sid: str) -> None:
+    def stop_pod_sandbox(self, sid: str) -> bool:
         self.calls.append(("stop", sid))
         if sid in self.fail_stop:
             raise RuntimeUnavailable("StopPodSandbox: injected failure", "INTERNAL")
+        return sid in self.states
 
     def remove_pod_sandbox(self, sid: str) -> bool:
         self.calls.append(("remove", sid))

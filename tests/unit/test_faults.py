@@ -29,7 +29,15 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.unit.faultcri import FaultCri, Inventory, container_pb, dead_containers, sandbox_pb
+from tests.unit.faultcri import (
+    NOW_NS,
+    FaultCri,
+    Inventory,
+    S,
+    container_pb,
+    dead_containers,
+    sandbox_pb,
+)
 from tests.unit.memorycri import run_cli
 
 NOW = "2027-01-15T08:00:00Z"  # tests.unit.faultcri.NOW_NS
@@ -138,6 +146,38 @@ def test_case_4_not_found_on_removal_is_skipped_not_failed(cri: FaultCri, tmp_pa
     assert results.pop(gone) == ("skipped", "gone before removal")
     assert results and all(r == ("removed", "") for r in results.values())
     assert set(cri.removed) == set(results)
+
+
+def test_not_found_on_a_stop_before_removal_is_skipped_not_failed(
+    sock_dir: Path, tmp_path: Path
+) -> None:
+    """The kubelet (or anyone) removed the object between kubegc's re-check and its stop:
+    `StopPodSandbox` of a dead sandbox, or `StopContainer` of an UNKNOWN container, answers
+    NotFound. That object is already gone: skipped, exit 0, the others removed."""
+    inv = node_inventory(dead=0, pods=0)
+    for n in range(3):  # a pod's old sandbox attempts, NOTREADY, without containers
+        sid = f"old-{n}"
+        inv.sandboxes[sid] = sandbox_pb(
+            sid, pod_uid="uid-s", pod_name="pod-s", attempt=n, ready=False,
+            created_at=NOW_NS - (900 - n) * S,
+        )  # fmt: skip
+    inv.sandboxes["new"] = sandbox_pb("new", pod_uid="uid-s", pod_name="pod-s", attempt=3)
+    for a in range(3):
+        inv.containers[f"u-{a}"] = container_pb(
+            f"u-{a}", pod_uid="uid-s", pod_name="pod-s", sandbox_id="new", attempt=a,
+            state="UNKNOWN", created_at=NOW_NS - (600 - a) * S,
+        )  # fmt: skip
+    with FaultCri(sock_dir / "cri.sock", inv) as cri:
+        cri.errors[("StopPodSandbox", "old-0")] = (grpc.StatusCode.NOT_FOUND, "not found")
+        cri.errors[("StopContainer", "u-0")] = (grpc.StatusCode.NOT_FOUND, "not found")
+        for what in ("sandboxes", "containers"):
+            code, out, err = run_cli(kubegc(cri, tmp_path, "gc", what, "--yes", "-o", "json"))
+            assert code == 0, err
+            results = {a["id"]: (a["result"], a["error"]) for a in json.loads(out)["actions"]}
+            gone = "old-0" if what == "sandboxes" else "u-0"
+            assert results.pop(gone) == ("skipped", "gone before removal")
+            assert results and all(r == ("removed", "") for r in results.values())
+        assert sorted(cri.removed) == ["old-1", "u-1"]  # (old-2: the newest attempt stays)
 
 
 # ---- a runtime that does not answer, or may not be used ----
