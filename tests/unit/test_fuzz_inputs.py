@@ -879,3 +879,16 @@ def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
     writer.start()
     assert inputs.read_text(fifo, "pods file") == '{"kind": "PodList", "items": []}'
     writer.join()
+
+
+def test_yaml_aliases_that_share_a_value_are_read(tmp_path: Path) -> None:
+    """Aliases are refused only when they expand past what kubegc reads, or loop: a writer's
+    sharing (one anchor used a few times) is read as written."""
+    from kubegc_cli.inputs import parse_yaml
+
+    f = tmp_path / "c.yaml"
+    text = "base: &b {a: 1, b: [x, y]}\none: *b\ntwo: *b\n"
+    assert parse_yaml(text, f, "config file") == {"base": {"a": 1, "b": ["x", "y"]}} | {
+        "one": {"a": 1, "b": ["x", "y"]},
+        "two": {"a": 1, "b": ["x", "y"]},
+    }
