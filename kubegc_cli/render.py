@@ -86,6 +86,7 @@ def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
         import yaml
 
         out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+    out.flush()  # a reader that closed the pipe is seen here (exit 141), not at exit
 
 
 def safe_text(value: str) -> str:

@@ -534,3 +534,19 @@ def test_default_paths_a_user_may_not_look_into_are_a_clear_error(
     )
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert got == code and says in err, err
+
+
+@pytest.mark.parametrize("fmt", ["json", "yaml"])
+def test_a_document_into_a_pipe_its_reader_closes_exits_141(tmp_path: Path, fmt: str) -> None:
+    """`kubegc ... -o yaml | head -c 10` when the reader is gone before kubegc is done (here:
+    before it starts writing): kubegc sees the closed pipe while writing (141, nothing on
+    stderr), whatever the format — not at exit."""
+    cs = [ctr(f"c{i:05d}", uid=f"u{i % 50}", attempt=i, age_s=900 - i / 10) for i in range(3000)]
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(NodeSnapshot(captured_at=NOW, containers=tuple(cs)).to_dict()))
+    proc = subprocess.run(
+        f"{sys.executable} -m kubegc_cli -o {fmt} --snapshot {f} gc containers "
+        "| true; echo ${PIPESTATUS[0]}",
+        shell=True, capture_output=True, text=True, executable="/bin/bash",
+    )  # fmt: skip
+    assert proc.stdout.strip() == "141" and proc.stderr == ""
