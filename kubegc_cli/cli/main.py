@@ -1060,6 +1060,7 @@ def history(ctx: click.Context, /, runs: int) -> None:
       kubegc history --runs 1 -o json
     """
     from kubegc_cli import render
+    from kubegc_cli.render import safe_text
     from kubegc_cli.state import read_history
 
     s = settings_from(ctx)
@@ -1078,7 +1079,9 @@ def history(ctx: click.Context, /, runs: int) -> None:
         )
         if s.verbose:
             for a in run["actions"]:
-                click.echo(f"    {a['kind']:<11} {a['id'][:40]:<40} {a['rule']:<22} {a['result']}")
+                cells = (safe_text(str(a[k])) for k in ("kind", "id", "rule", "result"))
+                kind, oid, rule, result = cells
+                click.echo(f"    {kind:<11} {oid[:40]:<40} {rule:<22} {result}")
 
 
 @cyclic_gc_paused

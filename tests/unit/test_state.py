@@ -312,3 +312,20 @@ def test_audit_rows_store_paths_that_are_not_utf8(tmp_path: Path) -> None:
     path = "/var/log/pods/ns\\xff_p_9a1b2c3d-0000-1111-2222-333344445555"
     assert row == (path, "gone \\xfe", f"cannot remove {path} \\ud800")
     assert storable("ünïcode ok") == "ünïcode ok"
+
+
+def test_history_rows_show_a_newline_in_a_name_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`history -v`: one line per action, whatever the removed path was named."""
+    from kubegc_cli.cli.main import main
+    from kubegc_cli.plan import LogAction, Result
+
+    odd = "/var/log/pods/ns_p\nx_9a1b2c3d-0000-1111-2222-333344445555"
+    a = LogAction("pod-log-dir", odd, odd, "u", "deleted-pod", "gone", 3)
+    a.result = Result.REMOVED
+    record_audit(tmp_path, "gc logs", 1_000_000_000, [a])
+    with pytest.raises(SystemExit):
+        main(["--state-dir", str(tmp_path), "history", "-v"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and "/var/log/pods/ns_p\\x0ax_9a1b2c3d-0000" in lines[1]
