@@ -93,10 +93,13 @@ MAX_INT_DIGITS = 40  # no number kubegc reads needs more (2^64 has 20)
 _ODD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
-def parse_json(text: str, path: Path, what: str) -> Any:
+def parse_json(text: str, path: Path, what: str, *, path_bytes: bool = False) -> Any:
     """Decoded JSON, or `BadInput` naming `what` and `path`: not valid JSON (where), an
     object with one key twice (which one counts?), a number of more than `MAX_INT_DIGITS`
-    digits, a string holding a NUL or half of a surrogate pair (no name or path can)."""
+    digits, a string holding a NUL or half of a surrogate pair (no name or path can).
+
+    With `path_bytes`, a lone surrogate U+DC80–U+DCFF is allowed: it is how kubegc writes a
+    path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them)."""
 
     def whole(digits: str) -> int:
         if len(digits.lstrip("-")) > MAX_INT_DIGITS:
@@ -123,17 +126,18 @@ def parse_json(text: str, path: Path, what: str) -> Any:
     except RecursionError:
         raise BadInput(f"{what} {path} is nested too deeply to be what kubegc reads") from None
     if _ODD_ESCAPE.search(text):
-        _check_text(doc, path, what)
+        _check_text(doc, path, what, path_bytes=path_bytes)
     return doc
 
 
-def _check_text(doc: Any, path: Path, what: str) -> None:
-    """`BadInput` for the first string (key or value) holding a NUL or a lone surrogate."""
+def _check_text(doc: Any, path: Path, what: str, *, path_bytes: bool = False) -> None:
+    """`BadInput` for the first string (key or value) holding a NUL or a lone surrogate
+    (with `path_bytes`: one that does not stand for a byte, see `parse_json`)."""
     for text in _strings(doc):
         if "\0" in text:
             raise BadInput(f"{what} {path}: {text!r} holds a NUL character (no path or name can)")
         try:
-            text.encode("utf-8")
+            text.encode("utf-8", "surrogateescape" if path_bytes else "strict")
         except UnicodeEncodeError:
             shown = text.encode("utf-8", "backslashreplace").decode("ascii", "replace")
             raise BadInput(

@@ -224,7 +224,7 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     also when it was made on another node (`this_node`)."""
     from kubegc_cli.inputs import parse_json, read_text, shown
 
-    doc = parse_json(read_text(path, "plan file"), path, "plan file")
+    doc = parse_json(read_text(path, "plan file"), path, "plan file", path_bytes=True)
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(kind, str) or kind not in COMMANDS:
         raise BadInput(

@@ -409,3 +409,29 @@ def test_namespaces_and_pods_complete_from_the_pods_file_or_log_dirs(tmp_path: P
     assert complete(f"kubegc {host} gc sandboxes --exclude-namespace ") == ["kube-system"]
     assert complete(f"kubegc {host} gc containers --pod c") == ["coredns-7"]
     assert complete("kubegc gc co") == ["containers"]
+
+
+def test_a_saved_plan_naming_a_path_with_a_non_utf8_byte_loads_back(tmp_path: Path) -> None:
+    """A pod log directory named with a byte that is not UTF-8 is written into the plan as
+    `os.fsdecode` reads it (`\\udcff`); `apply` reads it back as that same name. A lone
+    surrogate that stands for no byte is still refused."""
+    import os
+
+    name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
+    path = f"/var/log/pods/{name}"
+    action = {"kind": "pod-log-dir", "id": path, "path": path,
+              "pod_uid": "11111111-2222-3333-4444-555555555555", "rule": "deleted-pod",
+              "reason": "", "result": "planned"}  # fmt: skip
+    doc = {"kind": "LogGCPlan", "apiVersion": API_VERSION, "now": "2024-01-01T00:00:00Z",
+           "policy": {}, "actions": [action], "kept": [],
+           "saved": {"command": "gc logs", "node": this_node(Settings())}}  # fmt: skip
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(doc))
+    assert "\\udcff" in f.read_text()
+    plan, _ = load_saved_plan(f, Settings())
+    assert [os.fsencode(a.path) for a in plan.actions] == [
+        b"/var/log/pods/ns_p\xffod_11111111-2222-3333-4444-555555555555"
+    ]
+    f.write_text(json.dumps(doc).replace("\\udcff", "\\ud800"))
+    with pytest.raises(BadInput, match="half of a surrogate pair"):
+        load_saved_plan(f, Settings())
