@@ -111,6 +111,20 @@ UNKNOWN_STOP_GRACE_SECONDS = 2
 
 # What an action not attempted because the runtime stopped answering says.
 HALTED = "not attempted: the runtime stopped answering"
+# What a removal the runtime did not answer says (it may have happened all the same).
+OUTCOME_UNKNOWN = "outcome unknown"
+
+
+def _maybe_done(exc: RuntimeUnavailable, what: str) -> RuntimeUnavailable:
+    """`exc`, from a call that changes the runtime (`RemoveContainer`, `StopPodSandbox`...),
+    saying the outcome is unknown when the call may have been carried out unanswered: its
+    deadline passed, or the connection went (`UNAVAILABLE`: the runtime may have died after
+    doing it). `what` ends "the runtime may still ..."."""
+    if exc.code not in ("DEADLINE_EXCEEDED", "UNAVAILABLE"):
+        return exc
+    return RuntimeUnavailable(
+        f"{exc}; {OUTCOME_UNKNOWN} (the runtime may still {what})", code=exc.code
+    )
 
 
 @dataclass
@@ -232,7 +246,7 @@ class ContainerRemover(Executor[ContainerAction]):
                     return
             except RuntimeUnavailable as exc:
                 if exc.unreachable:
-                    raise
+                    raise _maybe_done(exc, "stop it") from None
                 a.result, a.error = Result.FAILED, f"stop of UNKNOWN container failed: {exc}"
                 return
         try:
@@ -241,12 +255,7 @@ class ContainerRemover(Executor[ContainerAction]):
             if "removing state" in str(exc):
                 a.result, a.error = Result.SKIPPED, "already being removed by someone else"
                 return
-            if exc.code == "DEADLINE_EXCEEDED":  # sent, unanswered: the runtime may finish it
-                raise RuntimeUnavailable(
-                    f"{exc}; outcome unknown (the runtime may still remove it; its log is left)",
-                    code=exc.code,
-                ) from None
-            raise
+            raise _maybe_done(exc, "remove it; its log is left") from None
         if not existed:
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return
@@ -318,7 +327,11 @@ class ImageRemover(Executor[ImageAction]):
         if not self.client.image_exists(a.id):
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return
-        if not self.client.remove_image(a.id):
+        try:
+            gone_already = not self.client.remove_image(a.id)
+        except RuntimeUnavailable as exc:
+            raise _maybe_done(exc, "remove it") from None
+        if gone_already:
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return
         a.result, a.bytes_freed = Result.REMOVED, a.image.size
@@ -349,10 +362,17 @@ class SandboxRemover(Executor[SandboxAction]):
         if self.client.list_containers(sandbox_id=planned.id):
             a.result, a.error = Result.SKIPPED, "has containers now; active"
             return
-        if not self.client.stop_pod_sandbox(planned.id):
-            a.result, a.error = Result.SKIPPED, "gone before removal"
-            return
-        if not self.client.remove_pod_sandbox(planned.id):
+        try:
+            if not self.client.stop_pod_sandbox(planned.id):
+                a.result, a.error = Result.SKIPPED, "gone before removal"
+                return
+        except RuntimeUnavailable as exc:
+            raise _maybe_done(exc, "stop it") from None
+        try:
+            gone_already = not self.client.remove_pod_sandbox(planned.id)
+        except RuntimeUnavailable as exc:
+            raise _maybe_done(exc, "remove it") from None
+        if gone_already:
             a.result, a.error = Result.SKIPPED, "gone before removal"
             return
         a.result = Result.REMOVED

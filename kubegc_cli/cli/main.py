@@ -371,9 +371,27 @@ def finish(plan: Any, s: Any) -> None:
         skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
         why, code = ("terminated", 143) if plan.interrupted == "SIGTERM" else ("interrupted", 130)
         _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
-    failed = plan.counts()["failed"]
+    counts = plan.counts()
+    failed = counts["failed"]
+    if failed and not counts["removed"] and _runtime_lost_before_any_removal(plan):
+        from kubegc_cli.errors import RuntimeUnavailable
+
+        raise RuntimeUnavailable(
+            f"the runtime stopped answering before anything was removed: {failed} of "
+            f"{len(plan.actions)} removal(s) failed, the rest not attempted (see RESULT)"
+        )
     if failed:
         raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
+
+
+def _runtime_lost_before_any_removal(plan: Any) -> bool:
+    """The run was given up because the runtime stopped answering (`HALTED` actions), and no
+    failed removal may have happened inside the runtime after all ("outcome unknown"): as
+    for a runtime unreachable from the start, nothing was removed (exit 3)."""
+    from kubegc_cli.execute import HALTED, OUTCOME_UNKNOWN
+
+    errors = [a.error for a in plan.actions]
+    return HALTED in errors and not any(OUTCOME_UNKNOWN in e for e in errors if e)
 
 
 @gc.command("containers")

@@ -114,8 +114,8 @@ def history(state: Path) -> list[dict[str, Any]]:
 def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_after: int) -> None:
     """The runtime answers ListContainers, then dies: exit 3 within --timeout + 1 s, nothing
     removed and nothing reported as removed. When it dies after the re-list right before
-    removals start, the run halts after a few unanswered re-checks: exit 1 (removals failed),
-    still nothing removed nor reported removed, every action accounted for."""
+    removals start, the run halts after a few unanswered re-checks: still exit 3 (nothing was
+    removed: no removal was sent), the report printed, every action accounted for."""
     cri.die_after["ListContainers"] = dies_after
     code, out, err, took = run_process(
         kubegc(cri, tmp_path / "st", "--timeout", "3s", "gc", "containers", "--yes", "-o", "json")
@@ -128,7 +128,8 @@ def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_a
         assert code == 3 and out == "" and err.count("\n") == 1
         assert "cri.sock" in err
         return
-    assert code == 1, err
+    assert code == 3, err
+    assert "the runtime stopped answering before anything was removed" in err
     doc = json.loads(out)
     assert removed_in(doc) == set()
     results = [(a["result"], a["error"]) for a in doc["actions"]]
@@ -547,3 +548,17 @@ def test_gone_continue_token_never_makes_a_partial_pod_list(
     assert {a["rule"] for a in doc["actions"]} == {"max-per-pod-container"}
     assert "job-1-5" in {k["id"] for k in doc["kept"]}  # uid-1's newest record stays
     assert "job-1-5" in dead_containers(cri) and "job-1-5" not in cri.removed
+
+
+def test_a_removal_cut_off_may_have_happened_so_the_run_is_not_exit_3(
+    cri: FaultCri, tmp_path: Path
+) -> None:
+    """RemoveContainer answered UNAVAILABLE (the runtime went away while the call was in
+    flight: it may have removed the container first). Those removals are failed with
+    "outcome unknown", and the run is exit 1, never "nothing was removed" (exit 3)."""
+    for cid in list(cri.inventory.containers):
+        cri.errors[("RemoveContainer", cid)] = (grpc.StatusCode.UNAVAILABLE, "Stream removed")
+    code, out, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json"))
+    assert code == 1, err
+    failed = [a["error"] for a in json.loads(out)["actions"] if a["result"] == "failed"]
+    assert failed and all("outcome unknown (the runtime may still remove it" in e for e in failed)
