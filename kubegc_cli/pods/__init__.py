@@ -17,9 +17,9 @@ count as deleted too (the kubelet's ShouldPodContentBeRemoved).
 Static pods (from the kubelet's manifest directory or URL) are not in the API: the kubelet
 gives each a UID of 32 hex characters (a hash of the manifest) and publishes a mirror pod,
 whose own UID is another, with the annotation `kubernetes.io/config.mirror` set to the static
-pod's UID. A mirror pod in a source stands for its static pod; a static pod UID that no mirror
-pod names is never treated as deleted (kubegc cannot see the kubelet's manifests: the API
-server may be down, the mirror pod not yet made).
+pod's UID. A static pod's UID is never treated as deleted: kubegc cannot see the kubelet's
+manifests, and a missing mirror pod does not mean a removed manifest (the API server may be
+down, the mirror pod not yet made).
 """
 
 from __future__ import annotations
@@ -31,13 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.inputs import parse_json, read_text, shown
+from kubegc_cli.inputs import parse_json, read_text
 from kubegc_cli.model import Container, ContainerState, Sandbox, SandboxState
 from kubegc_cli.units import rfc3339_to_ns
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-#: On a mirror pod: the UID of the static pod it stands for (kubelet `ConfigMirrorAnnotationKey`).
-ANNOTATION_CONFIG_MIRROR = "kubernetes.io/config.mirror"
 _STATIC_POD_UID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -93,8 +91,8 @@ class PodInventory:
 
     def may_exist(self, uid: str) -> bool:
         """The pod may still exist as far as this source can tell: no source was read, the
-        source lists it (a mirror pod counts for its static pod), or `uid` is a static pod's
-        UID (`is_static_pod_uid`) that no mirror pod names — the source cannot speak for it."""
+        source lists it, or `uid` is a static pod's UID (`is_static_pod_uid`), which no pod
+        source can speak for."""
         return not self.known or uid in self.pods or is_static_pod_uid(uid)
 
     def deletion_reason(self, uid: str) -> str:
@@ -132,8 +130,8 @@ def check_source_covers_node(
 ) -> None:
     """Refuse a pod source that cannot be this node's: one that lists none of the pods alive
     here (a RUNNING container or a READY sandbox), or lists no pod at all while the runtime
-    has pods here (any container or sandbox with a pod UID; a static pod's UID named by no
-    mirror pod does not count, see `is_static_pod_uid`).
+    has pods here (any container or sandbox with a pod UID; static pods do not count: a
+    source holds only their mirror pods, under other UIDs, see `is_static_pod_uid`).
 
     An empty list, another node's pods, or a failed `kubectl` would otherwise mark every pod
     here as deleted and take the newest records of live pods — also when nothing runs (after
@@ -182,7 +180,6 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
     pods: dict[str, PodInfo] = {}
     index: dict[str, int] = {}  # uid -> its place in items
     nodes: dict[str, Mapping[str, Any]] = {}
-    mirrors: list[tuple[str, PodInfo]] = []  # (static pod UID, its mirror pod)
     for i, item in enumerate(doc["items"]):
         meta = item.get("metadata") if isinstance(item, Mapping) else None
         if kind == "List" and isinstance(meta, Mapping) and item.get("kind") == "Node":
@@ -233,30 +230,7 @@ def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:
             or (deleting is not None and _all_stopped(status)),
             raw=item,
         )
-        if static := _mirrored_uid(meta, f"{source}: items[{i}]"):
-            mirrors.append((static, pods[uid]))
-    for static, mirror in mirrors:  # the static pod exists; never evicted, never deleted here
-        pods.setdefault(static, PodInfo(static, mirror.namespace, mirror.name, mirror.phase))
     return PodInventory(known=True, pods=pods, source=source, nodes=nodes)
-
-
-def _mirrored_uid(meta: Mapping[str, Any], where: str) -> str:
-    """The static pod UID a mirror pod's `kubernetes.io/config.mirror` annotation names ("" for
-    any other pod). `BadInput` when the annotations are not an object of strings."""
-    annotations = meta.get("annotations")
-    if annotations is None:
-        return ""
-    if not isinstance(annotations, Mapping):
-        raise BadInput(f"{where}.metadata.annotations {shown(annotations)} is not an object")
-    static = annotations.get(ANNOTATION_CONFIG_MIRROR)
-    if static is None:
-        return ""
-    if not isinstance(static, str):
-        raise BadInput(
-            f"{where}.metadata.annotations[{ANNOTATION_CONFIG_MIRROR!r}] {shown(static)} "
-            "is not a string"
-        )
-    return static
 
 
 def _all_stopped(status: Mapping[str, Any]) -> bool:

@@ -462,8 +462,9 @@ STATIC = "4d8f0c2b9e1a7f3c5b6d8e0a1c2b3d4e"  # a static pod's UID: its manifest'
 @pytest.mark.parametrize("mirrored", [True, False])
 def test_a_static_pod_is_never_a_deleted_pod(mirrored: bool) -> None:
     """A static pod (etcd, kube-apiserver) is not in the API; its mirror pod, with another
-    UID, names it in `kubernetes.io/config.mirror`. Mirrored or not, its newest dead record of
-    each evict unit stays (guard), as for any pod that exists."""
+    UID, names it in `kubernetes.io/config.mirror`. Mirrored or not (the source may lack the
+    mirror pod), its newest dead record of each evict unit stays (guard), as for any pod that
+    exists."""
     cs = [
         ctr("init0", uid=STATIC, pod="etcd-n1", ns="kube-system", name="init-certs", age_s=900),
         ctr("etcd0", uid=STATIC, pod="etcd-n1", ns="kube-system", name="etcd", age_s=800),
@@ -481,13 +482,6 @@ def test_a_static_pod_is_never_a_deleted_pod(mirrored: bool) -> None:
     assert {(a.id, a.rule) for a in plan.kept} == {
         ("init0", "guard-newest-record"), ("etcd0", "guard-newest-record"),
     }  # fmt: skip
-
-
-def test_a_mirror_annotation_that_is_not_text_is_bad_input() -> None:
-    for value, shown in (([1], r"\[1\]"), ({"kubernetes.io/config.mirror": 7}, "7")):
-        item = {"metadata": {"uid": "u", "annotations": value}}
-        with pytest.raises(BadInput, match=rf"items\[0\]\.metadata\.annotations.* {shown} is not"):
-            inventory_from_podlist({"kind": "PodList", "items": [item]}, source="t")
 
 
 def _sb(uid: str, state: str) -> Sandbox:
