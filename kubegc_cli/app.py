@@ -7,6 +7,7 @@ diagnostics without knowing about terminals.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from kubegc_cli.state import (
 
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
-    from kubegc_cli.execute import Executor
+    from kubegc_cli.execute import Executor, LogRemover
     from kubegc_cli.host.mounts import MountTable
 
 
@@ -178,9 +179,6 @@ def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
         client.close()
 
 
-LOG_KINDS = ("pod-log-dir", "log-symlink")
-
-
 class Mode(StrEnum):
     """How a destructive command proceeds once it has a plan."""
 
@@ -254,6 +252,12 @@ class Stage:
     executor: Executor[Any]
     kinds: tuple[str, ...]
     recheck: Callable[[], None] | None = None
+
+
+def log_stages(remover: LogRemover, links_recheck: Callable[[], None] | None = None) -> list[Stage]:
+    """Pod log directories, then legacy links (`links_recheck` first): a link into a
+    directory removed in the same run dangles only once the directory is gone."""
+    return [Stage(remover, ("pod-log-dir",)), Stage(remover, ("log-symlink",), links_recheck)]
 
 
 def _carry_out(
@@ -463,7 +467,7 @@ def _observe_logs(
     """
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.logs import LogRoots
-    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, read_pod_log_dirs
+    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, links_into, read_pod_log_dirs
     from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
     from kubegc_cli.policy.logs import link_state
 
@@ -486,6 +490,16 @@ def _observe_logs(
     links = [
         LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
         for name, path in (dangling_links(links_dir, s.host_root) if links_dir else [])
+        for cid in [container_id_of(name)]
+    ]
+    dangling = {lk.name for lk in links}
+    pod_dirs = {os.path.join(root, d.name) for d in dirs}
+    links += [
+        LegacyLink(name, path, cid, link_state(cid, containers) if cid else "", into)
+        for name, path, into in (
+            links_into(links_dir, CONTAINER_LOGS_DIR, pod_dirs) if links_dir else []
+        )
+        if name not in dangling
         for cid in [container_id_of(name)]
     ]
     return dirs, links
@@ -543,7 +557,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
                 client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root,
                 roots=LogRoots(s.host_root, root),
             )  # fmt: skip
-            _carry_out(s, plan, [Stage(remover, LOG_KINDS)], "gc logs", ui)
+            _carry_out(s, plan, log_stages(remover), "gc logs", ui)
         return plan
     finally:
         client.close()
@@ -618,15 +632,14 @@ def gc_all(
                     lambda: recheck_guard(pc, client.list_containers(), policy),
                 ),
                 Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
-                Stage(
+                *log_stages(
                     LogRemover(
                         client,
                         concurrency=n,
                         mounts=mounts,
                         host_root=s.host_root,
                         roots=LogRoots(s.host_root, root),
-                    ),
-                    LOG_KINDS,
+                    )
                 ),
             ]
             _carry_out(s, plan, stages, "gc all", ui)

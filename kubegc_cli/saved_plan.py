@@ -467,6 +467,7 @@ def apply_plan(
         _pod_logs_root,
         decide_mode,
         load_pod_inventory,
+        log_stages,
         open_client,
     )
 
@@ -577,7 +578,7 @@ def apply_plan(
 
             remover = LogRemover(client, concurrency=n, mounts=mounts, host_root=s.host_root,
                                  roots=LogRoots(s.host_root, root))  # fmt: skip
-            stages.append(Stage(remover, LOG_KINDS, links_now))
+            stages.extend(log_stages(remover, links_now))
         if "image" in kinds:
             images = ImageRemover(client, concurrency=n)
 

@@ -37,14 +37,16 @@ class PodLogDir:
 
 @dataclass(frozen=True, slots=True)
 class LegacyLink:
-    """A dangling `/var/log/containers/*.log` symlink. `container_id` is the parsed ID ("" if
-    the name does not parse); `state` the runtime's answer for it: a `ContainerState` value,
-    "" when the runtime does not know the container, or "none" when it answered with nothing."""
+    """A `/var/log/containers/*.log` symlink: dangling, or (`into` set) one whose target lies in
+    `into`, the host path of a pod log directory. `container_id` is the parsed ID ("" if the
+    name does not parse); `state` the runtime's answer for it: a `ContainerState` value, ""
+    when the runtime does not know the container, or "none" when it answered with nothing."""
 
     name: str
     path: str
     container_id: str
     state: str
+    into: str = ""
 
 
 NOT_A_POD = "not named like a pod (a pod UID: a dashed UUID, or 32 hex characters)"
@@ -179,6 +181,35 @@ def _target_dangles(real_root: str, host_dir: str, target: str) -> bool:
     except OSError:
         return True  # a loop (ELOOP): it resolves to nothing
     return not os.path.lexists(resolved)
+
+
+def links_into(local_dir: str, host_dir: str, pod_dirs: set[str]) -> list[tuple[str, str, str]]:
+    """(name, local path, pod dir) of the `*.log` symlinks in `local_dir` (the local path of
+    the link directory `host_dir`) whose target, as written (a relative one taken from
+    `host_dir`), lies below one of `pod_dirs` (host paths of pod log directories): the links a
+    removal of those directories leaves dangling (the kubelet removes both together)."""
+    out: list[tuple[str, str, str]] = []
+    if not pod_dirs:
+        return out
+    try:
+        with os.scandir(local_dir) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        if not e.name.endswith(".log") or not e.is_symlink():
+            continue
+        try:
+            target = os.path.normpath(os.path.join(host_dir, os.readlink(e.path)))
+        except OSError:
+            continue
+        parts = target.split("/")
+        for n in range(len(parts) - 1, 1, -1):
+            top = "/".join(parts[:n])
+            if top in pod_dirs:
+                out.append((e.name, e.path, top))
+                break
+    return out
 
 
 def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[str, str]]:

@@ -63,7 +63,10 @@ def plan_logs(
 
     `containers` are those that will still exist (a combined run passes what the container
     stage leaves). `now` is nanoseconds since the epoch (reported only). `scope` narrows what
-    is acted on by the namespace and pod names in the directory and link names.
+    is acted on by the namespace and pod names in the directory and link names. `links` are
+    the dangling legacy links, and those into a pod log directory (`LegacyLink.into`): such a
+    link is planned only when this plan removes its directory (it dangles once that is gone,
+    and is removed after it), so that a second run finds nothing more.
     """
     scope = scope or Scope()
     dirs = list(dirs)
@@ -101,7 +104,10 @@ def plan_logs(
             plan.kept.append(action)
         else:
             plan.actions.append(action)
+    going = {a.path for a in plan.actions}  # pod log dirs this plan removes
     for link in links:
+        if link.into and link.into not in going:
+            continue  # a link into a directory that stays: not garbage
         parts = link.name.split("_")
         pod, ns = (parts[0], parts[1]) if len(parts) >= 3 else ("", "")
         if not scope.everything and not scope.selects_pod(ns, pod, ""):
@@ -115,6 +121,8 @@ def plan_logs(
             rule, why, keep = RULE_CONTAINER_EXITED, "its container has exited", False
         else:
             rule, why, keep = KEEP_NOT_EXITED, f"container is {link.state}", True
+        if link.into and not keep:
+            why += f"; its log is in {link.into}, removed first"
         action = LogAction("log-symlink", host, link.path, "", rule, why)
         if keep:
             action.result = Result.KEPT

@@ -892,3 +892,26 @@ def test_yaml_aliases_that_share_a_value_are_read(tmp_path: Path) -> None:
         "one": {"a": 1, "b": ["x", "y"]},
         "two": {"a": 1, "b": ["x", "y"]},
     }
+
+
+def test_gc_logs_removes_the_links_into_a_removed_directory_so_a_second_run_finds_nothing(
+    tmp_path: Path,
+) -> None:
+    """Idempotence on the host: a gone pod's log directory and the legacy links into it (not
+    dangling while its files are there) go in one run; the next run plans nothing."""
+    host = tmp_path / "host"
+    gone = "default_q_66666666-2222-3333-4444-555555555555"
+    (host / f"var/log/pods/{gone}/app").mkdir(parents=True)
+    (host / f"var/log/pods/{gone}/app/0.log").write_text("x")
+    (host / "var/log/containers").mkdir(parents=True)
+    for cid in ("aaaaaaaaaaaa", "bbbbbbbbbbbb"):
+        link = host / f"var/log/containers/q_default_app-{cid}.log"
+        link.symlink_to(f"/var/log/pods/{gone}/app/0.log")
+    code, out, err = _gc_logs(tmp_path, host, "/var/log/pods")
+    assert code == 0, err
+    assert [(a["kind"], a["result"]) for a in json.loads(out)["actions"]] == [
+        ("pod-log-dir", "removed"), ("log-symlink", "removed"), ("log-symlink", "removed"),
+    ]  # fmt: skip
+    assert list((host / "var/log/containers").iterdir()) == []
+    code, out, err = _gc_logs(tmp_path, host, "/var/log/pods")
+    assert code == 0 and json.loads(out)["actions"] == [], err

@@ -16,6 +16,7 @@ from kubegc_cli.host.podlogs import (
     PodLogDir,
     container_id_from_link,
     dangling_links,
+    links_into,
     pod_uid_from_dir,
     read_pod_log_dirs,
     remove_dangling_link,
@@ -312,3 +313,39 @@ def test_a_static_pods_directory_is_never_planned() -> None:
         container_logs_dir="/var/log/containers",
     )  # fmt: skip
     assert [a.pod_uid for a in plan.actions] == [GONE]  # (the same source: a dashed UID is gone)
+
+
+def test_links_into_a_removed_pod_log_dir_go_after_it(tmp_path: Path) -> None:
+    """The kubelet removes a deleted pod's legacy links with its log directory: kubegc plans
+    the links into a directory it removes (absolute or relative targets), after it, so a
+    second run finds nothing; links into a directory that stays are not touched."""
+    gone_dir = f"/var/log/pods/ns_gone_{GONE}"
+    live_dir = f"/var/log/pods/default_web_{LIVE}"
+    for d in (gone_dir, live_dir):
+        (tmp_path / d.lstrip("/") / "app").mkdir(parents=True)
+        (tmp_path / d.lstrip("/") / "app/0.log").write_text("x")
+    links = tmp_path / "var/log/containers"
+    links.mkdir(parents=True)
+    (links / "gone_ns_app-aaaaaaaaaaaa.log").symlink_to(f"{gone_dir}/app/0.log")
+    (links / "gone_ns_app-bbbbbbbbbbbb.log").symlink_to(f"../pods/ns_gone_{GONE}/app/0.log")
+    (links / "web_default_app-cccccccccccc.log").symlink_to(f"{live_dir}/app/0.log")
+    (links / "other_ns_app-dddddddddddd.log").symlink_to(f"{gone_dir}x/app/0.log")
+    pod_dirs = {gone_dir, live_dir}
+    found = links_into(str(links), "/var/log/containers", pod_dirs)
+    assert [(n, into) for n, _, into in found] == [
+        ("gone_ns_app-aaaaaaaaaaaa.log", gone_dir),
+        ("gone_ns_app-bbbbbbbbbbbb.log", gone_dir),
+        ("web_default_app-cccccccccccc.log", live_dir),
+    ]
+    legacy = [LegacyLink(n, p, container_id_from_link(n), "", into) for n, p, into in found]
+    dirs = read_pod_log_dirs(str(tmp_path / "var/log/pods"), MountTable(frozenset()))
+    plan = plan_logs(
+        dirs, legacy, [], inventory_of([PodInfo(LIVE, "default", "web")]), NOW,
+        pod_logs_dir="/var/log/pods", container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [(a.kind, a.path) for a in plan.actions] == [
+        ("pod-log-dir", gone_dir),
+        ("log-symlink", "/var/log/containers/gone_ns_app-aaaaaaaaaaaa.log"),
+        ("log-symlink", "/var/log/containers/gone_ns_app-bbbbbbbbbbbb.log"),
+    ]
+    assert all(f"its log is in {gone_dir}, removed first" in a.reason for a in plan.actions[1:])
