@@ -268,11 +268,14 @@ def _carry_out(
     dir does not stop the removals: the rows are tried again after them, and if they still
     cannot be written a note says so and the run ends with exit 1 (`audit_unwritten`).
 
-    After an interrupt, later stages start nothing: their actions are marked skipped.
+    After an interrupt, later stages start nothing: their actions are marked skipped. So
+    after a stage's re-check could not ask the runtime (`plan.runtime_lost`, its message):
+    the run is reported and audited as far as it went (`finish` makes it exit 3 if nothing
+    was removed, else 1).
     """
     from contextlib import nullcontext
 
-    from kubegc_cli.execute import Interrupted
+    from kubegc_cli.execute import HALTED, Interrupted
     from kubegc_cli.plan import INTERRUPTED
 
     held = run_lock_held(s.state_dir)
@@ -285,12 +288,18 @@ def _carry_out(
         for stage in stages:
             stage.executor.on_done = getattr(bar, "advance", None)
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
-            if plan.interrupted:
+            if plan.interrupted or plan.runtime_lost:
                 for a in todo:
-                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+                    a.result, a.error = Result.SKIPPED, INTERRUPTED if plan.interrupted else HALTED
                 continue
             if stage.recheck is not None:
-                stage.recheck()
+                try:
+                    stage.recheck()
+                except RuntimeUnavailable as exc:  # what earlier stages did is still reported
+                    plan.runtime_lost = str(exc)
+                    for a in todo:
+                        a.result, a.error = Result.SKIPPED, HALTED
+                    continue
                 todo = [a for a in todo if a.result is Result.PLANNED]
             began = time.monotonic()
             try:
@@ -607,7 +616,11 @@ def gc_all(
         )  # fmt: skip
         dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
         dirs = _minus_container_logs(dirs, pc.actions, root)
-        links = [lk for lk in links if not any(g.startswith(lk.container_id) for g in going)]
+        links = [
+            lk
+            for lk in links
+            if not (lk.container_id and any(g.startswith(lk.container_id) for g in going))
+        ]  # (the container stage removes the links of the containers it removes)
         pl = plan_logs(
             dirs, links, left, pods, now,
             pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,

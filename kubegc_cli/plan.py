@@ -329,6 +329,7 @@ class Plan(Generic[A]):
     dry_run: bool = True
     source: str = ""
     interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
+    runtime_lost: str = ""  # why a stage's last-moment re-check could not ask the runtime
     declined: bool = False
     shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
     filesystem: dict[str, Any] | None = None  # the filesystem a space target is measured on

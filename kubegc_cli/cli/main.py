@@ -373,6 +373,15 @@ def finish(plan: Any, s: Any) -> None:
         _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
     counts = plan.counts()
     failed = counts["failed"]
+    if getattr(plan, "runtime_lost", ""):
+        from kubegc_cli.errors import RuntimeUnavailable
+
+        if not counts["removed"] and _runtime_lost_before_any_removal(plan):
+            raise RuntimeUnavailable(f"{plan.runtime_lost}; nothing removed (see RESULT)")
+        raise PartialFailure(
+            f"{plan.runtime_lost}; {counts['removed']} removed before, the rest not attempted "
+            "(see RESULT)"
+        )
     if failed and not counts["removed"] and _runtime_lost_before_any_removal(plan):
         from kubegc_cli.errors import RuntimeUnavailable
 

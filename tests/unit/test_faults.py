@@ -113,7 +113,8 @@ def history(state: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("dies_after", [1, 2], ids=["observe", "re-list-before-acting"])
 def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_after: int) -> None:
     """The runtime answers ListContainers, then dies: exit 3 within --timeout + 1 s, nothing
-    removed and nothing reported as removed. When it dies after the re-list right before
+    removed and nothing reported as removed (the report says what was not attempted, and the
+    audit has it). When it dies after the re-list right before
     removals start, the run halts after a few unanswered re-checks: still exit 3 (nothing was
     removed: no removal was sent), the report printed, every action accounted for."""
     cri.die_after["ListContainers"] = dies_after
@@ -124,9 +125,16 @@ def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_a
     assert cri.count("ListContainers") == dies_after and not cri.alive
     assert cri.removed == [] and cri.count("RemoveContainer") == 0
     assert err.startswith("kubegc: error: ") and "Traceback" not in err
-    if dies_after == 1:
-        assert code == 3 and out == "" and err.count("\n") == 1
-        assert "cri.sock" in err
+    if dies_after == 1:  # the guard's last-moment re-list finds nobody: nothing attempted
+        assert code == 3 and err.count("\n") == 1 and "cri.sock" in err, err
+        assert "nothing removed" in err
+        doc = json.loads(out)
+        assert doc["actions"] and {(a["result"], a["error"]) for a in doc["actions"]} == {
+            ("skipped", "not attempted: the runtime stopped answering")
+        }
+        assert [r["by_result"] for r in history(tmp_path / "st")] == [
+            {"skipped": len(doc["actions"])}
+        ]
         return
     assert code == 3, err
     assert "the runtime stopped answering before anything was removed" in err

@@ -915,3 +915,22 @@ def test_gc_logs_removes_the_links_into_a_removed_directory_so_a_second_run_find
     assert list((host / "var/log/containers").iterdir()) == []
     code, out, err = _gc_logs(tmp_path, host, "/var/log/pods")
     assert code == 0 and json.loads(out)["actions"] == [], err
+
+
+def test_gc_all_plans_a_link_without_a_container_id_as_gc_logs_does(tmp_path: Path) -> None:
+    """`gc all` leaves to its container stage the links of the containers it removes; a link
+    whose name carries no container ID belongs to none of them and is planned as `gc logs`
+    plans it (else a second run would find it)."""
+    host = tmp_path / "host"
+    (host / "var/log/pods").mkdir(parents=True)
+    (host / "var/log/containers").mkdir(parents=True)
+    (host / "var/log/containers/stray_ns_x-ab.log").symlink_to("/nonexistent/x.log")
+    argv = ["--host-root", str(host), "--state-dir", str(tmp_path / "state"), "--now",
+            "2027-01-15T08:00:00Z", "--pods-file", str(_pods_file(tmp_path)), "gc", "all",
+            "--pod-logs-dir", "/var/log/pods", "--dry-run", "-o", "json"]  # fmt: skip
+    with use_runtime(node()):
+        code, out, err = run_cli(argv)
+    assert code == 0, err
+    planned = [(a["kind"], a.get("rule")) for a in json.loads(out)["actions"]]
+    assert ("container", "max-per-pod-container") in planned
+    assert ("log-symlink", "unparsable-link") in planned
