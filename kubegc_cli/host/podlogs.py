@@ -192,13 +192,10 @@ def links_into(local_dir: str, host_dir: str, pod_dirs: set[str]) -> list[tuple[
     if not pod_dirs:
         return out
     try:
-        with os.scandir(local_dir) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = _log_symlinks(local_dir)
     except OSError:
         return out
     for e in entries:
-        if not e.name.endswith(".log") or not e.is_symlink():
-            continue
         try:
             target = os.path.normpath(os.path.join(host_dir, os.readlink(e.path)))
         except OSError:
@@ -216,18 +213,18 @@ def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[st
     """(name, local path) of the dangling symlinks `*.log` in `local_dir` (a local path under
     `host_root`; missing dir: none). Targets are resolved under `host_root` (`link_dangles`).
     """
-    out: list[tuple[str, str]] = []
     try:
-        with os.scandir(local_dir) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = _log_symlinks(local_dir)
     except FileNotFoundError:
-        return out
-    for e in entries:
-        if not e.name.endswith(".log") or not e.is_symlink():
-            continue
-        if link_dangles(e.path, host_root):
-            out.append((e.name, e.path))
-    return out
+        return []
+    return [(e.name, e.path) for e in entries if link_dangles(e.path, host_root)]
+
+
+def _log_symlinks(local_dir: str) -> list[os.DirEntry[str]]:
+    """The `*.log` symlinks in `local_dir`, by name; `OSError` when it cannot be listed."""
+    with os.scandir(local_dir) as it:
+        return sorted((e for e in it if e.name.endswith(".log") and e.is_symlink()),
+                      key=lambda e: e.name)  # fmt: skip
 
 
 class LogDirChanged(Exception):
