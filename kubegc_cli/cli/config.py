@@ -40,7 +40,6 @@ from click.core import ParameterSource
 
 from kubegc_cli.cli.options import GLOBAL_NAMES, collected, global_sources
 from kubegc_cli.errors import BadInput
-from kubegc_cli.inputs import present
 
 DEFAULT_PATH = "/etc/kubegc/config.yaml"
 ENV_VAR = "KUBEGC_CONFIG"
@@ -82,6 +81,8 @@ def locate(given: str | None, env: Mapping[str, str]) -> tuple[Path | None, str]
         return Path(given), "--config"
     if env.get(ENV_VAR):
         return Path(env[ENV_VAR]), ENV_VAR
+    from kubegc_cli.inputs import present
+
     default = Path(DEFAULT_PATH)
     return (default, "default") if present(default) else (None, "")
 

@@ -373,7 +373,7 @@ def finish(plan: Any, s: Any) -> None:
         _fail(f"{why}; {skipped} planned removal(s) not attempted", code)
     counts = plan.counts()
     failed = counts["failed"]
-    if getattr(plan, "runtime_lost", ""):
+    if plan.runtime_lost:
         from kubegc_cli.errors import RuntimeUnavailable
 
         if not counts["removed"] and _runtime_lost_before_any_removal(plan):
