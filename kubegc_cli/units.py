@@ -18,18 +18,18 @@ from kubegc_cli.errors import BadInput
 if TYPE_CHECKING:
     from fractions import Fraction  # imported when a quantity needs it (it pulls in decimal)
 
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
 }
-_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
-MAX_DURATION_SECONDS = 9_223_372_036.854775807  # Go's time.Duration maximum
+_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|µs|μs|ms|s|m|h)")
+_MAX_DURATION_NS = 2**63 - 1  # Go's time.Duration maximum (a negative one may reach -2**63)
 
 NS_PER_SECOND = 1_000_000_000
 MAX_TIMESTAMP_NS = 253_402_300_800 * NS_PER_SECOND  # 10000-01-01T00:00:00Z
@@ -38,41 +38,47 @@ MAX_TIMESTAMP_NS = 253_402_300_800 * NS_PER_SECOND  # 10000-01-01T00:00:00Z
 def parse_duration(text: str, *, flag: str = "duration", allow_negative: bool = False) -> float:
     """Parse a Go duration string into seconds (float).
 
-    `flag` names the option in the error. Raises `BadInput` for anything Go would reject
-    (`"5"`, `"1d"`, `""`, `"1h-2m"`) and for negative values unless `allow_negative`.
+    The value is Go's `time.ParseDuration` one, in whole nanoseconds: each part's fraction is
+    truncated to a nanosecond as Go does, and more than 2**63-1 ns (about 292 years) is an
+    overflow. `flag` names the option in the error. Raises `BadInput` for anything Go would
+    reject (`"5"`, `"1d"`, `""`, `"1h-2m"`, `" 1s"`, `"1s "`) and for negative values unless
+    `allow_negative`.
     """
-    s = text.strip()
     orig = text
-    if not s:
+    if not text:
         raise BadInput(
             f"invalid value for {flag}: {text!r} is an empty duration (use e.g. 30s, 5m, 1h30m)"
         )
-    sign = 1.0
+    s = text
+    negative = s[0] == "-"
     if s[0] in "+-":
-        sign = -1.0 if s[0] == "-" else 1.0
         s = s[1:]
     if s == "0":
         return 0.0
+    if not s:
+        raise BadInput(f"invalid value for {flag}: {orig!r} is not a duration")
     pos = 0
-    total = 0.0
+    total_ns = 0
     while pos < len(s):
         m = _PART.match(s, pos)
-        if not m:
+        whole, fraction = (m.group(1), m.group(2)) if m else ("", None)
+        if not m or not (whole or fraction):
             raise BadInput(
                 f"invalid value for {flag}: {orig!r} is not a duration (use e.g. 30s, 5m, 1h30m)"
             )
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        unit = _UNIT_NS[m.group(3)]
+        total_ns += int(whole or "0") * unit
+        if fraction and fraction.strip("0"):
+            digits = fraction[:18]  # (Go stops reading a fraction's digits before overflow)
+            total_ns += int(int(digits) * (unit / 10 ** len(digits)))
+        if total_ns > _MAX_DURATION_NS + negative:
+            raise BadInput(
+                f"invalid value for {flag}: {orig!r} is too large (at most about 292 years)"
+            )
         pos = m.end()
-    if not s:
-        raise BadInput(f"invalid value for {flag}: {orig!r} is not a duration")
-    value = sign * total
-    if abs(value) < 1e-9:
-        value = 0.0  # (less than a nanosecond: Go's ParseDuration gives 0)
-    if not abs(value) <= MAX_DURATION_SECONDS:
-        raise BadInput(f"invalid value for {flag}: {orig!r} is too large (at most about 292 years)")
-    if value < 0 and not allow_negative:
+    if negative and total_ns and not allow_negative:
         raise BadInput(f"invalid value for {flag}: {orig!r} must not be negative")
-    return value
+    return (-total_ns if negative else total_ns) / NS_PER_SECOND
 
 
 def format_duration(seconds: float) -> str:

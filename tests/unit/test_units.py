@@ -44,11 +44,53 @@ def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "5", "1d", "1h-2m", "abc", "m", "1.h2", "-5s"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "5",
+        "1d",
+        "1h-2m",
+        "abc",
+        "m",
+        "1.h2",
+        "-5s",
+        "1s ",
+        " 1s",
+        "\t1s",
+        "1s\n",
+        ".s",
+        "-",
+        "1e3s",
+    ],
+)
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(BadInput) as err:
         parse_duration(text, flag="--older-than")
     assert "--older-than" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("2562047h47m16.854775807s", 2**63 - 1),
+        ("2562047h47m16.8547758071s", 2**63 - 1),  # the fraction's tail is below 1ns
+        ("-2562047h47m16.854775808s", -(2**63)),
+        ("9223372036854775807ns", 2**63 - 1),
+    ],
+)
+def test_durations_up_to_go_maximum(text: str, ns: int) -> None:
+    """Go's time.Duration holds -2**63..2**63-1 ns; the boundary values are accepted exactly."""
+    assert parse_duration(text, allow_negative=True) == ns / 1e9
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2562047h47m16.854775808s", "9223372036854775808ns", "2562048h", "1h2562047h", "-2562048h"],
+)
+def test_durations_past_go_maximum_are_too_large(text: str) -> None:
+    with pytest.raises(BadInput, match="too large"):
+        parse_duration(text, flag="--timeout", allow_negative=True)
 
 
 def test_negative_duration_allowed_when_asked() -> None:
@@ -94,12 +136,12 @@ def test_parse_bytes_rounds_up_and_must_be_positive() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("1ns", 1e-9), ("1.5ns", 1.5e-9), ("500us", 5e-4), ("500µs", 5e-4), ("300ms", 0.3),
+    [("1ns", 1e-9), ("1.5ns", 1e-9), ("500us", 5e-4), ("500µs", 5e-4), ("300ms", 0.3),
      ("0.9999999ns", 0.0), ("0.0001ns", 0.0), ("1h1ns", 3600 + 1e-9)],
 )  # fmt: skip
 def test_durations_below_a_nanosecond_are_zero(text: str, seconds: float) -> None:
     """Less than a nanosecond is 0, as Go's ParseDuration (whole nanoseconds) has it, so
-    `--timeout 0.5ns` is refused as 0; a nanosecond or more is kept."""
+    `--timeout 0.5ns` is refused as 0; a part's fraction of a nanosecond is dropped."""
     assert parse_duration(text) == pytest.approx(seconds, rel=1e-12, abs=0)
 
 
