@@ -30,7 +30,7 @@ from kubegc_cli.plan import (
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInventory,
-    check_source_covers_node,
+    against_runtime,
     load_pods_file,
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
@@ -372,9 +372,9 @@ def gc_containers(
     mode = decide_mode(s, act, ui)
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
-        check_source_covers_node(pods, snap.containers, snap.sandboxes)
+        here = against_runtime(pods, snap.containers, snap.sandboxes)
         bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
-        plan = plan_containers(snap.containers, policy, pods, _now(s, snap), bound)
+        plan = plan_containers(snap.containers, policy, here, _now(s, snap), bound)
         plan.source = source
         return plan
 
@@ -390,10 +390,11 @@ def gc_containers(
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
-        # -l matches the pod labels the sandboxes carry.
+        # -l matches the pod labels the sandboxes carry; READY ones keep their pods alive.
         snap = _observe_for_containers(
-            client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=scope.selector is not None
-        )
+            client, s, scope, kcfg.pod_logs_dir, mounts,
+            sandboxes=scope.selector is not None or pods.known,
+        )  # fmt: skip
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
@@ -427,9 +428,9 @@ def gc_sandboxes(
     mode = decide_mode(s, act, ui)
 
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[SandboxAction]:
-        check_source_covers_node(pods, snap.containers, snap.sandboxes)
+        here = against_runtime(pods, snap.containers, snap.sandboxes)
         plan = plan_sandboxes(
-            snap.sandboxes, snap.containers, pods, _now(s, snap),
+            snap.sandboxes, snap.containers, here, _now(s, snap),
             include_terminated_pods=include_terminated_pods, scope=scope,
         )  # fmt: skip
         plan.source = source
@@ -551,8 +552,8 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
     root = _pod_logs_root(s, pod_logs_dir)
     client = open_client(s, ui)
     try:
-        snap = observe_node(client, s.host_root, statuses="none")
-        check_source_covers_node(pods, snap.containers, snap.sandboxes)
+        snap = observe_node(client, s.host_root, statuses="none", sandboxes=pods.known)
+        pods = against_runtime(pods, snap.containers, snap.sandboxes)
         mounts = MountTable.read()
         dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
         now = _now(s, snap)
@@ -604,7 +605,7 @@ def gc_all(
     try:
         mounts = MountTable.read()
         snap = _observe_for_containers(client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True)
-        check_source_covers_node(pods, snap.containers, snap.sandboxes)
+        pods = against_runtime(pods, snap.containers, snap.sandboxes)
         now = _now(s, snap)
         scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         pc = plan_containers(snap.containers, policy, pods, now, scope)

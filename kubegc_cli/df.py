@@ -24,7 +24,7 @@ Where each figure comes from, and where it is counted:
 - Container logs: every pod's log directory, rotated files included. Reclaimable: the log files
   of those containers as `gc containers` deletes them (`host.logs.deletable_log_files`), and
   the whole directory of a pod the pod source says is deleted — only when the runtime was read,
-  so that the pod source was checked against the pods running here (`check_source_covers_node`);
+  so that the pod source was checked against the pods running here (`against_runtime`);
   without it no pod counts as deleted and a note says so.
 - Residue: orphaned pod directories and pod log directories, as `residue scan` finds them; their
   bytes count there, not again under logs or emptyDir.
@@ -688,7 +688,7 @@ def disk_usage(
     from kubegc_cli.app import load_pod_inventory
     from kubegc_cli.host.kubelet import load_kubelet_config, validate_pod_logs_dir
     from kubegc_cli.host.logs import host_path_of
-    from kubegc_cli.pods import check_source_covers_node
+    from kubegc_cli.pods import against_runtime
     from kubegc_cli.pressure import kubelet_root
 
     if s.snapshot is not None:
@@ -732,7 +732,7 @@ def disk_usage(
             ui.warn(f"{exc}; images and writable layers are unknown (exit 3 after the report)")
         else:
             endpoint = rt.endpoint
-            check_source_covers_node(
+            pods = against_runtime(
                 pods,
                 rt.containers,
                 rt.sandboxes,

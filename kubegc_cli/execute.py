@@ -111,6 +111,8 @@ UNKNOWN_STOP_GRACE_SECONDS = 2
 
 # What an action not attempted because the runtime stopped answering says.
 HALTED = "not attempted: the runtime stopped answering"
+# Why a CREATED container in a READY sandbox is left.
+MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
 # What a removal the runtime did not answer says (it may have happened all the same).
 OUTCOME_UNKNOWN = "outcome unknown"
 
@@ -217,11 +219,14 @@ class ContainerRemover(Executor[ContainerAction]):
     """Removes containers as the kubelet's container GC does, with kubegc's re-checks.
 
     For each action: re-read `ContainerStatus` (gone → skipped; RUNNING or re-created →
-    skipped); stop it first if it is UNKNOWN (failure → failed, as the kubelet skips it);
-    `RemoveContainer`; then remove its log files and legacy symlink. kubegc removes the
-    container before its log (the kubelet does the opposite), so a container that starts
-    between the re-check and the removal is refused by the runtime and keeps its log; a log
-    that cannot be removed after its container is gone is reported in `log_note`.
+    skipped); a CREATED one whose sandbox is READY (`PodSandboxStatus`) → skipped: the
+    kubelet may be about to start it, and CRI's `RemoveContainer` removes a running container
+    by force. Only a CREATED container in a READY sandbox can start (the kubelet never starts
+    an exited one again, the runtime starts none in a sandbox that is not READY), so what
+    passes the re-check cannot be running when it is removed. Stop it first if it is UNKNOWN
+    (failure → failed, as the kubelet skips it); `RemoveContainer`; then remove its log files
+    and legacy symlink (after the container: the kubelet does the opposite); a log that
+    cannot be removed after its container is gone is reported in `log_note`.
     """
 
     log_roots: LogRoots | None = None
@@ -239,6 +244,11 @@ class ContainerRemover(Executor[ContainerAction]):
         if status.created_at != planned.created_at:
             a.result, a.error = Result.SKIPPED, "changed since the plan (creation time differs)"
             return
+        if status.state is ContainerState.CREATED:
+            sandbox = self.client.pod_sandbox_status(planned.pod_sandbox_id)
+            if sandbox is not None and sandbox[0] is SandboxState.READY:
+                a.result, a.error = Result.SKIPPED, MAY_START
+                return
         if status.state is ContainerState.UNKNOWN:
             try:
                 if not self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS):
@@ -273,11 +283,11 @@ class ContainerRemover(Executor[ContainerAction]):
 class LogRemover(Executor[LogAction]):
     """Removes pod log directories and dangling legacy symlinks, re-checking each first.
 
-    A pod log directory is skipped if the runtime now has a container of that pod, or if it
-    has become a mount point or holds one (or the mount table could not be read); a symlink
-    is skipped if it no longer dangles (its target resolved under `host_root`). Both are
-    removed relative to podLogsDir and the legacy link directory as pinned when the plan was
-    made (`roots`).
+    A pod log directory is skipped if the runtime now has a container or a READY sandbox of
+    that pod, or if it has become a mount point or holds one (or the mount table could not be
+    read); a symlink is skipped if it no longer dangles (its target resolved under
+    `host_root`). Both are removed relative to podLogsDir and the legacy link directory as
+    pinned when the plan was made (`roots`).
     """
 
     mounts: MountTable | None = None
@@ -288,8 +298,12 @@ class LogRemover(Executor[LogAction]):
         assert self.mounts is not None and self.roots is not None
         try:
             if a.kind == "pod-log-dir":
-                if self.client.list_containers(labels={LABEL_POD_UID: a.pod_uid}):
+                of_pod = {LABEL_POD_UID: a.pod_uid}
+                if self.client.list_containers(labels=of_pod):
                     a.result, a.error = Result.SKIPPED, "the runtime has containers of it now"
+                    return
+                if any(sb.state is SandboxState.READY for sb in self.client.list_sandboxes(of_pod)):
+                    a.result, a.error = Result.SKIPPED, "the runtime has a READY sandbox of it now"
                     return
                 done = remove_pod_log_dir(a.local_path, self.mounts, self.roots.pin)
                 a.bytes_freed = done.size_freed

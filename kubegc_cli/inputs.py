@@ -19,7 +19,7 @@ from typing import Any
 from kubegc_cli.errors import BadInput
 
 MAX_INPUT_BYTES = 1 << 30
-PIPE_WAIT_SECONDS = 60  # for the first byte written to a pipe or FIFO input
+PIPE_WAIT_SECONDS = 60  # for each write to a pipe or FIFO input (the first, and every next)
 
 
 def present(path: Path | str) -> bool:
@@ -62,23 +62,29 @@ def read_text(path: Path, what: str) -> str:
 
 def _read_pipe(path: Path, what: str) -> bytes:
     """The bytes written to the pipe or FIFO `path` (`<(kubectl get pods -o json)`), up to
-    `MAX_INPUT_BYTES` + 1. Opening does not wait for a writer; the first byte (or the writer's
-    close) must come within `PIPE_WAIT_SECONDS`, else `BadInput` — a FIFO nothing ever writes
-    to is an error, not a hang. Raises `OSError`."""
+    `MAX_INPUT_BYTES` + 1, until the writer closes it. Opening does not wait for a writer; the
+    first byte (or the writer's close) must come within `PIPE_WAIT_SECONDS`, and so must each
+    next one, else `BadInput` — a FIFO nothing writes to, or a writer that stalls (a hung
+    `kubectl`), is an error, not a hang. Raises `OSError`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        if not poller.poll(PIPE_WAIT_SECONDS * 1000):
-            raise BadInput(
-                f"cannot read {what} {path}: nothing was written to the pipe within "
-                f"{PIPE_WAIT_SECONDS} s"
-            )
-        os.set_blocking(fd, True)
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while size <= MAX_INPUT_BYTES:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
+            if not poller.poll(PIPE_WAIT_SECONDS * 1000):
+                stalled = (
+                    f"nothing more was written after {size} bytes for"
+                    if chunks
+                    else ("nothing was written to the pipe within")
+                )
+                raise BadInput(f"cannot read {what} {path}: {stalled} {PIPE_WAIT_SECONDS} s")
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except BlockingIOError:  # woken with nothing to read yet
+                continue
+            if not chunk:  # the writer closed it (a writer was there: poll said so)
                 break
             chunks.append(chunk)
             size += len(chunk)

@@ -520,7 +520,7 @@ def apply_plan(
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.observe import observe_node
-    from kubegc_cli.pods import check_source_covers_node
+    from kubegc_cli.pods import against_runtime
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
     from kubegc_cli.policy.images import images_in_use
 
@@ -531,10 +531,10 @@ def apply_plan(
             ui.warn(f"the plan was made on {plan.source}; applying it on {client.endpoint.display}")
         mounts = MountTable.read()
         snap = observe_node(
-            client, s.host_root, statuses="dead", sandboxes="sandbox" in kinds,
+            client, s.host_root, statuses="dead", sandboxes="sandbox" in kinds or pods.known,
             images="image" in kinds, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
         )  # fmt: skip
-        check_source_covers_node(pods, snap.containers, snap.sandboxes)
+        pods = against_runtime(pods, snap.containers, snap.sandboxes)
         protected: set[str] = set()
         if "image" in kinds:
             saved_refs = (plan.policy.get("sandbox_image"),

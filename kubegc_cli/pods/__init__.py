@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,31 +69,43 @@ class PodInventory:
     `known` False means no source was consulted: nothing may be treated as deleted.
     `source` is a short human description (`none`, `file:/path`). `nodes` holds the decoded
     Node objects the source also carried, by name (`kubectl get pods,nodes -o json`).
+    `alive` holds the UIDs of the pods alive on this node (a RUNNING container or a READY
+    sandbox), as `against_runtime` found them: such a pod is never treated as deleted,
+    whatever the source says (the kubelet's pod workers know a pod until it has terminated:
+    ShouldPodRuntimeBeRemoved and ShouldPodContentBeRemoved are false before that).
     """
 
     known: bool
     pods: Mapping[str, PodInfo] = field(default_factory=dict)
     source: str = "none"
     nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    alive: frozenset[str] = frozenset()
 
     def is_deleted(self, uid: str) -> bool:
         """The pod's content may be removed (the kubelet's ShouldPodContentBeRemoved): it is
-        gone from the pod source (`may_exist` False), evicted, or deleted with every container
-        stopped.
+        not alive on this node (`alive`) and the source disowns it (`disowns`).
 
         Containers without a pod UID label (`uid == ""`) are never treated as deleted: kubegc
         cannot know whose they are.
         """
-        if uid == "" or self.may_exist(uid):
-            pod = self.pods.get(uid) if self.known else None
-            return pod is not None and pod.content_removable
-        return True
+        return uid not in self.alive and self.disowns(uid)
+
+    def disowns(self, uid: str) -> bool:
+        """The pod source alone says the pod's content may go: the pod is gone from it
+        (`may_exist` False), evicted, or deleted with every container stopped. Whether the pod
+        is alive on this node is not asked (see `is_deleted`)."""
+        if not self.known or uid == "":
+            return False
+        pod = self.pods.get(uid)
+        if pod is None:
+            return not is_static_pod_uid(uid)
+        return pod.content_removable
 
     def may_exist(self, uid: str) -> bool:
-        """The pod may still exist as far as this source can tell: no source was read, the
-        source lists it, or `uid` is a static pod's UID (`is_static_pod_uid`), which no pod
-        source can speak for."""
-        return not self.known or uid in self.pods or is_static_pod_uid(uid)
+        """The pod may still exist as far as kubegc can tell: no source was read, the source
+        lists it, it is alive on this node (`alive`), or `uid` is a static pod's UID
+        (`is_static_pod_uid`), which no pod source can speak for."""
+        return not self.known or uid in self.pods or uid in self.alive or is_static_pod_uid(uid)
 
     def deletion_reason(self, uid: str) -> str:
         """Why `is_deleted(uid)` holds, in words ("" when it does not)."""
@@ -107,7 +119,10 @@ class PodInventory:
         )
 
     def is_terminated(self, uid: str) -> bool:
-        """Deleted, or still in the API in phase Succeeded/Failed (ShouldPodRuntimeBeRemoved)."""
+        """Deleted, or still in the API in phase Succeeded/Failed (ShouldPodRuntimeBeRemoved);
+        never while alive on this node (`alive`): the kubelet has not finished terminating it."""
+        if uid in self.alive:
+            return False
         if self.is_deleted(uid):
             return True
         pod = self.pods.get(uid)
@@ -121,25 +136,29 @@ class PodInventory:
 NO_POD_SOURCE = PodInventory(known=False, source="none")
 
 
-def check_source_covers_node(
+def against_runtime(
     pods: PodInventory,
     containers: Iterable[Container],
     sandboxes: Iterable[Sandbox] = (),
     *,
     consequence: str = "nothing removed",
-) -> None:
-    """Refuse a pod source that cannot be this node's: one that lists none of the pods alive
-    here (a RUNNING container or a READY sandbox), or lists no pod at all while the runtime
-    has pods here (any container or sandbox with a pod UID; static pods do not count: a
-    source holds only their mirror pods, under other UIDs, see `is_static_pod_uid`).
+) -> PodInventory:
+    """`pods` with the pods alive on this node marked (`PodInventory.alive`: a RUNNING
+    container or a READY sandbox), after refusing a pod source that cannot be this node's:
+    one that lists none of the pods alive here, or lists no pod at all while the runtime has
+    pods here (any container or sandbox with a pod UID; static pods do not count: a source
+    holds only their mirror pods, under other UIDs, see `is_static_pod_uid`).
 
     An empty list, another node's pods, or a failed `kubectl` would otherwise mark every pod
     here as deleted and take the newest records of live pods — also when nothing runs (after
-    a reboot, or with every pod crash-looping). `containers`, `sandboxes`: what the runtime
-    lists now. Raises `BadInput` (nothing is removed), its message ending with `consequence`.
+    a reboot, or with every pod crash-looping); a partial or stale list (`-n`, `-l`, a pod
+    scheduled since) would mark the pods it misses, which `alive` keeps. `containers`,
+    `sandboxes`: what the runtime lists now (without the sandboxes, a pod alive only by its
+    READY sandbox is not seen). Raises `BadInput` (nothing is removed), its message ending
+    with `consequence`. Without a source (`known` False) `pods` is returned as it is.
     """
     if not pods.known:
-        return
+        return pods
     alive: set[str] = set()
     present: set[str] = set()
     for c in containers:
@@ -150,11 +169,12 @@ def check_source_covers_node(
         present.add(sb.uid)
         if sb.state is SandboxState.READY:
             alive.add(sb.uid)
-    alive = {u for u in alive if u and not is_static_pod_uid(u)}
+    alive.discard("")
+    listed = {u for u in alive if not is_static_pod_uid(u)}
     present = {u for u in present if u and not is_static_pod_uid(u)}
-    if alive and not alive & pods.pods.keys():
+    if listed and not listed & pods.pods.keys():
         raise BadInput(
-            f"pod source {pods.source} lists none of the {len(alive)} pod(s) alive on this "
+            f"pod source {pods.source} lists none of the {len(listed)} pod(s) alive on this "
             f"node (an empty list, another node's pods, a failed kubectl?); {consequence}"
         )
     if present and not pods.pods:
@@ -163,6 +183,7 @@ def check_source_covers_node(
             f"sandboxes of {len(present)} pod(s) here (a failed kubectl, a wrong node name?); "
             f"{consequence}"
         )
+    return replace(pods, alive=frozenset(alive))
 
 
 def inventory_from_podlist(doc: Any, *, source: str) -> PodInventory:

@@ -391,7 +391,7 @@ def plan_containers(
 
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
-    plan.notes.extend(_deleted_but_running(containers_seen, pods))
+    plan.notes.extend(_alive_but_disowned(containers_seen, pods))
     return plan
 
 
@@ -475,19 +475,21 @@ def _in_table_order(units: list[_Unit]) -> Iterator[list[_Unit]]:
         yield group
 
 
-def _deleted_but_running(containers: list[Container], pods: PodInventory) -> list[str]:
-    """A pod the source calls deleted that still runs containers here: maybe a stale pods file."""
-    if not pods.known:
-        return []  # no pod is deleted without a source
-    running = {
+def _alive_but_disowned(containers: list[Container], pods: PodInventory) -> list[str]:
+    """A pod the source disowns (gone from it, evicted, or being deleted) that is alive here
+    (`PodInventory.alive`): kept as existing; maybe a stale or partial pod source."""
+    if not pods.alive:
+        return []
+    shown = {
         (c.pod_namespace, c.pod_name)
         for c in containers
-        if c.state is ContainerState.RUNNING and pods.is_deleted(c.pod_uid)
+        if c.pod_uid in pods.alive and pods.disowns(c.pod_uid)
     }
     return [
-        f"Pod {ns}/{name} counts as deleted (gone from the pod source, evicted, or being "
-        "deleted) but still runs containers on this node (just now? a stale pod source?)."
-        for ns, name in sorted(running)
+        f"Pod {ns}/{name} is gone from the pod source (or evicted, or being deleted) but is "
+        "alive on this node (a running container or a READY sandbox): its containers are "
+        "treated as a live pod's (just now? a stale or partial pod source?)."
+        for ns, name in sorted(shown)
     ]
 
 

@@ -3,11 +3,12 @@
 Rules per finding type (only findings marked `safe` are ever acted on):
 
 - directories (`POD_DIR`, `POD_LOG_DIR`): the name must be a pod UID and the pod must still
-  be gone; the mount table is read again — it must be readable (else anything may be
-  mounted) and nothing may be mounted at or below the directory; it must not have become a
-  symlink. Removal (`remove_tree`) opens every directory without following symlinks (a
-  symlink inside is unlinked, its target untouched) and never enters a directory on another
-  device or named by the mount table; what it had to leave is reported.
+  be gone (a `POD_DIR` must also still be unchanged for the setup grace period); the mount
+  table is read again — it must be readable (else anything may be mounted) and nothing may be
+  mounted at or below the directory; it must not have become a symlink. Removal
+  (`remove_tree`) opens every directory without following symlinks (a symlink inside is
+  unlinked, its target untouched) and never enters a directory on another device or named by
+  the mount table; what it had to leave is reported.
 - `LOG_LINK`: unlinked only while it is still a dangling symlink, its target resolved under
   the host root (and, when its name carries a container ID, only while the runtime still
   does not know that ID).
@@ -64,6 +65,7 @@ from kubegc_cli.residue.host import (
     holders_of,
     netns_keys,
     netns_users,
+    pod_dir_setup_reason,
     read_reservation,
     sees_host_processes,
 )
@@ -189,6 +191,9 @@ class ResidueCleaner(Executor[Any]):
         st = os.lstat(local)
         if stat.S_ISLNK(st.st_mode):
             raise Refused(f"{a.target} became a symlink; left")
+        recent = pod_dir_setup_reason(local, time.time()) if a.type == POD_DIR else ""
+        if recent:
+            raise Refused(f"{recent}; left")
         real = resolve_on_host(self.host_root, a.target)
         root = os.path.realpath(str(self.host_root))
         if root != "/" and not real.startswith(root.rstrip("/") + "/"):

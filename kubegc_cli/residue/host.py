@@ -68,6 +68,10 @@ runtime creates the network namespace, reserves the IP and starts the shim befor
 the new sandbox. Such network namespaces and IP reservations are never marked safe, and such
 shims are reported with their age (shims are never safe anyway)."""
 
+POD_DIR_GRACE_SECONDS = SETUP_GRACE_SECONDS
+"""A pod directory changed less than this (seconds) ago may be a new pod's (see
+`pod_dir_setup_reason`): never marked safe, and left at removal."""
+
 CRI_NAMESPACE = "k8s.io"
 """The containerd namespace the CRI plugin keeps Kubernetes containers in; shims of other
 namespaces (Docker's `moby`, `ctr`'s `default`) are not the CRI runtime's."""
@@ -116,6 +120,28 @@ def _age(st: os.stat_result, now: float) -> float:
     """Seconds since the last modification (a reservation file is written once; a namespace
     file's nsfs inode carries the time its namespace was first bound)."""
     return now - st.st_mtime
+
+
+def pod_dir_setup_reason(local: str, now: float) -> str:
+    """Why pod directory `local` may belong to a pod still being set up ("" when it has not
+    changed for `POD_DIR_GRACE_SECONDS`): the kubelet makes `<root-dir>/pods/<uid>` and its
+    subdirectories, and mounts the volumes, before the pod's sandbox exists, so a pod source
+    older than the pod (a pods file written earlier) cannot speak for it. Its age is that of
+    the newest modification time (not following symlinks) of the directory and of every
+    entry directly in it; one that cannot be read counts as new."""
+    try:
+        newest = os.lstat(local).st_mtime
+        with os.scandir(local) as it:
+            for e in it:
+                newest = max(newest, e.stat(follow_symlinks=False).st_mtime)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot read when it last changed: {exc.strerror or exc}"
+    age = now - newest
+    if age >= POD_DIR_GRACE_SECONDS:
+        return ""
+    return f"changed {max(int(age), 0)}s ago: a new pod may still be being set up"
 
 
 def _unsafe(reasons: list[str]) -> tuple[bool, str]:
@@ -246,8 +272,9 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
     found, but volume paths are still present on disk" when volume directories remain.
 
     Safe only when `ctx.pod_is_gone(uid)`, `<uid>` is spelled like a pod UID
-    (`is_pod_uid`), the mount table was read and nothing at or below it is mounted, and it
-    is neither a symlink nor a mount point itself; otherwise `unsafe_reason` names the
+    (`is_pod_uid`), the mount table was read and nothing at or below it is mounted, it is
+    neither a symlink nor a mount point itself, and it has not changed for
+    `POD_DIR_GRACE_SECONDS` (`pod_dir_setup_reason`); otherwise `unsafe_reason` names the
     mounts, the unreadable mount table, the name, the missing pod source or the unreadable
     runtime.
     """
@@ -273,7 +300,11 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
         if facts is None:
             continue
         volumes = [] if facts.is_link else _volume_dirs(local, host)
-        safe, why = _unsafe(facts.reasons + _pod_gone_reasons(ctx, uid))
+        reasons = facts.reasons + _pod_gone_reasons(ctx, uid)
+        recent = "" if facts.is_link else pod_dir_setup_reason(local, time.time())
+        if recent:
+            reasons.append(recent)
+        safe, why = _unsafe(reasons)
         what = (
             f"orphaned pod {uid} found, but volume paths are still present on disk"
             if volumes

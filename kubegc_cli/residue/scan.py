@@ -35,7 +35,7 @@ from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Image, Sandbox, SandboxState
 from kubegc_cli.plan import Plan, Result
-from kubegc_cli.pods import PodInventory, check_source_covers_node
+from kubegc_cli.pods import PodInventory, against_runtime
 from kubegc_cli.residue import (
     CNI_IP,
     DEAD_CONTAINER,
@@ -353,7 +353,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
             mounts=mounts,
         )
         if facts is not None:
-            check_source_covers_node(pods, facts.containers, facts.sandboxes)
+            pods = against_runtime(pods, facts.containers, facts.sandboxes)
             ctx = with_runtime(ctx, facts)
         socket = ""
         if client is not None:

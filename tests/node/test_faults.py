@@ -76,7 +76,8 @@ def test_containerd_killed_during_removals_then_the_next_run_finishes(
     node.start()
     try:
         # Two live pods, each a running web and a crash-looping job with many exited attempts;
-        # and a pod the pods file no longer lists (deleted), with exited containers.
+        # and a pod the pods file no longer lists (deleted, its sandbox stopped), with exited
+        # containers.
         live = [node.run_pod(f"live-{i}", namespace="faults") for i in range(2)]
         gone = node.run_pod("gone", namespace="faults")
         for pod in live:
@@ -90,6 +91,7 @@ def test_containerd_killed_during_removals_then_the_next_run_finishes(
         work_items += [(gone, a) for a in range(4)]
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(fill, work_items))
+        node.stop_pod(gone)  # deleted and terminated: nothing of it alive
         (work / "pods.json").write_text(json.dumps(pod_list(live)))
         everything = node.container_ids()
 

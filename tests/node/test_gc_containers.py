@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from kubegc_cli.app import ActOptions, Settings, gc_containers
@@ -134,22 +135,36 @@ def write_pods_file(path: Path, *pods: Pod) -> Path:
 
 
 def test_deleted_pod_loses_all_dead_containers(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """Case 3: pod Q is not in --pods-file: all its dead containers go, its running one stays."""
-    p, _, p_init1, p_app = pod_with_init(node, ns)
+    """Case 3: pod Q is not in --pods-file. While it is alive (a running container, a READY
+    sandbox) it is not treated as deleted: the limits take its older record, a note names it.
+    Once stopped, all its dead containers go as a deleted pod's."""
+    p, p_init0, p_init1, p_app = pod_with_init(node, ns)
     q = node.run_pod("q", namespace=ns)
     q0 = node.add_container(q, "work", attempt=0)
     q1 = node.add_container(q, "work", attempt=1)
     qc = node.add_container(q, "never", state="created")
     qr = node.add_container(q, "web", state="running")
     pods = write_pods_file(tmp_path / "pods.json", p)
+    args = ("--pods-file", str(pods), "gc", "containers", "-n", ns, "--yes", "-o", "json")
 
-    res = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns, "--yes",
-                 "-o", "json")  # fmt: skip
+    res = kubegc(node, tmp_path, *args)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
-    rules = {a["id"]: a["rule"] for a in doc["actions"]}
-    assert rules[q0] == rules[q1] == rules[qc] == "deleted-pod"
-    assert ids(node, ns) == {p_init1, p_app, qr}
+    limit = "max-per-pod-container"
+    assert {a["id"]: a["rule"] for a in doc["actions"]} == {q0: limit, p_init0: limit}
+    assert any(f"{ns}/q" in n and "alive on this node" in n for n in doc["notes"])
+    assert ids(node, ns) == {p_init1, p_app, q1, qc, qr}
+
+    node.stop_pod(q)  # its running container stops with it
+    res = kubegc(node, tmp_path, *args)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert {a["id"]: a["rule"] for a in doc["actions"]} == {
+        q1: "deleted-pod",
+        qc: "deleted-pod",
+        qr: "deleted-pod",
+    }
+    assert ids(node, ns) == {p_init1, p_app}
 
 
 def test_invalid_pods_file_removes_nothing(node: LocalNode, ns: str, tmp_path: Path) -> None:
@@ -226,6 +241,32 @@ def test_container_that_starts_between_plan_and_act_is_skipped(
     assert action.result is Result.SKIPPED and "running" in action.error
     assert ids(node, ns) == {c0, c1}
     assert node.container_status(c0).state == api_pb2.CONTAINER_RUNNING
+
+
+def test_created_container_is_left_while_its_sandbox_is_ready(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A CREATED container in a READY sandbox may be started by the kubelet at any moment, and
+    containerd's RemoveContainer removes a running container by force: it is left (skipped,
+    exit 0). Once the sandbox is stopped the runtime refuses to start it, and it goes."""
+    p = node.run_pod("p", namespace=ns)
+    c0 = node.add_container(p, "app", attempt=0, state="created")
+    c1 = node.add_container(p, "app", attempt=1)
+    args = ("gc", "containers", "-n", ns, "--yes", "-o", "json")
+    res = kubegc(node, tmp_path, *args)
+    assert res.returncode == 0, res.stderr
+    (action,) = json.loads(res.stdout)["actions"]
+    assert (action["id"], action["result"]) == (c0, "skipped")
+    assert "CREATED in a READY sandbox" in action["error"]
+    assert ids(node, ns) == {c0, c1}
+
+    node.stop_pod(p)
+    with pytest.raises(grpc.RpcError):  # what makes the removal below safe
+        node.runtime.StartContainer(api_pb2.StartContainerRequest(container_id=c0), timeout=10)
+    res = kubegc(node, tmp_path, *args)
+    assert res.returncode == 0, res.stderr
+    assert [(a["id"], a["result"]) for a in json.loads(res.stdout)["actions"]] == [(c0, "removed")]
+    assert ids(node, ns) == {c1}
 
 
 def test_unreachable_runtime_is_exit_3(tmp_path: Path) -> None:

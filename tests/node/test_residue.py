@@ -55,12 +55,16 @@ def live_pod(node: LocalNode, ns: str, tmp_path: Path) -> tuple[Pod, Path]:
     return pod, write_pods_file(tmp_path / "pods.json", pod)
 
 
-def orphan_dir(root: Path, uid: str = ORPHAN) -> Path:
-    """`<root>/pods/<uid>` with `volumes/kubernetes.io~empty-dir/cache` holding 3 files."""
+def orphan_dir(root: Path, uid: str = ORPHAN, *, age: float = 3600) -> Path:
+    """`<root>/pods/<uid>` with `volumes/kubernetes.io~empty-dir/cache` holding 3 files, last
+    changed `age` seconds ago (the directory and its entries)."""
     cache = root / "pods" / uid / "volumes" / "kubernetes.io~empty-dir" / "cache"
     cache.mkdir(parents=True)
     for i in range(3):
         (cache / f"f{i}").write_bytes(os.urandom(8192))
+    when = time.time() - age
+    for p in (cache.parent, cache.parent.parent, root / "pods" / uid):
+        os.utime(p, (when, when))
     return root / "pods" / uid
 
 
@@ -104,6 +108,21 @@ def test_orphaned_pod_dir_is_found_and_cleaned(node: LocalNode, ns: str, tmp_pat
     assert history.returncode == 0, history.stderr
     (run,) = json.loads(history.stdout)["items"]
     assert run["command"] == "residue clean"
+
+
+def test_a_pod_dir_made_a_moment_ago_is_left(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    """A pod directory made a moment ago may be a pod's the pods file does not list yet (the
+    kubelet makes it before the sandbox): found, not safe, and clean leaves it."""
+    _, pods = live_pod(node, ns, tmp_path)
+    root = tmp_path / "kubelet"
+    new = orphan_dir(root, age=0)
+    opts = ("--pods-file", str(pods), "--root-dir", str(root), "--kind", "orphaned-pod-dir")
+    f = findings(doc_of(residue(node, tmp_path, "scan", *opts, "-o", "json")), "orphaned-pod-dir")
+    assert f[str(new)]["safe_to_clean"] is False
+    assert "a new pod may still be being set up" in f[str(new)]["unsafe_reason"]
+    done = doc_of(residue(node, tmp_path, "clean", *opts, "--yes", "-o", "json"))
+    assert done["actions"] == [] and [k["id"] for k in done["kept"]] == [str(new)]
+    assert (new / "volumes/kubernetes.io~empty-dir/cache/f0").exists()
 
 
 def test_mounted_volume_keeps_the_pod_dir(node: LocalNode, ns: str, tmp_path: Path) -> None:

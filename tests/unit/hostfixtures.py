@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
 V1_NO_LIMIT = 9_223_372_036_854_771_712  # what v1 memory.limit_in_bytes says when unlimited
@@ -181,3 +183,11 @@ def write_pid_files(root: Path, *, pid_max: int, threads_max: int, loadavg: str)
     put(root, "/proc/sys/kernel/pid_max", f"{pid_max}\n")
     put(root, "/proc/sys/kernel/threads-max", f"{threads_max}\n")
     put(root, "/proc/loadavg", loadavg + "\n")
+
+
+def pod_dirs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let pod directories made a moment ago count as settled (no setup grace period), for
+    tests about everything else; the grace period has tests of its own."""
+    from kubegc_cli.residue import host
+
+    monkeypatch.setattr(host, "POD_DIR_GRACE_SECONDS", 0)

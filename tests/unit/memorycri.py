@@ -72,9 +72,13 @@ class MemoryCri:
                 and all(c.labels.get(k) == v for k, v in (labels or {}).items())
             ]
 
-    def list_sandboxes(self) -> list[Sandbox]:
+    def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[Sandbox]:
         with self.lock:
-            return list(self.sandboxes.values())
+            return [
+                sb
+                for sb in self.sandboxes.values()
+                if all(sb.labels.get(k) == v for k, v in (labels or {}).items())
+            ]
 
     def container_status(self, cid: str) -> Status | None:
         with self.lock:

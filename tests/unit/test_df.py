@@ -34,6 +34,7 @@ from kubegc_cli.model import (
     SandboxState,
 )
 from kubegc_cli.render_df import bar, render_df
+from tests.unit.hostfixtures import pod_dirs_settled
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -42,6 +43,11 @@ NO_RUNTIME = ["-r", "unix:///nonexistent/kubegc-test.sock"]
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/"}  # no kubeconfig: no API pod source
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+
+
+@pytest.fixture(autouse=True)
+def _pod_dirs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    pod_dirs_settled(monkeypatch)
 
 
 def df(root: Path, *args: str, prefix: tuple[str, ...] = ()) -> tuple[int, str, str]:

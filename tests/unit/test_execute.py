@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.execute import UNKNOWN_STOP_GRACE_SECONDS, ContainerRemover
+from kubegc_cli.execute import MAY_START, UNKNOWN_STOP_GRACE_SECONDS, ContainerRemover
 from kubegc_cli.host.logs import LogRoots
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import Container, ContainerState
+from kubegc_cli.model import Container, ContainerState, SandboxState
 from kubegc_cli.plan import ContainerAction, Result
 from tests.unit.factories import ctr, owner
 
@@ -39,6 +39,7 @@ class ScriptedCri:
     fail_code: str = "INTERNAL"
     calls: list[tuple[str, str]] = field(default_factory=list)
     gone_at_stop: set[str] = field(default_factory=set)  # StopContainer answers NotFound
+    sandboxes: dict[str, SandboxState] = field(default_factory=dict)  # PodSandboxStatus
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _record(self, call: str, cid: str) -> None:
@@ -50,6 +51,10 @@ class ScriptedCri:
     def container_status(self, cid: str) -> Status | None:
         self._record("status", cid)
         return self.statuses.get(cid)
+
+    def pod_sandbox_status(self, sid: str) -> tuple[SandboxState, int] | None:
+        self._record("sandbox-status", sid)
+        return (self.sandboxes[sid], 0) if sid in self.sandboxes else None
 
     def stop_container(self, cid: str, grace: int) -> bool:
         assert grace == UNKNOWN_STOP_GRACE_SECONDS
@@ -105,6 +110,35 @@ def test_rechecks_skip_gone_running_and_changed(tmp_path: Path) -> None:
     assert [a.result for a in acts] == [Result.SKIPPED] * 3
     assert "gone" in acts[0].error and "running" in acts[1].error and "changed" in acts[2].error
     assert not [c for c in cri.calls if c[0] == "remove"]
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "removed"),
+    [(SandboxState.READY, False), (SandboxState.NOTREADY, True), (None, True)],
+)
+def test_created_container_in_a_ready_sandbox_is_left(
+    tmp_path: Path, sandbox: SandboxState | None, removed: bool
+) -> None:
+    """A CREATED container may be started by the kubelet at any moment while its sandbox is
+    READY, and RemoveContainer would remove it running: left. In a sandbox that is not READY
+    (or gone) it can never start: removed. An EXITED one needs no sandbox call."""
+    c, e = ctr("c0", state="CREATED"), ctr("e0", attempt=1)
+    cri = ScriptedCri(
+        {
+            "c0": Status(ContainerState.CREATED, c.created_at),
+            "e0": Status(ContainerState.EXITED, e.created_at),
+        },
+        sandboxes={} if sandbox is None else {c.pod_sandbox_id: sandbox},
+    )
+    acts = [action(c), action(e)]
+    remover(cri, tmp_path, concurrency=1).run(acts)
+    assert acts[0].result is (Result.REMOVED if removed else Result.SKIPPED)
+    assert acts[0].error == ("" if removed else MAY_START)
+    assert acts[1].result is Result.REMOVED
+    assert ("remove", "c0") in cri.calls if removed else ("remove", "c0") not in cri.calls
+    assert [c for c in cri.calls if c[0] == "sandbox-status"] == [
+        ("sandbox-status", c.pod_sandbox_id)
+    ]
 
 
 def test_unknown_is_stopped_before_removal(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -876,6 +877,37 @@ def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
             f.write('{"kind": "PodList", "items": []}')
 
     writer = threading.Thread(target=late_writer)
+    writer.start()
+    assert inputs.read_text(fifo, "pods file") == '{"kind": "PodList", "items": []}'
+    writer.join()
+
+    # a writer that stalls after its first bytes (a hung kubectl): exit 2 too, not a hang
+    release = threading.Event()
+
+    def stalled_writer() -> None:
+        with open(fifo, "w") as f:
+            f.write('{"items": [')
+            f.flush()
+            release.wait(10)
+
+    writer = threading.Thread(target=stalled_writer)
+    writer.start()
+    try:
+        with pytest.raises(BadInput, match=r"nothing more was written after 11 bytes for 0\.3 s"):
+            inputs.read_text(fifo, "pods file")
+    finally:
+        release.set()
+        writer.join()
+
+    # a slow writer that keeps writing is read to its end
+    def slow_writer() -> None:
+        with open(fifo, "w") as f:
+            for part in ('{"kind": ', '"PodList", ', '"items": []}'):
+                f.write(part)
+                f.flush()
+                time.sleep(0.1)
+
+    writer = threading.Thread(target=slow_writer)
     writer.start()
     assert inputs.read_text(fifo, "pods file") == '{"kind": "PodList", "items": []}'
     writer.join()

@@ -187,6 +187,24 @@ def _released(pods: PodInventory, uid: str, include_terminated: bool) -> bool:
     return pods.is_deleted(uid) or (include_terminated and pods.is_terminated(uid))
 
 
+def _alive_marked(node: NodeState) -> PodInventory:
+    """The node's pod source with its pods alive here marked, as `against_runtime` marks them
+    (without its refusal of a source that cannot be this node's, to keep every state)."""
+    if not node.pods.known:
+        return node.pods
+    alive = {c.pod_uid for c in node.containers if c.state is ContainerState.RUNNING}
+    alive |= {s.uid for s in node.sandboxes if s.state is SandboxState.READY}
+    return replace(node.pods, alive=frozenset(alive - {""}))
+
+
+def _alive_pods_not_released(plan: Plan[Any], pods: PodInventory) -> None:
+    """No action takes a pod alive on the node as deleted or terminated."""
+    for a in plan.actions:
+        if a.rule in POD_RULES:
+            uid = a.container.pod_uid if hasattr(a, "container") else a.sandbox.uid
+            assert uid not in pods.alive, f"{a.id} of a pod alive here planned as {a.rule}"
+
+
 def _ids(actions: Iterable[Any]) -> set[str]:
     return {a.id for a in actions}
 
@@ -199,7 +217,8 @@ def _ids(actions: Iterable[Any]) -> set[str]:
 def test_container_plan_never_takes_what_must_stay(
     node: NodeState, policy: ContainerGCPolicy
 ) -> None:
-    plan = plan_containers(node.containers, policy, node.pods, NOW)
+    plan = plan_containers(node.containers, policy, _alive_marked(node), NOW)
+    _alive_pods_not_released(plan, _alive_marked(node))
     by_id = {c.id: c for c in node.containers}
     planned = _ids(plan.actions)
     dead = {c.id for c in node.containers if c.state is not ContainerState.RUNNING}
@@ -413,6 +432,13 @@ def test_sandbox_plan_rules_and_idempotence(node: NodeState, include_terminated:
         node.sandboxes, node.containers, node.pods, NOW, include_terminated_pods=include_terminated
     )
     _check_sandbox_plan(plan, node.sandboxes, node.containers, node.pods, include_terminated)
+    marked = _alive_marked(node)
+    _alive_pods_not_released(
+        plan_sandboxes(
+            node.sandboxes, node.containers, marked, NOW, include_terminated_pods=include_terminated
+        ),
+        marked,
+    )
     left = [s for s in node.sandboxes if s.id not in _ids(plan.actions)]
     again = plan_sandboxes(
         left, node.containers, node.pods, NOW, include_terminated_pods=include_terminated
@@ -761,9 +787,10 @@ class _IncompleteCri(MemoryCri):
             self._inventory_call("ListContainers")
         return super().list_containers(sandbox_id, labels, annotations=annotations)
 
-    def list_sandboxes(self) -> list[Sandbox]:
-        self._inventory_call("ListPodSandbox")
-        return super().list_sandboxes()
+    def list_sandboxes(self, labels: Mapping[str, str] | None = None) -> list[Sandbox]:
+        if not labels:
+            self._inventory_call("ListPodSandbox")
+        return super().list_sandboxes(labels)
 
     def container_statuses(self, ids: Iterable[str]) -> Any:
         self._inventory_call("ContainerStatus")

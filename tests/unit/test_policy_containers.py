@@ -9,13 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.model import Container, Sandbox, SandboxState
+from kubegc_cli.model import Container, ContainerState, Sandbox, SandboxState
 from kubegc_cli.plan import Result
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
     PodInfo,
     PodInventory,
-    check_source_covers_node,
+    against_runtime,
     inventory_from_podlist,
     inventory_of,
 )
@@ -446,14 +446,48 @@ def test_scope_that_matches_nothing_says_so() -> None:
     assert not any("shop/web" in n for n in plan.notes)
 
 
-def test_deleted_pod_that_still_runs_is_pointed_out() -> None:
+@pytest.mark.parametrize(
+    ("listed", "evicted", "running", "ready", "deleted"),
+    [
+        # gone from the source (partial, stale: -n, -l, a pod scheduled since) but alive here
+        (False, False, True, False, False),
+        (False, False, False, True, False),  # alive by its READY sandbox alone (pulling)
+        (True, True, True, False, False),  # evicted in the source, still being stopped
+        (True, True, False, True, False),
+        # nothing of it alive: the source decides
+        (False, False, False, False, True),
+        (True, True, False, False, True),
+        (True, False, False, False, False),
+    ],
+)
+def test_a_pod_alive_here_is_never_a_deleted_pod(
+    listed: bool, evicted: bool, running: bool, ready: bool, deleted: bool
+) -> None:
+    """A pod with a RUNNING container or a READY sandbox has not terminated: the kubelet
+    keeps its records (ShouldPodContentBeRemoved is false until then), whatever the pod
+    source says. Its dead containers fall under the per-unit rules; a note names it."""
+    q = "0a0a0a0a-0000-1111-2222-333344445555"
     cs = [
-        ctr("q0", uid="q", pod="q", ns="ci", age_s=300),
-        ctr("qr", uid="q", pod="q", ns="ci", name="web", state="RUNNING"),
+        ctr("p-run", uid="p", pod="p", state="RUNNING"),
+        ctr("q0", uid=q, pod="q", ns="ci", age_s=300),
+        ctr("q1", uid=q, pod="q", ns="ci", age_s=200, attempt=1),
     ]
-    plan = plan_containers(cs, ContainerGCPolicy(), pods("p"), NOW)
-    assert [a.id for a in plan.actions] == ["q0"]
-    assert any("ci/q counts as deleted" in n and "still runs" in n for n in plan.notes)
+    if running:
+        cs.append(ctr("q-run", uid=q, pod="q", ns="ci", name="side", state="RUNNING"))
+    listed_pods = [PodInfo("p", "default", "p")]
+    if listed:
+        listed_pods.append(PodInfo(q, "ci", "q", content_removable=evicted))
+    sandboxes = [_sb(q, "READY" if ready else "NOTREADY")]
+    inv = against_runtime(inventory_of(listed_pods), cs, sandboxes)
+    assert inv.is_deleted(q) is deleted
+    assert inv.may_exist(q) is (listed or running or ready)
+    plan = plan_containers(cs, ContainerGCPolicy(), inv, NOW)
+    if deleted:
+        assert {a.id: a.rule for a in plan.actions} == {"q0": "deleted-pod", "q1": "deleted-pod"}
+    else:  # the per-unit limit takes the older record; the newest stays
+        assert {a.id: a.rule for a in plan.actions} == {"q0": "max-per-pod-container"}
+    noted = [n for n in plan.notes if "ci/q" in n and "alive on this node" in n]
+    assert len(noted) == (1 if (running or ready) and (evicted or not listed) else 0)
 
 
 STATIC = "4d8f0c2b9e1a7f3c5b6d8e0a1c2b3d4e"  # a static pod's UID: its manifest's hash
@@ -518,8 +552,12 @@ def test_a_pod_source_that_cannot_be_this_nodes_is_refused(
 ) -> None:
     inv = inventory_of([PodInfo(u, "ns", "p") for u in listed])
     if not refused:
-        check_source_covers_node(inv, containers, sandboxes)
+        here = against_runtime(inv, containers, sandboxes)
+        running = {c.pod_uid for c in containers if c.state is ContainerState.RUNNING}
+        ready = {sb.uid for sb in sandboxes if sb.state is SandboxState.READY}
+        assert here.alive == (running | ready) - {""}
+        assert here.pods == inv.pods
         return
     with pytest.raises(BadInput, match=refused):
-        check_source_covers_node(inv, containers, sandboxes)
-    check_source_covers_node(NO_POD_SOURCE, containers, sandboxes)  # no source: no check
+        against_runtime(inv, containers, sandboxes)
+    assert against_runtime(NO_POD_SOURCE, containers, sandboxes) is NO_POD_SOURCE  # no check

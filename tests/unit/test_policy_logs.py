@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubegc_cli.execute import LogRemover
 from kubegc_cli.host.logs import LogRoots
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import (
@@ -23,10 +24,18 @@ from kubegc_cli.host.podlogs import (
     remove_pod_log_dir,
 )
 from kubegc_cli.host.tree import Pin
-from kubegc_cli.plan import LogAction, Plan
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_from_podlist, inventory_of
+from kubegc_cli.model import LABEL_POD_UID, Sandbox, SandboxState
+from kubegc_cli.plan import LogAction, Plan, Result
+from kubegc_cli.pods import (
+    NO_POD_SOURCE,
+    PodInfo,
+    against_runtime,
+    inventory_from_podlist,
+    inventory_of,
+)
 from kubegc_cli.policy.logs import link_state, plan_logs
 from tests.unit.factories import NOW, ctr
+from tests.unit.memorycri import MemoryCri
 
 GONE = "9a1b2c3d-0000-1111-2222-333344445555"
 LIVE = "11111111-2222-3333-4444-555555555555"
@@ -195,7 +204,6 @@ def test_dangling_links(tmp_path: Path) -> None:
 def test_dangling_links_resolve_under_the_host_root(tmp_path: Path) -> None:
     """F2 for gc logs: under --host-root a link's target is looked up on the host, never on
     this machine's `/`; removal re-checks the same way (LogRemover with the host root)."""
-    from kubegc_cli.execute import LogRemover
     from kubegc_cli.plan import LogAction, Result
 
     host = tmp_path / "host"
@@ -349,3 +357,57 @@ def test_links_into_a_removed_pod_log_dir_go_after_it(tmp_path: Path) -> None:
         ("log-symlink", "/var/log/containers/gone_ns_app-bbbbbbbbbbbb.log"),
     ]
     assert all(f"its log is in {gone_dir}, removed first" in a.reason for a in plan.actions[1:])
+
+
+def _sandbox(uid: str, state: str) -> Sandbox:
+    return Sandbox(
+        id=f"sb-{uid}", name="web", namespace="default", uid=uid, attempt=0,
+        state=SandboxState(state), created_at=0, labels={LABEL_POD_UID: uid},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("state", "planned"), [("READY", False), ("NOTREADY", True)])
+def test_a_pod_alive_by_its_ready_sandbox_keeps_its_log_dir(
+    tmp_path: Path, state: str, planned: bool
+) -> None:
+    """A pod missing from the pod source (partial, stale) whose sandbox is READY — no container
+    yet, its image still pulling — is alive: its log directory stays (`against_runtime`)."""
+    logs = tree(tmp_path)
+    dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    source = inventory_of([PodInfo(LIVE, "default", "web")])
+    live = ctr("live", uid=LIVE, state="RUNNING")
+    pods = against_runtime(source, [live], [_sandbox(GONE, state)])
+    plan = plan_logs(
+        dirs, [], [live], pods, NOW, pod_logs_dir="/var/log/pods",
+        container_logs_dir="/var/log/containers",
+    )  # fmt: skip
+    assert [a.pod_uid for a in plan.actions] == ([GONE] if planned else [])
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "container", "removed"),
+    [(None, None, True), ("NOTREADY", None, True), ("READY", None, False), (None, "EXITED", False)],
+)
+def test_removal_rechecks_the_runtime_for_the_pod(
+    tmp_path: Path, sandbox: str | None, container: str | None, removed: bool
+) -> None:
+    """Right before removing a pod's log directory the runtime is asked again: a container of
+    the pod, or a READY sandbox of it (made since the plan), keeps the directory."""
+    logs = tree(tmp_path)
+    gone = logs / f"kube-system_coredns-7d8f_{GONE}"
+    cri = MemoryCri(
+        {"c": ctr("c", uid=GONE, state=container)} if container else {},
+        {f"sb-{GONE}": _sandbox(GONE, sandbox)} if sandbox else {},
+    )
+    action = LogAction(
+        "pod-log-dir", f"/var/log/pods/{gone.name}", str(gone), GONE, "deleted-pod", "why"
+    )
+    remover = LogRemover(
+        cri, concurrency=1, mounts=MountTable(frozenset()), host_root=tmp_path,  # type: ignore[arg-type]
+        roots=LogRoots(tmp_path, "/var/log/pods"),
+    )  # fmt: skip
+    remover.run([action])
+    assert (action.result is Result.REMOVED) is removed, action.error
+    assert gone.exists() is not removed
+    if sandbox == "READY":
+        assert action.error == "the runtime has a READY sandbox of it now"

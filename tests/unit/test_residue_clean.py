@@ -36,12 +36,13 @@ from kubegc_cli.residue.host import (
     scan_pod_dirs,
     scan_pod_log_dirs,
 )
-from tests.unit.hostfixtures import mountinfo_line, put, write_mountinfo
+from tests.unit.hostfixtures import mountinfo_line, pod_dirs_settled, put, write_mountinfo
 from tests.unit.test_residue_host import (
     GONE,
     PODS,
     UID1,
     Mount,
+    age_entries,
     ctx_for,
     held_netns,
     ipam,
@@ -55,6 +56,11 @@ from tests.unit.test_residue_host import (
 )
 
 __all__ = ["held_netns", "mount"]  # the fixtures, used by name
+
+
+@pytest.fixture(autouse=True)
+def _pod_dirs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    pod_dirs_settled(monkeypatch)
 
 
 def cleaner(root: Path, **kw: object) -> ResidueCleaner:
@@ -96,6 +102,22 @@ def test_case1_clean_removes_the_pod_dir_and_reports_allocated_bytes(tmp_path: P
     assert not d.exists() and (tmp_path / PODS.lstrip("/")).is_dir()
     assert f.bytes_freed == planned == f.bytes
     assert f.bytes_freed % 512 == 0 and f.bytes_freed != apparent
+
+
+def test_a_pod_dir_that_changed_since_the_scan_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pod directory safe at the scan that changes before its removal (a new pod's, the
+    kubelet setting it up) is left: the grace period is checked again right before."""
+    monkeypatch.setattr(host_mod, "POD_DIR_GRACE_SECONDS", host_mod.SETUP_GRACE_SECONDS)
+    d = pod_dir(tmp_path)
+    age_entries(d, 3600)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.safe
+    (d / "containers").mkdir()
+    run(cleaner(tmp_path), f)
+    assert f.result is Result.SKIPPED and "a new pod may still be being set up" in f.error
+    assert (d / "etc-hosts").exists()
 
 
 @needs_root

@@ -26,6 +26,7 @@ from kubegc_cli.residue import (
     Finding,
     ScanContext,
 )
+from kubegc_cli.residue import host as host_mod
 from kubegc_cli.residue.host import (
     NEVER_KILL,
     NO_POD_SOURCE,
@@ -48,6 +49,7 @@ from tests.unit.hostfixtures import (
     MOUNTINFO_V1,
     MOUNTINFO_V2,
     pod_cgroup_path,
+    pod_dirs_settled,
     put,
     write_mountinfo,
     write_procs,
@@ -61,6 +63,11 @@ OLD = time.time() - 3600  # older than SETUP_GRACE_SECONDS
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts need root")
 
 Mount = Callable[..., None]
+
+
+@pytest.fixture(autouse=True)
+def _pod_dirs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    pod_dirs_settled(monkeypatch)
 
 
 @pytest.fixture
@@ -165,6 +172,38 @@ def test_case2_mount_below_makes_it_unsafe_and_is_named(tmp_path: Path, mount: M
     assert f.details["mounts_below"] == [host_mnt]
     assert f"{PODS}/{UID1}/volumes/kubernetes.io~csi/pvc-x" in f.details["volumes"]
     assert f.bytes is not None and f.bytes < 100_000  # the mounted volume is not the pod's disk
+
+
+def age_entries(d: Path, seconds: float) -> None:
+    """Set the modification time of `d` and every entry directly in it `seconds` back."""
+    when = time.time() - seconds
+    for p in [d, *d.iterdir()]:
+        os.utime(p, (when, when), follow_symlinks=False)
+
+
+@pytest.mark.parametrize(
+    ("touched", "safe"),
+    [(None, True), ("", False), ("etc-hosts", False), ("volumes", False), ("new-file", False)],
+)
+def test_a_pod_dir_changed_within_the_grace_period_is_not_safe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, touched: str | None, safe: bool
+) -> None:
+    """The kubelet makes a pod's directory, its subdirectories and volumes before the pod's
+    sandbox exists: a pod source older than the pod (a pods file written earlier) cannot speak
+    for it. A pod directory, or an entry directly in it, changed less than 10 minutes ago is
+    never safe."""
+    monkeypatch.setattr(host_mod, "POD_DIR_GRACE_SECONDS", host_mod.SETUP_GRACE_SECONDS)
+    d = pod_dir(tmp_path)
+    age_entries(d, 3600)
+    if touched == "new-file":
+        (d / "plugins").mkdir()  # a new entry: the directory's own time changes
+        os.utime(d / "plugins", (time.time() - 3600,) * 2)
+    elif touched is not None:
+        os.utime(d / touched if touched else d, None)
+    f = only(scan_pod_dirs(ctx_for(tmp_path)))
+    assert f.safe is safe, f.unsafe_reason
+    if not safe:
+        assert "ago: a new pod may still be being set up" in f.unsafe_reason
 
 
 @needs_root
