@@ -23,7 +23,7 @@ breakdown of the target (``bench/_phases.py``).
 
 Run from the repository root (no root or containerd needed)::
 
-    python -m bench.scale                  # ~6-8 min on 2 cores
+    python -m bench.scale                  # ~1-2 min on 2 cores
     python -m bench.scale --json           # table on stderr, JSON on stdout
     python -m bench.scale --containers 20000 --runs 1 --no-phases
 """

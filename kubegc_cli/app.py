@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
-from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.model import ContainerState, NodeSnapshot, Sandbox, SandboxState
 from kubegc_cli.plan import (
     ContainerAction,
     ImageAction,
@@ -269,9 +269,10 @@ def _carry_out(
     cannot be written a note says so and the run ends with exit 1 (`audit_unwritten`).
 
     After an interrupt, later stages start nothing: their actions are marked skipped. So
-    after a stage's re-check could not ask the runtime (`plan.runtime_lost`, its message):
-    the run is reported and audited as far as it went (`finish` makes it exit 3 if nothing
-    was removed, else 1).
+    once the runtime stopped answering (`plan.runtime_lost`, the message): a stage's re-check
+    could not ask it, or a stage's executor gave up on it (`Executor.runtime_gone`). The run
+    is reported and audited as far as it went (`finish` makes it exit 3 if nothing was
+    removed, else 1).
     """
     from contextlib import nullcontext
 
@@ -306,6 +307,7 @@ def _carry_out(
                 stage.executor.run(todo)
             except Interrupted as exc:
                 plan.interrupted = exc.signal_name
+            plan.runtime_lost = stage.executor.runtime_gone  # later stages start nothing
             if todo:
                 ui.info(_stage_rate(stage, todo, time.monotonic() - began))
         try:
@@ -344,10 +346,13 @@ def _observe_for_containers(
     """The node as a container GC plan needs it: `ListContainers` alone, with status calls only
     when the plan needs finish times (`--older-than`); dead containers' log paths from the
     kubelet's layout (the executor re-reads each status before removing); the restart count of
-    the annotations; the sandboxes when `sandboxes`."""
+    the annotations; the sandboxes when `sandboxes`, or when a container is CREATED (whether
+    its sandbox is READY decides if it may be removed: `plan_containers`)."""
+    from dataclasses import replace
+
     from kubegc_cli.observe import observe_node
 
-    return observe_node(
+    snap = observe_node(
         client,
         s.host_root,
         statuses="dead" if scope.older_than is not None else "none",
@@ -357,6 +362,14 @@ def _observe_for_containers(
         pod_logs_dir=pod_logs_dir,
         mounts=mounts,
     )
+    if not sandboxes and any(c.state is ContainerState.CREATED for c in snap.containers):
+        snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
+    return snap
+
+
+def _ready(sandboxes: Iterable[Sandbox]) -> frozenset[str]:
+    """The IDs of the READY sandboxes among `sandboxes`."""
+    return frozenset(sb.id for sb in sandboxes if sb.state is SandboxState.READY)
 
 
 def gc_containers(
@@ -374,7 +387,10 @@ def gc_containers(
     def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
         here = against_runtime(pods, snap.containers, snap.sandboxes)
         bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
-        plan = plan_containers(snap.containers, policy, here, _now(s, snap), bound)
+        plan = plan_containers(
+            snap.containers, policy, here, _now(s, snap), bound,
+            ready_sandboxes=_ready(snap.sandboxes),
+        )  # fmt: skip
         plan.source = source
         return plan
 
@@ -608,7 +624,9 @@ def gc_all(
         pods = against_runtime(pods, snap.containers, snap.sandboxes)
         now = _now(s, snap)
         scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
-        pc = plan_containers(snap.containers, policy, pods, now, scope)
+        pc = plan_containers(
+            snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
+        )
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]
         ps = plan_sandboxes(

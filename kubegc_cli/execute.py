@@ -144,6 +144,9 @@ class Executor(ABC, Generic[A]):
     _halt: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _unreachable_in_a_row: int = field(default=0, init=False)
+    _attempted: int = field(default=0, init=False)
+    _unanswered: int = field(default=0, init=False)
+    _unanswered_error: str = field(default="", init=False)
 
     def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
@@ -182,6 +185,16 @@ class Executor(ABC, Generic[A]):
         """True once the runtime stopped answering and the rest of the run was given up."""
         return self._halt.is_set()
 
+    @property
+    def runtime_gone(self) -> str:
+        """Why this executor takes the runtime to have stopped answering ("" when it does
+        not): the run was halted (`halted`), or every action it attempted failed unanswered
+        (with fewer actions than the halting count, or as many calls in flight, all of them
+        can fail before the run is halted). The message is the last unanswered call's."""
+        with self._lock:
+            gone = self._halt.is_set() or (0 < self._attempted == self._unanswered)
+            return (self._unanswered_error or "the runtime stopped answering") if gone else ""
+
     def _one(self, a: A) -> None:
         try:
             self._one_action(a)
@@ -193,10 +206,16 @@ class Executor(ABC, Generic[A]):
         if self._halt.is_set():
             a.result, a.error = Result.SKIPPED, HALTED
             return
+        with self._lock:
+            self._attempted += 1
         try:
             self._act(a)
         except RuntimeUnavailable as exc:
             a.result, a.error = Result.FAILED, str(exc)
+            if exc.unreachable:
+                with self._lock:
+                    self._unanswered += 1
+                    self._unanswered_error = str(exc)
             self._count(unreachable=exc.unreachable)
             return
         except Exception as exc:  # one failure never stops the run

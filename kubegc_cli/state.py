@@ -307,8 +307,9 @@ def _open_write(state_dir: Path) -> sqlite3.Connection:
 
 
 def _open_read(path: Path) -> sqlite3.Connection:
-    """Open an existing `state.db` read-only, and checked. A WAL database in a directory
-    kubegc cannot write (no `-shm` can be made there) is opened immutable."""
+    """Open an existing `state.db` read-only, and checked. A WAL database whose `-shm` cannot
+    be made (a directory kubegc cannot write: CANTOPEN; a full filesystem: IOERR) is opened
+    immutable."""
     import sqlite3
 
     uri = path.absolute().as_uri()
@@ -320,7 +321,10 @@ def _open_read(path: Path) -> sqlite3.Connection:
             con.close()
             raise
     except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_CANTOPEN:
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (
+            sqlite3.SQLITE_CANTOPEN,
+            sqlite3.SQLITE_IOERR,
+        ):
             raise
         con = sqlite3.connect(f"{uri}?immutable=1", uri=True)
         try:

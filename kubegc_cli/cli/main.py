@@ -376,31 +376,26 @@ def finish(plan: Any, s: Any) -> None:
     if plan.runtime_lost:
         from kubegc_cli.errors import RuntimeUnavailable
 
-        if not counts["removed"] and _runtime_lost_before_any_removal(plan):
-            raise RuntimeUnavailable(f"{plan.runtime_lost}; nothing removed (see RESULT)")
+        if not counts["removed"] and not _outcome_unknown(plan):
+            raise RuntimeUnavailable(
+                f"the runtime stopped answering before anything was removed "
+                f"({plan.runtime_lost}); nothing removed: {failed} failed, "
+                f"{counts['skipped']} skipped (see RESULT)"
+            )
         raise PartialFailure(
             f"{plan.runtime_lost}; {counts['removed']} removed before, the rest not attempted "
             "(see RESULT)"
-        )
-    if failed and not counts["removed"] and _runtime_lost_before_any_removal(plan):
-        from kubegc_cli.errors import RuntimeUnavailable
-
-        raise RuntimeUnavailable(
-            f"the runtime stopped answering before anything was removed: {failed} of "
-            f"{len(plan.actions)} removal(s) failed, the rest not attempted (see RESULT)"
         )
     if failed:
         raise PartialFailure(f"{failed} of {len(plan.actions)} removal(s) failed (see RESULT)")
 
 
-def _runtime_lost_before_any_removal(plan: Any) -> bool:
-    """The run was given up because the runtime stopped answering (`HALTED` actions), and no
-    failed removal may have happened inside the runtime after all ("outcome unknown"): as
-    for a runtime unreachable from the start, nothing was removed (exit 3)."""
-    from kubegc_cli.execute import HALTED, OUTCOME_UNKNOWN
+def _outcome_unknown(plan: Any) -> bool:
+    """A call that changes the runtime went unanswered ("outcome unknown"): it may have been
+    carried out, so "nothing removed" (exit 3) cannot be said."""
+    from kubegc_cli.execute import OUTCOME_UNKNOWN
 
-    errors = [a.error for a in plan.actions]
-    return HALTED in errors and not any(OUTCOME_UNKNOWN in e for e in errors if e)
+    return any(OUTCOME_UNKNOWN in a.error for a in plan.actions if a.error)
 
 
 @gc.command("containers")

@@ -25,7 +25,7 @@ unstable, so any order is faithful; this one is deterministic).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -55,8 +55,10 @@ KEEP_MIN_AGE = "min-age"
 KEEP_WITHIN = "within-limits"
 KEEP_GUARD = "guard-newest-record"
 KEEP_OLDER_THAN = "older-than"
+KEEP_MAY_START = "may-start"
+MAY_START_REASON = "CREATED in a READY sandbox: the kubelet may be about to start it"
 LIMIT_RULES = frozenset({RULE_PER_UNIT, RULE_SHARE, RULE_GLOBAL})
-KEEP_RULES = frozenset({KEEP_MIN_AGE, KEEP_WITHIN, KEEP_GUARD, KEEP_OLDER_THAN})
+KEEP_RULES = frozenset({KEEP_MIN_AGE, KEEP_WITHIN, KEEP_GUARD, KEEP_OLDER_THAN, KEEP_MAY_START})
 GUARD_REASON = (
     "newest record of a live pod's container; the kubelet needs it (--match-kubelet removes it)"
 )
@@ -269,8 +271,16 @@ class _Emitter:
     """Appends a plan's actions and kept entries, applying the scope (`-n`, `--pod`, `-l`,
     `--older-than`) to each."""
 
-    def __init__(self, plan: Plan[ContainerAction], scope: Scope, now: int, min_age: float):
+    def __init__(
+        self,
+        plan: Plan[ContainerAction],
+        scope: Scope,
+        now: int,
+        min_age: float,
+        may_start: frozenset[str] = frozenset(),
+    ):
         self.plan = plan
+        self.may_start = may_start
         self.now = now
         self.selects = None if scope.everything else scope.selects
         self.older_ns = None if scope.older_than is None else int(scope.older_than * NS_PER_SECOND)
@@ -292,7 +302,7 @@ class _Emitter:
                 plan.kept.extend([ContainerAction(c, rule, why, kept) for c in cs])
             else:
                 plan.kept.extend([ContainerAction(c, rule, why, kept) for c in cs if selects(c)])
-        elif selects is None and self.older_ns is None:
+        elif selects is None and self.older_ns is None and not self.may_start:
             unknown, planned = ContainerState.UNKNOWN, Result.PLANNED
             # (positional arguments: container, rule, reason, result, error, stop_first)
             plan.actions.extend(
@@ -306,6 +316,8 @@ class _Emitter:
         plan, older_ns = self.plan, self.older_ns
         if self.selects is not None and not self.selects(c):
             plan.out_of_scope += 1
+        elif c.id in self.may_start:
+            plan.kept.append(ContainerAction(c, KEEP_MAY_START, MAY_START_REASON, Result.KEPT))
         elif older_ns is not None and self.now - (c.finished_at or c.created_at) < older_ns:
             plan.kept.append(ContainerAction(c, KEEP_OLDER_THAN, self.older_why, Result.KEPT))
         else:
@@ -320,6 +332,8 @@ def plan_containers(
     pods: PodInventory,
     now: int,
     scope: Scope | None = None,
+    *,
+    ready_sandboxes: Collection[str] = frozenset(),
 ) -> Plan[ContainerAction]:
     """Plan the kubelet's container GC for one node.
 
@@ -327,10 +341,19 @@ def plan_containers(
     the epoch. Returns a `Plan` of kind `ContainerGCPlan` whose `actions` are the removals and
     whose `kept` lists every dead container left, with why; both in table order (pod
     namespace, pod name, container name, then oldest first: creation time, attempt).
+
+    `ready_sandboxes`: the IDs of the READY sandboxes. A CREATED container in one, which the
+    limits would remove, is kept instead (`may-start`): the kubelet may be about to start it,
+    and CRI's RemoveContainer removes a running container by force (kubegc's rule; it counts
+    toward the limits as the dead container it is).
     """
     scope = scope or Scope()
     cutoff = now - int(policy.min_age * NS_PER_SECOND)
     containers_seen = containers if isinstance(containers, list) else list(containers)
+    created = ContainerState.CREATED
+    may_start = frozenset(
+        c.id for c in containers_seen if c.state is created and c.pod_sandbox_id in ready_sandboxes
+    )
     units = _evict_units(containers_seen, cutoff)
 
     # Step 1: deleted (and, if asked, terminated) pods lose every candidate.
@@ -355,12 +378,12 @@ def plan_containers(
         now=now,
     )
     reasons = _Reasons(policy, share)
-    out = _Emitter(plan, scope, now, policy.min_age)
+    out = _Emitter(plan, scope, now, policy.min_age, may_start)
     # Removals and kept entries are collected apart, each list in table order, unless
-    # --older-than may turn a removal into a kept entry: then in one list, so that entry
-    # takes its place in table order among the kept.
+    # --older-than or may-start may turn a removal into a kept entry: then in one list, so
+    # that entry takes its place in table order among the kept.
     kept = _Runs()
-    removed = kept if out.older_ns is not None else _Runs()
+    removed = kept if out.older_ns is not None or may_start else _Runs()
     shapes: dict[tuple[Any, ...], list[tuple[slice, _Run]]] = {}
     runs: dict[tuple[str, str], _Run] = {}
     for group in _in_table_order(units):
@@ -538,6 +561,11 @@ def _notes(plan: Plan[ContainerAction], policy: ContainerGCPolicy, pods: PodInve
         )
     if by_rule.get(KEEP_OLDER_THAN):
         notes.append(f"{by_rule[KEEP_OLDER_THAN]} dead container(s) kept: newer than --older-than.")
+    if by_rule.get(KEEP_MAY_START):
+        notes.append(
+            f"{by_rule[KEEP_MAY_START]} CREATED container(s) kept: their sandbox is READY, and "
+            "the kubelet may be about to start them."
+        )
     if plan.out_of_scope:
         notes.append(f"{plan.out_of_scope} removal(s) outside the selected namespaces/pods left.")
     return notes

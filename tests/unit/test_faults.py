@@ -110,16 +110,25 @@ def history(state: Path) -> list[dict[str, Any]]:
 # ---- the issue's cases 3 and 4 ----
 
 
-@pytest.mark.parametrize("dies_after", [1, 2], ids=["observe", "re-list-before-acting"])
-def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_after: int) -> None:
+@pytest.mark.parametrize(
+    ("dies_after", "concurrency"),
+    [(1, 4), (2, 1), (2, 4), (2, 64)],
+    ids=["observe", "re-list-before-acting-c1", "re-list-before-acting", "re-list-c64"],
+)
+def test_case_3_runtime_dies_after_listing(
+    cri: FaultCri, tmp_path: Path, dies_after: int, concurrency: int
+) -> None:
     """The runtime answers ListContainers, then dies: exit 3 within --timeout + 1 s, nothing
     removed and nothing reported as removed (the report says what was not attempted, and the
     audit has it). When it dies after the re-list right before
-    removals start, the run halts after a few unanswered re-checks: still exit 3 (nothing was
-    removed: no removal was sent), the report printed, every action accounted for."""
+    removals start, the run halts after a few unanswered re-checks — or, with as many calls
+    in flight as actions (`--concurrency 64`), every re-check fails before it can halt: still
+    exit 3 (nothing was removed: no removal was sent), the report printed, every action
+    accounted for."""
     cri.die_after["ListContainers"] = dies_after
+    argv = ["--timeout", "3s", "gc", "containers", "--yes", "-o", "json"]
     code, out, err, took = run_process(
-        kubegc(cri, tmp_path / "st", "--timeout", "3s", "gc", "containers", "--yes", "-o", "json")
+        kubegc(cri, tmp_path / "st", *argv, "--concurrency", str(concurrency))
     )
     assert took < 3 + 1
     assert cri.count("ListContainers") == dies_after and not cri.alive
@@ -138,6 +147,7 @@ def test_case_3_runtime_dies_after_listing(cri: FaultCri, tmp_path: Path, dies_a
         return
     assert code == 3, err
     assert "the runtime stopped answering before anything was removed" in err
+    assert err.count("\n") == 1 and "nothing removed" in err
     doc = json.loads(out)
     assert removed_in(doc) == set()
     results = [(a["result"], a["error"]) for a in doc["actions"]]

@@ -217,10 +217,17 @@ def _ids(actions: Iterable[Any]) -> set[str]:
 def test_container_plan_never_takes_what_must_stay(
     node: NodeState, policy: ContainerGCPolicy
 ) -> None:
-    plan = plan_containers(node.containers, policy, _alive_marked(node), NOW)
+    ready = frozenset(s.id for s in node.sandboxes if s.state is SandboxState.READY)
+    plan = plan_containers(node.containers, policy, _alive_marked(node), NOW, ready_sandboxes=ready)
     _alive_pods_not_released(plan, _alive_marked(node))
     by_id = {c.id: c for c in node.containers}
     planned = _ids(plan.actions)
+    may_start = {
+        c.id
+        for c in node.containers
+        if c.state is ContainerState.CREATED and c.pod_sandbox_id in ready
+    }
+    assert not planned & may_start, "a CREATED container in a READY sandbox was planned"
     dead = {c.id for c in node.containers if c.state is not ContainerState.RUNNING}
     assert planned <= dead, "a running container was planned"
     assert not planned & _ids(plan.kept) and planned | _ids(plan.kept) == dead

@@ -490,6 +490,27 @@ def test_a_pod_alive_here_is_never_a_deleted_pod(
     assert len(noted) == (1 if (running or ready) and (evicted or not listed) else 0)
 
 
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_created_container_in_a_ready_sandbox_is_kept(guard: bool) -> None:
+    """A CREATED container the limits would remove is kept (`may-start`) while its sandbox is
+    READY: the kubelet may be about to start it. In another sandbox it goes; EXITED ones go as
+    the limits say; it still counts toward the limits."""
+    cs = [
+        ctr("c0", attempt=0, state="CREATED", age_s=500),
+        ctr("e1", attempt=1, age_s=400),
+        ctr("e2", attempt=2, age_s=300),
+    ]
+    policy = ContainerGCPolicy(max_per_pod_container=1, match_kubelet=not guard)
+    ready = frozenset({"sb-uid-p"})
+    plan = plan_containers(cs, policy, NO_POD_SOURCE, NOW, ready_sandboxes=ready)
+    assert [a.id for a in plan.actions] == ["e1"]
+    assert [(k.id, k.rule) for k in plan.kept] == [("c0", "may-start"), ("e2", "within-limits")]
+    assert "READY sandbox" in plan.kept[0].reason
+    assert any(n.startswith("1 CREATED container(s) kept") for n in plan.notes)
+    other = plan_containers(cs, policy, NO_POD_SOURCE, NOW, ready_sandboxes=frozenset({"sb-x"}))
+    assert [a.id for a in other.actions] == ["c0", "e1"]
+
+
 STATIC = "4d8f0c2b9e1a7f3c5b6d8e0a1c2b3d4e"  # a static pod's UID: its manifest's hash
 
 

@@ -237,3 +237,34 @@ def test_five_thousand_images_are_listed_and_planned(tmp_path: Path) -> None:
     assert {a["id"] for a in doc["actions"]} == unused and len(unused) > 2000
     assert len(doc["actions"]) + len(doc["kept"]) == 5000
     assert {k["rule"] for k in doc["kept"]} >= {"in-use", "pinned"}
+
+
+def test_the_full_size_node_is_listed_planned_and_rendered(tmp_path: Path) -> None:
+    """The size the scale benchmark times (bench/scale.py), here for correctness: 100,000
+    containers, 20,000 sandboxes (a ListPodSandbox reply well over 4 MiB), 5,000 images. Every
+    dead container is in the JSON plan once (removed or kept), no running one; the table
+    shows the summary first and last and at most `--limit` rows."""
+    inv = synthetic_inventory(100_000, 20_000, 5000, pods=10_000)
+    reply: object = api_pb2.ListPodSandboxResponse(items=list(inv.sandboxes.values()))
+    assert reply.ByteSize() > FOUR_MIB  # type: ignore[attr-defined]
+    running = {c.id for c in inv.containers.values() if c.state == api_pb2.CONTAINER_RUNNING}
+    with FaultCri(tmp_path / "c.sock", inv) as cri:
+        code, out, err = run_cli(
+            argv(cri, tmp_path / "st", "gc", "containers", "--dry-run", "-o", "json")
+        )
+        assert code == 0, err
+        doc = json.loads(out)
+        planned = [a["id"] for a in doc["actions"]]
+        kept = [k["id"] for k in doc["kept"]]
+        assert len(planned) + len(kept) == len(set(planned) | set(kept))  # each once
+        assert set(planned) | set(kept) == set(inv.containers) - running
+        assert len(planned) > 50_000 and not set(planned) & running
+        code, table, err = run_cli(
+            argv(cri, tmp_path / "st", "gc", "containers", "--dry-run", "--limit", "20")
+        )
+    assert code == 0, err
+    lines = table.splitlines()
+    summary = f"{len(planned)} container(s) to remove"
+    assert lines[0].startswith(summary) and lines[-1].startswith(summary)
+    assert len(lines) < 20 + 30
+    assert any(f"{len(planned) - 20} more not listed" in line for line in lines)

@@ -329,3 +329,29 @@ def test_history_rows_show_a_newline_in_a_name_escaped(
         main(["--state-dir", str(tmp_path), "history", "-v"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and "/var/log/pods/ns_p\\x0ax_9a1b2c3d-0000" in lines[1]
+
+
+def test_history_reads_a_store_on_a_full_disk(tmp_path: Path) -> None:
+    """The audit is read when the state dir's filesystem is full (when it is most wanted):
+    SQLite cannot make the `-shm` file a WAL reader needs, so the file is read immutable."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    d = tmp_path / "small"
+    d.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(d)], check=True)
+    try:
+        s = d / "state"
+        _populated(s)
+        fd = os.open(d / "fill", os.O_WRONLY | os.O_CREAT)
+        try:  # fill the filesystem
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        assert not (s / "state.db-shm").exists()
+        [run] = read_history(s, 5)
+        assert run["by_result"] == {"removed": 50}
+    finally:
+        subprocess.run(["umount", str(d)], check=True)
