@@ -351,8 +351,14 @@ def plan_containers(
     cutoff = now - int(policy.min_age * NS_PER_SECOND)
     containers_seen = containers if isinstance(containers, list) else list(containers)
     created = ContainerState.CREATED
-    may_start = frozenset(
-        c.id for c in containers_seen if c.state is created and c.pod_sandbox_id in ready_sandboxes
+    may_start = (
+        frozenset(
+            c.id
+            for c in containers_seen
+            if c.state is created and c.pod_sandbox_id in ready_sandboxes
+        )
+        if ready_sandboxes
+        else frozenset()
     )
     units = _evict_units(containers_seen, cutoff)
 
