@@ -40,6 +40,7 @@ from kubegc_cli.settings import Settings as Settings
 from kubegc_cli.state import (
     hold_run_lock,
     node_lock,
+    record_audit,
     record_audit_retrying,
     release_run_lock,
     run_lock_held,
@@ -286,8 +287,17 @@ def _carry_out(
         nullcontext() if held else node_lock(s.state_dir, s.lock_timeout),
         progress(todo_total) if progress else nullcontext() as bar,
     ):
+        stamp = plan.now if at is None else at
+
+        def last_words() -> None:  # at a second stop signal: the audit rows as things stand
+            for a in plan.actions:
+                if a.result is Result.PLANNED:
+                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+            record_audit(s.state_dir, command, stamp, plan.actions)
+
         for stage in stages:
             stage.executor.on_done = getattr(bar, "advance", None)
+            stage.executor.last_words = last_words
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
             if plan.interrupted or plan.runtime_lost:
                 for a in todo:
@@ -311,7 +321,6 @@ def _carry_out(
             if todo:
                 ui.info(_stage_rate(stage, todo, time.monotonic() - began))
         try:
-            stamp = plan.now if at is None else at
             record_audit_retrying(s.state_dir, command, stamp, plan.actions, ui.warn, info=ui.info)
         except Exception as exc:  # the audit log must never undo a finished run: say it, exit 1
             from kubegc_cli.report.run import audit_unwritten

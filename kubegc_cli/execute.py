@@ -81,15 +81,39 @@ def _hand_over(handler: object, signum: int) -> None:
         os.kill(os.getpid(), signum)
 
 
-def _exit_now(signum: int, frame: object) -> None:
+LAST_WORDS_SECONDS = 1.0
+"""How long a second stop signal waits for the audit rows of what was done to be written."""
+
+# What an action whose call was in flight when a second stop signal ended kubegc says.
+EXITED_IN_FLIGHT = "kubegc exited at a second stop signal with the call in flight; outcome unknown"
+
+
+def _exit_now(
+    signum: int, frame: object, *, marks: Callable[[], None], last_words: Callable[[], None] | None
+) -> None:
     """A second stop signal while removals in flight finish: leave at once (130 or 143).
 
-    The calls still in flight may or may not complete; nothing is reported or recorded."""
+    `marks` gives the actions their results as they stand (`Executor._mark_at_exit`); then
+    `last_words` (the run's audit rows) gets at most `LAST_WORDS_SECONDS`, so that what was
+    removed is recorded. The calls still in flight may or may not complete; no report."""
     name = name_of(signum)
+    written = False
+    if last_words is not None:
+        marks()
+        done = threading.Event()
+
+        def write() -> None:
+            with contextlib.suppress(Exception):
+                last_words()
+                done.set()
+
+        threading.Thread(target=write, daemon=True).start()
+        written = done.wait(LAST_WORDS_SECONDS)
+    audit = "audit rows written (kubegc history)" if written else "no audit rows"
     os.write(
         2,
         f"kubegc: error: {name} again: exiting without waiting for the calls in flight "
-        "(their outcome is unknown; no report, no audit rows)\n".encode(),
+        f"(their outcome is unknown; no report, {audit})\n".encode(),
     )
     os._exit(ending(name)[1])
 
@@ -141,18 +165,23 @@ class Executor(ABC, Generic[A]):
     client: CriClient
     concurrency: int = 4
     on_done: Callable[[A], None] | None = field(default=None, kw_only=True)
+    last_words: Callable[[], None] | None = field(default=None, kw_only=True)
     _halt: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _unreachable_in_a_row: int = field(default=0, init=False)
     _attempted: int = field(default=0, init=False)
     _unanswered: int = field(default=0, init=False)
     _unanswered_error: str = field(default="", init=False)
+    _in_flight: dict[int, A] = field(default_factory=dict, init=False)
 
     def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
 
         On Ctrl-C, calls in flight finish, nothing new starts, every action not attempted is
-        marked `skipped` ("interrupted"), and `Interrupted` is raised.
+        marked `skipped` ("interrupted"), and `Interrupted` is raised. A second Ctrl-C (or
+        SIGTERM) meanwhile exits at once, after `last_words` (when set: the run's audit rows)
+        with the actions in flight `failed` ("outcome unknown") and the others not attempted
+        `skipped`.
         """
         if not actions:
             return
@@ -167,7 +196,10 @@ class Executor(ABC, Generic[A]):
                 f.result()
         except KeyboardInterrupt as exc:
             # While the calls in flight finish, a second Ctrl-C (or SIGTERM) exits at once.
-            previous = {sig: signal.signal(sig, _exit_now) for sig in STOP_SIGNALS}
+            leave = partial(
+                _exit_now, marks=partial(self._mark_at_exit, actions), last_words=self.last_words
+            )
+            previous = {sig: signal.signal(sig, leave) for sig in STOP_SIGNALS}
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
             finally:
@@ -179,6 +211,18 @@ class Executor(ABC, Generic[A]):
             raise Interrupted(getattr(exc, "signal_name", "SIGINT")) from None
         finally:
             pool.shutdown(wait=True)
+
+    def _mark_at_exit(self, actions: list[A]) -> None:
+        """Results as they stand when kubegc exits at a second stop signal: an action whose
+        call is in flight is `failed` (outcome unknown), one not attempted `skipped`."""
+        with self._lock:
+            in_flight = list(self._in_flight.values())
+        for a in in_flight:
+            if a.result is Result.PLANNED:
+                a.result, a.error = Result.FAILED, EXITED_IN_FLIGHT
+        for a in actions:
+            if a.result is Result.PLANNED:
+                a.result, a.error = Result.SKIPPED, INTERRUPTED
 
     @property
     def halted(self) -> bool:
@@ -199,6 +243,8 @@ class Executor(ABC, Generic[A]):
         try:
             self._one_action(a)
         finally:
+            with self._lock:
+                self._in_flight.pop(id(a), None)
             if self.on_done is not None:
                 self.on_done(a)  # progress: called once per action, from a worker thread
 
@@ -208,6 +254,7 @@ class Executor(ABC, Generic[A]):
             return
         with self._lock:
             self._attempted += 1
+            self._in_flight[id(a)] = a
         try:
             self._act(a)
         except RuntimeUnavailable as exc:

@@ -25,20 +25,21 @@ INT64_MAX = 2**63 - 1  # the kubelet's integer flags are Go int / int64
 def _digits_only(
     kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
 ) -> None:
-    if isinstance(value, str) and not _WHOLE.fullmatch(value.strip()):
-        kind.fail(f"{value!r} is not a whole number (digits 0-9)", param, ctx)
+    if isinstance(value, str) and not _WHOLE.fullmatch(value):
+        kind.fail(f"{value!r} is not a whole number (digits 0-9, no spaces)", param, ctx)
     if isinstance(value, int):  # from a config file
         digits = str(abs(value)) if abs(value) > INT64_MAX else ""
     else:
-        digits = value.strip().lstrip("+-").lstrip("0") if isinstance(value, str) else ""
+        digits = value.lstrip("+-").lstrip("0") if isinstance(value, str) else ""
     if len(digits) > 19 or (digits and int(digits) > INT64_MAX):
         text = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
         kind.fail(f"{text!r} is out of range (a 64-bit integer: at most {INT64_MAX})", param, ctx)
 
 
 class WholeNumber(click.types.IntParamType):
-    """An integer option written in ASCII digits, as the kubelet's flags take them: Python's
-    `int()` would also take other scripts' digits (`٨٥`) and underscores (`1_0`)."""
+    """An integer option written in ASCII digits, as the kubelet's flags take them (Go's
+    ParseInt: a sign, no spaces): Python's `int()` would also take other scripts' digits
+    (`٨٥`), underscores (`1_0`) and surrounding whitespace (`' 3'`)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         _digits_only(self, value, param, ctx)

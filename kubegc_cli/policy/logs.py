@@ -35,6 +35,11 @@ KEEP_HAS_CONTAINERS = "has-containers"
 KEEP_MOUNT = "mount-point"
 KEEP_NOT_EXITED = "container-not-exited"
 KEEP_NOT_A_POD = "not-a-pod-uid"
+KEEP_ALIVE = "pod-alive"
+ALIVE_REASON = (
+    "gone from the pod source (or evicted, or being deleted) but alive on this node "
+    "(a running container or a READY sandbox)"
+)
 
 
 def link_state(container_id: str, containers: Iterable[Container]) -> str:
@@ -81,14 +86,17 @@ def plan_logs(
         now=now,
     )
     for d in dirs:
-        if not pods.is_deleted(d.uid):
+        alive = d.uid in pods.alive and pods.disowns(d.uid)  # (kept, and shown as such)
+        if not alive and not pods.is_deleted(d.uid):
             continue
         parts = d.name.split("_")
         ns, pod = (parts[0], parts[1]) if len(parts) >= 3 else ("", "")
         if not scope.everything and not scope.selects_pod(ns, pod, d.uid):
             continue
         host = os.path.join(pod_logs_dir, d.name)
-        if not is_pod_uid(d.uid):  # the kubelet would remove it; kubegc never guesses
+        if alive:
+            rule, why, result = KEEP_ALIVE, ALIVE_REASON, True
+        elif not is_pod_uid(d.uid):  # the kubelet would remove it; kubegc never guesses
             rule, why, result = KEEP_NOT_A_POD, NOT_A_POD, True
         elif d.uid in live_uids:
             rule, why, result = KEEP_HAS_CONTAINERS, "the runtime still has its containers", True
@@ -129,6 +137,12 @@ def plan_logs(
             plan.kept.append(action)
         else:
             plan.actions.append(action)
+    alive_kept = sum(1 for k in plan.kept if k.rule == KEEP_ALIVE)
+    if alive_kept:
+        plan.notes.append(
+            f"{alive_kept} pod log directory(ies) kept: their pods are {ALIVE_REASON} "
+            "(just now? a stale or partial pod source?)."
+        )
     unknown = next((d.mounts_unknown for d in dirs if d.mounts_unknown), "")
     if unknown:
         plan.notes.append(f"No pod log directory is removed: {unknown}.")

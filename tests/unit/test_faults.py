@@ -418,7 +418,9 @@ def test_signal_during_removals_reports_and_records_what_was_done(
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_second_signal_exits_at_once(cri: FaultCri, tmp_path: Path, sig: int, code: int) -> None:
     """The first signal waits for the removal in flight; a second one exits at once, while
-    that removal is still blocked in the runtime, with one line saying what is unknown."""
+    that removal is still blocked in the runtime, with one line saying what is unknown. The
+    audit rows record what was done: the removals before, the one in flight failed with its
+    outcome unknown, the rest not attempted."""
     cri.gate, cri.gate_after = threading.Event(), 3
     argv = kubegc(cri, tmp_path, "gc", "containers", "--yes", "-o", "json", "--concurrency", "1")
     proc = subprocess.Popen(
@@ -437,8 +439,16 @@ def test_a_second_signal_exits_at_once(cri: FaultCri, tmp_path: Path, sig: int, 
         proc.kill()
     assert proc.returncode == code, err
     assert "again: exiting without waiting for the calls in flight" in err
+    assert "audit rows written (kubegc history)" in err
     assert err.count("\n") == 1 and out == ""
-    assert len(cri.removed) == 3  # the held removal never completed before the exit
+    removed_at_exit = set(cri.removed)
+    assert len(removed_at_exit) == 3  # the held removal never completed before the exit
+    [run] = history(tmp_path)
+    total = sum(run["by_result"].values())
+    assert run["by_result"] == {"removed": 3, "failed": 1, "skipped": total - 4}
+    assert {a["id"] for a in run["actions"] if a["result"] == "removed"} == removed_at_exit
+    [in_flight] = [a for a in run["actions"] if a["result"] == "failed"]
+    assert "second stop signal with the call in flight; outcome unknown" in in_flight["error"]
 
 
 # ---- the state store, during whole runs ----

@@ -520,6 +520,8 @@ CORPUS: list[tuple[list[str], str]] = [
     (["gc", "containers", "--maximum-dead-containers", "1e3", "--yes"], "'1e3'"),
     (["gc", "containers", "--maximum-dead-containers", "١٠", "--yes"], "'١٠' is not a whole"),
     (["gc", "containers", "--concurrency", "1_0", "--yes"], "'1_0' is not a whole number"),
+    (["gc", "containers", "--max-delete", " 3", "--yes"], "' 3' is not a whole number"),
+    (["gc", "containers", "--maximum-dead-containers", "3 ", "--yes"], "'3 ' is not a whole"),
     (["--limit", "٣", "gc", "containers", "--yes"], "'٣' is not a whole number"),
     (["gc", "containers", "--max-bytes", "9" * 5000, "--yes"], "(5000 digits) has too many"),
     (["--max-recv-size", "0." + "1" * 5000, "gc", "containers", "--yes"], "has too many digits"),

@@ -382,6 +382,9 @@ def test_a_pod_alive_by_its_ready_sandbox_keeps_its_log_dir(
         container_logs_dir="/var/log/containers",
     )  # fmt: skip
     assert [a.pod_uid for a in plan.actions] == ([GONE] if planned else [])
+    alive = [(k.pod_uid, k.rule) for k in plan.kept if k.rule == "pod-alive"]
+    assert alive == ([] if planned else [(GONE, "pod-alive")])
+    assert any("1 pod log directory(ies) kept" in n for n in plan.notes) is not planned
 
 
 @pytest.mark.parametrize(
