@@ -26,7 +26,8 @@ def _digits_only(
     kind: click.ParamType[Any], value: Any, param: click.Parameter | None, ctx: click.Context | None
 ) -> None:
     if isinstance(value, str) and not _WHOLE.fullmatch(value):
-        kind.fail(f"{value!r} is not a whole number (digits 0-9, no spaces)", param, ctx)
+        why = f"{value!r} is not a whole number (digits 0-9, with a sign at most)"
+        kind.fail(why, param, ctx)
     if isinstance(value, int):  # from a config file
         digits = str(abs(value)) if abs(value) > INT64_MAX else ""
     else:
