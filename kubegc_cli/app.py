@@ -26,6 +26,7 @@ from kubegc_cli.plan import (
     Result,
     SandboxAction,
     apply_caps,
+    skip_planned,
 )
 from kubegc_cli.pods import (
     NO_POD_SOURCE,
@@ -290,9 +291,7 @@ def _carry_out(
         stamp = plan.now if at is None else at
 
         def last_words() -> None:  # at a second stop signal: the audit rows as things stand
-            for a in plan.actions:
-                if a.result is Result.PLANNED:
-                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+            skip_planned(plan.actions, INTERRUPTED)
             record_audit(s.state_dir, command, stamp, plan.actions)
 
         for stage in stages:
@@ -300,16 +299,14 @@ def _carry_out(
             stage.executor.last_words = last_words
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
             if plan.interrupted or plan.runtime_lost:
-                for a in todo:
-                    a.result, a.error = Result.SKIPPED, INTERRUPTED if plan.interrupted else HALTED
+                skip_planned(todo, INTERRUPTED if plan.interrupted else HALTED)
                 continue
             if stage.recheck is not None:
                 try:
                     stage.recheck()
                 except RuntimeUnavailable as exc:  # what earlier stages did is still reported
                     plan.runtime_lost = str(exc)
-                    for a in todo:
-                        a.result, a.error = Result.SKIPPED, HALTED
+                    skip_planned(todo, HALTED)
                     continue
                 todo = [a for a in todo if a.result is Result.PLANNED]
             began = time.monotonic()
@@ -502,7 +499,7 @@ def _observe_logs(
     """
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.logs import LogRoots
-    from kubegc_cli.host.podlogs import LegacyLink, dangling_links, links_into, read_pod_log_dirs
+    from kubegc_cli.host.podlogs import LegacyLink, legacy_links, read_pod_log_dirs
     from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
     from kubegc_cli.policy.logs import link_state
 
@@ -522,19 +519,11 @@ def _observe_logs(
             f"cannot read pod log root {local_root}: {exc.strerror or exc}"
         ) from None
     links_dir = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).local_container_logs_dir
-    links = [
-        LegacyLink(name, path, cid, link_state(cid, containers) if cid else "")
-        for name, path in (dangling_links(links_dir, s.host_root) if links_dir else [])
-        for cid in [container_id_of(name)]
-    ]
-    dangling = {lk.name for lk in links}
     pod_dirs = {os.path.join(root, d.name) for d in dirs}
-    links += [
+    found = legacy_links(links_dir, CONTAINER_LOGS_DIR, s.host_root, pod_dirs) if links_dir else []
+    links = [
         LegacyLink(name, path, cid, link_state(cid, containers) if cid else "", into)
-        for name, path, into in (
-            links_into(links_dir, CONTAINER_LOGS_DIR, pod_dirs) if links_dir else []
-        )
-        if name not in dangling
+        for name, path, into in found
         for cid in [container_id_of(name)]
     ]
     return dirs, links

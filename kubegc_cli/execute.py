@@ -29,12 +29,14 @@ from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_
 from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
 from kubegc_cli.plan import (
     INTERRUPTED,
+    MAY_START,
     A,
     ContainerAction,
     ImageAction,
     LogAction,
     Result,
     SandboxAction,
+    skip_planned,
 )
 from kubegc_cli.stop import STOP_SIGNALS, ending, name_of
 
@@ -135,8 +137,6 @@ UNKNOWN_STOP_GRACE_SECONDS = 2
 
 # What an action not attempted because the runtime stopped answering says.
 HALTED = "not attempted: the runtime stopped answering"
-# Why a CREATED container in a READY sandbox is left.
-MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
 # What a removal the runtime did not answer says (it may have happened all the same).
 OUTCOME_UNKNOWN = "outcome unknown"
 
@@ -179,9 +179,9 @@ class Executor(ABC, Generic[A]):
 
         On Ctrl-C, calls in flight finish, nothing new starts, every action not attempted is
         marked `skipped` ("interrupted"), and `Interrupted` is raised. A second Ctrl-C (or
-        SIGTERM) meanwhile exits at once, after `last_words` (when set: the run's audit rows)
-        with the actions in flight `failed` ("outcome unknown") and the others not attempted
-        `skipped`.
+        SIGTERM) meanwhile exits at once: the actions in flight are `failed` ("outcome
+        unknown"), then `last_words`, when set, marks the others `skipped` and writes the
+        run's audit rows.
         """
         if not actions:
             return
@@ -196,33 +196,26 @@ class Executor(ABC, Generic[A]):
                 f.result()
         except KeyboardInterrupt as exc:
             # While the calls in flight finish, a second Ctrl-C (or SIGTERM) exits at once.
-            leave = partial(
-                _exit_now, marks=partial(self._mark_at_exit, actions), last_words=self.last_words
-            )
+            leave = partial(_exit_now, marks=self._mark_at_exit, last_words=self.last_words)
             previous = {sig: signal.signal(sig, leave) for sig in STOP_SIGNALS}
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
-            for a in actions:
-                if a.result is Result.PLANNED:
-                    a.result, a.error = Result.SKIPPED, INTERRUPTED
+            skip_planned(actions, INTERRUPTED)
             raise Interrupted(getattr(exc, "signal_name", "SIGINT")) from None
         finally:
             pool.shutdown(wait=True)
 
-    def _mark_at_exit(self, actions: list[A]) -> None:
-        """Results as they stand when kubegc exits at a second stop signal: an action whose
-        call is in flight is `failed` (outcome unknown), one not attempted `skipped`."""
+    def _mark_at_exit(self) -> None:
+        """When kubegc exits at a second stop signal: an action whose call is in flight is
+        `failed` (outcome unknown); `last_words` marks the ones not attempted."""
         with self._lock:
             in_flight = list(self._in_flight.values())
         for a in in_flight:
             if a.result is Result.PLANNED:
                 a.result, a.error = Result.FAILED, EXITED_IN_FLIGHT
-        for a in actions:
-            if a.result is Result.PLANNED:
-                a.result, a.error = Result.SKIPPED, INTERRUPTED
 
     @property
     def halted(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from json.encoder import encode_basestring_ascii as _json_str  # json's own (C) encoder
@@ -27,6 +28,8 @@ from kubegc_cli.model import (
 from kubegc_cli.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
+# Why a CREATED container in a READY sandbox stays (the plan's `may-start`, the executor's skip).
+MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
 
 
 class Result(StrEnum):
@@ -329,7 +332,7 @@ class Plan(Generic[A]):
     dry_run: bool = True
     source: str = ""
     interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
-    runtime_lost: str = ""  # why a stage's last-moment re-check could not ask the runtime
+    runtime_lost: str = ""  # why the run took the runtime to have stopped answering
     declined: bool = False
     shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
     filesystem: dict[str, Any] | None = None  # the filesystem a space target is measured on
@@ -375,6 +378,14 @@ class Plan(Generic[A]):
             "summary": self.summary(),
             **({"filesystem": self.filesystem} if self.filesystem is not None else {}),
         }
+
+
+def skip_planned(actions: Iterable[Action], why: str) -> None:
+    """Mark every action of `actions` still `planned` `skipped` with `why` (a run that stops
+    short: interrupted, or the runtime stopped answering)."""
+    for a in actions:
+        if a.result is Result.PLANNED:
+            a.result, a.error = Result.SKIPPED, why
 
 
 def apply_caps(plan: Plan[Any], max_delete: int | None, max_bytes: int | None) -> int:

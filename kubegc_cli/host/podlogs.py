@@ -188,13 +188,19 @@ def links_into(local_dir: str, host_dir: str, pod_dirs: set[str]) -> list[tuple[
     the link directory `host_dir`) whose target, as written (a relative one taken from
     `host_dir`), lies below one of `pod_dirs` (host paths of pod log directories): the links a
     removal of those directories leaves dangling (the kubelet removes both together)."""
-    out: list[tuple[str, str, str]] = []
     if not pod_dirs:
-        return out
+        return []
     try:
-        entries = _log_symlinks(local_dir)
+        return _into(_log_symlinks(local_dir), host_dir, pod_dirs)
     except OSError:
-        return out
+        return []
+
+
+def _into(
+    entries: list[os.DirEntry[str]], host_dir: str, pod_dirs: set[str]
+) -> list[tuple[str, str, str]]:
+    """`links_into` for the listed `entries` of the link directory `host_dir`."""
+    out: list[tuple[str, str, str]] = []
     for e in entries:
         try:
             target = os.path.normpath(os.path.join(host_dir, os.readlink(e.path)))
@@ -218,6 +224,23 @@ def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[st
     except FileNotFoundError:
         return []
     return [(e.name, e.path) for e in entries if link_dangles(e.path, host_root)]
+
+
+def legacy_links(
+    local_dir: str, host_dir: str, host_root: Path, pod_dirs: set[str]
+) -> list[tuple[str, str, str]]:
+    """(name, local path, pod dir) of the `*.log` symlinks in `local_dir` (the local path of
+    the link directory `host_dir`) that `gc logs` judges, from one listing: the dangling ones
+    (pod dir "": `dangling_links`), then those into one of `pod_dirs` (`links_into`). Missing
+    dir: none; `OSError` when it cannot be listed."""
+    try:
+        entries = _log_symlinks(local_dir)
+    except FileNotFoundError:
+        return []
+    dangling = [(e.name, e.path, "") for e in entries if link_dangles(e.path, host_root)]
+    names = {name for name, _, _ in dangling}
+    rest = [e for e in entries if e.name not in names]
+    return dangling + (_into(rest, host_dir, pod_dirs) if pod_dirs else [])
 
 
 def _log_symlinks(local_dir: str) -> list[os.DirEntry[str]]:

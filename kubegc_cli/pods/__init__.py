@@ -91,15 +91,20 @@ class PodInventory:
         return uid not in self.alive and self.disowns(uid)
 
     def disowns(self, uid: str) -> bool:
-        """The pod source alone says the pod's content may go: the pod is gone from it
-        (`may_exist` False), evicted, or deleted with every container stopped. Whether the pod
-        is alive on this node is not asked (see `is_deleted`)."""
+        """The pod source alone says the pod's content may go: the pod is gone from it (and
+        `uid` is no static pod's), evicted, or deleted with every container stopped. Whether
+        the pod is alive on this node is not asked (see `is_deleted`)."""
         if not self.known or uid == "":
             return False
         pod = self.pods.get(uid)
         if pod is None:
             return not is_static_pod_uid(uid)
         return pod.content_removable
+
+    def alive_though_disowned(self, uid: str) -> bool:
+        """The source disowns the pod but it is alive on this node: kept, and worth a note
+        (a stale or partial pod source)."""
+        return uid in self.alive and self.disowns(uid)
 
     def may_exist(self, uid: str) -> bool:
         """The pod may still exist as far as kubegc can tell: no source was read, the source

@@ -39,7 +39,7 @@ from kubegc_cli.model import (
     Container,
     ContainerState,
 )
-from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.plan import MAY_START, ContainerAction, Plan, Result
 from kubegc_cli.pods import PodInventory
 from kubegc_cli.policy.scope import Scope
 from kubegc_cli.units import NS_PER_SECOND, format_duration, format_go_duration
@@ -56,7 +56,6 @@ KEEP_WITHIN = "within-limits"
 KEEP_GUARD = "guard-newest-record"
 KEEP_OLDER_THAN = "older-than"
 KEEP_MAY_START = "may-start"
-MAY_START_REASON = "CREATED in a READY sandbox: the kubelet may be about to start it"
 LIMIT_RULES = frozenset({RULE_PER_UNIT, RULE_SHARE, RULE_GLOBAL})
 KEEP_RULES = frozenset({KEEP_MIN_AGE, KEEP_WITHIN, KEEP_GUARD, KEEP_OLDER_THAN, KEEP_MAY_START})
 GUARD_REASON = (
@@ -317,7 +316,7 @@ class _Emitter:
         if self.selects is not None and not self.selects(c):
             plan.out_of_scope += 1
         elif c.id in self.may_start:
-            plan.kept.append(ContainerAction(c, KEEP_MAY_START, MAY_START_REASON, Result.KEPT))
+            plan.kept.append(ContainerAction(c, KEEP_MAY_START, MAY_START, Result.KEPT))
         elif older_ns is not None and self.now - (c.finished_at or c.created_at) < older_ns:
             plan.kept.append(ContainerAction(c, KEEP_OLDER_THAN, self.older_why, Result.KEPT))
         else:
@@ -510,9 +509,7 @@ def _alive_but_disowned(containers: list[Container], pods: PodInventory) -> list
     if not pods.alive:
         return []
     shown = {
-        (c.pod_namespace, c.pod_name)
-        for c in containers
-        if c.pod_uid in pods.alive and pods.disowns(c.pod_uid)
+        (c.pod_namespace, c.pod_name) for c in containers if pods.alive_though_disowned(c.pod_uid)
     }
     return [
         f"Pod {ns}/{name} is gone from the pod source (or evicted, or being deleted) but is "

@@ -86,7 +86,7 @@ def plan_logs(
         now=now,
     )
     for d in dirs:
-        alive = d.uid in pods.alive and pods.disowns(d.uid)  # (kept, and shown as such)
+        alive = pods.alive_though_disowned(d.uid)  # (kept, and shown as such)
         if not alive and not pods.is_deleted(d.uid):
             continue
         parts = d.name.split("_")
