@@ -28,6 +28,7 @@ from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
 from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
 from kubegc_cli.plan import (
+    GONE,
     INTERRUPTED,
     MAY_START,
     A,
@@ -295,7 +296,7 @@ class ContainerRemover(Executor[ContainerAction]):
         planned = a.container
         status = self.client.container_status(planned.id)
         if status is None:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         if status.state is ContainerState.RUNNING:
             a.result, a.error = Result.SKIPPED, "running now; no longer garbage"
@@ -311,7 +312,7 @@ class ContainerRemover(Executor[ContainerAction]):
         if status.state is ContainerState.UNKNOWN:
             try:
                 if not self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS):
-                    a.result, a.error = Result.SKIPPED, "gone before removal"
+                    a.result, a.error = Result.SKIPPED, GONE
                     return
             except RuntimeUnavailable as exc:
                 if exc.unreachable:
@@ -326,7 +327,7 @@ class ContainerRemover(Executor[ContainerAction]):
                 return
             raise _maybe_done(exc, "remove it; its log is left") from None
         if not existed:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         assert self.log_roots is not None and self.mounts is not None
         try:
@@ -376,7 +377,7 @@ class LogRemover(Executor[LogAction]):
             a.result, a.error = Result.SKIPPED, str(exc)
             return
         except FileNotFoundError:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         except OSError as exc:
             a.result, a.error = Result.FAILED, f"cannot remove {a.path}: {exc.strerror or exc}"
@@ -398,14 +399,14 @@ class ImageRemover(Executor[ImageAction]):
             a.result, a.error = Result.SKIPPED, "used by a container now"
             return
         if not self.client.image_exists(a.id):
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         try:
             gone_already = not self.client.remove_image(a.id)
         except RuntimeUnavailable as exc:
             raise _maybe_done(exc, "remove it") from None
         if gone_already:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         a.result, a.bytes_freed = Result.REMOVED, a.image.size
 
@@ -423,7 +424,7 @@ class SandboxRemover(Executor[SandboxAction]):
         planned = a.sandbox
         status = self.client.pod_sandbox_status(planned.id)
         if status is None:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         state, created_at = status
         if state is SandboxState.READY:
@@ -437,7 +438,7 @@ class SandboxRemover(Executor[SandboxAction]):
             return
         try:
             if not self.client.stop_pod_sandbox(planned.id):
-                a.result, a.error = Result.SKIPPED, "gone before removal"
+                a.result, a.error = Result.SKIPPED, GONE
                 return
         except RuntimeUnavailable as exc:
             raise _maybe_done(exc, "stop it") from None
@@ -446,6 +447,6 @@ class SandboxRemover(Executor[SandboxAction]):
         except RuntimeUnavailable as exc:
             raise _maybe_done(exc, "remove it") from None
         if gone_already:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
             return
         a.result = Result.REMOVED

@@ -28,6 +28,7 @@ from kubegc_cli.model import (
 from kubegc_cli.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
+GONE = "gone before removal"  # an object already gone when its turn came: skipped
 # Why a CREATED container in a READY sandbox stays (the plan's `may-start`, the executor's skip).
 MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
 

@@ -61,7 +61,15 @@ from kubegc_cli.model import (
     Sandbox,
     SandboxState,
 )
-from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result, SandboxAction
+from kubegc_cli.plan import (
+    GONE,
+    ContainerAction,
+    ImageAction,
+    LogAction,
+    Plan,
+    Result,
+    SandboxAction,
+)
 from kubegc_cli.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.units import ns_to_rfc3339, rfc3339_to_ns
 
@@ -356,7 +364,7 @@ def recheck_saved_plan(
     for a in (a for a in todo if a.kind == "container"):
         c = containers.get(a.id)
         if c is None:
-            _skip(a, "gone before removal")
+            _skip(a, GONE)
         elif c.state is ContainerState.RUNNING:
             _skip(a, "running now; no longer garbage")
         elif c.created_at != a.container.created_at:
@@ -373,7 +381,7 @@ def recheck_saved_plan(
     for a in (a for a in todo if a.kind == "sandbox"):
         sb = sandboxes.get(a.id)
         if sb is None:
-            _skip(a, "gone before removal")
+            _skip(a, GONE)
         elif sb.created_at != a.sandbox.created_at:
             _skip(a, "changed since the plan (creation time differs)")
         elif sb.state is SandboxState.READY:
@@ -412,7 +420,7 @@ def recheck_saved_plan(
         elif a.pod_uid in live_uids:
             _skip(a, "the runtime has containers of it now")
         elif not os.path.lexists(a.local_path):
-            _skip(a, "gone before removal")
+            _skip(a, GONE)
         else:
             is_dir = os.path.isdir(a.local_path) and not os.path.islink(a.local_path)
             a.bytes = _tree_bytes(a.local_path) if is_dir else 0
@@ -427,7 +435,7 @@ def recheck_saved_plan(
         img = images.get(a.id)
         names = (*img.repo_tags, *img.repo_digests) if img is not None else ()
         if img is None:
-            _skip(a, "gone before removal")
+            _skip(a, GONE)
         elif img.pinned:
             _skip(a, "pinned by the runtime")
         elif refs & {img.id, *names}:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput
 from kubegc_cli.execute import Executor
-from kubegc_cli.plan import Plan, Result
+from kubegc_cli.plan import GONE, Plan, Result
 from kubegc_cli.pods.api import (
     PAGE_SIZE,
     ApiSource,
@@ -410,7 +410,7 @@ class PodDeleter(Executor[PodAction]):
                 ) from None
             why = _refusal(status, exc.reason or "", exc.body or "", "delete pods")
             if status == 404:
-                a.result, a.error = Result.SKIPPED, "gone before removal"
+                a.result, a.error = Result.SKIPPED, GONE
             elif status == 409:
                 a.result, a.error = Result.SKIPPED, f"changed since the plan, not deleted ({why})"
             else:

@@ -48,7 +48,7 @@ from kubegc_cli.host.podlogs import (
     remove_dangling_link,
 )
 from kubegc_cli.host.tree import Refused, remove_tree
-from kubegc_cli.plan import Result
+from kubegc_cli.plan import GONE, Result
 from kubegc_cli.residue import (
     CNI_IP,
     LOG_LINK,
@@ -150,7 +150,7 @@ class ResidueCleaner(Executor[Any]):
         except Refused as exc:
             a.result, a.error = Result.SKIPPED, str(exc)
         except FileNotFoundError:
-            a.result, a.error = Result.SKIPPED, "gone before removal"
+            a.result, a.error = Result.SKIPPED, GONE
         except OSError as exc:
             a.result, a.error = Result.FAILED, f"cannot remove {a.target}: {exc.strerror or exc}"
 
@@ -298,7 +298,7 @@ class ResidueCleaner(Executor[Any]):
                     raise Refused(f"{len(busy)} process(es) in {shown} now; left")
             plans.append(dirs)
         if not plans:
-            raise Refused("gone before removal")
+            raise Refused(GONE)
         for dirs in plans:
             for d in dirs:
                 try:
