@@ -189,7 +189,7 @@ class Mode(StrEnum):
     NO_TTY = "no-tty"  # would ask, but nobody can answer: a dry run that says so
 
 
-def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
+def decide_mode(s: Settings, act: ActOptions, ui: Ui, *, node_wide: bool = True) -> Mode:
     """`--dry-run` and `--snapshot` plan only; `--yes` acts; else ask a terminal, or dry-run.
 
     A run that may act (`ACT`, `ASK`) checks its state dir and takes the node's run lock
@@ -198,7 +198,8 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
     not to (`_may_act`), so its plan is made with no other run changing the node. Raises
     `BadInput` for `--snapshot` with `--yes` (a snapshot cannot be acted on) and for a state
     dir another user could change or holding a link; `Busy` (exit 4) when another run holds
-    the lock past `s.lock_timeout`.
+    the lock past `s.lock_timeout`. `node_wide` False (a command that changes no node: `evict
+    prune`) takes only the state dir's lock.
     """
     if s.snapshot is not None:
         if act.yes:
@@ -208,7 +209,8 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
         return Mode.DRY_RUN
     mode = Mode.ACT if act.yes else Mode.ASK if ui.interactive() else Mode.NO_TTY
     if mode is not Mode.NO_TTY:
-        hold_run_lock(s.state_dir, s.lock_timeout, host_root=s.host_root, warn=ui.warn)
+        host_root = s.host_root if node_wide else None
+        hold_run_lock(s.state_dir, s.lock_timeout, host_root=host_root, warn=ui.warn)
     return mode
 
 

@@ -1,17 +1,28 @@
-"""kubegc's local state directory: the per-node run lock and the audit log.
+"""kubegc's local state directory: the audit log, the image records, the run locks.
 
-Layout under `--state-dir` (default `/var/lib/kubegc`):
+Layout under `--state-dir` (default `/var/lib/kubegc`), made mode 0700 when missing:
 
 - `lock`: held (flock, exclusive) from before the plan to the end of any run that may change
-  the node, so two kubegc runs (a cron job and a person) never act at once; it holds the
-  holder's pid, which a run that finds it taken names in its error (exit 4).
+  the node, after the node-wide `<host-root>/run/kubegc/lock` (the same file for every run on
+  the node, whatever its `--state-dir`; on tmpfs, so taken even on a full disk), so two
+  kubegc runs (a cron job and a person) never act at once; each holds the holder's pid,
+  which a run that finds it taken names in its error (exit 4).
 - `state.db`: SQLite in WAL mode with a busy timeout, so concurrent runs neither corrupt nor
-  block it for long. Table `audit` — one row per action a run carried out or tried: run id,
-  time (RFC 3339), command, kind, object id, rule, reason, result, error, bytes freed. Table
-  `images` — per image ID, first detected and last used (ns since the epoch; 0 = never used).
-  Table `meta` — `began`, when kubegc first collected on this node (gates MaxAge).
+  block it for long. Table `audit` — one row per action a run carried out or tried, written
+  as the action completes (`AuditLog`): run id, time (RFC 3339), command, kind, object id,
+  rule, reason, result, error, bytes freed. Table `images` — per image ID, first detected
+  and last used (ns since the epoch; 0 = never used). Table `meta` — `began`, when kubegc
+  first collected on this node (gates MaxAge).
 - `runtime-fs.json`: the runtime's image and container filesystem mountpoints as `evict check`
-  last learned them, per runtime endpoint and runtime socket (`kubegc_cli.cri.fscache`).
+  last learned them, per runtime endpoint and runtime socket (`kubegc_cli.cri.fscache`);
+  `events.json`: when each Event was last posted (`kubegc_cli.report.events`).
+
+The directory cannot be turned against the user running kubegc (root): one that another user
+could change (`safe_dir`: not owned by this user, writable by group or others, or below a
+directory that is) is `BadInput` (exit 2) naming it with its owner and mode, before a run does
+anything; no file of kubegc's there is opened through a symbolic link (`open_in`; SQLite's
+files are checked before it opens them, and nobody else can plant one after): a link is
+`BadInput`, or replaced by a rename, never written, truncated or created through.
 
 Failures of the store:
 
@@ -24,10 +35,12 @@ Failures of the store:
   for damage, so nothing is moved aside; readers fall back to opening the file read-only.
 - A `--state-dir` that is not a directory, or a `state.db` that is not a regular file, is
   `BadInput` (exit 2) naming the path.
-- A run that has acted writes its audit rows even on a full disk if it can: it tries again
-  after short pauses (`record_audit_retrying`), since its removals may have made room. A full
-  disk never stops the removals themselves; rows that still cannot be written are the
-  caller's to report (`kubegc_cli.app` makes that exit 1, with every result still shown).
+- A full disk never stops a run that removes: a state dir that cannot be made for lack of
+  space is a warning (the node-wide lock on `/run` suffices), and audit rows that cannot be
+  written wait in memory, tried again with later rows and after the removals
+  (`AuditLog.finish`), since the removals may have made room; rows that still cannot be
+  written are the caller's to report (`kubegc_cli.app` makes that exit 1, with every result
+  still shown).
 """
 
 from __future__ import annotations
@@ -328,24 +341,26 @@ def _lock_file(directory: Path, shown: Path, timeout: float, deadline: float) ->
 
 
 def _acquire(
-    state_dir: Path, timeout: float, host_root: Path | str, warn: Warn | None
+    state_dir: Path, timeout: float, host_root: Path | str | None, warn: Warn | None
 ) -> list[tuple[Path, int]]:
     """Take the run locks: first the node-wide `<host_root>/run/kubegc/lock` (its directory
-    made 0700 and checked as `safe_dir`), then `state_dir/lock`, waiting up to `timeout`
-    seconds in all. The state dir is checked (`check_state_dir`) before either is taken.
-    A state dir that cannot be made, or a lock there that cannot be created, for lack of
-    space is a warning (`warn`, default stderr): the node-wide lock still keeps other runs
-    out, and a full disk must not stop the run that would free it. Returns [(path, fd)].
+    made 0700 and checked as `safe_dir`; none when `host_root` is None), then
+    `state_dir/lock`, waiting up to `timeout` seconds in all. The state dir is checked
+    (`check_state_dir`) before either is taken. A state dir that cannot be made, or a lock
+    there that cannot be created, for lack of space is a warning (`warn`, default stderr):
+    the node-wide lock still keeps other runs out, and a full disk must not stop the run that
+    would free it (without a node-wide lock it is `StateUnavailable`). Returns [(path, fd)].
     Raises as `node_lock`."""
     check_state_dir(state_dir)
     deadline = time.monotonic() + max(0.0, timeout)
     held: list[tuple[Path, int]] = []
-    where = node_lock_dir(host_root)
+    where = node_lock_dir(host_root or "/")
     try:
         try:
-            node_dir = safe_dir(where, "node lock directory", create=True)
-            assert node_dir is not None  # (created)
-            held.append(_lock_file(node_dir, where / LOCK_NAME, timeout, deadline))
+            if host_root is None:
+                pass  # (no node-wide lock asked for)
+            elif node_dir := safe_dir(where, "node lock directory", create=True):
+                held.append(_lock_file(node_dir, where / LOCK_NAME, timeout, deadline))
         except (OSError, StateUnavailable) as exc:
             why = exc.strerror if isinstance(exc, OSError) else str(exc)
             why = _LOCK_OPEN_ERRORS.get(getattr(exc, "errno", 0) or 0, why or str(exc))
@@ -368,6 +383,8 @@ def _acquire(
                     f"{what}; a run that removes needs a writable --state-dir for its lock "
                     "and audit log; nothing was removed (--dry-run plans without it)"
                 ) from None
+            if not held:
+                raise StateUnavailable(f"{what}; nothing was removed") from None
             (warn or _stderr_warn)(
                 f"{what}; going on under the node lock {where / LOCK_NAME}: the audit rows "
                 "are kept in memory and tried again"
@@ -391,12 +408,13 @@ def node_lock(
     state_dir: Path,
     timeout: float = 0.0,
     *,
-    host_root: Path | str = "/",
+    host_root: Path | str | None = "/",
     warn: Warn | None = None,
 ) -> Iterator[None]:
     """Hold the node's run lock for the block: `<host_root>/run/kubegc/lock`, the same for
     every run on the node whatever its state dir (so two runs with different `--state-dir`
-    never act at once), and `state_dir/lock` too; each holds the holder's pid.
+    never act at once), and `state_dir/lock` too; each holds the holder's pid. `host_root`
+    None takes only the state dir's (a command that changes no node: `evict prune`).
 
     Waits up to `timeout` seconds for another run to let go. Raises `Busy` (exit 4, naming the
     lock and the holder's pid) if another run still holds one; `StateUnavailable` (exit 2) if
@@ -416,7 +434,7 @@ def hold_run_lock(
     state_dir: Path,
     timeout: float = 0.0,
     *,
-    host_root: Path | str = "/",
+    host_root: Path | str | None = "/",
     warn: Warn | None = None,
 ) -> None:
     """Take the node's run lock (`node_lock`) for the rest of this run (until
