@@ -665,13 +665,18 @@ AUDIT_RETRY_DELAYS = (0.2, 1.0)
 #: While the store cannot be written, rows of completed actions wait in memory; a new try is
 #: made with a later action's row at most this often (seconds), and at the end of the run.
 AUDIT_RETRY_EVERY_SECONDS = 1.0
+#: Each audit row is committed as its action completes (in the WAL: kept if kubegc is killed);
+#: the WAL is synced to disk (kept through a power loss) with a row at most this long after
+#: the last sync (seconds), and at the end: an fsync per row would cost more than a removal.
+AUDIT_SYNC_EVERY_SECONDS = 0.2
 
 
 class AuditLog:
     """A run's audit rows, appended to `state.db` as its actions complete, so a run killed
     mid-stage (SIGKILL, OOM, power loss) leaves the rows of what it did. Each row is its own
-    transaction (WAL, synchronous: durable once `add` returns); one connection serves the
-    whole run. `add` is safe from the executors' worker threads.
+    transaction, in the WAL once `add` returns (kept if kubegc is killed), synced to disk
+    within `AUDIT_SYNC_EVERY_SECONDS` (kept through a power loss) and at `finish`; one
+    connection serves the whole run. `add` is safe from the executors' worker threads.
 
     A store that cannot be written now (full disk, I/O error, locked past the busy timeout:
     `StateUnavailable`) never stops the run: rows wait in memory, are tried again with later
@@ -701,6 +706,7 @@ class AuditLog:
         self._added: set[int] = set()
         self._con: sqlite3.Connection | None = None
         self._retry_at = 0.0
+        self._synced_at = time.monotonic()
         self._lock = threading.Lock()
 
     def add(self, action: Action) -> None:
@@ -715,21 +721,25 @@ class AuditLog:
             if time.monotonic() < self._retry_at:
                 return
             try:
-                self._write()
+                self._write(sync=time.monotonic() >= self._synced_at + AUDIT_SYNC_EVERY_SECONDS)
             except BadInput as exc:  # StateUnavailable too: kept for a later try
                 self._retry_at = time.monotonic() + AUDIT_RETRY_EVERY_SECONDS
                 if self._info is not None:
                     self._info(f"{exc}; the audit rows wait in memory and are tried again")
 
-    def _write(self) -> None:
-        """Write the pending rows in one transaction (under `_lock`). Raises as `_with_db`."""
+    def _write(self, *, sync: bool = True) -> None:
+        """Write the pending rows in one transaction (under `_lock`), the WAL synced to disk
+        with it when `sync`. Raises as `_with_db`."""
         import sqlite3
 
         rows = self._pending
 
         def insert(con: sqlite3.Connection) -> sqlite3.Connection:
+            con.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
             with con:
                 con.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+            if sync:
+                self._synced_at = time.monotonic()
             return con
 
         if self._con is not None:
