@@ -167,7 +167,7 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
     and once links are resolved) owned by root or this user and not writable by others (see
     `_check_above`). Returns its resolved path (what the files in it are opened under), or
     None when it is missing and not `create`. With `create`, a missing one is made, mode 0700
-    (its missing parents too, 0755).
+    (its missing parents too, as `os.makedirs` makes them).
 
     Raises `BadInput` (exit 2) naming the path with its owner and mode when it fails a check,
     or when it is not a directory; `StateUnavailable` when it cannot be created (`full` on a
@@ -182,7 +182,7 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
         if not create:
             return None
         try:
-            os.makedirs(os.path.dirname(real), exist_ok=True)
+            os.makedirs(os.path.dirname(real), mode=0o755, exist_ok=True)
             os.mkdir(real, 0o700)
         except FileExistsError:
             pass  # made at the same moment by another run: checked below like any other
@@ -199,9 +199,9 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
     st = os.lstat(real)
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         raise BadInput(
-            f"{what} {path} ({_owner_mode(st)}) can be written by another user than this "
-            f"one (uid {os.geteuid()}); kubegc keeps its files only in a directory of its "
-            "own user that group and others cannot write (e.g. chmod 0700)"
+            f"{what} {path} ({_owner_mode(st)}) is not this user's (uid {os.geteuid()}) "
+            "alone: kubegc keeps its files only in a directory owned by the user running it "
+            "that group and others cannot write (e.g. chmod 0700)"
         )
     return Path(real)
 
