@@ -722,7 +722,7 @@ class AuditLog:
                 return
             try:
                 self._write(sync=time.monotonic() >= self._synced_at + AUDIT_SYNC_EVERY_SECONDS)
-            except BadInput as exc:  # StateUnavailable too: kept for a later try
+            except Exception as exc:  # the audit log never stops a removal: kept for later
                 self._retry_at = time.monotonic() + AUDIT_RETRY_EVERY_SECONDS
                 if self._info is not None:
                     self._info(f"{exc}; the audit rows wait in memory and are tried again")

@@ -99,6 +99,31 @@ def test_a_state_dir_below_a_directory_others_can_write_is_refused(
     assert cri.removed == []
 
 
+def test_a_state_dir_reached_through_a_link_is_checked_where_it_leads(
+    host: Path, tmp_path: Path
+) -> None:
+    """An operator's link (`/var/lib/kubegc` → a larger disk) works when both the place of the
+    link and the directory it leads to are safe; a link in a directory others can write (which
+    they could point anywhere) is refused, and so is one leading to a directory others can."""
+    real = tmp_path / "disk" / "kubegc"
+    real.mkdir(parents=True, mode=0o700)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "kubegc").symlink_to(real)
+    code, _, err, cri = gc_yes(host, tmp_path / "lib" / "kubegc")
+    assert code == 0 and len(cri.removed) == 2, err
+    [run] = read_history(real, 5)
+    assert run["by_result"] == {"removed": 2}
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    (shared / "kubegc").symlink_to(real)
+    code, _, err, cri = gc_yes(host, shared / "kubegc")
+    assert code == 2 and f"below {shared}" in err and cri.removed == [], err
+    os.chmod(real, 0o757)
+    code, _, err, cri = gc_yes(host, tmp_path / "lib" / "kubegc")
+    assert code == 2 and "mode 0757" in err and cri.removed == [], err
+
+
 STATE_FILES = ["lock", "state.db", "state.db-wal", "state.db-shm", "state.db-journal"]
 
 
