@@ -85,7 +85,9 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     patch(observe, ("observe_node",), "observe_node (Version, List; statuses for --older-than)")
     patch(policy, ("plan_containers",), "plan_containers")
     patch(execute.ContainerRemover, ("run",), "ContainerRemover.run")
-    patch(state, ("record_audit",), "record_audit (sqlite)")
+    # each action's audit row is written as it completes (inside ContainerRemover.run); the
+    # rest (actions never attempted) and the final sync at the end
+    patch(state.AuditLog, ("finish",), "AuditLog.finish (sqlite)")
     # into a pipe the table needs no rich (kubegc_cli.render._Printer); on a terminal, or with
     # FORCE_COLOR, rich's import falls inside this phase
     patch(render, ("render_plan", "render_container_plan"), "render plan (table)")

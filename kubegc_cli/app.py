@@ -39,10 +39,9 @@ from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
 from kubegc_cli.settings import Settings as Settings
 from kubegc_cli.state import (
+    AuditLog,
     hold_run_lock,
     node_lock,
-    record_audit,
-    record_audit_retrying,
     release_run_lock,
     run_lock_held,
 )
@@ -190,14 +189,17 @@ class Mode(StrEnum):
     NO_TTY = "no-tty"  # would ask, but nobody can answer: a dry run that says so
 
 
-def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
+def decide_mode(s: Settings, act: ActOptions, ui: Ui, *, node_wide: bool = True) -> Mode:
     """`--dry-run` and `--snapshot` plan only; `--yes` acts; else ask a terminal, or dry-run.
 
-    A run that may act (`ACT`, `ASK`) takes the node's run lock here, before it observes, and
-    keeps it until it has acted (`_carry_out`) or decided not to (`_may_act`), so its plan is
-    made with no other run changing the node. Raises `BadInput` for `--snapshot` with `--yes`
-    (a snapshot cannot be acted on); `Busy` (exit 4) when another run holds the lock past
-    `s.lock_timeout`.
+    A run that may act (`ACT`, `ASK`) checks its state dir and takes the node's run lock
+    here (`kubegc_cli.state.hold_run_lock`: node-wide under `--host-root`'s `/run`, and in the
+    state dir), before it observes, and keeps it until it has acted (`_carry_out`) or decided
+    not to (`_may_act`), so its plan is made with no other run changing the node. Raises
+    `BadInput` for `--snapshot` with `--yes` (a snapshot cannot be acted on) and for a state
+    dir another user could change or holding a link; `Busy` (exit 4) when another run holds
+    the lock past `s.lock_timeout`. `node_wide` False (a command that changes no node: `evict
+    prune`) takes only the state dir's lock.
     """
     if s.snapshot is not None:
         if act.yes:
@@ -207,7 +209,8 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui) -> Mode:
         return Mode.DRY_RUN
     mode = Mode.ACT if act.yes else Mode.ASK if ui.interactive() else Mode.NO_TTY
     if mode is not Mode.NO_TTY:
-        hold_run_lock(s.state_dir, s.lock_timeout)
+        host_root = s.host_root if node_wide else None
+        hold_run_lock(s.state_dir, s.lock_timeout, host_root=host_root, warn=ui.warn)
     return mode
 
 
@@ -265,10 +268,12 @@ def log_stages(remover: LogRemover, links_recheck: Callable[[], None] | None = N
 def _carry_out(
     s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui, at: int | None = None
 ) -> None:
-    """Act under the node lock, stage by stage (the kubelet's order), then write the audit log
-    (stamped `at`, ns since the epoch; default the plan's time). A full disk under the state
-    dir does not stop the removals: the rows are tried again after them, and if they still
-    cannot be written a note says so and the run ends with exit 1 (`audit_unwritten`).
+    """Act under the node lock, stage by stage (the kubelet's order), appending each action's
+    audit row as it completes (`AuditLog`, stamped `at`, ns since the epoch; default the
+    plan's time), and the rows of the actions never attempted at the end. A full disk under
+    the state dir does not stop the removals: rows wait in memory and are tried again, and if
+    they still cannot be written a note says so and the run ends with exit 1
+    (`audit_unwritten`).
 
     After an interrupt, later stages start nothing: their actions are marked skipped. So
     once the runtime stopped answering (`plan.runtime_lost`, the message): a stage's re-check
@@ -278,24 +283,32 @@ def _carry_out(
     """
     from contextlib import nullcontext
 
-    from kubegc_cli.execute import HALTED, Interrupted
+    from kubegc_cli.execute import HALTED, LAST_WORDS_SECONDS, Interrupted
     from kubegc_cli.plan import INTERRUPTED
 
     held = run_lock_held(s.state_dir)
     progress = getattr(ui, "progress", None)
     todo_total = sum(1 for a in plan.actions if a.result is Result.PLANNED)
+    lock = node_lock(s.state_dir, s.lock_timeout, host_root=s.host_root, warn=ui.warn)
     with (
-        nullcontext() if held else node_lock(s.state_dir, s.lock_timeout),
+        nullcontext() if held else lock,
         progress(todo_total) if progress else nullcontext() as bar,
     ):
-        stamp = plan.now if at is None else at
+        audit = AuditLog(s.state_dir, command, plan.now if at is None else at, ui.warn,
+                         info=ui.info)  # fmt: skip
+        advance = getattr(bar, "advance", None)
+
+        def done(a: Any) -> None:  # from the executors' worker threads
+            audit.add(a)
+            if advance is not None:
+                advance(a)
 
         def last_words() -> None:  # at a second stop signal: the audit rows as things stand
             skip_planned(plan.actions, INTERRUPTED)
-            record_audit(s.state_dir, command, stamp, plan.actions)
+            audit.finish(plan.actions, delays=(), timeout=LAST_WORDS_SECONDS)
 
         for stage in stages:
-            stage.executor.on_done = getattr(bar, "advance", None)
+            stage.executor.on_done = done
             stage.executor.last_words = last_words
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
             if plan.interrupted or plan.runtime_lost:
@@ -318,7 +331,7 @@ def _carry_out(
             if todo:
                 ui.info(_stage_rate(stage, todo, time.monotonic() - began))
         try:
-            record_audit_retrying(s.state_dir, command, stamp, plan.actions, ui.warn, info=ui.info)
+            audit.finish(plan.actions)
         except Exception as exc:  # the audit log must never undo a finished run: say it, exit 1
             from kubegc_cli.report.run import audit_unwritten
 

@@ -64,12 +64,21 @@ def describe_identity(ident: SocketIdentity) -> str:
 
 
 def _read(path: Path) -> tuple[dict[str, Any], str]:
-    """The cache file's `runtimes` mapping, and why it is empty ("" when read)."""
+    """The cache file's `runtimes` mapping, and why it is empty ("" when read). A link is not
+    followed (nor is a state dir kubegc may not use read: `kubegc_cli.state.safe_dir`)."""
+    from kubegc_cli.errors import BadInput
+    from kubegc_cli.state import open_in, safe_dir
+
     try:
-        with open(path, "rb") as f:
+        real = safe_dir(path.parent)
+        if real is None:
+            return {}, "no cache file yet"
+        with os.fdopen(open_in(real, path.name, os.O_RDONLY), "rb") as f:
             raw = f.read(MAX_CACHE_BYTES + 1)
     except FileNotFoundError:
         return {}, "no cache file yet"
+    except BadInput as exc:
+        return {}, str(exc)
     except OSError as exc:
         return {}, f"cannot read it ({exc.strerror or exc})"
     if len(raw) > MAX_CACHE_BYTES:
@@ -150,8 +159,10 @@ def remember(
 ) -> str:
     """Remember the mountpoints the runtime at `endpoint` (socket identity `ident`) reported.
     Entries of other endpoints whose socket no longer exists are dropped, and at most
-    `MAX_ENTRIES` are kept (the newest). A missing state dir is created (mode 0700). Returns ""
-    when written, else why not (the state dir is not a directory or read-only, ...). Never
+    `MAX_ENTRIES` are kept (the newest). A missing state dir is created (mode 0700); the file
+    is written beside it and renamed over it, so a link there is replaced, never followed.
+    Returns "" when written, else why not (the state dir is not a directory, is read-only,
+    or another user could change it: `kubegc_cli.state.safe_dir`; ...). Never
     raises."""
     if _paths(list(images)) is None or _paths(list(containers)) is None or not images:
         return "the runtime named a mountpoint that is not an absolute path"
@@ -159,7 +170,7 @@ def remember(
     from kubegc_cli.state import ensure_state_dir
 
     try:
-        ensure_state_dir(state_dir)  # created as every command that writes there does
+        real = ensure_state_dir(state_dir)  # created as every command that writes there does
     except BadInput as exc:  # (StateUnavailable too: read-only, permission denied)
         return str(exc)
     path = cache_path(state_dir)
@@ -180,12 +191,14 @@ def remember(
         kept = {ep: kept[ep] for ep in newest}
     doc = {"kind": CACHE_KIND, "version": CACHE_VERSION, "runtimes": kept}
     data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
-    tmp = state_dir / f".{CACHE_NAME}.{os.getpid()}.tmp"
+    tmp = real / f".{CACHE_NAME}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)  # a leftover (or a link): created afresh below, never followed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, real / CACHE_NAME)  # (replaces a link there, never follows it)
     except OSError as exc:
         with suppress(OSError):
             os.unlink(tmp)

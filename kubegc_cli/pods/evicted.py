@@ -457,7 +457,7 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
             "evict prune needs the Kubernetes API: give --kubeconfig, set KUBECONFIG, "
             "create ~/.kube/config, or run in a pod with a service account"
         )
-    mode = decide_mode(s, act, ui)
+    mode = decide_mode(s, act, ui, node_wide=False)  # it changes the API, not this node
     api, host = _client(ApiSource(creds, s.context, opts.node))
     try:
         now = time.time_ns() if s.now is None else s.now

@@ -258,8 +258,10 @@ class RateLimit:
     """Last post time per `<node>/<reason>`, in `<state-dir>/events.json` (see module doc).
 
     Used as a context manager: the file is opened and flock'ed on entry (created if
-    missing), and written back on exit. Raises `OSError` on entry when the state directory
-    cannot be used; callers then post without a limit (and say so)."""
+    missing, mode 0600, never through a link), and written back on exit. Raises `OSError` on
+    entry when the state directory cannot be used, `BadInput` when it is not one kubegc may
+    use (`kubegc_cli.state.safe_dir`) or the file is a link; callers then post without a
+    limit (and say so)."""
 
     def __init__(self, state_dir: Path, interval: float) -> None:
         self.path = state_dir / STATE_FILE
@@ -269,8 +271,10 @@ class RateLimit:
         self._dirty = False
 
     def __enter__(self) -> RateLimit:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        from kubegc_cli.state import ensure_state_dir, open_in
+
+        real = ensure_state_dir(self.path.parent)
+        self._fd = open_in(real, STATE_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         raw = b""
         while chunk := os.read(self._fd, 65536):
@@ -304,14 +308,15 @@ class RateLimit:
 
 @contextlib.contextmanager
 def _limits(state_dir: Path, interval: float, warn: Warn) -> Iterator[RateLimit | None]:
+    from kubegc_cli.errors import BadInput
+
     limit = RateLimit(state_dir, interval)
     try:
         limit.__enter__()
-    except OSError as exc:
-        warn(
-            f"cannot remember posted events in {limit.path}: {exc.strerror or exc}; "
-            "posting without the rate limit"
-        )
+    except (OSError, BadInput) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        warn(f"cannot remember posted events in {limit.path}: {why}; posting without the "
+             "rate limit")  # fmt: skip
         yield None
         return
     try:

@@ -91,3 +91,54 @@ def test_full_state_disk_does_not_stop_image_gc(tmp_path: Path, full_state_dir: 
         doc = json.loads(done.stdout)
         assert {a["id"]: a["result"] for a in doc["actions"]}[unused] == "removed"
         assert unused not in {i.id for i in node.list_images()}
+
+
+def test_a_state_dir_that_cannot_be_created_stops_no_cleanup(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A node where kubegc never ran, under disk pressure: its state dir cannot be created (no
+    byte and no inode left). `--yes` still acts, under the node-wide lock on /run: a warning,
+    the removals, then the audit rows it kept in memory and could not write: exit 1."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=16,mode=0700", "tmpfs",
+                    str(mnt)], check=True)  # fmt: skip
+    try:
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            try:
+                while f.write(b"\0" * 4096):
+                    pass
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+        n = 0
+        while True:
+            try:
+                (mnt / f"inode{n}").touch()
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+            n += 1
+        p = node.run_pod("p", namespace=ns)
+        made = [node.add_container(p, "job", attempt=i) for i in range(3)]
+        state_dir = mnt / "kubegc"
+        done = subprocess.run(
+            [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+             "--kubelet-config", str(node.kubelet_config), "--state-dir", str(state_dir),
+             "--pod-source", "none", "gc", "containers", "-n", ns, "--yes", "-o", "json"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert ids(node, ns) == {made[2]}  # the full disk did not stop the cleanup
+    assert done.returncode == 1, done.stderr
+    warning, error = done.stderr.splitlines()
+    assert warning.startswith(f"kubegc: cannot create --state-dir {state_dir}: No space left")
+    assert "going on under the node lock /run/kubegc/lock" in warning
+    assert error.startswith(
+        f"kubegc: error: audit rows of this run not written to --state-dir {state_dir}: "
+    )
+    doc = json.loads(done.stdout)
+    assert {a["id"]: a["result"] for a in doc["actions"]} == {
+        made[0]: "removed",
+        made[1]: "removed",
+    }

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -78,7 +79,9 @@ def test_rows_that_cannot_be_written_are_one_line_and_exit_1(
         ("dead0001", "removed"),
     ]
     assert line in doc["notes"]
-    assert disk.tries == 1 + len(state.AUDIT_RETRY_DELAYS) and pauses == list(
+    # one try as the first removal completed (the second came within the retry interval),
+    # then one at the end and one after each pause
+    assert disk.tries == 2 + len(state.AUDIT_RETRY_DELAYS) and pauses == list(
         state.AUDIT_RETRY_DELAYS
     )
 
@@ -115,3 +118,54 @@ def test_a_failing_exit_code_is_kept() -> None:
     assert report_run(run, 130, say=lambda level, m: said.append((level, m))) == 130
     assert said == [("error", "rows not written to /s: full")] * 2
     assert report_run(Run(started=0.0, started_mono=0.0), 0, say=lambda *a: said.append(a)) == 0
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A tiny tmpfs (mode 0700) with neither a byte nor an inode left: nothing can be created
+    in it, not even a directory."""
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    opts = "size=64k,nr_inodes=16,mode=0700"
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with open(mnt / "filler", "wb", buffering=0) as f, suppress(OSError):
+            while f.write(b"\0" * 4096):
+                pass
+        n = 0
+        with suppress(OSError):
+            while True:
+                (mnt / f"inode{n}").touch()
+                n += 1
+        with pytest.raises(OSError, match="No space left"):
+            (mnt / "probe").mkdir()
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_state_dir_that_cannot_be_made_on_a_full_disk_stops_no_cleanup(
+    argv: list[str], tmp_path: Path, full_tmpfs: Path
+) -> None:
+    """A node where kubegc never ran, under disk pressure: the state dir cannot be created.
+    The run takes the node lock (on /run, under --host-root), says so, removes, keeps its audit
+    rows in memory and tries them again; still unwritten, they are the one error line, exit 1."""
+    state_dir = full_tmpfs / "kubegc"
+    argv = [a if a != str(tmp_path / "state") else str(state_dir) for a in argv]
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*argv, "gc", "containers", "--yes", "-o", "json"])
+    assert sorted(cri.removed) == ["dead0000", "dead0001"]  # the full disk stopped nothing
+    assert code == 1, err
+    warning, error = err.splitlines()
+    assert warning.startswith(f"kubegc: cannot create --state-dir {state_dir}: ")
+    assert "No space left on device" in warning and "audit rows are kept in memory" in warning
+    assert error.startswith(f"kubegc: error: audit rows of this run not written to --state-dir "
+                            f"{state_dir}: ")  # fmt: skip
+    assert [a["result"] for a in json.loads(out)["actions"]] == ["removed", "removed"]
+    assert (tmp_path / "host" / "run" / "kubegc" / "lock").exists()  # the lock it held

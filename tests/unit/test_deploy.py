@@ -215,6 +215,7 @@ def local_args(args: list[str], tmp: Path, host: Path, kubeconfig: Path) -> list
     for a in args[1:]:
         a = a.replace("$(NODE_NAME)", NODE).replace("--host-root=/host", f"--host-root={host}")
         a = a.replace("=/textfile/", f"={tmp}/").replace("=/var/lib/kubegc", f"={tmp}/state")
+        a = a.replace("=/dev/shm/kubegc-state", f"={tmp}/shm-state")
         out.append(a)
     return ["--kubeconfig", str(kubeconfig), *out]
 

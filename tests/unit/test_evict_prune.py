@@ -550,3 +550,28 @@ def test_the_readme_recipe_against_the_stand_in_run_by_hand(tmp_path: Path) -> N
         _, log = server.communicate(timeout=30)
     assert server.returncode == 0, log
     assert "DELETE /api/v1/namespaces/batch/pods/report-1 -> 200" in log
+
+
+def test_prune_needs_no_node_lock_and_no_writable_run(
+    api: tuple[RecordedApi, Path], tmp_path: Path
+) -> None:
+    """`evict prune` changes the API, not a node: it acts while a run holds this node's lock
+    (and in a pod whose /run is read-only), under its state dir's lock alone."""
+    recorded, kubeconfig = api
+    host = tmp_path / "host"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from kubegc_cli.state import node_lock\n"
+         "with node_lock(Path(sys.argv[1]), host_root=sys.argv[2]):\n"
+         " print('held', flush=True); time.sleep(60)", str(tmp_path / "other"), str(host)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        go = _cli(kubeconfig, tmp_path, "--host-root", str(host), "--node-name", "node-a",
+                  "-n", "team-a", "--yes")  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert go.returncode == 0, go.stderr
+    assert deletes(recorded) == [("team-a", "web-1", body("uid-team-a-web-1"), 200)]

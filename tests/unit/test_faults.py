@@ -510,7 +510,9 @@ def test_full_state_filesystem_does_not_stop_a_run_that_frees_space(
         pytest.skip("needs root to mount a small tmpfs")
     full = tmp_path / "full"
     full.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)]).returncode:
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(full)]
+    ).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
         fd = os.open(full / "filler", os.O_WRONLY | os.O_CREAT)
