@@ -527,9 +527,9 @@ class SandboxRemover(Executor[SandboxAction]):
     """Removes pod sandboxes as the kubelet's sandbox GC does, with kubegc's re-checks.
 
     For each action: re-read `PodSandboxStatus` (gone → skipped; READY or re-created →
-    skipped) and list its containers (any → skipped: it is active again); for a deleted or
-    terminated pod's sandbox, re-check the pod (`pod_refusal`: another READY sandbox or a
-    RUNNING container of its UID → skipped, `POD_ALIVE`); `StopPodSandbox`
+    skipped); for a deleted or terminated pod's sandbox, re-check the pod (`pod_refusal`:
+    another READY sandbox or a RUNNING container of its UID → skipped, `POD_ALIVE`); list its
+    containers (any → skipped: it is active again); `StopPodSandbox`
     (failure → failed, and no removal, as the kubelet); `RemovePodSandbox`.
     """
 
@@ -546,11 +546,11 @@ class SandboxRemover(Executor[SandboxAction]):
         if created_at != planned.created_at:
             a.result, a.error = Result.SKIPPED, "changed since the plan (creation time differs)"
             return
-        if self.client.list_containers(sandbox_id=planned.id):
-            a.result, a.error = Result.SKIPPED, "has containers now; active"
-            return
         if why := pod_refusal(self.client, a.rule, planned.uid):
             a.result, a.error = Result.SKIPPED, why
+            return
+        if self.client.list_containers(sandbox_id=planned.id):
+            a.result, a.error = Result.SKIPPED, "has containers now; active"
             return
         try:
             if not self.client.stop_pod_sandbox(planned.id):

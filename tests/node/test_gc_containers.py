@@ -565,3 +565,89 @@ def test_no_log_is_deleted_into_a_mounted_container_log_directory(
     assert action["log_note"].startswith(f"{log.parent} is a mount point; log ")
     assert sorted(os.listdir(source)) == sorted(os.listdir(log.parent))
     assert (source / log.name).exists() and log.exists()
+
+
+def _dead_pod_and_a_live_one(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> tuple[Pod, list[str], Path]:
+    """Pod q stopped (NOTREADY, its init and app containers exited: a deleted pod's records to
+    remove), and pod p alive and in the pods file, which leaves q out."""
+    p = node.run_pod("p", namespace=ns)
+    node.add_container(p, "app", state="running")
+    q = node.run_pod("q", namespace=ns)
+    dead = [node.add_container(q, "init", attempt=0), node.add_container(q, "init", attempt=1),
+            node.add_container(q, "app", attempt=0)]  # fmt: skip
+    node.stop_pod(q)
+    return q, dead, write_pods_file(tmp_path / "pods.json", p)
+
+
+def test_a_pod_that_comes_back_alive_keeps_its_records(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """The pods file says q is gone and q has nothing alive when the plan is made; then the
+    kubelet gives q a READY sandbox (here: right before the first re-check, on the real
+    containerd). Every removal planned for q — its dead containers, the newest init record
+    among them, their logs, its old sandbox, its log directory — is skipped, "the pod is alive
+    now", in `gc containers` and in `gc all`."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+    logs = [Path(node.container_status(c).log_path) for c in dead]
+    back: list[Pod] = []
+
+    def comes_back() -> None:
+        back.append(node.run_pod("q", namespace=ns, uid=q.uid, attempt=1))
+
+    for command in ("containers", "all"):
+        with racing(node, "container_status", comes_back) as client:
+            code, out, err = kubegc_in_process(
+                node, tmp_path, "--pods-file", str(pods), "gc", command, "-n", ns, "--yes",
+                "-o", "json",
+            )  # fmt: skip
+        assert client.fired and code == 0, err
+        doc = json.loads(out)
+        mine = [a for a in doc["actions"] if a.get("pod_uid") == q.uid]
+        assert {a["id"] for a in mine if a["kind"] == "container"} == set(dead)
+        if command == "all":
+            assert {a["kind"] for a in mine} == {"container", "sandbox", "pod-log-dir"}
+        assert {(a["result"], a["error"]) for a in mine} == {("skipped", "the pod is alive now")}
+        assert ids(node, ns) >= set(dead) and all(log.exists() for log in logs)
+        assert q.sandbox_id in node.list_sandboxes(labels={"io.kubernetes.pod.uid": q.uid})
+        for pod in back:  # the pod dies again before the next run
+            node.stop_pod(pod)
+        node._remove_sandboxes([b.sandbox_id for b in back])
+        back.clear()
+
+
+def test_apply_keeps_the_records_of_a_pod_that_comes_back_alive(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """`apply` of a saved plan for a deleted pod re-checks the pod right before each removal:
+    one that has a READY sandbox again keeps everything."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+    plan_file = tmp_path / "all.plan.json"
+    code, out, err = kubegc_in_process(
+        node, tmp_path, "--pods-file", str(pods), "gc", "all", "-n", ns, "--plan-out",
+        str(plan_file), "-o", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert {a["kind"] for a in json.loads(out)["actions"]} == {
+        "container",
+        "sandbox",
+        "pod-log-dir",
+    }
+
+    def comes_back() -> None:
+        node.run_pod("q", namespace=ns, uid=q.uid, attempt=1)
+
+    with racing(node, "container_status", comes_back) as client:
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--pods-file", str(pods), "apply", str(plan_file), "--yes",
+            "-o", "json",
+        )  # fmt: skip
+    assert client.fired and code == 0, err
+    results = {(a["result"], a["error"]) for a in json.loads(out)["actions"]}
+    assert results == {("skipped", "the pod is alive now")}
+    assert ids(node, ns) >= set(dead) and q.log_directory.exists()

@@ -386,3 +386,53 @@ def test_state_store_damaged_read_only_or_of_the_wrong_type(tmp_path: Path) -> N
         assert res.returncode == 2 and res.stderr == (
             f"kubegc: error: state database {db} is not a regular file\n"
         )
+
+
+def test_an_image_a_container_takes_while_the_stage_runs_is_kept(tmp_path: Path) -> None:
+    """A container created with a planned image after the plan — here right before the image's
+    re-check, on the real containerd — protects it (containerd itself would remove the image
+    of a container without complaint): `gc images --yes` and `apply` of a saved image plan
+    skip it, "used by a container now"; an image nobody took goes."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    with LocalNode(tmp_path / "node") as node:
+        taken_ref = "docker.io/library/taken-later:1"
+        taken = node.import_image(taken_ref, pad_bytes=2048, seed="t")
+        free = node.import_image("docker.io/library/never-used:1", pad_bytes=4096, seed="f")
+        args = ("gc", "images", "--prune-unused", "--keep", "*busybox*", "--concurrency", "1",
+                "--assume-detected-at", "2020-01-01T00:00:00Z", "-o", "json")  # fmt: skip
+
+        def take() -> None:  # a pod starts with the planned image
+            pod = node.run_pod("late", namespace="race")
+            node.add_container(pod, "app", image=taken_ref, state="created")
+
+        with racing(node, "image_exists", take) as client:
+            code, out, err = kubegc_in_process(node, tmp_path, *args, "--yes")
+        assert client.fired and code == 0, err
+        results = {a["id"]: (a["result"], a["error"]) for a in json.loads(out)["actions"]}
+        assert results == {
+            taken: ("skipped", "used by a container now"),
+            free: ("removed", ""),
+        }
+        assert taken in {i.id for i in node.list_images()}
+
+        again = node.import_image("docker.io/library/never-used:1", pad_bytes=4096, seed="f")
+        node.remove_namespace("race")
+        plan_file = tmp_path / "images.plan.json"
+        code, out, err = kubegc_in_process(node, tmp_path, *args, "--dry-run",
+                                           "--plan-out", str(plan_file))  # fmt: skip
+        assert code == 0, err
+        assert {a["id"] for a in json.loads(out)["actions"]} == {taken, again}
+        with racing(node, "image_exists", take) as client:
+            code, out, err = kubegc_in_process(
+                node, tmp_path, "apply", str(plan_file), "--yes", "--concurrency", "1",
+                "-o", "json",
+            )  # fmt: skip
+        assert client.fired and code == 0, err
+        results = {a["id"]: (a["result"], a["error"]) for a in json.loads(out)["actions"]}
+        assert results == {
+            taken: ("skipped", "used by a container now"),
+            again: ("removed", ""),
+        }
+        assert taken in {i.id for i in node.list_images()}
+        node.remove_namespace("race")
