@@ -843,8 +843,9 @@ def gc_images(
             "regained": None,
         }
         acting = _may_act(mode, plan, ui, "image", act)
-        save(acting)
-        plan.notes.extend(_records_notes(s.now, assume_detected_at, acting, records, stored))
+        told = acting or mode is Mode.ACT  # --yes, or a person said yes: the run acts
+        save(told)
+        plan.notes.extend(_records_notes(s.now, assume_detected_at, told, records, stored))
         if acting:
             remover = ImageRemover(client, concurrency=act.concurrency)
             _carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
