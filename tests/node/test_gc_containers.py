@@ -486,7 +486,8 @@ def _read_only(path: Path) -> None:
 
 def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
     """containerd cannot remove one container (its state dir is read-only): that action fails
-    with the runtime's words, it and its log stay, the others are removed, exit 1.
+    with the runtime's words, the container stays, the others are removed, exit 1. Its log went
+    first, as the kubelet removes it: the container a later run plans again is all that is left.
 
     (A node of its own: the half-failed removal leaves containerd unable to remove that pod.)
     """
@@ -511,7 +512,8 @@ def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
         assert doc["summary"]["by_result"]["failed"] == 1
         assert "1 of 2 removal(s) failed" in res.stderr
         assert ids(node, "ns1") == {a0, a1, b1}
-        assert a0_log.exists()  # the container stayed, so its log did too
+        assert not a0_log.exists()
+        assert next(a for a in doc["actions"] if a["id"] == a0)["bytes_freed"] > 0
 
 
 def _older_attempt_removed_under(
@@ -536,16 +538,28 @@ def _older_attempt_removed_under(
     return action, log
 
 
-def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """A read-only podLogsDir: the container goes, its log stays, and the report says so."""
+def test_log_that_cannot_be_removed_leaves_its_container(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A read-only podLogsDir: the log cannot be removed, so the container stays too (as the
+    kubelet's removeContainer): failed, exit 1, both there for a later run to plan again."""
+    from kubegc_cli.execute import LOG_NOT_REMOVED
 
-    def read_only_pod_logs(log: Path) -> Path:
-        _read_only(node.pod_logs_dir)
-        return node.pod_logs_dir
-
-    action, log = _older_attempt_removed_under(node, ns, tmp_path, read_only_pod_logs)
-    assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
-    assert log.exists()
+    p = node.run_pod("p", namespace=ns)
+    a0 = node.add_container(p, "a", attempt=0)
+    a1 = node.add_container(p, "a", attempt=1)
+    log = Path(node.container_status(a0).log_path)
+    _read_only(node.pod_logs_dir)
+    try:
+        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    finally:
+        subprocess.run(["umount", "-l", str(node.pod_logs_dir)], check=True)
+    assert res.returncode == 1, res.stderr
+    (action,) = json.loads(res.stdout)["actions"]
+    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "failed", 0)
+    assert action["error"].startswith(LOG_NOT_REMOVED)
+    assert "Read-only file system" in action["error"]
+    assert ids(node, ns) == {a0, a1} and log.exists()
 
 
 def test_no_log_is_deleted_into_a_mounted_container_log_directory(
