@@ -17,10 +17,13 @@ namespace of its own, nothing else on the node) and its own wall-clock timing:
     symlink, RemoveContainer.
 ``kubegc ContainerRemover.run, deleted pods``
     the executor again on the same plan made for pods that are gone (their sandboxes stopped,
-    every action's rule ``deleted-pod``), twice: *without the pod re-check* (what kubegc did
-    before it re-checked a deleted pod's liveness right before each removal) and *with it*
-    (one ``ListPodSandbox`` and, when no READY sandbox answers, one ``ListContainers``, both
-    filtered by the pod's UID, per container). Their ratio is that re-check's cost.
+    every action's rule ``deleted-pod``), three times: *without the pod re-check* (what kubegc
+    did before it re-checked a deleted pod's liveness right before each removal); *in two
+    lists* (one ``ListPodSandbox`` and, when no READY sandbox answers, one ``ListContainers``,
+    both filtered by the pod's UID, per container); and *shipped* (``execute.PodLiveness``: one
+    baseline of all sandboxes and containers, then one filtered ``ListPodSandbox`` per
+    container: an EXITED container never runs again, a NOTREADY sandbox is never READY again).
+    Their ratios are the re-check's cost and what the baseline saves.
 ``kubegc CLI``
     the whole command, a fresh process::
 
@@ -109,6 +112,7 @@ BARE_STATUS = "bare Status+Remove"
 BARE_EQUIV = "bare Status+unlink log+Remove"
 EXECUTOR = "kubegc ContainerRemover.run"
 EXEC_POD_BEFORE = "kubegc ContainerRemover.run, deleted pods, no pod re-check (before)"
+EXEC_POD_FULL = "kubegc ContainerRemover.run, deleted pods, pod re-check in two lists"
 EXEC_POD = "kubegc ContainerRemover.run, deleted pods, pod re-check (shipped)"
 IMG_STAGE = "images: one list per stage (before)"
 IMG_EACH = "images: one list per image"
@@ -124,6 +128,7 @@ PLAN: list[tuple[str, int]] = [
     (CLI, 4),
     (BARE_STATUS, 4),
     (EXEC_POD_BEFORE, 4),
+    (EXEC_POD_FULL, 4),
     (EXEC_POD, 4),
     (BARE_EQUIV, 4),
     (BARE_REMOVE, 1),
@@ -254,11 +259,12 @@ def _executor(
     concurrency: int,
     *,
     deleted: bool = False,
-    pod_recheck: bool = True,
+    pod_recheck: str = "shipped",
 ) -> Run:
     """The executor on an already made plan; `deleted`: the pods are gone (sandboxes stopped,
-    every action `deleted-pod`), re-checked right before each removal unless not
-    `pod_recheck` (kubegc before that re-check)."""
+    every action `deleted-pod`), re-checked right before each removal as `pod_recheck` says:
+    "shipped" (`PodLiveness`), "full" (`pod_alive_now`, two lists each time) or "none"
+    (kubegc before that re-check)."""
     from unittest import mock
 
     from kubegc_cli import execute
@@ -299,17 +305,21 @@ def _executor(
             mounts=mounts,
             concurrency=concurrency,
         )
-        skip_recheck = (
-            mock.patch.object(execute, "pod_refusal", lambda *_: "")
-            if not pod_recheck
-            else contextlib.nullcontext()
-        )
-        with skip_recheck, Meter(node.pid) as meter:
+
+        def full(self: Any, uid: str) -> bool:
+            return execute.pod_alive_now(self.client, uid)[0]
+
+        how: Any = {
+            "none": mock.patch.object(execute, "pod_refusal", lambda *_: ""),
+            "full": mock.patch.object(execute.PodLiveness, "alive", full),
+        }.get(pod_recheck, contextlib.nullcontext())
+        with how, Meter(node.pid) as meter:
             remover.run(actions)
     finally:
         client.close()
     results = [a.result for a in actions]
-    label = EXECUTOR if not deleted else EXEC_POD if pod_recheck else EXEC_POD_BEFORE
+    labels = {"none": EXEC_POD_BEFORE, "full": EXEC_POD_FULL, "shipped": EXEC_POD}
+    label = labels[pod_recheck] if deleted else EXECUTOR
     run = Run(
         label,
         concurrency,
@@ -410,7 +420,10 @@ def run_variant(
         BARE_EQUIV: lambda: _bare(node, ids, concurrency, status=True, unlink=True),
         EXECUTOR: lambda: _executor(node, namespace, ids, concurrency),
         EXEC_POD_BEFORE: lambda: _executor(
-            node, namespace, ids, concurrency, deleted=True, pod_recheck=False
+            node, namespace, ids, concurrency, deleted=True, pod_recheck="none"
+        ),
+        EXEC_POD_FULL: lambda: _executor(
+            node, namespace, ids, concurrency, deleted=True, pod_recheck="full"
         ),
         EXEC_POD: lambda: _executor(node, namespace, ids, concurrency, deleted=True),
         CLI: lambda: _cli(node, namespace, ids, concurrency),
@@ -591,6 +604,8 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (CLI, 4, BARE_REMOVE, 4, False),
         (EXECUTOR, 4, BARE_STATUS, 4, False),
         (EXEC_POD, 4, EXEC_POD_BEFORE, 4, False),
+        (EXEC_POD_FULL, 4, EXEC_POD_BEFORE, 4, False),
+        (EXEC_POD, 4, EXEC_POD_FULL, 4, False),
         (EXECUTOR, 4, BARE_EQUIV, 4, False),
         (EXECUTOR, 1, BARE_REMOVE, 1, False),
         (CLI_PHASE, 1, BARE_REMOVE, 1, False),
@@ -722,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     keys = {"bare": BARE_REMOVE, "status": BARE_STATUS, "equiv": BARE_EQUIV}
     keys |= {"executor": EXECUTOR, "cli": CLI}
-    pods = {EXEC_POD_BEFORE, EXEC_POD}
+    pods = {EXEC_POD_BEFORE, EXEC_POD_FULL, EXEC_POD}
     chosen = set(args.only or [*keys, "pods", "images"])
     wanted = {keys[k] for k in chosen if k in keys} | (pods if "pods" in chosen else set())
     images = args.images if "images" in chosen else 0

@@ -176,6 +176,15 @@ class Executor(ABC, Generic[A]):
     _unanswered: int = field(default=0, init=False)
     _unanswered_error: str = field(default="", init=False)
     _in_flight: dict[int, A] = field(default_factory=dict, init=False)
+    _pods: PodLiveness | None = field(default=None, init=False, repr=False)
+
+    @property
+    def pods(self) -> PodLiveness:
+        """Whether a pod is alive now, for this executor's removals (one baseline for all)."""
+        with self._lock:
+            if self._pods is None:
+                self._pods = PodLiveness(self.client)
+            return self._pods
 
     def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
@@ -318,7 +327,7 @@ class ContainerRemover(Executor[ContainerAction]):
             if sandbox is not None and sandbox[0] is SandboxState.READY:
                 a.result, a.error = Result.SKIPPED, MAY_START
                 return
-        if why := pod_refusal(self.client, a.rule, planned.pod_uid):
+        if why := pod_refusal(self.pods, a.rule, planned.pod_uid):
             a.result, a.error = Result.SKIPPED, why
             return
         if status.state is ContainerState.UNKNOWN:
@@ -356,11 +365,11 @@ class ContainerRemover(Executor[ContainerAction]):
 LOG_NOT_REMOVED = "its log could not be removed, so the container is left (a later run tries again)"
 
 
-def pod_refusal(client: CriClient, rule: str, uid: str) -> str:
+def pod_refusal(pods: PodLiveness, rule: str, uid: str) -> str:
     """Why a removal selected by `rule` for the pod `uid` may not happen now ("" when it may):
     for a deleted or terminated pod's (`POD_RULES`), a pod alive on the node right now
-    (`pod_alive_now`) is `POD_ALIVE`, and a pod without a UID cannot be re-checked. Other
-    rules: "". Raises `RuntimeUnavailable` when the runtime cannot be asked.
+    (`pods.alive`) is `POD_ALIVE`, and a pod without a UID cannot be re-checked. Other rules:
+    "". Raises `RuntimeUnavailable` when the runtime cannot be asked.
 
     Source of the rule: the kubelet keeps a pod's containers, sandboxes and logs until it has
     terminated the pod (`podStateProvider.ShouldPodContentBeRemoved`); a pod that has a READY
@@ -369,7 +378,62 @@ def pod_refusal(client: CriClient, rule: str, uid: str) -> str:
         return ""
     if not uid:
         return "no pod UID to re-check that the pod is gone; left"
-    return POD_ALIVE if pod_alive_now(client, uid)[0] else ""
+    return POD_ALIVE if pods.alive(uid) else ""
+
+
+class PodLiveness:
+    """Whether a pod is alive now — a READY sandbox or a RUNNING container of its UID — asked
+    right before each of many removals, for one filtered `ListPodSandbox` each.
+
+    The first question takes a baseline: every sandbox (`ListPodSandbox`), then every container
+    (`ListContainers`). After it, by CRI's state machine, a pod that had no READY sandbox and
+    no RUNNING or UNKNOWN container then can only have a RUNNING container later in a sandbox
+    that was not there then: CRI has no call that makes a NOTREADY sandbox READY again (the
+    kubelet runs a new one), the runtime starts a container only in a READY sandbox, an EXITED
+    container never runs again, and removing a sandbox removes its containers. So for such a
+    pod, `alive(uid)` lists only its sandboxes (`io.kubernetes.pod.uid` label): alive when one
+    is READY or new since the baseline. A pod alive at the baseline, or with a container there
+    in a sandbox not its own (not as the kubelet makes them), is asked in full every time
+    (`pod_alive_now`: its sandboxes, then its containers). Either way the answer is as of the
+    moment of the question, never of the baseline. Thread-safe.
+    """
+
+    def __init__(self, client: CriClient) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._base: tuple[frozenset[str], dict[str, frozenset[str]]] | None = None
+
+    def _baseline(self) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+        """(UIDs to ask in full, the sandbox IDs each other UID had, all NOTREADY)."""
+        with self._lock:
+            if self._base is None:
+                sandboxes = self.client.list_sandboxes()  # first: see the class doc
+                containers = self.client.list_containers(annotations=False)
+                full: set[str] = set()
+                known: dict[str, set[str]] = {}
+                for sb in sandboxes:
+                    known.setdefault(sb.uid, set()).add(sb.id)
+                    if sb.state is SandboxState.READY:
+                        full.add(sb.uid)
+                for c in containers:
+                    own = c.pod_sandbox_id in known.get(c.pod_uid, ())
+                    if c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN) or not own:
+                        full.add(c.pod_uid)
+                notready = {uid: frozenset(ids) for uid, ids in known.items() if uid not in full}
+                self._base = (frozenset(full), notready)
+            return self._base
+
+    def alive(self, uid: str) -> bool:
+        """Whether the pod `uid` has a READY sandbox or a RUNNING container now (see the class
+        doc). Raises `RuntimeUnavailable`."""
+        full, notready = self._baseline()
+        if uid in full:
+            return pod_alive_now(self.client, uid)[0]
+        then = notready.get(uid, frozenset())
+        return any(
+            sb.state is SandboxState.READY or sb.id not in then
+            for sb in self.client.list_sandboxes({LABEL_POD_UID: uid})
+        )
 
 
 def pod_alive_now(client: CriClient, uid: str) -> tuple[bool, list[Container]]:
@@ -546,7 +610,7 @@ class SandboxRemover(Executor[SandboxAction]):
         if created_at != planned.created_at:
             a.result, a.error = Result.SKIPPED, "changed since the plan (creation time differs)"
             return
-        if why := pod_refusal(self.client, a.rule, planned.uid):
+        if why := pod_refusal(self.pods, a.rule, planned.uid):
             a.result, a.error = Result.SKIPPED, why
             return
         if self.client.list_containers(sandbox_id=planned.id):

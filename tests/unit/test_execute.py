@@ -78,20 +78,26 @@ class ScriptedCri:
         self._record("remove", cid)
         return self.statuses.pop(cid, None) is not None
 
-    def list_sandboxes(self, labels: dict[str, str]) -> list[Sandbox]:
-        uid = labels[LABEL_POD_UID]
+    def list_sandboxes(self, labels: dict[str, str] | None = None) -> list[Sandbox]:
+        uid = (labels or {}).get(LABEL_POD_UID, "")
         self._record("list-sandboxes", uid)
         return [
-            Sandbox(f"sb{i}", "p", "default", uid, i, st, 0)
-            for i, st in enumerate(self.pod_sandboxes.get(uid, []))
+            Sandbox(f"sb-{u}" if i == 0 else f"sb-{u}-{i}", "p", "default", u, i, st, 0)
+            for u, states in self.pod_sandboxes.items()
+            if not uid or u == uid
+            for i, st in enumerate(states)
         ]
 
-    def list_containers(self, labels: dict[str, str]) -> list[Container]:
-        uid = labels[LABEL_POD_UID]
+    def list_containers(
+        self, labels: dict[str, str] | None = None, *, annotations: bool = True
+    ) -> list[Container]:
+        uid = (labels or {}).get(LABEL_POD_UID, "")
         self._record("list-containers", uid)
         return [
-            ctr(f"{uid}-{i}", uid=uid, attempt=i, state=st.value)
-            for i, st in enumerate(self.pod_containers.get(uid, []))
+            ctr(f"{u}-{i}", uid=u, attempt=i, state=st.value)
+            for u, states in self.pod_containers.items()
+            if not uid or u == uid
+            for i, st in enumerate(states)
         ]
 
 
@@ -299,7 +305,8 @@ def test_a_pod_that_comes_back_alive_keeps_its_containers(
     else:
         assert a.result is Result.REMOVED and not log.exists()
     # the pod is asked about after the container's own re-check, right before the removal
-    assert cri.calls[:2] == [("status", "a0"), ("list-sandboxes", c.pod_uid)]
+    assert cri.calls[0] == ("status", "a0")
+    assert ("list-sandboxes", c.pod_uid) in cri.calls
 
     other = ScriptedCri(
         {"a0": Status(ContainerState.EXITED, c.created_at, LOG)},
@@ -501,28 +508,39 @@ class ScriptedSandboxes:
 def test_a_sandbox_of_a_pod_that_comes_back_alive_is_kept() -> None:
     """A deleted pod's old sandbox is kept when the pod has a READY sandbox again, or a
     RUNNING container, right before its removal."""
+    from dataclasses import replace
+
     from kubegc_cli.execute import SandboxRemover
     from kubegc_cli.model import Sandbox
     from kubegc_cli.plan import SandboxAction
+
+    nr = SandboxState.NOTREADY
 
     class Pods(ScriptedSandboxes):
         def __init__(self, *args: Any, pods: dict[str, Any]) -> None:
             super().__init__(*args)
             self.pods = pods
 
-        def list_sandboxes(self, labels: dict[str, str]) -> list[Sandbox]:
-            uid = labels[LABEL_POD_UID]
-            ready = self.pods[uid] == "ready"
-            state = SandboxState.READY if ready else SandboxState.NOTREADY
-            return [Sandbox(f"new-{uid}", "p", "ns", uid, 1, state, 200)]
+        def list_sandboxes(self, labels: dict[str, str] | None = None) -> list[Sandbox]:
+            uids = [labels[LABEL_POD_UID]] if labels else list(self.pods)
+            return [
+                Sandbox(f"new-{uid}", "p", "ns", uid, 1, state, 200)
+                for uid in uids
+                for state in [SandboxState.READY if self.pods[uid] == "ready" else nr]
+            ]
 
-        def list_containers(self, sandbox_id: str = "", labels: Any = None) -> list[Any]:
-            if labels is None:
+        def list_containers(
+            self, sandbox_id: str = "", labels: Any = None, annotations: bool = True
+        ) -> list[Any]:
+            if sandbox_id:
                 return super().list_containers(sandbox_id)
-            running = self.pods[labels[LABEL_POD_UID]] == "running"
-            return [ctr("c", state="RUNNING" if running else "EXITED")]
+            uids = [labels[LABEL_POD_UID]] if labels else list(self.pods)
+            return [
+                replace(ctr(f"c-{uid}", uid=uid, state=state), pod_sandbox_id=f"new-{uid}")
+                for uid in uids
+                for state in ["RUNNING" if self.pods[uid] == "running" else "EXITED"]
+            ]
 
-    nr = SandboxState.NOTREADY
     cri = Pods(
         {"a": (nr, 100), "b": (nr, 100), "c": (nr, 100), "d": (nr, 100)}, {},
         pods={"ua": "ready", "ub": "running", "uc": "dead", "ud": "ready"},
@@ -775,3 +793,60 @@ def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(
     assert counted == [300]  # the signal waited for the queue
     results = [a.result for a in actions]
     assert set(results) <= {Result.REMOVED, Result.SKIPPED} and Result.SKIPPED in results
+
+
+def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
+    """`PodLiveness`: a pod dead at the baseline (NOTREADY sandbox, EXITED containers) is asked
+    with one filtered ListPodSandbox per question, and is alive as soon as it has a READY
+    sandbox or any sandbox new since the baseline (which may have run a container). A pod
+    alive at the baseline, or with a container in a sandbox not its own, is asked in full."""
+    from dataclasses import replace
+
+    from kubegc_cli.execute import PodLiveness
+    from tests.unit.memorycri import MemoryCri
+
+    def sb(sid: str, uid: str, state: SandboxState) -> Sandbox:
+        return Sandbox(sid, "p", "ns", uid, 0, state, 0, labels={LABEL_POD_UID: uid})
+
+    nr, ready = SandboxState.NOTREADY, SandboxState.READY
+
+    class Counting(MemoryCri):
+        calls: list[str] = []
+
+        def list_sandboxes(self, labels: Any = None) -> list[Sandbox]:
+            self.calls.append("sandboxes")
+            return super().list_sandboxes(labels)
+
+        def list_containers(self, *args: Any, **kwargs: Any) -> list[Container]:
+            self.calls.append("containers")
+            return super().list_containers(*args, **kwargs)
+
+    cri = Counting(
+        {
+            "x0": ctr("x0", uid="x"),
+            "y0": ctr("y0", uid="y", state="RUNNING"),
+            "z0": replace(ctr("z0", uid="z"), pod_sandbox_id="sb-y"),  # not in its own sandbox
+        },
+        {"sb-x": sb("sb-x", "x", nr), "sb-y": sb("sb-y", "y", nr), "sb-z": sb("sb-z", "z", nr)},
+    )
+    client: Any = cri
+    pods = PodLiveness(client)
+    assert pods.alive("x") is False
+    assert cri.calls == ["sandboxes", "containers", "sandboxes"]  # baseline, then one list
+    cri.calls.clear()
+    assert pods.alive("x") is False and cri.calls == ["sandboxes"]
+
+    cri.sandboxes["sb-x2"] = sb("sb-x2", "x", nr)  # run and stopped since: it may hold a
+    assert pods.alive("x") is True  # running container
+    del cri.sandboxes["sb-x2"]
+    cri.sandboxes["sb-x"] = sb("sb-x", "x", ready)
+    assert pods.alive("x") is True
+
+    cri.calls.clear()
+    assert pods.alive("y") is True  # RUNNING at the baseline: asked in full, every time
+    cri.containers["y0"] = ctr("y0", uid="y")
+    assert pods.alive("y") is False
+    assert cri.calls == ["sandboxes", "containers"] * 2
+    cri.calls.clear()
+    assert pods.alive("z") is False and cri.calls == ["sandboxes", "containers"]
+    assert pods.alive("gone") is False  # no sandbox, no container: dead
