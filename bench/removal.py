@@ -58,7 +58,10 @@ Images (``--images N``, default 16, 0 to skip): N fresh unused images removed by
     the same re-check, but removals that need the list at the same moment share one call begun
     after each asked (``execute.SharedReading``): no check older than its own call would be.
 
-Each reports seconds, ms per image and how many ``ListContainers`` calls were made.
+Each reports seconds, ms per image and how many ``ListContainers`` calls were made. The same
+three run again against ``tests/unit/faultcri`` serving a synthetic node of ``--big-node``
+containers (20000; 0 to skip), where a removal costs next to nothing and the list is what
+costs: there removals waiting together share a list.
 
 Run from the repository root, as root (needs containerd and runc)::
 
@@ -463,7 +466,7 @@ class _Counted:
 
     def __call__(self) -> Any:
         self.calls += 1
-        return self.client.list_containers()
+        return self.client.list_containers(annotations=False)
 
 
 class _Fixed:
@@ -487,21 +490,29 @@ class _EachTime:
 
 
 def image_run(node: LocalNode, label: str, serial: int, count: int) -> dict[str, Any]:
-    """Import `count` unused images, then remove them with `ImageRemover` (c=4) as `label`
-    says; returns the timing and the number of ListContainers calls."""
+    """Import `count` unused images on the local containerd, then remove them with
+    `ImageRemover` (c=4) as `label` says; returns the timing and the ListContainers calls."""
+    made = {
+        node.import_image(f"docker.io/library/bench-{serial:02d}-{i:03d}:1", seed=f"{serial}-{i}")
+        for i in range(count)
+    }
+    return _remove_images(str(node.socket), node.pid, made, label)
+
+
+def _remove_images(
+    socket: str, server_pid: int | None, ids: set[str], label: str
+) -> dict[str, Any]:
+    """Remove the images `ids` over the CRI socket with `ImageRemover` (c=4), its "in use"
+    re-check done as `label` says."""
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.cri.endpoint import Endpoint
     from kubegc_cli.execute import ImageRemover, SharedReading
     from kubegc_cli.plan import ImageAction, Result
     from kubegc_cli.policy.images import image_refs_in_use
 
-    made = {
-        node.import_image(f"docker.io/library/bench-{serial:02d}-{i:03d}:1", seed=f"{serial}-{i}")
-        for i in range(count)
-    }
-    client = CriClient(Endpoint(str(node.socket), "bench"))
+    client = CriClient(Endpoint(socket, "bench"), max_recv_bytes=1 << 30)
     try:
-        images = [i for i in client.list_images() if i.id in made]
+        images = [i for i in client.list_images() if i.id in ids]
         actions = [ImageAction(i, 1, 0, "prune-unused", "bench") for i in images]
         remover = ImageRemover(client, concurrency=4)
         listing = _Counted(client)
@@ -509,7 +520,7 @@ def image_run(node: LocalNode, label: str, serial: int, count: int) -> dict[str,
         def refs() -> frozenset[str]:
             return frozenset(image_refs_in_use(listing()))
 
-        with Meter(node.pid) as meter:
+        with Meter(server_pid) as meter:
             if label == IMG_STAGE:
                 remover._refs = _Fixed(refs())  # type: ignore[assignment]
             elif label == IMG_EACH:
@@ -532,6 +543,30 @@ def image_run(node: LocalNode, label: str, serial: int, count: int) -> dict[str,
     }
     log(f"{label}: {row['seconds']}s for {len(actions)} images, {listing.calls} list(s)")
     return row
+
+
+def big_node_images(containers: int, count: int, rounds: int) -> list[dict[str, Any]]:
+    """The three image variants against tests/unit/faultcri serving a synthetic node of
+    `containers` containers (removals there cost next to nothing, so the re-check's
+    ListContainers is what is measured); `count` fresh unused images per run."""
+    import tempfile
+
+    from tests.unit.faultcri import FaultCri, image_pb, synthetic_inventory
+
+    inv = synthetic_inventory(containers, max(1, containers // 10), 100)
+    rows = []
+    with (
+        tempfile.TemporaryDirectory(prefix="kgc-") as d,
+        FaultCri(Path(d) / "c.sock", inv, cache_lists=True) as cri,
+    ):
+        for round_index in range(rounds):
+            shift = round_index % len(IMAGE_VARIANTS)
+            for label in IMAGE_VARIANTS[shift:] + IMAGE_VARIANTS[:shift]:
+                ids = {f"sha256:{round_index:02d}{label[8:12]}{i:058d}" for i in range(count)}
+                for iid in ids:
+                    inv.images[iid] = image_pb(iid, f"bench/unused:{iid[-12:]}", 1000)
+                rows.append(_remove_images(str(cri.socket), None, ids, label))
+    return rows
 
 
 def image_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -709,6 +744,34 @@ def render_text(result: dict[str, Any]) -> str:
                 ],
             ),
         ]
+    if result.get("images_big_node_summary"):
+        first = result["images_big_node_summary"][0]
+        lines += [
+            "",
+            f"the same on a synthetic node (tests/unit/faultcri) of {result['big_node']} "
+            f"containers, {first['images']} images per run at c=4:",
+            format_table(
+                [
+                    "variant",
+                    "rounds",
+                    "median s",
+                    "ms/image",
+                    "ListContainers calls",
+                    "all removed",
+                ],
+                [
+                    [
+                        r["variant"],
+                        r["rounds"],
+                        r["median_s"],
+                        r["ms_per_image"],
+                        r["list_containers_calls"],
+                        "yes" if r["all_removed"] else "NO",
+                    ]
+                    for r in result["images_big_node_summary"]
+                ],
+            ),
+        ]
     if result.get("cli_phases"):
         lines += [
             "",
@@ -732,6 +795,10 @@ def main(argv: list[str] | None = None) -> int:
         help="run only these variants (repeatable)",
     )
     parser.add_argument("--images", type=int, default=16, help="per image run (16; 0: none)")
+    parser.add_argument(
+        "--big-node", type=int, default=20000,
+        help="containers of the synthetic node for the image runs (20000; 0: none)",
+    )  # fmt: skip
     parser.add_argument("--no-breakdown", action="store_true", help="skip the CLI phase run")
     parser.add_argument("--json", action="store_true", help="JSON result on stdout")
     args = parser.parse_args(argv)
@@ -778,6 +845,11 @@ def main(argv: list[str] | None = None) -> int:
             node.remove_namespace("img-bg")
             result["images_runs"] = image_rows
             result["images_summary"] = image_summary(image_rows)
+            if args.big_node > 0:
+                big = big_node_images(args.big_node, images, args.rounds)
+                result["big_node"] = args.big_node
+                result["images_big_node_runs"] = big
+                result["images_big_node_summary"] = image_summary(big)
         if not args.no_breakdown and CLI in wanted:
             result["cli_phases"] = cli_breakdown(node, args)
     result["runs"] = [asdict(r) | {"containers_per_s": round(r.rate, 1)} for r in runs]

@@ -798,11 +798,12 @@ def gc_images(
             filesystem=snap.image_filesystems[0].mountpoint,
         )  # fmt: skip
 
-        def save(acting: bool) -> None:
+        def save(acting: bool) -> bool:
             """Store what this run observed: with --assume-detected-at, the assumed times
-            only when it acts (a dry run's plan uses them, a later run never sees them)."""
+            only when it acts (a dry run's plan uses them, a later run never sees them).
+            True when stored."""
             if not writable:
-                return
+                return False
             kept = ip.records
             if assume_detected_at is not None and not acting:
                 kept = detect_images(snap.images, snap.containers, stored, now)
@@ -810,6 +811,8 @@ def gc_images(
                 save_image_records(s.state_dir, kept, ui.warn, began=stored_began)
             except StateUnavailable as exc:
                 store_unusable(exc)
+                return False
+            return True
 
         def action(d: Any, result: Result) -> ImageAction:
             r = d.record
@@ -844,8 +847,8 @@ def gc_images(
         }
         acting = _may_act(mode, plan, ui, "image", act)
         told = acting or mode is Mode.ACT  # --yes, or a person said yes: the run acts
-        save(told)
-        plan.notes.extend(_records_notes(s.now, assume_detected_at, told, records, stored))
+        kept_assumed = save(told) and told
+        plan.notes.extend(_records_notes(s.now, assume_detected_at, kept_assumed, records, stored))
         if acting:
             remover = ImageRemover(client, concurrency=act.concurrency)
             _carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
@@ -861,13 +864,14 @@ def gc_images(
 def _records_notes(
     now: int | None,
     assume_detected_at: int | None,
-    acting: bool,
+    assumed_stored: bool,
     records: dict[str, Any],
     stored: dict[str, Any],
 ) -> list[str]:
     """The notes of `gc images` on what it stored: nothing with --now (`now` given); with
-    `assume_detected_at` (ns since the epoch), whether it was stored for the images without a
-    record (`records` the planned ones, `stored` those read from the state store)."""
+    `assume_detected_at` (ns since the epoch), whether it was stored (`assumed_stored`) for
+    the images without a record (`records` the planned ones, `stored` those read from the
+    state store)."""
     from kubegc_cli.units import ns_to_rfc3339
 
     notes = []
@@ -877,10 +881,11 @@ def _records_notes(
     if assume_detected_at is not None:
         fresh = len(records.keys() - stored.keys())
         shown = ns_to_rfc3339(assume_detected_at)
-        if acting and now is None:
+        if assumed_stored:
             notes.append(f"--assume-detected-at {shown} stored as the first-detected time of "
                          f"{fresh} image(s) kubegc had no record of")  # fmt: skip
         else:
             notes.append(f"--assume-detected-at {shown} used for this plan only, stored for no "
-                         "image: only a run that acts (on the wall clock) stores it")  # fmt: skip
+                         "image (only a run that acts, on the wall clock, with a writable "
+                         "--state-dir stores it)")  # fmt: skip
     return notes

@@ -565,7 +565,7 @@ class ImageRemover(Executor[ImageAction]):
         from kubegc_cli.policy.images import image_refs_in_use
 
         self._refs = SharedReading(
-            lambda: frozenset(image_refs_in_use(self.client.list_containers()))
+            lambda: frozenset(image_refs_in_use(self.client.list_containers(annotations=False)))
         )
 
     def _act(self, a: ImageAction) -> None:

@@ -609,7 +609,7 @@ class ScriptedImages:
             self.calls.append(("status", iid))
         return iid in self.ids
 
-    def list_containers(self) -> list[Container]:
+    def list_containers(self, *, annotations: bool = True) -> list[Container]:
         with self.lock:
             self.calls.append(("list", ""))
         return list(self.used)
@@ -811,7 +811,7 @@ def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
     nr, ready = SandboxState.NOTREADY, SandboxState.READY
 
     class Counting(MemoryCri):
-        calls: list[str] = []
+        calls: list[str]
 
         def list_sandboxes(self, labels: Any = None) -> list[Sandbox]:
             self.calls.append("sandboxes")
@@ -829,6 +829,7 @@ def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
         },
         {"sb-x": sb("sb-x", "x", nr), "sb-y": sb("sb-y", "y", nr), "sb-z": sb("sb-z", "z", nr)},
     )
+    cri.calls = []
     client: Any = cri
     pods = PodLiveness(client)
     assert pods.alive("x") is False
