@@ -21,13 +21,16 @@ from tests.unit.memorycri import run_cli, use_runtime
 
 
 class Racing:
-    """`CriClient` for `node`, except that `race()` runs once right before the first call of
-    `method`. `fired` says whether it ran."""
+    """`CriClient` for `node`, except that `race()` runs once right before the `nth` call of
+    `method` (the first by default). `fired` says whether it ran."""
 
-    def __init__(self, node: LocalNode, method: str, race: Callable[[], None]) -> None:
+    def __init__(
+        self, node: LocalNode, method: str, race: Callable[[], None], nth: int = 1
+    ) -> None:
         self._client = CriClient(Endpoint(str(node.socket), "test"))
-        self._method, self._race = method, race
+        self._method, self._race, self._nth = method, race, nth
         self._lock = threading.Lock()
+        self._calls = 0
         self.fired = False
 
     def __getattr__(self, name: str) -> Any:
@@ -37,7 +40,8 @@ class Racing:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             with self._lock:
-                if not self.fired:
+                self._calls += 1
+                if self._calls == self._nth:
                     self.fired = True
                     self._race()
             return attr(*args, **kwargs)
@@ -46,10 +50,12 @@ class Racing:
 
 
 @contextmanager
-def racing(node: LocalNode, method: str, race: Callable[[], None]) -> Iterator[Racing]:
+def racing(
+    node: LocalNode, method: str, race: Callable[[], None], nth: int = 1
+) -> Iterator[Racing]:
     """Within the block, kubegc run in-process (`kubegc_in_process`) talks to `node` through
     a `Racing` client."""
-    client = Racing(node, method, race)
+    client = Racing(node, method, race, nth)
     with use_runtime(client):
         yield client
 

@@ -665,3 +665,35 @@ def test_apply_keeps_the_records_of_a_pod_that_comes_back_alive(
     results = {(a["result"], a["error"]) for a in json.loads(out)["actions"]}
     assert results == {("skipped", "the pod is alive now")}
     assert ids(node, ns) >= set(dead) and q.log_directory.exists()
+
+
+@pytest.mark.parametrize("stops_again", [False, True])
+def test_a_pod_that_comes_back_during_the_removals_keeps_the_rest(
+    node: LocalNode, ns: str, tmp_path: Path, stops_again: bool
+) -> None:
+    """The pod comes back (a READY sandbox, on the real containerd) after kubegc has removed
+    one of its containers and asked about the pod once: the removals after that keep the
+    rest, "the pod is alive now". So they do when its new sandbox has run a container and
+    stopped again before the question (a sandbox new since kubegc first asked may have
+    started a container: the kubelet runs the pod, it is not gone)."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+
+    def comes_back() -> None:
+        again = node.run_pod("q", namespace=ns, uid=q.uid, attempt=1)
+        if stops_again:
+            node.add_container(again, "app", attempt=1, state="running")
+            node.stop_pod(again)
+
+    with racing(node, "container_status", comes_back, nth=2) as client:
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns, "--yes",
+            "--concurrency", "1", "-o", "json",
+        )  # fmt: skip
+    assert client.fired and code == 0, err
+    mine = [a for a in json.loads(out)["actions"] if a["pod_uid"] == q.uid]
+    assert [(a["result"], a["error"]) for a in mine] == [("removed", "")] + [
+        ("skipped", "the pod is alive now")
+    ] * (len(dead) - 1)
+    assert ids(node, ns) >= {a["id"] for a in mine[1:]}
