@@ -15,6 +15,15 @@ namespace of its own, nothing else on the node) and its own wall-clock timing:
     kubegc's executor on an already made plan (observe and plan are done before the clock
     starts): ContainerStatus re-check, log removal under podLogsDir with its checks, legacy
     symlink, RemoveContainer.
+``kubegc ContainerRemover.run, deleted pods``
+    the executor again on the same plan made for pods that are gone (their sandboxes stopped,
+    every action's rule ``deleted-pod``), three times: *without the pod re-check* (what kubegc
+    did before it re-checked a deleted pod's liveness right before each removal); *in two
+    lists* (one ``ListPodSandbox`` and, when no READY sandbox answers, one ``ListContainers``,
+    both filtered by the pod's UID, per container); and *shipped* (``execute.PodLiveness``: one
+    baseline of all sandboxes and containers, then one filtered ``ListPodSandbox`` per
+    container: an EXITED container never runs again, a NOTREADY sandbox is never READY again).
+    Their ratios are the re-check's cost and what the baseline saves.
 ``kubegc CLI``
     the whole command, a fresh process::
 
@@ -36,6 +45,23 @@ RemoveContainer loop (c=4), judged on the CLI's removal phase; the executor in-p
 whole command (start-up, listing and planning included) are reported beside it. Finally one
 more CLI run (c=4) is split into phases in-process (bench/_phases.py) to show where the CLI's
 time beyond the executor goes.
+
+Images (``--images N``, default 16, 0 to skip): N fresh unused images removed by kubegc's
+``ImageRemover`` (c=4) while the node holds the containers of one more namespace (so that
+``ListContainers`` has something to list), in three ways, in the same run:
+
+``images: one list per stage (before)``
+    the "in use" set read once before the stage, as kubegc did before re-checking each image;
+``images: one list per image``
+    a ``ListContainers`` right before each ``RemoveImage``, each removal its own call;
+``images: shared fresh list (shipped)``
+    the same re-check, but removals that need the list at the same moment share one call begun
+    after each asked (``execute.SharedReading``): no check older than its own call would be.
+
+Each reports seconds, ms per image and how many ``ListContainers`` calls were made. The same
+three run again against ``tests/unit/faultcri`` serving a synthetic node of ``--big-node``
+containers (20000; 0 to skip), where a removal costs next to nothing and the list is what
+costs: there removals waiting together share a list.
 
 Run from the repository root, as root (needs containerd and runc)::
 
@@ -88,6 +114,13 @@ BARE_REMOVE = "bare RemoveContainer"
 BARE_STATUS = "bare Status+Remove"
 BARE_EQUIV = "bare Status+unlink log+Remove"
 EXECUTOR = "kubegc ContainerRemover.run"
+EXEC_POD_BEFORE = "kubegc ContainerRemover.run, deleted pods, no pod re-check (before)"
+EXEC_POD_FULL = "kubegc ContainerRemover.run, deleted pods, pod re-check in two lists"
+EXEC_POD = "kubegc ContainerRemover.run, deleted pods, pod re-check (shipped)"
+IMG_STAGE = "images: one list per stage (before)"
+IMG_EACH = "images: one list per image"
+IMG_SHARED = "images: shared fresh list (shipped)"
+IMAGE_VARIANTS = (IMG_STAGE, IMG_EACH, IMG_SHARED)
 CLI = "kubegc CLI (whole command)"
 CLI_PHASE = "kubegc CLI, its removal phase"
 
@@ -97,6 +130,9 @@ PLAN: list[tuple[str, int]] = [
     (EXECUTOR, 4),
     (CLI, 4),
     (BARE_STATUS, 4),
+    (EXEC_POD_BEFORE, 4),
+    (EXEC_POD_FULL, 4),
+    (EXEC_POD, 4),
     (BARE_EQUIV, 4),
     (BARE_REMOVE, 1),
     (EXECUTOR, 1),
@@ -209,7 +245,32 @@ def _bare(node: LocalNode, ids: list[str], concurrency: int, *, status: bool, un
     )
 
 
-def _executor(node: LocalNode, namespace: str, ids: list[str], concurrency: int) -> Run:
+def _stop_sandboxes(node: LocalNode, namespace: str) -> None:
+    """Stop every sandbox of `namespace`: its pods are no longer alive (nor READY)."""
+    from kubegc_cli.cri.v1 import api_pb2
+
+    for sid in node.list_sandboxes(labels={"io.kubernetes.pod.namespace": namespace}):
+        node.runtime.StopPodSandbox(
+            api_pb2.StopPodSandboxRequest(pod_sandbox_id=sid), timeout=RPC_TIMEOUT
+        )
+
+
+def _executor(
+    node: LocalNode,
+    namespace: str,
+    ids: list[str],
+    concurrency: int,
+    *,
+    deleted: bool = False,
+    pod_recheck: str = "shipped",
+) -> Run:
+    """The executor on an already made plan; `deleted`: the pods are gone (sandboxes stopped,
+    every action `deleted-pod`), re-checked right before each removal as `pod_recheck` says:
+    "shipped" (`PodLiveness`), "full" (`pod_alive_now`, two lists each time) or "none"
+    (kubegc before that re-check)."""
+    from unittest import mock
+
+    from kubegc_cli import execute
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.cri.endpoint import Endpoint
     from kubegc_cli.execute import ContainerRemover
@@ -237,19 +298,33 @@ def _executor(node: LocalNode, namespace: str, ids: list[str], concurrency: int)
         )
         prepare = time.perf_counter() - began
         actions = [a for a in plan.actions if a.result is Result.PLANNED]
+        if deleted:
+            _stop_sandboxes(node, namespace)
+            for a in actions:
+                a.rule = "deleted-pod"
         remover = ContainerRemover(
             client,
             log_roots=LogRoots(Path("/"), str(node.pod_logs_dir)),
             mounts=mounts,
             concurrency=concurrency,
         )
-        with Meter(node.pid) as meter:
+
+        def full(self: Any, uid: str) -> bool:
+            return execute.pod_alive_now(self.client, uid)[0]
+
+        how: Any = {
+            "none": mock.patch.object(execute, "pod_refusal", lambda *_: ""),
+            "full": mock.patch.object(execute.PodLiveness, "alive", full),
+        }.get(pod_recheck, contextlib.nullcontext())
+        with how, Meter(node.pid) as meter:
             remover.run(actions)
     finally:
         client.close()
     results = [a.result for a in actions]
+    labels = {"none": EXEC_POD_BEFORE, "full": EXEC_POD_FULL, "shipped": EXEC_POD}
+    label = labels[pod_recheck] if deleted else EXECUTOR
     run = Run(
-        EXECUTOR,
+        label,
         concurrency,
         namespace,
         len(ids),
@@ -347,6 +422,13 @@ def run_variant(
         BARE_STATUS: lambda: _bare(node, ids, concurrency, status=True, unlink=False),
         BARE_EQUIV: lambda: _bare(node, ids, concurrency, status=True, unlink=True),
         EXECUTOR: lambda: _executor(node, namespace, ids, concurrency),
+        EXEC_POD_BEFORE: lambda: _executor(
+            node, namespace, ids, concurrency, deleted=True, pod_recheck="none"
+        ),
+        EXEC_POD_FULL: lambda: _executor(
+            node, namespace, ids, concurrency, deleted=True, pod_recheck="full"
+        ),
+        EXEC_POD: lambda: _executor(node, namespace, ids, concurrency, deleted=True),
         CLI: lambda: _cli(node, namespace, ids, concurrency),
     }
     run = runners[label]()
@@ -369,6 +451,145 @@ def cli_breakdown(node: LocalNode, args: argparse.Namespace) -> list[dict[str, A
     phases = phase_breakdown(_cli_args(node, namespace, 4, state_dir), 1)
     node.remove_namespace(namespace)
     return phases
+
+
+# ---------------------------------------------------------------------------------------------
+# Images
+# ---------------------------------------------------------------------------------------------
+
+
+class _Counted:
+    """`client.list_containers`, counted."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.calls = client, 0
+
+    def __call__(self) -> Any:
+        self.calls += 1
+        return self.client.list_containers(annotations=False)
+
+
+class _Fixed:
+    """A reading taken once (the stage's list, as before the per-image re-check)."""
+
+    def __init__(self, value: frozenset[str]) -> None:
+        self.value = value
+
+    def get(self) -> frozenset[str]:
+        return self.value
+
+
+class _EachTime:
+    """A reading taken anew by every caller (no sharing)."""
+
+    def __init__(self, read: Callable[[], frozenset[str]]) -> None:
+        self.read = read
+
+    def get(self) -> frozenset[str]:
+        return self.read()
+
+
+def image_run(node: LocalNode, label: str, serial: int, count: int) -> dict[str, Any]:
+    """Import `count` unused images on the local containerd, then remove them with
+    `ImageRemover` (c=4) as `label` says; returns the timing and the ListContainers calls."""
+    made = {
+        node.import_image(f"docker.io/library/bench-{serial:02d}-{i:03d}:1", seed=f"{serial}-{i}")
+        for i in range(count)
+    }
+    return _remove_images(str(node.socket), node.pid, made, label)
+
+
+def _remove_images(
+    socket: str, server_pid: int | None, ids: set[str], label: str
+) -> dict[str, Any]:
+    """Remove the images `ids` over the CRI socket with `ImageRemover` (c=4), its "in use"
+    re-check done as `label` says."""
+    from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.cri.endpoint import Endpoint
+    from kubegc_cli.execute import ImageRemover, SharedReading
+    from kubegc_cli.plan import ImageAction, Result
+    from kubegc_cli.policy.images import image_refs_in_use
+
+    client = CriClient(Endpoint(socket, "bench"), max_recv_bytes=1 << 30)
+    try:
+        images = [i for i in client.list_images() if i.id in ids]
+        actions = [ImageAction(i, 1, 0, "prune-unused", "bench") for i in images]
+        remover = ImageRemover(client, concurrency=4)
+        listing = _Counted(client)
+
+        def refs() -> frozenset[str]:
+            return frozenset(image_refs_in_use(listing()))
+
+        with Meter(server_pid) as meter:
+            if label == IMG_STAGE:
+                remover._refs = _Fixed(refs())  # type: ignore[assignment]
+            elif label == IMG_EACH:
+                remover._refs = _EachTime(refs)  # type: ignore[assignment]
+            else:
+                remover._refs = SharedReading(refs)
+            remover.run(actions)
+    finally:
+        client.close()
+    removed = sum(1 for a in actions if a.result is Result.REMOVED)
+    row = {
+        "variant": label,
+        "images": len(actions),
+        "removed": removed,
+        "seconds": round(meter.seconds, 3),
+        "ms_per_image": round(meter.seconds / max(1, len(actions)) * 1000, 2),
+        "list_containers_calls": listing.calls,
+        "client_cpu_s": round(meter.client_cpu_s, 3),
+        "containerd_cpu_s": round(meter.containerd_cpu_s, 3),
+    }
+    log(f"{label}: {row['seconds']}s for {len(actions)} images, {listing.calls} list(s)")
+    return row
+
+
+def big_node_images(containers: int, count: int, rounds: int) -> list[dict[str, Any]]:
+    """The three image variants against tests/unit/faultcri serving a synthetic node of
+    `containers` containers (removals there cost next to nothing, so the re-check's
+    ListContainers is what is measured); `count` fresh unused images per run."""
+    import tempfile
+
+    from tests.unit.faultcri import FaultCri, image_pb, synthetic_inventory
+
+    inv = synthetic_inventory(containers, max(1, containers // 10), 100)
+    rows = []
+    with (
+        tempfile.TemporaryDirectory(prefix="kgc-") as d,
+        FaultCri(Path(d) / "c.sock", inv, cache_lists=True) as cri,
+    ):
+        for round_index in range(rounds):
+            shift = round_index % len(IMAGE_VARIANTS)
+            for label in IMAGE_VARIANTS[shift:] + IMAGE_VARIANTS[:shift]:
+                ids = {f"sha256:{round_index:02d}{label[8:12]}{i:058d}" for i in range(count)}
+                for iid in ids:
+                    inv.images[iid] = image_pb(iid, f"bench/unused:{iid[-12:]}", 1000)
+                rows.append(_remove_images(str(cri.socket), None, ids, label))
+    return rows
+
+
+def image_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per image variant: median seconds and ms per image over the rounds, median lists."""
+    out = []
+    for label in IMAGE_VARIANTS:
+        mine = [r for r in rows if r["variant"] == label]
+        if not mine:
+            continue
+        out.append(
+            {
+                "variant": label,
+                "rounds": len(mine),
+                "images": mine[0]["images"],
+                "median_s": round(statistics.median(r["seconds"] for r in mine), 3),
+                "ms_per_image": round(statistics.median(r["ms_per_image"] for r in mine), 2),
+                "list_containers_calls": statistics.median(
+                    r["list_containers_calls"] for r in mine
+                ),
+                "all_removed": all(r["removed"] == r["images"] for r in mine),
+            }
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,6 +638,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (CLI_PHASE, 4, BARE_REMOVE, 4, True),
         (CLI, 4, BARE_REMOVE, 4, False),
         (EXECUTOR, 4, BARE_STATUS, 4, False),
+        (EXEC_POD, 4, EXEC_POD_BEFORE, 4, False),
+        (EXEC_POD_FULL, 4, EXEC_POD_BEFORE, 4, False),
+        (EXEC_POD, 4, EXEC_POD_FULL, 4, False),
         (EXECUTOR, 4, BARE_EQUIV, 4, False),
         (EXECUTOR, 1, BARE_REMOVE, 1, False),
         (CLI_PHASE, 1, BARE_REMOVE, 1, False),
@@ -492,6 +716,62 @@ def render_text(result: dict[str, Any]) -> str:
         ),
         "(target judged on the median ratio)",
     ]
+    if result.get("images_summary"):
+        first = result["images_summary"][0]
+        lines += [
+            "",
+            f"image removal, {first['images']} unused images per run at c=4, with "
+            f"{result['image_background_containers']} containers on the node:",
+            format_table(
+                [
+                    "variant",
+                    "rounds",
+                    "median s",
+                    "ms/image",
+                    "ListContainers calls",
+                    "all removed",
+                ],
+                [
+                    [
+                        r["variant"],
+                        r["rounds"],
+                        r["median_s"],
+                        r["ms_per_image"],
+                        r["list_containers_calls"],
+                        "yes" if r["all_removed"] else "NO",
+                    ]
+                    for r in result["images_summary"]
+                ],
+            ),
+        ]
+    if result.get("images_big_node_summary"):
+        first = result["images_big_node_summary"][0]
+        lines += [
+            "",
+            f"the same on a synthetic node (tests/unit/faultcri) of {result['big_node']} "
+            f"containers, {first['images']} images per run at c=4:",
+            format_table(
+                [
+                    "variant",
+                    "rounds",
+                    "median s",
+                    "ms/image",
+                    "ListContainers calls",
+                    "all removed",
+                ],
+                [
+                    [
+                        r["variant"],
+                        r["rounds"],
+                        r["median_s"],
+                        r["ms_per_image"],
+                        r["list_containers_calls"],
+                        "yes" if r["all_removed"] else "NO",
+                    ]
+                    for r in result["images_big_node_summary"]
+                ],
+            ),
+        ]
     if result.get("cli_phases"):
         lines += [
             "",
@@ -511,15 +791,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["bare", "status", "equiv", "executor", "cli"],
+        choices=["bare", "status", "equiv", "executor", "pods", "cli", "images"],
         help="run only these variants (repeatable)",
     )
+    parser.add_argument("--images", type=int, default=16, help="per image run (16; 0: none)")
+    parser.add_argument(
+        "--big-node", type=int, default=20000,
+        help="containers of the synthetic node for the image runs (20000; 0: none)",
+    )  # fmt: skip
     parser.add_argument("--no-breakdown", action="store_true", help="skip the CLI phase run")
     parser.add_argument("--json", action="store_true", help="JSON result on stdout")
     args = parser.parse_args(argv)
     keys = {"bare": BARE_REMOVE, "status": BARE_STATUS, "equiv": BARE_EQUIV}
     keys |= {"executor": EXECUTOR, "cli": CLI}
-    wanted = {keys[k] for k in args.only} if args.only else set(keys.values())
+    pods = {EXEC_POD_BEFORE, EXEC_POD_FULL, EXEC_POD}
+    chosen = set(args.only or [*keys, "pods", "images"])
+    wanted = {keys[k] for k in chosen if k in keys} | (pods if "pods" in chosen else set())
+    images = args.images if "images" in chosen else 0
 
     result: dict[str, Any] = {
         "benchmark": "removal",
@@ -545,6 +833,23 @@ def main(argv: list[str] | None = None) -> int:
                     runs.append(replace(run, variant=CLI_PHASE, client_cpu_s=0.0,
                                         containerd_cpu_s=0.0,
                                         seconds=run.extra["removal_phase_s"]))  # fmt: skip
+        if images > 0:
+            make_exited(node, "img-bg", total=args.containers, pods=args.pods)
+            result["image_background_containers"] = len(node.list_containers())
+            image_rows = []
+            for round_index in range(args.rounds):
+                shift = round_index % len(IMAGE_VARIANTS)
+                for label in IMAGE_VARIANTS[shift:] + IMAGE_VARIANTS[:shift]:
+                    serial += 1
+                    image_rows.append(image_run(node, label, serial, images))
+            node.remove_namespace("img-bg")
+            result["images_runs"] = image_rows
+            result["images_summary"] = image_summary(image_rows)
+            if args.big_node > 0:
+                big = big_node_images(args.big_node, images, args.rounds)
+                result["big_node"] = args.big_node
+                result["images_big_node_runs"] = big
+                result["images_big_node_summary"] = image_summary(big)
         if not args.no_breakdown and CLI in wanted:
             result["cli_phases"] = cli_breakdown(node, args)
     result["runs"] = [asdict(r) | {"containers_per_s": round(r.rate, 1)} for r in runs]

@@ -708,7 +708,9 @@ def gc_images(
     a record (instead of now); it may not be later than now (`--now`, else the clock) plus 5
     minutes of clock skew.
 
-    Records are saved by dry runs too. A state store kubegc cannot write (read-only, permission
+    Records are what a run on the wall clock saw (first sighting, last use), saved by dry runs
+    too; a run with `--now` saves none, and the assumed first-detected times are saved only by
+    a run that acts (a note says which). A state store kubegc cannot write (read-only, permission
     denied) only warns in a dry run (records are read if possible, not saved); a run that may
     remove (`--yes`, or asking on a terminal) raises `StateUnavailable` (exit 2) before
     anything is removed, since its lock and audit log live there. A full disk does not stop a
@@ -747,7 +749,7 @@ def gc_images(
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.host.fs import fs_stats
     from kubegc_cli.observe import observe_node
-    from kubegc_cli.policy.images import plan_images
+    from kubegc_cli.policy.images import detect_images, plan_images
     from kubegc_cli.state import (
         StateUnavailable,
         check_state_dir,
@@ -782,18 +784,21 @@ def gc_images(
         pause = sandbox_image_from_info(client.status_info())
         keep_refs = {r for r in (pause, pod_infra_image) if r}
         protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
-        writable = True
+        # Only a run on the wall clock records (first sighting, last use): one with --now
+        # reads the records and stores nothing, so a simulated time never reaches a later run.
+        writable = s.now is None
         try:
-            records, began = load_image_records(s.state_dir, now, ui.warn)
+            records, began = load_image_records(s.state_dir, now, ui.warn, read_only=not writable)
         except StateUnavailable as exc:
-            store_unusable(exc)
+            if writable:
+                store_unusable(exc)
             writable = False
             try:
                 records, began = load_image_records(s.state_dir, now, ui.warn, read_only=True)
             except StateUnavailable as again:
                 ui.warn(f"{again}; planning as on a first run")
                 records, began = {}, now
-        stored_began = began
+        stored, stored_began = dict(records), began
         if assume_detected_at is not None:
             from kubegc_cli.policy.images import ImageRecord
 
@@ -805,11 +810,22 @@ def gc_images(
             began=began, capacity=fs.capacity, available=fs.available, protected=protected,
             filesystem=snap.image_filesystems[0].mountpoint,
         )  # fmt: skip
-        if writable:
+
+        def save(acting: bool) -> bool:
+            """Store what this run observed: with --assume-detected-at, the assumed times
+            only when it acts (a dry run's plan uses them, a later run never sees them).
+            True when stored."""
+            if not writable:
+                return False
+            kept = ip.records
+            if assume_detected_at is not None and not acting:
+                kept = detect_images(snap.images, snap.containers, stored, now)
             try:
-                save_image_records(s.state_dir, ip.records, ui.warn, began=stored_began)
+                save_image_records(s.state_dir, kept, ui.warn, began=stored_began)
             except StateUnavailable as exc:
                 store_unusable(exc)
+                return False
+            return True
 
         def action(d: Any, result: Result) -> ImageAction:
             r = d.record
@@ -842,15 +858,13 @@ def gc_images(
             "available_after": None,
             "regained": None,
         }
-        if _may_act(mode, plan, ui, "image", act):
+        acting = _may_act(mode, plan, ui, "image", act)
+        told = acting or mode is Mode.ACT  # --yes, or a person said yes: the run acts
+        kept_assumed = save(told) and told
+        plan.notes.extend(_records_notes(s.now, assume_detected_at, kept_assumed, records, stored))
+        if acting:
             remover = ImageRemover(client, concurrency=act.concurrency)
-
-            def recheck() -> None:
-                from kubegc_cli.policy.images import images_in_use
-
-                remover.in_use = frozenset(images_in_use(client.list_containers()))
-
-            _carry_out(s, plan, [Stage(remover, ("image",), recheck)], "gc images", ui)
+            _carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
             after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
             regained = max(0, after.available - fs.available)
             plan.filesystem.update(available_after=after.available, regained=regained)
@@ -858,3 +872,33 @@ def gc_images(
         return plan
     finally:
         client.close()
+
+
+def _records_notes(
+    now: int | None,
+    assume_detected_at: int | None,
+    assumed_stored: bool,
+    records: dict[str, Any],
+    stored: dict[str, Any],
+) -> list[str]:
+    """The notes of `gc images` on what it stored: nothing with --now (`now` given); with
+    `assume_detected_at` (ns since the epoch), whether it was stored (`assumed_stored`) for
+    the images without a record (`records` the planned ones, `stored` those read from the
+    state store)."""
+    from kubegc_cli.units import ns_to_rfc3339
+
+    notes = []
+    if now is not None:
+        notes.append("--now given: image records were read, none stored (only a run on the "
+                     "wall clock records what it sees)")  # fmt: skip
+    if assume_detected_at is not None:
+        fresh = len(records.keys() - stored.keys())
+        shown = ns_to_rfc3339(assume_detected_at)
+        if assumed_stored:
+            notes.append(f"--assume-detected-at {shown} stored as the first-detected time of "
+                         f"{fresh} image(s) kubegc had no record of")  # fmt: skip
+        else:
+            notes.append(f"--assume-detected-at {shown} used for this plan only, stored for no "
+                         "image (only a run that acts, on the wall clock, with a writable "
+                         "--state-dir stores it)")  # fmt: skip
+    return notes

@@ -20,17 +20,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubegc_cli.errors import RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, host_path_of, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
-from kubegc_cli.model import LABEL_POD_UID, ContainerState, SandboxState
+from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, SandboxState
 from kubegc_cli.plan import (
     GONE,
     INTERRUPTED,
     MAY_START,
+    POD_ALIVE,
+    POD_RULES,
     A,
     ContainerAction,
     ImageAction,
@@ -174,6 +176,15 @@ class Executor(ABC, Generic[A]):
     _unanswered: int = field(default=0, init=False)
     _unanswered_error: str = field(default="", init=False)
     _in_flight: dict[int, A] = field(default_factory=dict, init=False)
+    _pods: PodLiveness | None = field(default=None, init=False, repr=False)
+
+    @property
+    def pods(self) -> PodLiveness:
+        """Whether a pod is alive now, for this executor's removals (one baseline for all)."""
+        with self._lock:
+            if self._pods is None:
+                self._pods = PodLiveness(self.client)
+            return self._pods
 
     def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
@@ -283,10 +294,17 @@ class ContainerRemover(Executor[ContainerAction]):
     kubelet may be about to start it, and CRI's `RemoveContainer` removes a running container
     by force. Only a CREATED container in a READY sandbox can start (the kubelet never starts
     an exited one again, the runtime starts none in a sandbox that is not READY), so what
-    passes the re-check cannot be running when it is removed. Stop it first if it is UNKNOWN
-    (failure → failed, as the kubelet skips it); `RemoveContainer`; then remove its log files
-    and legacy symlink (after the container: the kubelet does the opposite); a log that
-    cannot be removed after its container is gone is reported in `log_note`.
+    passes the re-check cannot be running when it is removed. A removal planned for a deleted
+    or terminated pod (`POD_RULES`) then re-checks the pod: a READY sandbox or a RUNNING
+    container of its UID → skipped, `POD_ALIVE` (`pod_refusal`).
+
+    Only then is anything changed: stop it first if it is UNKNOWN (failure → failed, as the
+    kubelet skips it); remove its log files and legacy symlink; `RemoveContainer`. The log goes
+    before the container, as the kubelet's `removeContainer` does: a crash, or a
+    `RemoveContainer` that fails, between the two leaves a container that a later run plans
+    again, never a log that nothing plans again. A log that cannot be removed (an error, not a
+    log kubegc leaves on purpose) leaves the container too: failed, as the kubelet. A log left
+    on purpose (not where the kubelet puts it, a mount) is reported in `log_note`.
     """
 
     log_roots: LogRoots | None = None
@@ -309,6 +327,9 @@ class ContainerRemover(Executor[ContainerAction]):
             if sandbox is not None and sandbox[0] is SandboxState.READY:
                 a.result, a.error = Result.SKIPPED, MAY_START
                 return
+        if why := pod_refusal(self.pods, a.rule, planned.pod_uid):
+            a.result, a.error = Result.SKIPPED, why
+            return
         if status.state is ContainerState.UNKNOWN:
             try:
                 if not self.client.stop_container(planned.id, UNKNOWN_STOP_GRACE_SECONDS):
@@ -319,35 +340,124 @@ class ContainerRemover(Executor[ContainerAction]):
                     raise _maybe_done(exc, "stop it") from None
                 a.result, a.error = Result.FAILED, f"stop of UNKNOWN container failed: {exc}"
                 return
+        assert self.log_roots is not None and self.mounts is not None
+        try:
+            a.bytes_freed, a.log_note = remove_container_logs(
+                self.log_roots, planned, status.log_path, self.mounts
+            )
+        except LogRemovalError as exc:
+            a.result, a.error = Result.FAILED, f"{LOG_NOT_REMOVED}: {exc}"
+            return
         try:
             existed = self.client.remove_container(planned.id)
         except RuntimeUnavailable as exc:
             if "removing state" in str(exc):
                 a.result, a.error = Result.SKIPPED, "already being removed by someone else"
                 return
-            raise _maybe_done(exc, "remove it; its log is left") from None
+            raise _maybe_done(exc, "remove it") from None
         if not existed:
             a.result, a.error = Result.SKIPPED, GONE
             return
-        assert self.log_roots is not None and self.mounts is not None
-        try:
-            freed, note = remove_container_logs(
-                self.log_roots, planned, status.log_path, self.mounts
-            )
-        except LogRemovalError as exc:
-            freed, note = 0, f"container removed, log left: {exc}"
-        a.result, a.bytes_freed, a.log_note = Result.REMOVED, freed, note
+        a.result = Result.REMOVED
+
+
+# What a container whose log could not be removed says (the kubelet leaves it too).
+LOG_NOT_REMOVED = "its log could not be removed, so the container is left (a later run tries again)"
+
+
+def pod_refusal(pods: PodLiveness, rule: str, uid: str) -> str:
+    """Why a removal selected by `rule` for the pod `uid` may not happen now ("" when it may):
+    for a deleted or terminated pod's (`POD_RULES`), a pod alive on the node right now
+    (`pods.alive`) is `POD_ALIVE`, and a pod without a UID cannot be re-checked. Other rules:
+    "". Raises `RuntimeUnavailable` when the runtime cannot be asked.
+
+    Source of the rule: the kubelet keeps a pod's containers, sandboxes and logs until it has
+    terminated the pod (`podStateProvider.ShouldPodContentBeRemoved`); a pod that has a READY
+    sandbox or a RUNNING container has not been terminated, whatever the pod source says."""
+    if rule not in POD_RULES:
+        return ""
+    if not uid:
+        return "no pod UID to re-check that the pod is gone; left"
+    return POD_ALIVE if pods.alive(uid) else ""
+
+
+class PodLiveness:
+    """Whether a pod is alive now — a READY sandbox or a RUNNING container of its UID — asked
+    right before each of many removals, for one filtered `ListPodSandbox` each.
+
+    The first question takes a baseline: every sandbox (`ListPodSandbox`), then every container
+    (`ListContainers`). After it, by CRI's state machine, a pod that had no READY sandbox and
+    no RUNNING or UNKNOWN container then can only have a RUNNING container later in a sandbox
+    that was not there then: CRI has no call that makes a NOTREADY sandbox READY again (the
+    kubelet runs a new one), the runtime starts a container only in a READY sandbox, an EXITED
+    container never runs again, and removing a sandbox removes its containers. So for such a
+    pod, `alive(uid)` lists only its sandboxes (`io.kubernetes.pod.uid` label): alive when one
+    is READY or new since the baseline. A pod alive at the baseline, or with a container there
+    in a sandbox not its own (not as the kubelet makes them), is asked in full every time
+    (`pod_alive_now`: its sandboxes, then its containers). Either way the answer is as of the
+    moment of the question, never of the baseline. Thread-safe.
+    """
+
+    def __init__(self, client: CriClient) -> None:
+        self.client = client
+        self._lock = threading.Lock()
+        self._base: tuple[frozenset[str], dict[str, frozenset[str]]] | None = None
+
+    def _baseline(self) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+        """(UIDs to ask in full, the sandbox IDs each other UID had, all NOTREADY)."""
+        with self._lock:
+            if self._base is None:
+                sandboxes = self.client.list_sandboxes()  # first: see the class doc
+                containers = self.client.list_containers(annotations=False)
+                full: set[str] = set()
+                known: dict[str, set[str]] = {}
+                for sb in sandboxes:
+                    known.setdefault(sb.uid, set()).add(sb.id)
+                    if sb.state is SandboxState.READY:
+                        full.add(sb.uid)
+                for c in containers:
+                    own = c.pod_sandbox_id in known.get(c.pod_uid, ())
+                    if c.state in (ContainerState.RUNNING, ContainerState.UNKNOWN) or not own:
+                        full.add(c.pod_uid)
+                notready = {uid: frozenset(ids) for uid, ids in known.items() if uid not in full}
+                self._base = (frozenset(full), notready)
+            return self._base
+
+    def alive(self, uid: str) -> bool:
+        """Whether the pod `uid` has a READY sandbox or a RUNNING container now (see the class
+        doc). Raises `RuntimeUnavailable`."""
+        full, notready = self._baseline()
+        if uid in full:
+            return pod_alive_now(self.client, uid)[0]
+        then = notready.get(uid, frozenset())
+        return any(
+            sb.state is SandboxState.READY or sb.id not in then
+            for sb in self.client.list_sandboxes({LABEL_POD_UID: uid})
+        )
+
+
+def pod_alive_now(client: CriClient, uid: str) -> tuple[bool, list[Container]]:
+    """(alive, containers): whether the pod `uid` has a READY sandbox or a RUNNING container
+    now, asked of the runtime at this moment (`ListPodSandbox`, then `ListContainers`, both
+    filtered by the `io.kubernetes.pod.uid` label), and the containers the runtime has of it
+    (empty when a READY sandbox already answered). Raises `RuntimeUnavailable`."""
+    of_pod = {LABEL_POD_UID: uid}
+    if any(sb.state is SandboxState.READY for sb in client.list_sandboxes(of_pod)):
+        return True, []
+    containers = client.list_containers(labels=of_pod)
+    return any(c.state is ContainerState.RUNNING for c in containers), containers
 
 
 @dataclass
 class LogRemover(Executor[LogAction]):
     """Removes pod log directories and dangling legacy symlinks, re-checking each first.
 
-    A pod log directory is skipped if the runtime now has a container or a READY sandbox of
-    that pod, or if it has become a mount point or holds one (or the mount table could not be
-    read); a symlink is skipped if it no longer dangles (its target resolved under
-    `host_root`). Both are removed relative to podLogsDir and the legacy link directory as
-    pinned when the plan was made (`roots`).
+    A pod log directory is skipped if the pod is alive now (a READY sandbox or a RUNNING
+    container of its UID: `POD_ALIVE`), if the runtime has any container of it, or if it has
+    become a mount point or holds one (or the mount table could not be read); a symlink is
+    skipped if it no longer dangles (its target resolved under `host_root`). Both are removed
+    relative to podLogsDir and the legacy link directory as pinned when the plan was made
+    (`roots`).
     """
 
     mounts: MountTable | None = None
@@ -358,12 +468,10 @@ class LogRemover(Executor[LogAction]):
         assert self.mounts is not None and self.roots is not None
         try:
             if a.kind == "pod-log-dir":
-                of_pod = {LABEL_POD_UID: a.pod_uid}
-                if self.client.list_containers(labels=of_pod):
-                    a.result, a.error = Result.SKIPPED, "the runtime has containers of it now"
-                    return
-                if any(sb.state is SandboxState.READY for sb in self.client.list_sandboxes(of_pod)):
-                    a.result, a.error = Result.SKIPPED, "the runtime has a READY sandbox of it now"
+                alive, containers = pod_alive_now(self.client, a.pod_uid)
+                if alive or containers:
+                    why = POD_ALIVE if alive else "the runtime has containers of it now"
+                    a.result, a.error = Result.SKIPPED, why
                     return
                 done = remove_pod_log_dir(a.local_path, self.mounts, self.roots.pin)
                 a.bytes_freed = done.size_freed
@@ -385,21 +493,88 @@ class LogRemover(Executor[LogAction]):
         a.result = Result.REMOVED
 
 
+T = TypeVar("T")
+
+
+class SharedReading(Generic[T]):
+    """One reading of the runtime (`read`, e.g. a container list) shared by the removals that
+    need it at the same moment, never older than the asking.
+
+    `get()` returns the result of a `read` call that began after `get` was called: when a
+    call is already in flight (begun before), the caller waits for it to end and then joins
+    the next one, which every caller arriving meanwhile shares. So each removal acts on a
+    reading at least as fresh as a call of its own would be (no wider window between check and
+    removal), while `concurrency` removals waiting together cost one call. An exception from
+    the call is raised to every caller that shared it. Thread-safe.
+    """
+
+    def __init__(self, read: Callable[[], T]) -> None:
+        self._read = read
+        self._cond = threading.Condition()
+        self._begun = 0  # calls begun
+        self._done = 0  # the last call ended
+        self._busy = False
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self.calls = 0  # `read` calls made (for measurements)
+
+    def get(self) -> T:
+        """A reading begun after this call (see the class doc); raises what `read` raised."""
+        with self._cond:
+            needed = self._begun + 1
+            while self._done < needed:
+                if self._busy:
+                    self._cond.wait()
+                    continue
+                self._busy = True
+                self._begun += 1
+                mine = self._begun
+                self.calls += 1
+                self._cond.release()
+                value: T | None = None
+                error: BaseException | None = None
+                try:
+                    value = self._read()
+                except Exception as exc:
+                    error = exc
+                finally:
+                    self._cond.acquire()
+                self._value, self._error, self._done, self._busy = value, error, mine, False
+                self._cond.notify_all()
+            if self._error is not None:
+                raise self._error
+            return self._value  # type: ignore[return-value]  # (set with `_done`)
+
+
 @dataclass
 class ImageRemover(Executor[ImageAction]):
-    """Removes images as the kubelet's image GC does, after re-checking each one: gone →
-    skipped; used by a container now (the runtime's fresh list, given as `in_use`) → skipped;
-    then `RemoveImage`. `bytes_freed` is the runtime's image size (shared layers make the sum
-    overstate what the filesystem regains; callers measure that with statvfs)."""
+    """Removes images as the kubelet's image GC does, re-checking each one right before its
+    `RemoveImage`: gone (`ImageStatus`) → skipped; then referenced by any container the runtime
+    has at that moment, in any state, by image ID, tag or digest (`ListContainers`, read after
+    the image's status, with nothing between it and `RemoveImage`: `image_refs_in_use`) →
+    skipped, "used by a container now"; then `RemoveImage`. containerd removes an image a
+    running container uses without complaint, so this list is what keeps a container created
+    while the stage runs from losing its image. Removals that need the list at the same moment
+    share one call begun after each asked (`SharedReading`). `bytes_freed` is the runtime's
+    image size (shared layers make the sum overstate what the filesystem regains; callers
+    measure that with statvfs)."""
 
-    in_use: frozenset[str] = frozenset()
+    _refs: SharedReading[frozenset[str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        from kubegc_cli.policy.images import image_refs_in_use
+
+        self._refs = SharedReading(
+            lambda: frozenset(image_refs_in_use(self.client.list_containers(annotations=False)))
+        )
 
     def _act(self, a: ImageAction) -> None:
-        if a.id in self.in_use:
-            a.result, a.error = Result.SKIPPED, "used by a container now"
-            return
         if not self.client.image_exists(a.id):
             a.result, a.error = Result.SKIPPED, GONE
+            return
+        img = a.image
+        if self._refs.get() & {img.id, *img.repo_tags, *img.repo_digests}:
+            a.result, a.error = Result.SKIPPED, "used by a container now"
             return
         try:
             gone_already = not self.client.remove_image(a.id)
@@ -416,7 +591,9 @@ class SandboxRemover(Executor[SandboxAction]):
     """Removes pod sandboxes as the kubelet's sandbox GC does, with kubegc's re-checks.
 
     For each action: re-read `PodSandboxStatus` (gone → skipped; READY or re-created →
-    skipped) and list its containers (any → skipped: it is active again); `StopPodSandbox`
+    skipped); for a deleted or terminated pod's sandbox, re-check the pod (`pod_refusal`:
+    another READY sandbox or a RUNNING container of its UID → skipped, `POD_ALIVE`); list its
+    containers (any → skipped: it is active again); `StopPodSandbox`
     (failure → failed, and no removal, as the kubelet); `RemovePodSandbox`.
     """
 
@@ -432,6 +609,9 @@ class SandboxRemover(Executor[SandboxAction]):
             return
         if created_at != planned.created_at:
             a.result, a.error = Result.SKIPPED, "changed since the plan (creation time differs)"
+            return
+        if why := pod_refusal(self.pods, a.rule, planned.uid):
+            a.result, a.error = Result.SKIPPED, why
             return
         if self.client.list_containers(sandbox_id=planned.id):
             a.result, a.error = Result.SKIPPED, "has containers now; active"

@@ -31,6 +31,12 @@ INTERRUPTED = "interrupted before removal"
 GONE = "gone before removal"  # an object already gone when its turn came: skipped
 # Why a CREATED container in a READY sandbox stays (the plan's `may-start`, the executor's skip).
 MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
+#: The rules that remove what a pod left because the pod is gone (deleted) or has finished
+#: (terminated); such a removal waits for no pod that is alive on the node.
+POD_RULES = ("deleted-pod", "terminated-pod")
+# Why a removal planned for a deleted or terminated pod is skipped: the pod has a READY
+# sandbox or a RUNNING container now (the kubelet keeps its records until it terminates it).
+POD_ALIVE = "the pod is alive now"
 
 
 class Result(StrEnum):

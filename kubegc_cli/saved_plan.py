@@ -63,6 +63,7 @@ from kubegc_cli.model import (
 )
 from kubegc_cli.plan import (
     GONE,
+    POD_RULES,
     ContainerAction,
     ImageAction,
     LogAction,
@@ -93,7 +94,6 @@ KINDS = {
     "GCPlan": ("container", "sandbox", *LOG_KINDS),
     "ImageGCPlan": ("image",),
 }
-POD_RULES = ("deleted-pod", "terminated-pod")
 #: The rules that may select an action of each kind (`kubegc_cli.policy`).
 RULES = {
     "container": frozenset({*POD_RULES, "max-per-pod-container", "max-containers-share",
@@ -530,7 +530,6 @@ def apply_plan(
     from kubegc_cli.observe import observe_node
     from kubegc_cli.pods import against_runtime
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
-    from kubegc_cli.policy.images import images_in_use
 
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
@@ -588,12 +587,7 @@ def apply_plan(
                                  roots=LogRoots(s.host_root, root))  # fmt: skip
             stages.extend(log_stages(remover, links_now))
         if "image" in kinds:
-            images = ImageRemover(client, concurrency=n)
-
-            def in_use() -> None:
-                images.in_use = frozenset(images_in_use(client.list_containers()))
-
-            stages.append(Stage(images, ("image",), in_use))
+            stages.append(Stage(ImageRemover(client, concurrency=n), ("image",)))
         _carry_out(s, plan, stages, "apply", ui, at=time.time_ns())
         return plan
     finally:

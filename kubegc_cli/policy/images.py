@@ -163,6 +163,37 @@ def images_in_use(containers: Iterable[Container]) -> set[str]:
     return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
 
 
+def detect_images(
+    images: Iterable[Image],
+    containers: Iterable[Container],
+    records: Mapping[str, ImageRecord],
+    now: int,
+    *,
+    in_use: set[str] | None = None,
+) -> dict[str, ImageRecord]:
+    """The kubelet's `detectImages`: a record for each image of `images` — `first_detected`
+    kept from `records`, else `now`; `last_used` `now` when a container uses it
+    (`images_in_use(containers)`, or `in_use` when given), else kept (0 = never). Records of
+    images no longer listed are dropped. Times in ns since the epoch."""
+    used = images_in_use(containers) if in_use is None else in_use
+    out: dict[str, ImageRecord] = {}
+    for img in images:
+        old = records.get(img.id)
+        first = old.first_detected if old else now
+        last = now if img.id in used else (old.last_used if old else 0)
+        out[img.id] = ImageRecord(first, last)
+    return out
+
+
+def image_refs_in_use(containers: Iterable[Container]) -> set[str]:
+    """Every name by which a container the runtime has (any state) refers to its image: the
+    `image_id`, the `image_ref` and the image it was created from (`image`, a tag or digest as
+    given). An image any of whose ID, tags or digests is among them is used by a container:
+    a wider net than `images_in_use` (the kubelet's rule, which plans), for the re-check right
+    before `RemoveImage` (`kubegc_cli.execute.ImageRemover`)."""
+    return {ref for c in containers for ref in (c.image_id, c.image_ref, c.image) if ref}
+
+
 def usage(capacity: int, available: int, filesystem: str = "") -> tuple[int, int]:
     """(usage percent, available clamped to capacity), in the kubelet's integer arithmetic;
     `capacity` and `available` in bytes.
@@ -212,11 +243,7 @@ def plan_images(
     by_id: dict[str, Image] = {}
     for img in images:
         by_id[img.id] = img
-    for iid in by_id:
-        old = records.get(iid)
-        first = old.first_detected if old else now
-        last = now if iid in in_use else (old.last_used if old else 0)
-        plan.records[iid] = ImageRecord(first, last)
+    plan.records = detect_images(by_id.values(), (), records, now, in_use=in_use)
 
     candidates: list[ImageDecision] = []
     for iid, img in by_id.items():

@@ -486,7 +486,8 @@ def _read_only(path: Path) -> None:
 
 def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
     """containerd cannot remove one container (its state dir is read-only): that action fails
-    with the runtime's words, it and its log stay, the others are removed, exit 1.
+    with the runtime's words, the container stays, the others are removed, exit 1. Its log went
+    first, as the kubelet removes it: the container a later run plans again is all that is left.
 
     (A node of its own: the half-failed removal leaves containerd unable to remove that pod.)
     """
@@ -511,7 +512,8 @@ def test_failed_removal_is_exit_1_and_the_rest_goes_on(tmp_path: Path) -> None:
         assert doc["summary"]["by_result"]["failed"] == 1
         assert "1 of 2 removal(s) failed" in res.stderr
         assert ids(node, "ns1") == {a0, a1, b1}
-        assert a0_log.exists()  # the container stayed, so its log did too
+        assert not a0_log.exists()
+        assert next(a for a in doc["actions"] if a["id"] == a0)["bytes_freed"] > 0
 
 
 def _older_attempt_removed_under(
@@ -536,16 +538,28 @@ def _older_attempt_removed_under(
     return action, log
 
 
-def test_log_that_cannot_be_removed_is_reported(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """A read-only podLogsDir: the container goes, its log stays, and the report says so."""
+def test_log_that_cannot_be_removed_leaves_its_container(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A read-only podLogsDir: the log cannot be removed, so the container stays too (as the
+    kubelet's removeContainer): failed, exit 1, both there for a later run to plan again."""
+    from kubegc_cli.execute import LOG_NOT_REMOVED
 
-    def read_only_pod_logs(log: Path) -> Path:
-        _read_only(node.pod_logs_dir)
-        return node.pod_logs_dir
-
-    action, log = _older_attempt_removed_under(node, ns, tmp_path, read_only_pod_logs)
-    assert "log left" in action["log_note"] and "Read-only file system" in action["log_note"]
-    assert log.exists()
+    p = node.run_pod("p", namespace=ns)
+    a0 = node.add_container(p, "a", attempt=0)
+    a1 = node.add_container(p, "a", attempt=1)
+    log = Path(node.container_status(a0).log_path)
+    _read_only(node.pod_logs_dir)
+    try:
+        res = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--yes", "-o", "json")
+    finally:
+        subprocess.run(["umount", "-l", str(node.pod_logs_dir)], check=True)
+    assert res.returncode == 1, res.stderr
+    (action,) = json.loads(res.stdout)["actions"]
+    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "failed", 0)
+    assert action["error"].startswith(LOG_NOT_REMOVED)
+    assert "Read-only file system" in action["error"]
+    assert ids(node, ns) == {a0, a1} and log.exists()
 
 
 def test_no_log_is_deleted_into_a_mounted_container_log_directory(
@@ -565,3 +579,121 @@ def test_no_log_is_deleted_into_a_mounted_container_log_directory(
     assert action["log_note"].startswith(f"{log.parent} is a mount point; log ")
     assert sorted(os.listdir(source)) == sorted(os.listdir(log.parent))
     assert (source / log.name).exists() and log.exists()
+
+
+def _dead_pod_and_a_live_one(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> tuple[Pod, list[str], Path]:
+    """Pod q stopped (NOTREADY, its init and app containers exited: a deleted pod's records to
+    remove), and pod p alive and in the pods file, which leaves q out."""
+    p = node.run_pod("p", namespace=ns)
+    node.add_container(p, "app", state="running")
+    q = node.run_pod("q", namespace=ns)
+    dead = [node.add_container(q, "init", attempt=0), node.add_container(q, "init", attempt=1),
+            node.add_container(q, "app", attempt=0)]  # fmt: skip
+    node.stop_pod(q)
+    return q, dead, write_pods_file(tmp_path / "pods.json", p)
+
+
+def test_a_pod_that_comes_back_alive_keeps_its_records(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """The pods file says q is gone and q has nothing alive when the plan is made; then the
+    kubelet gives q a READY sandbox (here: right before the first re-check, on the real
+    containerd). Every removal planned for q — its dead containers, the newest init record
+    among them, their logs, its old sandbox, its log directory — is skipped, "the pod is alive
+    now", in `gc containers` and in `gc all`."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+    logs = [Path(node.container_status(c).log_path) for c in dead]
+    back: list[Pod] = []
+
+    def comes_back() -> None:
+        back.append(node.run_pod("q", namespace=ns, uid=q.uid, attempt=1))
+
+    for command in ("containers", "all"):
+        with racing(node, "container_status", comes_back) as client:
+            code, out, err = kubegc_in_process(
+                node, tmp_path, "--pods-file", str(pods), "gc", command, "-n", ns, "--yes",
+                "-o", "json",
+            )  # fmt: skip
+        assert client.fired and code == 0, err
+        doc = json.loads(out)
+        mine = [a for a in doc["actions"] if a.get("pod_uid") == q.uid]
+        assert {a["id"] for a in mine if a["kind"] == "container"} == set(dead)
+        if command == "all":
+            assert {a["kind"] for a in mine} == {"container", "sandbox", "pod-log-dir"}
+        assert {(a["result"], a["error"]) for a in mine} == {("skipped", "the pod is alive now")}
+        assert ids(node, ns) >= set(dead) and all(log.exists() for log in logs)
+        assert q.sandbox_id in node.list_sandboxes(labels={"io.kubernetes.pod.uid": q.uid})
+        for pod in back:  # the pod dies again before the next run
+            node.stop_pod(pod)
+        node._remove_sandboxes([b.sandbox_id for b in back])
+        back.clear()
+
+
+def test_apply_keeps_the_records_of_a_pod_that_comes_back_alive(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """`apply` of a saved plan for a deleted pod re-checks the pod right before each removal:
+    one that has a READY sandbox again keeps everything."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+    plan_file = tmp_path / "all.plan.json"
+    code, out, err = kubegc_in_process(
+        node, tmp_path, "--pods-file", str(pods), "gc", "all", "-n", ns, "--plan-out",
+        str(plan_file), "-o", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert {a["kind"] for a in json.loads(out)["actions"]} == {
+        "container",
+        "sandbox",
+        "pod-log-dir",
+    }
+
+    def comes_back() -> None:
+        node.run_pod("q", namespace=ns, uid=q.uid, attempt=1)
+
+    with racing(node, "container_status", comes_back) as client:
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--pods-file", str(pods), "apply", str(plan_file), "--yes",
+            "-o", "json",
+        )  # fmt: skip
+    assert client.fired and code == 0, err
+    results = {(a["result"], a["error"]) for a in json.loads(out)["actions"]}
+    assert results == {("skipped", "the pod is alive now")}
+    assert ids(node, ns) >= set(dead) and q.log_directory.exists()
+
+
+@pytest.mark.parametrize("stops_again", [False, True])
+def test_a_pod_that_comes_back_during_the_removals_keeps_the_rest(
+    node: LocalNode, ns: str, tmp_path: Path, stops_again: bool
+) -> None:
+    """The pod comes back (a READY sandbox, on the real containerd) after kubegc has removed
+    one of its containers and asked about the pod once: the removals after that keep the
+    rest, "the pod is alive now". So they do when its new sandbox has run a container and
+    stopped again before the question (a sandbox new since kubegc first asked may have
+    started a container: the kubelet runs the pod, it is not gone)."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    q, dead, pods = _dead_pod_and_a_live_one(node, ns, tmp_path)
+
+    def comes_back() -> None:
+        again = node.run_pod("q", namespace=ns, uid=q.uid, attempt=1)
+        if stops_again:
+            node.add_container(again, "app", attempt=1, state="running")
+            node.stop_pod(again)
+
+    with racing(node, "container_status", comes_back, nth=2) as client:
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns, "--yes",
+            "--concurrency", "1", "-o", "json",
+        )  # fmt: skip
+    assert client.fired and code == 0, err
+    mine = [a for a in json.loads(out)["actions"] if a["pod_uid"] == q.uid]
+    assert [(a["result"], a["error"]) for a in mine] == [("removed", "")] + [
+        ("skipped", "the pod is alive now")
+    ] * (len(dead) - 1)
+    assert ids(node, ns) >= {a["id"] for a in mine[1:]}

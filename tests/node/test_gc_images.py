@@ -386,3 +386,116 @@ def test_state_store_damaged_read_only_or_of_the_wrong_type(tmp_path: Path) -> N
         assert res.returncode == 2 and res.stderr == (
             f"kubegc: error: state database {db} is not a regular file\n"
         )
+
+
+def test_an_image_a_container_takes_while_the_stage_runs_is_kept(tmp_path: Path) -> None:
+    """A container created with a planned image after the plan — here right before the image's
+    re-check, on the real containerd — protects it (containerd itself would remove the image
+    of a container without complaint): `gc images --yes` and `apply` of a saved image plan
+    skip it, "used by a container now"; an image nobody took goes."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    with LocalNode(tmp_path / "node") as node:
+        taken_ref = "docker.io/library/taken-later:1"
+        taken = node.import_image(taken_ref, pad_bytes=2048, seed="t")
+        free = node.import_image("docker.io/library/never-used:1", pad_bytes=4096, seed="f")
+        args = ("gc", "images", "--prune-unused", "--keep", "*busybox*", "--concurrency", "1",
+                "--assume-detected-at", "2020-01-01T00:00:00Z", "-o", "json")  # fmt: skip
+
+        def take() -> None:  # a pod starts with the planned image
+            pod = node.run_pod("late", namespace="race")
+            node.add_container(pod, "app", image=taken_ref, state="created")
+
+        with racing(node, "image_exists", take) as client:
+            code, out, err = kubegc_in_process(node, tmp_path, *args, "--yes")
+        assert client.fired and code == 0, err
+        results = {a["id"]: (a["result"], a["error"]) for a in json.loads(out)["actions"]}
+        assert results == {
+            taken: ("skipped", "used by a container now"),
+            free: ("removed", ""),
+        }
+        assert taken in {i.id for i in node.list_images()}
+
+        again = node.import_image("docker.io/library/never-used:1", pad_bytes=4096, seed="f")
+        node.remove_namespace("race")
+        plan_file = tmp_path / "images.plan.json"
+        code, out, err = kubegc_in_process(node, tmp_path, *args, "--dry-run",
+                                           "--plan-out", str(plan_file))  # fmt: skip
+        assert code == 0, err
+        assert {a["id"] for a in json.loads(out)["actions"]} == {taken, again}
+        with racing(node, "image_exists", take) as client:
+            code, out, err = kubegc_in_process(
+                node, tmp_path, "apply", str(plan_file), "--yes", "--concurrency", "1",
+                "-o", "json",
+            )  # fmt: skip
+        assert client.fired and code == 0, err
+        results = {a["id"]: (a["result"], a["error"]) for a in json.loads(out)["actions"]}
+        assert results == {
+            taken: ("skipped", "used by a container now"),
+            again: ("removed", ""),
+        }
+        assert taken in {i.id for i in node.list_images()}
+        node.remove_namespace("race")
+
+
+def _records(tmp_path: Path) -> tuple[dict[str, int], list[str]]:
+    """(first-detected ns by image ID, meta keys) in the state store; empty when none."""
+    import sqlite3
+
+    db = tmp_path / "state" / "state.db"
+    if not db.exists():
+        return {}, []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        rows = con.execute("SELECT id, first_detected FROM images") if "images" in tables else []
+        first = {str(i): int(t) for i, t in rows}
+        meta = [str(r[0]) for r in con.execute("SELECT key FROM meta")] if "meta" in tables else []
+    finally:
+        con.close()
+    return first, meta
+
+
+def test_a_dry_run_never_changes_what_a_later_run_does(tmp_path: Path) -> None:
+    """Image records are only wall-clock observations: a run with --now (dry or not) stores
+    nothing; a dry run with --assume-detected-at plans with it but stores the time it saw;
+    so a just-pulled image is not removed as years old by the next --yes. A run that acts
+    stores --assume-detected-at, and says so."""
+    import time
+
+    with LocalNode(tmp_path / "node") as node:
+        fresh = node.import_image("docker.io/library/just-pulled:1", pad_bytes=2048, seed="j")
+        common = ("--prune-unused", "--keep", "*busybox*")
+        began = time.time_ns()
+
+        code, doc, err = _plan(
+            node, tmp_path, *common, "--dry-run", "--now", "2020-01-01T00:00:00Z"
+        )
+        assert code == 0, err
+        assert _records(tmp_path) == ({}, [])  # nothing stored, not even when kubegc began
+        assert any("--now given" in n and "none stored" in n for n in doc["notes"])
+        code, doc, err = _plan(node, tmp_path, *common, "--yes", "--now", "2020-01-01T00:00:00Z")
+        assert code == 0, err
+        assert _records(tmp_path)[0] == {}
+
+        code, doc, err = _plan(node, tmp_path, *common, "--dry-run",
+                               "--assume-detected-at", "2020-01-01T00:00:00Z")  # fmt: skip
+        assert code == 0, err
+        assert [a["id"] for a in doc["actions"]] == [fresh]  # planned with the assumed time
+        assert any("used for this plan only" in n for n in doc["notes"])
+        first, _ = _records(tmp_path)
+        assert first[fresh] >= began  # what the dry run saw, on the wall clock
+
+        code, doc, err = _plan(node, tmp_path, *common, "--yes")
+        assert code == 0, err
+        assert doc["actions"] == []
+        assert {k["id"]: k["rule"] for k in doc["kept"]}[fresh] == "min-age"
+        assert fresh in {i.id for i in node.list_images()}
+
+        late = node.import_image("docker.io/library/late:1", pad_bytes=1024, seed="l")
+        code, doc, err = _plan(node, tmp_path, *common, "--keep", "*late*", "--yes",
+                               "--assume-detected-at", "2020-01-01T00:00:00Z")  # fmt: skip
+        assert code == 0, err
+        assert any("stored as the first-detected time of 1 image(s)" in n for n in doc["notes"])
+        first, _ = _records(tmp_path)
+        assert first[late] == 1577836800 * 10**9 and first[fresh] >= began

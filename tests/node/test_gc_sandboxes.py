@@ -131,3 +131,34 @@ def test_gc_all_plans_on_what_earlier_stages_leave(
     assert sandboxes(node, ns) == {live.sandbox_id}
     assert node.container_ids(namespace=ns) >= {l1} and l0 not in node.container_ids(namespace=ns)
     assert not c1.log_directory.exists() and live.log_directory.exists()
+
+
+def test_a_sandbox_of_a_pod_that_comes_back_alive_is_kept(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A deleted pod's NOTREADY sandbox is planned; right before its removal the pod gets a
+    READY sandbox again (on the real containerd): skipped, "the pod is alive now"."""
+    from tests.node.racing import kubegc_in_process, racing
+
+    live = node.run_pod("live", namespace=ns)
+    node.add_container(live, "app", state="running")
+    old = dead_sandbox(node, "q", ns, "uid-q-" + ns, 0)
+    pods = write_pods_file(tmp_path / "pods.json", live)
+
+    def comes_back() -> None:
+        node.run_pod("q", namespace=ns, uid=old.uid, attempt=1)
+
+    with racing(node, "pod_sandbox_status", comes_back) as client:
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--pods-file", str(pods), "gc", "sandboxes", "-n", ns, "--yes",
+            "-o", "json",
+        )  # fmt: skip
+    assert client.fired and code == 0, err
+    (a,) = json.loads(out)["actions"]
+    assert (a["id"], a["rule"], a["result"], a["error"]) == (
+        old.sandbox_id,
+        "deleted-pod",
+        "skipped",
+        "the pod is alive now",
+    )
+    assert old.sandbox_id in sandboxes(node, ns)

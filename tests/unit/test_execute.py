@@ -15,11 +15,16 @@ from typing import Any
 import pytest
 
 from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.execute import MAY_START, UNKNOWN_STOP_GRACE_SECONDS, ContainerRemover
+from kubegc_cli.execute import (
+    LOG_NOT_REMOVED,
+    MAY_START,
+    UNKNOWN_STOP_GRACE_SECONDS,
+    ContainerRemover,
+)
 from kubegc_cli.host.logs import LogRoots
 from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import Container, ContainerState, SandboxState
-from kubegc_cli.plan import ContainerAction, Result
+from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Sandbox, SandboxState
+from kubegc_cli.plan import POD_ALIVE, ContainerAction, Result
 from tests.unit.factories import ctr, owner
 
 
@@ -40,6 +45,12 @@ class ScriptedCri:
     calls: list[tuple[str, str]] = field(default_factory=list)
     gone_at_stop: set[str] = field(default_factory=set)  # StopContainer answers NotFound
     sandboxes: dict[str, SandboxState] = field(default_factory=dict)  # PodSandboxStatus
+    # ListPodSandbox / ListContainers by pod UID label: the states of that pod's sandboxes and
+    # containers (the pod liveness re-check of deleted and terminated pods' removals)
+    pod_sandboxes: dict[str, list[SandboxState]] = field(default_factory=dict)
+    pod_containers: dict[str, list[ContainerState]] = field(default_factory=dict)
+    log_at_remove: dict[str, bool] = field(default_factory=dict)  # cid -> log file existed
+    watch_log: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _record(self, call: str, cid: str) -> None:
@@ -62,8 +73,32 @@ class ScriptedCri:
         return cid not in self.gone_at_stop
 
     def remove_container(self, cid: str) -> bool:
+        if self.watch_log is not None:
+            self.log_at_remove[cid] = self.watch_log.exists()
         self._record("remove", cid)
         return self.statuses.pop(cid, None) is not None
+
+    def list_sandboxes(self, labels: dict[str, str] | None = None) -> list[Sandbox]:
+        uid = (labels or {}).get(LABEL_POD_UID, "")
+        self._record("list-sandboxes", uid)
+        return [
+            Sandbox(f"sb-{u}" if i == 0 else f"sb-{u}-{i}", "p", "default", u, i, st, 0)
+            for u, states in self.pod_sandboxes.items()
+            if not uid or u == uid
+            for i, st in enumerate(states)
+        ]
+
+    def list_containers(
+        self, labels: dict[str, str] | None = None, *, annotations: bool = True
+    ) -> list[Container]:
+        uid = (labels or {}).get(LABEL_POD_UID, "")
+        self._record("list-containers", uid)
+        return [
+            ctr(f"{u}-{i}", uid=u, attempt=i, state=st.value)
+            for u, states in self.pod_containers.items()
+            if not uid or u == uid
+            for i, st in enumerate(states)
+        ]
 
 
 def remover(cri: ScriptedCri, tmp_path: Path, concurrency: int = 4) -> ContainerRemover:
@@ -159,9 +194,9 @@ def test_failed_stop_of_unknown_leaves_it(tmp_path: Path) -> None:
     assert ("remove", "u0") not in cri.calls
 
 
-def test_unremovable_log_is_reported_after_the_container_goes(
-    tmp_path: Path, monkeypatch: Any
-) -> None:
+def test_unremovable_log_leaves_the_container(tmp_path: Path, monkeypatch: Any) -> None:
+    """A log that cannot be removed leaves its container too, as the kubelet's removeContainer:
+    the container stays for a later run to plan again (log and all), never the other way round."""
     log = tmp_path / "var/log/pods/default_p_u/app/0.log"
     log.parent.mkdir(parents=True)
     log.write_text("x")
@@ -177,11 +212,121 @@ def test_unremovable_log_is_reported_after_the_container_goes(
     monkeypatch.setattr(os, "unlink", refuse)
     a = action(c)
     remover(cri, tmp_path).run([a])
-    # The container goes first (so a container that just started keeps its log); the log
-    # that could not be removed is reported.
-    assert a.result is Result.REMOVED and a.bytes_freed == 0
-    assert "log left" in a.log_note and "Permission denied" in a.log_note
-    assert cri.calls == [("status", "a0"), ("remove", "a0")]
+    assert a.result is Result.FAILED and a.bytes_freed == 0
+    assert a.error.startswith(LOG_NOT_REMOVED) and "Permission denied" in a.error
+    assert cri.calls == [("status", "a0")]  # no RemoveContainer
+    assert log.exists()
+
+
+LOG = "/var/log/pods/default_p_u/app/0.log"
+
+
+def _logged(tmp_path: Path, cid: str = "a0", **kw: Any) -> tuple[Container, Path]:
+    log = tmp_path / LOG.lstrip("/")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_bytes(b"y" * 7)
+    return owner(cid, LOG, **kw), log
+
+
+def test_the_log_goes_before_the_container(tmp_path: Path) -> None:
+    """As the kubelet: the log first, then RemoveContainer, so a crash between the two leaves
+    a container a later run plans again, never a log nothing plans again."""
+    c, log = _logged(tmp_path)
+    cri = ScriptedCri({"a0": Status(ContainerState.EXITED, c.created_at, LOG)}, watch_log=log)
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert (a.result, a.bytes_freed) == (Result.REMOVED, 7)
+    assert cri.log_at_remove == {"a0": False}  # gone before RemoveContainer was called
+
+
+@pytest.mark.parametrize("code", ["INTERNAL", "DEADLINE_EXCEEDED"])
+def test_a_failed_removal_after_the_log_reports_the_bytes_freed(tmp_path: Path, code: str) -> None:
+    c, log = _logged(tmp_path)
+    cri = ScriptedCri(
+        {"a0": Status(ContainerState.EXITED, c.created_at, LOG)},
+        fail={("remove", "a0")}, fail_code=code,
+    )  # fmt: skip
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert (a.result, a.bytes_freed) == (Result.FAILED, 7) and not log.exists()
+    assert "injected failure" in a.error
+
+
+@pytest.mark.parametrize(
+    ("state", "sandbox"),
+    [(ContainerState.RUNNING, None), (ContainerState.CREATED, SandboxState.READY)],
+)
+def test_every_recheck_comes_before_the_log(
+    tmp_path: Path, state: ContainerState, sandbox: SandboxState | None
+) -> None:
+    """A container that is running now, or may start, keeps its log: the re-checks come
+    before anything is removed."""
+    c, log = _logged(tmp_path)
+    cri = ScriptedCri(
+        {"a0": Status(state, c.created_at, LOG)},
+        sandboxes={} if sandbox is None else {c.pod_sandbox_id: sandbox},
+    )
+    a = action(c)
+    remover(cri, tmp_path).run([a])
+    assert a.result is Result.SKIPPED and log.read_bytes() == b"y" * 7
+
+
+@pytest.mark.parametrize(
+    ("sandboxes", "containers", "alive"),
+    [
+        ([SandboxState.NOTREADY, SandboxState.READY], [], True),  # a new READY sandbox
+        ([SandboxState.NOTREADY], [ContainerState.EXITED, ContainerState.RUNNING], True),
+        ([SandboxState.NOTREADY], [ContainerState.EXITED, ContainerState.CREATED], False),
+        ([], [], False),
+    ],
+)
+@pytest.mark.parametrize("rule", ["deleted-pod", "terminated-pod"])
+def test_a_pod_that_comes_back_alive_keeps_its_containers(
+    tmp_path: Path,
+    sandboxes: list[SandboxState],
+    containers: list[ContainerState],
+    alive: bool,
+    rule: str,
+) -> None:
+    """Right before removing a container planned for a deleted or terminated pod, the pod is
+    asked about again: a READY sandbox or a RUNNING container of its UID keeps the container
+    and its log ("the pod is alive now"). Other rules do not ask."""
+    c, log = _logged(tmp_path)
+    cri = ScriptedCri(
+        {"a0": Status(ContainerState.EXITED, c.created_at, LOG)},
+        pod_sandboxes={c.pod_uid: sandboxes},
+        pod_containers={c.pod_uid: containers},
+    )
+    a = ContainerAction(c, rule, "t")
+    remover(cri, tmp_path).run([a])
+    if alive:
+        assert (a.result, a.error) == (Result.SKIPPED, POD_ALIVE)
+        assert ("remove", "a0") not in cri.calls and log.exists()
+    else:
+        assert a.result is Result.REMOVED and not log.exists()
+    # the pod is asked about after the container's own re-check, right before the removal
+    assert cri.calls[0] == ("status", "a0")
+    assert ("list-sandboxes", c.pod_uid) in cri.calls
+
+    other = ScriptedCri(
+        {"a0": Status(ContainerState.EXITED, c.created_at, LOG)},
+        pod_sandboxes={c.pod_uid: sandboxes},
+        pod_containers={c.pod_uid: containers},
+    )
+    _logged(tmp_path)
+    b = action(c)  # max-per-pod-container: the pod is known to exist; not asked
+    remover(other, tmp_path).run([b])
+    assert b.result is Result.REMOVED
+    assert not [k for k, _ in other.calls if k.startswith("list-")]
+
+
+def test_a_pod_without_uid_is_not_taken_for_gone(tmp_path: Path) -> None:
+    c = ctr("n0", uid="")
+    cri = ScriptedCri({"n0": Status(ContainerState.EXITED, c.created_at)})
+    a = ContainerAction(c, "deleted-pod", "t")
+    remover(cri, tmp_path).run([a])
+    assert a.result is Result.SKIPPED and "no pod UID" in a.error
+    assert ("remove", "n0") not in cri.calls
 
 
 def test_one_failure_never_stops_the_run(tmp_path: Path) -> None:
@@ -360,6 +505,61 @@ class ScriptedSandboxes:
         return self.states.pop(sid, None) is not None
 
 
+def test_a_sandbox_of_a_pod_that_comes_back_alive_is_kept() -> None:
+    """A deleted pod's old sandbox is kept when the pod has a READY sandbox again, or a
+    RUNNING container, right before its removal."""
+    from dataclasses import replace
+
+    from kubegc_cli.execute import SandboxRemover
+    from kubegc_cli.model import Sandbox
+    from kubegc_cli.plan import SandboxAction
+
+    nr = SandboxState.NOTREADY
+
+    class Pods(ScriptedSandboxes):
+        def __init__(self, *args: Any, pods: dict[str, Any]) -> None:
+            super().__init__(*args)
+            self.pods = pods
+
+        def list_sandboxes(self, labels: dict[str, str] | None = None) -> list[Sandbox]:
+            uids = [labels[LABEL_POD_UID]] if labels else list(self.pods)
+            return [
+                Sandbox(f"new-{uid}", "p", "ns", uid, 1, state, 200)
+                for uid in uids
+                for state in [SandboxState.READY if self.pods[uid] == "ready" else nr]
+            ]
+
+        def list_containers(
+            self, sandbox_id: str = "", labels: Any = None, annotations: bool = True
+        ) -> list[Any]:
+            if sandbox_id:
+                return super().list_containers(sandbox_id)
+            uids = [labels[LABEL_POD_UID]] if labels else list(self.pods)
+            return [
+                replace(ctr(f"c-{uid}", uid=uid, state=state), pod_sandbox_id=f"new-{uid}")
+                for uid in uids
+                for state in ["RUNNING" if self.pods[uid] == "running" else "EXITED"]
+            ]
+
+    cri = Pods(
+        {"a": (nr, 100), "b": (nr, 100), "c": (nr, 100), "d": (nr, 100)}, {},
+        pods={"ua": "ready", "ub": "running", "uc": "dead", "ud": "ready"},
+    )  # fmt: skip
+    rules = {"a": "deleted-pod", "b": "terminated-pod", "c": "deleted-pod", "d": "older-sandbox"}
+    acts = [
+        SandboxAction(Sandbox(i, "p", "ns", f"u{i}", 0, nr, 100), rules[i], "t") for i in "abcd"
+    ]
+    client: Any = cri
+    SandboxRemover(client, concurrency=1).run(acts)
+    assert [(a.id, a.result, a.error) for a in acts] == [
+        ("a", Result.SKIPPED, POD_ALIVE),
+        ("b", Result.SKIPPED, POD_ALIVE),
+        ("c", Result.REMOVED, ""),
+        ("d", Result.REMOVED, ""),  # older-sandbox: the pod is known to exist; not asked
+    ]
+    assert ("stop", "a") not in cri.calls and ("stop", "b") not in cri.calls
+
+
 def test_sandbox_remover_rechecks_and_stops_before_removing() -> None:
     from kubegc_cli.execute import SandboxRemover
     from kubegc_cli.model import Sandbox, SandboxState
@@ -395,39 +595,139 @@ def test_sandbox_remover_rechecks_and_stops_before_removing() -> None:
 
 
 class ScriptedImages:
-    """A runtime whose image store is a set; records calls."""
+    """A runtime whose image store is a set and whose containers use `used` images (a list
+    read at each `ListContainers`, which a test may change at any time); records calls."""
 
-    def __init__(self, ids: set[str]) -> None:
+    def __init__(self, ids: set[str], used: list[Container] | None = None) -> None:
         self.ids = ids
+        self.used = used or []
         self.calls: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
 
     def image_exists(self, iid: str) -> bool:
-        self.calls.append(("status", iid))
+        with self.lock:
+            self.calls.append(("status", iid))
         return iid in self.ids
 
+    def list_containers(self, *, annotations: bool = True) -> list[Container]:
+        with self.lock:
+            self.calls.append(("list", ""))
+        return list(self.used)
+
     def remove_image(self, iid: str) -> bool:
-        self.calls.append(("remove", iid))
+        with self.lock:
+            self.calls.append(("remove", iid))
         if iid not in self.ids:
             return False
         self.ids.discard(iid)
         return True
 
 
+def _user(cid: str, **image: str) -> Container:
+    from dataclasses import replace
+
+    return replace(ctr(cid), **image)
+
+
 def test_image_remover_rechecks_use_and_existence() -> None:
+    """Each image is re-checked right before its RemoveImage: gone → skipped; used by any
+    container the runtime has at that moment (any state; by ID, tag or digest) → skipped."""
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.model import Image
     from kubegc_cli.plan import ImageAction
 
-    cri = ScriptedImages({"free", "busy"})
-    acts = [ImageAction(Image(i, size=10), 1, 0, "space", "t") for i in ("free", "busy", "gone")]
-    client: Any = cri
-    ImageRemover(client, concurrency=1, in_use=frozenset({"busy"})).run(acts)
-    assert [(a.id, a.result, a.bytes_freed) for a in acts] == [
-        ("free", Result.REMOVED, 10),
-        ("busy", Result.SKIPPED, 0),
-        ("gone", Result.SKIPPED, 0),
+    images = {
+        "free": Image("free", size=10),
+        "busy": Image("busy", size=10),
+        "tagged": Image("tagged", repo_tags=("r/t:1",), size=10),
+        "digest": Image("digest", repo_digests=("r/d@sha256:1",), size=10),
+        "gone": Image("gone", size=10),
+    }
+    users = [
+        _user("e", image_id="busy"),
+        _user("t", image="r/t:1"),
+        _user("d", image_ref="r/d@sha256:1"),
     ]
-    assert ("remove", "busy") not in cri.calls and cri.ids == {"busy"}
+    cri = ScriptedImages(set(images) - {"gone"}, users)
+    acts = [ImageAction(img, 1, 0, "space", "t") for img in images.values()]
+    client: Any = cri
+    ImageRemover(client, concurrency=1).run(acts)
+    assert [(a.id, a.result, a.error, a.bytes_freed) for a in acts] == [
+        ("free", Result.REMOVED, "", 10),
+        ("busy", Result.SKIPPED, "used by a container now", 0),
+        ("tagged", Result.SKIPPED, "used by a container now", 0),
+        ("digest", Result.SKIPPED, "used by a container now", 0),
+        ("gone", Result.SKIPPED, "gone before removal", 0),
+    ]
+    assert cri.ids == {"busy", "tagged", "digest"}
+    # the list is read after the image's status, right before its removal
+    assert cri.calls[:3] == [("status", "free"), ("list", ""), ("remove", "free")]
+
+
+def test_an_image_a_container_takes_during_the_stage_is_kept() -> None:
+    """A container created with a planned image while the stage runs (after earlier removals)
+    protects it: containerd would remove the image of a running container without complaint."""
+    from kubegc_cli.execute import ImageRemover
+    from kubegc_cli.model import Image
+    from kubegc_cli.plan import ImageAction
+
+    class Taker(ScriptedImages):
+        def remove_image(self, iid: str) -> bool:
+            if iid == "first":  # a pod starts with "second" while "first" is being removed
+                self.used.append(_user("new", image_id="second"))
+            return super().remove_image(iid)
+
+    cri = Taker({"first", "second"})
+    acts = [ImageAction(Image(i, size=1), 1, 0, "space", "t") for i in ("first", "second")]
+    client: Any = cri
+    ImageRemover(client, concurrency=1).run(acts)
+    assert [(a.id, a.result) for a in acts] == [
+        ("first", Result.REMOVED),
+        ("second", Result.SKIPPED),
+    ]
+    assert cri.ids == {"second"}
+
+
+def test_a_shared_reading_is_never_older_than_the_asking() -> None:
+    """Callers that arrive while a reading is in flight wait for the next one, which they
+    share: each gets a reading begun after it asked; many callers, few calls."""
+    from kubegc_cli.execute import SharedReading
+
+    clock = [0]
+    began: list[int] = []
+    release = threading.Event()
+    lock = threading.Lock()
+
+    def read() -> int:
+        with lock:
+            clock[0] += 1
+            stamp = clock[0]
+            began.append(stamp)
+        release.wait(0.05)
+        return stamp
+
+    shared = SharedReading(read)
+    asked: dict[int, int] = {}
+    got: dict[int, int] = {}
+
+    def caller(i: int) -> None:
+        with lock:
+            asked[i] = clock[0]  # readings begun before this call
+        got[i] = shared.get()
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got[i] > asked[i] for i in range(8))  # begun after the caller asked
+    assert shared.calls == len(began) < 8
+
+    def fail() -> int:
+        raise RuntimeUnavailable("ListContainers: down", "UNAVAILABLE")
+
+    with pytest.raises(RuntimeUnavailable, match="down"):
+        SharedReading(fail).get()
 
 
 def _stop_at_third_submit(monkeypatch: pytest.MonkeyPatch, stop: Callable[[], None]) -> list[int]:
@@ -493,3 +793,61 @@ def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(
     assert counted == [300]  # the signal waited for the queue
     results = [a.result for a in actions]
     assert set(results) <= {Result.REMOVED, Result.SKIPPED} and Result.SKIPPED in results
+
+
+def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
+    """`PodLiveness`: a pod dead at the baseline (NOTREADY sandbox, EXITED containers) is asked
+    with one filtered ListPodSandbox per question, and is alive as soon as it has a READY
+    sandbox or any sandbox new since the baseline (which may have run a container). A pod
+    alive at the baseline, or with a container in a sandbox not its own, is asked in full."""
+    from dataclasses import replace
+
+    from kubegc_cli.execute import PodLiveness
+    from tests.unit.memorycri import MemoryCri
+
+    def sb(sid: str, uid: str, state: SandboxState) -> Sandbox:
+        return Sandbox(sid, "p", "ns", uid, 0, state, 0, labels={LABEL_POD_UID: uid})
+
+    nr, ready = SandboxState.NOTREADY, SandboxState.READY
+
+    class Counting(MemoryCri):
+        calls: list[str]
+
+        def list_sandboxes(self, labels: Any = None) -> list[Sandbox]:
+            self.calls.append("sandboxes")
+            return super().list_sandboxes(labels)
+
+        def list_containers(self, *args: Any, **kwargs: Any) -> list[Container]:
+            self.calls.append("containers")
+            return super().list_containers(*args, **kwargs)
+
+    cri = Counting(
+        {
+            "x0": ctr("x0", uid="x"),
+            "y0": ctr("y0", uid="y", state="RUNNING"),
+            "z0": replace(ctr("z0", uid="z"), pod_sandbox_id="sb-y"),  # not in its own sandbox
+        },
+        {"sb-x": sb("sb-x", "x", nr), "sb-y": sb("sb-y", "y", nr), "sb-z": sb("sb-z", "z", nr)},
+    )
+    cri.calls = []
+    client: Any = cri
+    pods = PodLiveness(client)
+    assert pods.alive("x") is False
+    assert cri.calls == ["sandboxes", "containers", "sandboxes"]  # baseline, then one list
+    cri.calls.clear()
+    assert pods.alive("x") is False and cri.calls == ["sandboxes"]
+
+    cri.sandboxes["sb-x2"] = sb("sb-x2", "x", nr)  # run and stopped since: it may hold a
+    assert pods.alive("x") is True  # running container
+    del cri.sandboxes["sb-x2"]
+    cri.sandboxes["sb-x"] = sb("sb-x", "x", ready)
+    assert pods.alive("x") is True
+
+    cri.calls.clear()
+    assert pods.alive("y") is True  # RUNNING at the baseline: asked in full, every time
+    cri.containers["y0"] = ctr("y0", uid="y")
+    assert pods.alive("y") is False
+    assert cri.calls == ["sandboxes", "containers"] * 2
+    cri.calls.clear()
+    assert pods.alive("z") is False and cri.calls == ["sandboxes", "containers"]
+    assert pods.alive("gone") is False  # no sandbox, no container: dead

@@ -389,7 +389,13 @@ def test_a_pod_alive_by_its_ready_sandbox_keeps_its_log_dir(
 
 @pytest.mark.parametrize(
     ("sandbox", "container", "removed"),
-    [(None, None, True), ("NOTREADY", None, True), ("READY", None, False), (None, "EXITED", False)],
+    [
+        (None, None, True),
+        ("NOTREADY", None, True),
+        ("READY", None, False),
+        (None, "EXITED", False),
+        ("NOTREADY", "RUNNING", False),
+    ],
 )
 def test_removal_rechecks_the_runtime_for_the_pod(
     tmp_path: Path, sandbox: str | None, container: str | None, removed: bool
@@ -412,5 +418,5 @@ def test_removal_rechecks_the_runtime_for_the_pod(
     remover.run([action])
     assert (action.result is Result.REMOVED) is removed, action.error
     assert gone.exists() is not removed
-    if sandbox == "READY":
-        assert action.error == "the runtime has a READY sandbox of it now"
+    if sandbox == "READY" or container == "RUNNING":
+        assert action.error == "the pod is alive now"
