@@ -32,11 +32,18 @@ class BadInput(KubegcError):
     exit_code = 2
 
 
+#: gRPC status codes of a call the runtime left unanswered: it could not be reached, did not
+#: answer in time, or cut the call off (CANCELLED: kubegc never cancels a call of its own, so
+#: that is the runtime shutting down with the call in flight). For a change, the outcome is
+#: unknown.
+UNANSWERED_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED"})
+
+
 class RuntimeUnavailable(KubegcError):
     """The CRI runtime cannot be reached, refused a call, or its full inventory cannot be read.
 
     Exit code 3. `code` is the gRPC status name of the failed call ("" when no call was made),
-    so callers can tell a runtime that stopped answering (`UNAVAILABLE`, `DEADLINE_EXCEEDED`)
+    so callers can tell a runtime that stopped answering (`UNANSWERED_CODES`)
     from one that refused one object (`NOT_FOUND`, `FAILED_PRECONDITION`, ...).
     """
 
@@ -49,7 +56,7 @@ class RuntimeUnavailable(KubegcError):
     @property
     def unreachable(self) -> bool:
         """The runtime did not answer at all (as opposed to refusing this one call)."""
-        return self.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "")
+        return self.code == "" or self.code in UNANSWERED_CODES
 
 
 class SignalUnavailable(RuntimeUnavailable):

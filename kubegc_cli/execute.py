@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.errors import UNANSWERED_CODES, RuntimeUnavailable
 from kubegc_cli.host.logs import LogRemovalError, LogRoots, host_path_of, remove_container_logs
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.podlogs import LogDirChanged, remove_dangling_link, remove_pod_log_dir
@@ -149,7 +149,7 @@ def _maybe_done(exc: RuntimeUnavailable, what: str) -> RuntimeUnavailable:
     saying the outcome is unknown when the call may have been carried out unanswered: its
     deadline passed, or the connection went (`UNAVAILABLE`: the runtime may have died after
     doing it). `what` ends "the runtime may still ..."."""
-    if exc.code not in ("DEADLINE_EXCEEDED", "UNAVAILABLE"):
+    if exc.code not in UNANSWERED_CODES:
         return exc
     return RuntimeUnavailable(
         f"{exc}; {OUTCOME_UNKNOWN} (the runtime may still {what})", code=exc.code

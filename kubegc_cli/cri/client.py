@@ -70,6 +70,8 @@ def describe_rpc_error(err: grpc.RpcError, endpoint: str, what: str, timeout: fl
         return f"{what} on {endpoint}: reply too large ({details}); raise --max-recv-size"
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"cannot reach the CRI runtime at {endpoint}: {details or 'unavailable'}"
+    if code == grpc.StatusCode.CANCELLED:
+        return f"{what} on {endpoint} was cut off by the runtime (CANCELLED: it stopped answering)"
     name = code.name if code is not None else "error"
     return f"{what} on {endpoint} failed: {name}: {details}"
 

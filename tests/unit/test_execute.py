@@ -423,20 +423,22 @@ def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path, signam
     assert out["removes"] == [f"c{i}" for i in range(done)]
 
 
-def test_a_runtime_that_stops_answering_halts_the_run(tmp_path: Path) -> None:
-    """After max(3, concurrency) unreachable calls in a row, nothing new is started."""
+@pytest.mark.parametrize("code", ["DEADLINE_EXCEEDED", "UNAVAILABLE", "CANCELLED"])
+def test_a_runtime_that_stops_answering_halts_the_run(tmp_path: Path, code: str) -> None:
+    """After max(3, concurrency) unreachable calls in a row, nothing new is started. A call
+    the runtime cut off (CANCELLED: a runtime shutting down with calls in flight) is one."""
     from kubegc_cli.execute import HALTED
 
     cs = [ctr(f"c{i}", attempt=i) for i in range(50)]
     cri = ScriptedCri(
         {c.id: Status(ContainerState.EXITED, c.created_at) for c in cs},
         fail={("status", c.id) for c in cs[5:]},
-        fail_code="DEADLINE_EXCEEDED",
+        fail_code=code,
     )
     acts = [action(c) for c in cs]
     r = remover(cri, tmp_path, concurrency=1)
     r.run(acts)
-    assert r.halted
+    assert r.halted and r.runtime_gone
     assert [a.result for a in acts[:5]] == [Result.REMOVED] * 5
     assert [a.result for a in acts[5:8]] == [Result.FAILED] * 3
     assert all(a.result is Result.SKIPPED and a.error == HALTED for a in acts[8:])
