@@ -1082,8 +1082,8 @@ def history(ctx: click.Context, /, runs: int) -> None:
       kubegc history --runs 1 -o json
     """
     from kubegc_cli import render
-    from kubegc_cli.render import safe_text
     from kubegc_cli.state import read_history
+    from kubegc_cli.units import safe_text
 
     s = settings_from(ctx)
     items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output, s.limit).warn)
