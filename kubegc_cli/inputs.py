@@ -220,18 +220,26 @@ def shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def decode_yaml(text: str, what: str) -> Any:
+def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     """The decoded YAML document `text` (safe loader) that `what` names: the one reader of
     every YAML document from outside kubegc (config files, kubeconfigs, snapshots).
 
     Raises `Malformed` (one line naming `what` and the first problem): not YAML, an integer
     Python cannot read, an alias inside its own anchor, aliases that expand to more than
     `ALIAS_EXPANSION_PER_BYTE` values per byte, more than `MAX_NESTING` levels of mappings and
-    lists (never a `RecursionError`), a string holding a NUL."""
+    lists (never a `RecursionError`), a string holding a NUL; with `unique_keys` (kubegc's own
+    files, as JSON is read), a mapping with one key twice (which one counts?). Without it a
+    later key wins, as the YAML readers of the kubelet, crictl and kubectl have it. A merge
+    key's (`<<`) values that the mapping overrides are no key given twice."""
     import yaml
 
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_unique_key_loader() if unique_keys else yaml.SafeLoader)
+    except _KeyTwice as exc:
+        key = repr(exc.key) if isinstance(exc.key, str) else shown(exc.key)  # as decode_json
+        raise Malformed(
+            f"{what}: key {key} appears twice in one mapping (line {exc.line})"
+        ) from None
     except yaml.YAMLError as exc:
         raise Malformed(f"{what} is not valid YAML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
@@ -257,11 +265,39 @@ def decode_yaml(text: str, what: str) -> Any:
     return doc
 
 
-def parse_yaml(text: str, path: Path, what: str) -> Any:
+class _KeyTwice(Exception):
+    def __init__(self, key: Any, line: int) -> None:
+        self.key, self.line = key, line
+
+
+def _unique_key_loader() -> Any:
+    """The safe loader, refusing (`_KeyTwice`) a key given twice in one mapping."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    twice = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the safe loader's own error says so
+                    continue
+                if twice:
+                    raise _KeyTwice(key, key_node.start_mark.line + 1)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def parse_yaml(text: str, path: Path, what: str, *, unique_keys: bool = False) -> Any:
     """`decode_yaml` of a file a user named: `BadInput` naming `what` and `path` for every
     problem it finds (see there)."""
     try:
-        return decode_yaml(text, f"{what} {path}")
+        return decode_yaml(text, f"{what} {path}", unique_keys=unique_keys)
     except Malformed as exc:
         raise BadInput(str(exc)) from None
 

@@ -1275,3 +1275,66 @@ def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
             lying_runtime.endpoint, "gc", "images", "--dry-run"]  # fmt: skip
     code, _, err = run_cli(argv)
     assert code == 0 and "Traceback" not in err, err
+
+
+def saved_plans(work: Path) -> list[dict[str, Any]]:
+    """Plan files as `--plan-out` writes them, of every kind of action `apply` carries out:
+    a `gc all` plan (container, sandbox, pod log directory held back, legacy link, a kept
+    container) and a `gc images` plan."""
+    from kubegc_cli.app import Settings
+    from kubegc_cli.plan import (
+        ContainerAction,
+        ImageAction,
+        LogAction,
+        Plan,
+        Result,
+        SandboxAction,
+    )
+    from kubegc_cli.saved_plan import saved_document
+
+    cri = node()
+    uid = "66666666-2222-3333-4444-555555555555"
+    dead = Sandbox("sb-gone", "gone", "default", uid, 0, SandboxState.NOTREADY, NOW - 900 * S)
+    everything: Plan[Any] = Plan(
+        kind="GCPlan", policy={"containers": {"match_kubelet": False}}, now=NOW,
+        actions=[
+            ContainerAction(cri.containers["dead0000"], "max-per-pod-container", "r"),
+            SandboxAction(dead, "deleted-pod", "pod gone", 0),
+            LogAction("pod-log-dir", f"/var/log/pods/default_gone_{uid}", "", uid,
+                      "deleted-pod", "pod gone", 10, Result.HELD_BACK, "held back by a cap"),
+            LogAction("log-symlink", "/var/log/containers/gone_default_app-abcdef.log", "", "",
+                      "container-gone", "dangling"),
+        ],
+        kept=[ContainerAction(cri.containers["dead0002"], "max-per-pod-container", "newest",
+                              Result.KEPT)],
+        notes=["a note"], source="memory",
+    )  # fmt: skip
+    image = Image("sha256:aa", ("busybox:1",), ("busybox@sha256:bb",), 10, False)
+    images: Plan[Any] = Plan(
+        kind="ImageGCPlan", policy={"keep": ["registry.k8s.io/*"], "sandbox_image": "pause"},
+        now=NOW, actions=[ImageAction(image, NOW - 1000 * S, NOW - 100 * S, "max-age", "old")],
+    )  # fmt: skip
+    s = Settings(host_root=work / "host")
+    return [json.loads(json.dumps(saved_document(p, s))) for p in (everything, images)]
+
+
+#: How Python, not a plan file, would put it.
+PYTHON_WORDS = (
+    "object has no attribute", "' object", "subscriptable", "not iterable", "unhashable",
+    "dictionary update", "invalid literal", "argument must be", "True", "False", "None",
+)  # fmt: skip
+
+
+@FUZZ
+@given(which=st.sampled_from([0, 1]), data=st.data())
+def test_plan_file(work: Path, which: int, data: st.DataObject) -> None:
+    """`apply` of a plan file with values of any type anywhere: a normal run, or one line
+    naming the file, in the file's terms (its fields and JSON's values), never Python's."""
+    text = data.draw(mutated(lambda: saved_plans(work)[which]))
+    f = work / "plan.json"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "--pod-source", "none", "apply", str(f), "--dry-run"])
+    if check(result, [str(f)], cri) == 2:
+        assert not any(w in result[2] for w in PYTHON_WORDS), result[2]
