@@ -37,6 +37,7 @@ from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 from kubegc_cli.stop import Terminated, ending, first_stop
+from kubegc_cli.units import safe_text
 
 if TYPE_CHECKING:
     from kubegc_cli.settings import Settings
@@ -1027,7 +1028,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     outcome(plan)
     if s.quiet and s.output == "table":
         for f in [*plan.actions, *plan.kept]:
-            click.echo(f.target)
+            click.echo(safe_text(f.target))  # a host path: escaped as in the table
     else:
         emit_plan(plan, s)
     if plan.runtime_error:
@@ -1083,7 +1084,6 @@ def history(ctx: click.Context, /, runs: int) -> None:
     """
     from kubegc_cli import render
     from kubegc_cli.state import read_history
-    from kubegc_cli.units import safe_text
 
     s = settings_from(ctx)
     items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output, s.limit).warn)

@@ -296,3 +296,12 @@ def test_an_endpoint_error_names_where_the_endpoint_was_given(
     got, out, err = run(["--config", str(cfg), *flag, "gc", "containers", "--dry-run"], capsys)
     assert (got, out) == (code, "") and err.count("\n") == 1, err
     assert said.format(cfg=cfg) in err
+
+
+def test_table_view_shows_values_escaped_as_tables_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = config(tmp_path, 'state-dir: "/srv/k\\e]0;owned\\a"\n')
+    code, out, err = run(["--config", str(cfg), "config", "view"], capsys)
+    assert code == 0, err
+    assert "\x1b" not in out and "/srv/k\\x1b]0;owned\\x07" in out
