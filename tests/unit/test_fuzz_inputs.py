@@ -1338,3 +1338,47 @@ def test_plan_file(work: Path, which: int, data: st.DataObject) -> None:
         result = run_cli([*base(work), "--pod-source", "none", "apply", str(f), "--dry-run"])
     if check(result, [str(f)], cri) == 2:
         assert not any(w in result[2] for w in PYTHON_WORDS), result[2]
+
+
+@pytest.mark.parametrize("form", ["json", "yaml-flow", "yaml-block", "json-objects"])
+def test_the_nesting_limit_is_exact(form: str) -> None:
+    """`MAX_NESTING` levels are read, one more is refused with the reason, whatever the
+    recursion limit would have allowed."""
+    from kubegc_cli.inputs import Malformed, decode_json, decode_yaml
+
+    def text(levels: int) -> str:
+        if form == "json-objects":
+            return '{"a":' * levels + "1" + "}" * levels
+        if form == "yaml-block":
+            return "".join(" " * i + "- \n" for i in range(levels - 1)) + " " * levels + "- x\n"
+        return "[" * levels + "1" + "]" * levels
+
+    decode = decode_json if form.startswith("json") else decode_yaml
+    assert decode(text(MAX_NESTING), "doc") is not None
+    with pytest.raises(Malformed, match=f"doc is nested too deeply .*more than {MAX_NESTING}"):
+        decode(text(MAX_NESTING + 1), "doc")
+
+
+@DEEP
+@given(text=deep_in(lambda: {"kind": "RuntimeFilesystems", "version": 1, "runtimes": {
+    "unix:///run/containerd/containerd.sock": {"socket": [1, 2, 3],
+                                               "image_filesystems": ["/var/lib/containerd"],
+                                               "container_filesystems": []}}}))  # fmt: skip
+def test_a_deeply_nested_runtime_fs_cache_is_damaged_warned_and_replaced(
+    work: Path, text: str
+) -> None:
+    """`evict check`'s cache in the state dir: one warning naming it, no entry, and the
+    next `remember` writes a good file over it."""
+    from kubegc_cli.cri import fscache
+
+    state = work / "deep-fscache"
+    state.mkdir(exist_ok=True)
+    fscache.cache_path(state).write_text(text)
+    warned: list[str] = []
+    endpoint = "unix:///run/containerd/containerd.sock"
+    found, why = fscache.lookup(state, endpoint, (1, 2, 3), work / "host", warned.append)
+    if found is None and why.endswith(fscache.DAMAGED):
+        assert len(warned) == 1 and str(fscache.cache_path(state)) in warned[0], warned
+    assert fscache.remember(state, endpoint, (1, 2, 3), ["/var/lib/containerd"], []) == ""
+    again = json.loads(fscache.cache_path(state).read_text())
+    assert again["runtimes"][endpoint]["image_filesystems"] == ["/var/lib/containerd"]
