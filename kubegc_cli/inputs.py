@@ -1,6 +1,12 @@
-"""Reading the files a user hands kubegc (pods file, snapshot, kubelet config, crictl.yaml).
+"""Reading the files a user hands kubegc (pods file, snapshot, kubelet config, crictl.yaml),
+and decoding every document that comes from outside kubegc.
 
-Every failure is a `BadInput` whose one line names what the file is for, the path and why.
+`decode_json` and `decode_yaml` are the only decoders of foreign bytes — files a user names,
+the runtime's verbose info, Kubernetes API replies, files in the state directory — and refuse
+the same things everywhere (`Malformed`, one line naming the document): each caller says what
+a document it cannot read means there. For a file a user named (`parse_json`, `parse_yaml`,
+`read_text`) every failure is a `BadInput` whose one line names what the file is for, the
+path and why.
 Regular files and pipes (`--pods-file <(kubectl get pods -o json)`) are read; directories and
 devices are refused, and nothing larger than `MAX_INPUT_BYTES` is read.
 """
