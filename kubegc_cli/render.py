@@ -21,7 +21,8 @@ from kubegc_cli.plan import (
     Result,
     SandboxAction,
 )
-from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration, safe_text
+from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
+from kubegc_cli.units import safe_text as safe_text  # (was defined here: still importable)
 
 if TYPE_CHECKING:
     from kubegc_cli.pods.evicted import PodAction
