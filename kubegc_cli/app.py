@@ -146,7 +146,7 @@ def load_snapshot(path: Path) -> NodeSnapshot:
     if text.lstrip().startswith(("{", "[")):
         doc = parse_json(text, path, "snapshot")
     else:
-        doc = parse_yaml(text, path, "snapshot")
+        doc = parse_yaml(text, path, "snapshot", unique_keys=True)
     return NodeSnapshot.from_dict(doc, source=f"snapshot {path}")
 
 

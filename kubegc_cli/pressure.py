@@ -603,7 +603,7 @@ def runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
         ident = fscache.socket_identity(ep.path)
         why = f"{ep.path} is not a socket"
     if ident is not None:
-        found, why = fscache.lookup(s.state_dir, ep.address, ident, s.host_root)
+        found, why = fscache.lookup(s.state_dir, ep.address, ident, s.host_root, ui.warn)
         if found is not None:
             ui.info(
                 f"image filesystem from the cache {where}: the runtime's socket {ep.path} is "

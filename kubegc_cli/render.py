@@ -21,7 +21,8 @@ from kubegc_cli.plan import (
     Result,
     SandboxAction,
 )
-from kubegc_cli.units import NS_PER_SECOND, escaped_char, format_bytes, format_duration
+from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_duration
+from kubegc_cli.units import safe_text as safe_text  # (was defined here: still importable)
 
 if TYPE_CHECKING:
     from kubegc_cli.pods.evicted import PodAction
@@ -87,15 +88,6 @@ def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
 
         out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
     out.flush()  # a reader that closed the pipe is seen here (exit 141), not at exit
-
-
-def safe_text(value: str) -> str:
-    """Runtime-supplied text made harmless for a terminal: control characters (escape
-    sequences, newlines) are shown as escapes (`\\x1b`, `\\u2028`; a name's undecodable
-    byte as `\\xff`, `escaped_char`) instead of being sent to the screen."""
-    if value.isprintable():
-        return value
-    return "".join(ch if ch.isprintable() else escaped_char(ch) for ch in value)
 
 
 def _short(cid: str) -> str:

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from kubegc_cli.render import _console, safe_text
+from kubegc_cli.render import _console
 from kubegc_cli.render_pressure import _b, _rows_table
-from kubegc_cli.units import format_bytes
+from kubegc_cli.units import format_bytes, safe_text
 
 if TYPE_CHECKING:
     from kubegc_cli.df import DfReport, Filesystem, Line, Progress

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from kubegc_cli.render import _console, safe_text
-from kubegc_cli.units import format_bytes
+from kubegc_cli.render import _console
+from kubegc_cli.units import format_bytes, safe_text
 
 if TYPE_CHECKING:
     from kubegc_cli.pressure import EvictionReport, MemoryReport

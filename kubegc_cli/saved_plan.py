@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubegc_cli import __version__
 from kubegc_cli.errors import BadInput
+from kubegc_cli.inputs import shown
 from kubegc_cli.model import (
     API_VERSION,
     Container,
@@ -60,6 +61,9 @@ from kubegc_cli.model import (
     NodeSnapshot,
     Sandbox,
     SandboxState,
+    _json_type,
+    _text,
+    _whole,
 )
 from kubegc_cli.plan import (
     GONE,
@@ -182,66 +186,147 @@ def _log_path(kind: str, path: str, pod_uid: str) -> None:
         raise ValueError(f"log symlink {path!r} is not a *.log directly in {CONTAINER_LOGS_DIR}")
 
 
+def _said(value: Any) -> str:
+    """A value of the plan file for a message: a string as Python quotes it (`'x'`), any other
+    value as JSON writes it (`null`, `true`, `{"a": 1}`), never as Python spells it."""
+    return repr(value) if isinstance(value, str) else shown(value)
+
+
+def _text_or_empty(d: dict[str, Any], key: str) -> str:
+    """The string under `key` of a plan's object; "" when missing or null. `TypeError` naming
+    the key and the value (as JSON) for anything else."""
+    return "" if d.get(key) is None else _text(d, key)
+
+
+def _object_of(d: dict[str, Any]) -> dict[str, Any]:
+    """An action's `object` (what the runtime listed). `KeyError` when missing, `TypeError`
+    when it is not an object."""
+    value = d["object"]
+    if not isinstance(value, dict):
+        raise TypeError(f"object is {_json_type(value)}, not an object")
+    return value
+
+
 def _action(d: dict[str, Any], s: Settings, result: Result, kinds: tuple[str, ...] = ()) -> Any:
     """One action (or kept object) of a saved plan; an action's `kind` must be one of `kinds`
-    and its rule one that selects that kind. Raises KeyError/ValueError/TypeError."""
-    kind = d["kind"]
-    rule, reason = str(d["rule"]), str(d.get("reason", ""))
-    if kinds and kind not in kinds:
-        raise ValueError(f"a {kind!r} action cannot be in this plan (only {', '.join(kinds)})")
+    and its rule one that selects that kind. Raises KeyError (a missing field), ValueError or
+    TypeError (a field of another kind or value), each worded in the plan file's terms."""
+    kind, ident = d.get("kind"), d.get("id")
+    if not isinstance(kind, str) or (kinds and kind not in kinds):
+        raise ValueError(f"a {_said(kind)} action cannot be in this plan (only {', '.join(kinds)})")
+    rule, reason = _text(d, "rule", required=True), _text_or_empty(d, "reason")
     if result is not Result.KEPT and kind in RULES and rule not in RULES[kind]:
-        raise ValueError(f"{kind} {d.get('id')!r}: {rule!r} is not a rule that removes a {kind}")
+        raise ValueError(f"{kind} {_said(ident)}: {rule!r} is not a rule that removes a {kind}")
+    if kind in ("container", "sandbox", "image"):
+        ident = _text(d, "id", required=True)
     if kind == "container":
-        c = Container.from_dict(d["object"])
-        if c.id != d["id"]:
-            raise ValueError(f"action {d['id']!r} and its object {c.id!r} differ")
+        c = Container.from_dict(_object_of(d))
+        if c.id != ident:
+            raise ValueError(f"action {ident!r} and its object {c.id!r} differ")
         return ContainerAction(
             c, rule, reason, result, stop_first=c.state is ContainerState.UNKNOWN
         )
     if kind == "sandbox":
-        sb = Sandbox.from_dict(d["object"])
-        if sb.id != d["id"]:
-            raise ValueError(f"action {d['id']!r} and its object {sb.id!r} differ")
-        return SandboxAction(sb, rule, reason, int(d.get("container_count", 0)), result)
+        sb = Sandbox.from_dict(_object_of(d))
+        if sb.id != ident:
+            raise ValueError(f"action {ident!r} and its object {sb.id!r} differ")
+        return SandboxAction(sb, rule, reason, _whole(d, "container_count"), result)
     if kind in LOG_KINDS:
         from kubegc_cli.host.logs import on_host
 
-        path, pod_uid = str(d["path"]), str(d.get("pod_uid", ""))
+        path, pod_uid = _text(d, "path", required=True), _text_or_empty(d, "pod_uid")
         if result is not Result.KEPT:
             _log_path(kind, path, pod_uid)
         return LogAction(
-            kind, path, on_host(s.host_root, path), pod_uid, rule, reason,
-            int(d.get("bytes", 0)), result,
+            kind, path, on_host(s.host_root, path), pod_uid, rule, reason, _whole(d, "bytes"),
+            result,
         )  # fmt: skip
     if kind == "image":
-        img = Image.from_dict(d["object"])
-        if img.id != d["id"]:
-            raise ValueError(f"action {d['id']!r} and its object {img.id!r} differ")
-        last = d.get("last_used")
+        img = Image.from_dict(_object_of(d))
+        if img.id != ident:
+            raise ValueError(f"action {ident!r} and its object {img.id!r} differ")
+        last = _text_or_empty(d, "last_used")
         return ImageAction(
-            img, rfc3339_to_ns(str(d["first_detected"]), what="first_detected"),
-            rfc3339_to_ns(str(last), what="last_used") if last else 0, rule, reason, result,
+            img, rfc3339_to_ns(_text(d, "first_detected", required=True), what="first_detected"),
+            rfc3339_to_ns(last, what="last_used") if last else 0, rule, reason, result,
         )  # fmt: skip
     raise ValueError(f"unknown action kind {kind!r}")
+
+
+def _items_of(doc: dict[str, Any], key: str, *, required: bool = False) -> list[Any]:
+    """The list under `key` of the plan (missing or null: empty, unless `required`).
+    `KeyError` when required and missing, `TypeError` when it is not a list."""
+    if doc.get(key) is None and not (required and key not in doc):
+        if required:
+            raise TypeError(f"{key} is null, not a list")
+        return []
+    value = doc[key]
+    if not isinstance(value, list):
+        raise TypeError(f"{key} is {_json_type(value)}, not a list")
+    return value
+
+
+def _parse_actions(
+    doc: dict[str, Any], s: Settings, kinds: tuple[str, ...]
+) -> tuple[list[Any], list[Any]]:
+    """(actions, kept objects) of a saved plan document. Raises `BadInput`, KeyError,
+    ValueError or TypeError, each naming the list and the index of the object at fault."""
+    results = {"planned": Result.PLANNED, "held-back": Result.HELD_BACK}
+    actions: list[Any] = []
+    kept: list[Any] = []
+    for key in ("actions", "kept"):
+        for i, d in enumerate(_items_of(doc, key, required=key == "actions")):
+            where = f"{key}[{i}]"
+            if not isinstance(d, dict):
+                raise TypeError(f"{where} is {_json_type(d)}, not an object")
+            try:
+                if key == "kept":
+                    kept.append(_action(d, s, Result.KEPT, kinds))
+                    continue
+                value = d.get("result")
+                result = results.get(value) if isinstance(value, str) else None
+                if result is None:
+                    raise ValueError(
+                        f"result {_said(value)}; only planned or held-back actions can be applied"
+                    )
+                a = _action(d, s, result, kinds)
+                if result is Result.HELD_BACK:
+                    a.error = _text_or_empty(d, "error") or "held back by the plan's cap"
+                actions.append(a)
+            except KeyError as exc:
+                raise ValueError(f"{where}: missing field {exc.args[0]!r}") from None
+            except (BadInput, ValueError, TypeError) as exc:
+                raise type(exc)(f"{where}: {exc}") from None
+    return actions, kept
+
+
+def _notes_of(doc: dict[str, Any]) -> list[str]:
+    """The plan's notes: a list of strings (missing or null: none). `TypeError` otherwise."""
+    notes = _items_of(doc, "notes")
+    for i, n in enumerate(notes):
+        if not isinstance(n, str):
+            raise TypeError(f"notes[{i}] is {_json_type(n)}, not a string")
+    return notes
 
 
 def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]:
     """(plan, saved section) from a file `--plan-out` wrote. Planned actions come back
     `planned`, held-back ones `held-back`; nothing else is accepted (a plan that was already
-    carried out is not a plan to apply). Raises `BadInput` naming the file and the problem,
-    also when it was made on another node (`this_node`)."""
-    from kubegc_cli.inputs import parse_json, read_text, shown
+    carried out is not a plan to apply). Raises `BadInput` naming the file and the problem
+    (in the file's terms: the field, where it is, and its value as JSON), also when it was
+    made on another node (`this_node`)."""
+    from kubegc_cli.inputs import parse_json, read_text
 
     doc = parse_json(read_text(path, "plan file"), path, "plan file", path_bytes=True)
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(kind, str) or kind not in COMMANDS:
         raise BadInput(
-            f"plan file {path}: not a gc plan (kind {shown(kind)}; expected one of "
+            f"plan file {path}: not a gc plan (kind {_said(kind)}; expected one of "
             f"{', '.join(COMMANDS)})"
         )
     if doc.get("apiVersion") != API_VERSION:
         raise BadInput(
-            f"plan file {path}: apiVersion {doc.get('apiVersion')!r}, this kubegc reads "
+            f"plan file {path}: apiVersion {_said(doc.get('apiVersion'))}, this kubegc reads "
             f"{API_VERSION}"
         )
     saved = doc.get("saved")
@@ -251,44 +336,35 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
         )
     if saved.get("command") != COMMANDS[kind]:
         raise BadInput(
-            f"plan file {path}: saved command {saved.get('command')!r} is not the command of a "
-            f"{kind} ({COMMANDS[kind]!r})"
+            f"plan file {path}: saved command {_said(saved.get('command'))} is not the command "
+            f"of a {kind} ({COMMANDS[kind]!r})"
         )
-    node = str(saved.get("node", ""))
+    node = saved.get("node")
     if node != this_node(s):
         raise BadInput(
-            f"plan file {path} was made on node {node!r}; this is {this_node(s)!r} "
+            f"plan file {path} was made on node {_said(node)}; this is {this_node(s)!r} "
             "(a plan applies only to the node it was made on)"
         )
-    results = {"planned": Result.PLANNED, "held-back": Result.HELD_BACK}
     try:
-        actions = []
-        for i, d in enumerate(doc["actions"]):
-            result = results.get(d.get("result"))
-            if result is None:
-                raise ValueError(
-                    f"action {i} has result {d.get('result')!r}; only planned or held-back "
-                    "actions can be applied"
-                )
-            a = _action(d, s, result, KINDS[kind])
-            if result is Result.HELD_BACK:
-                a.error = str(d.get("error", "")) or "held back by the plan's cap"
-            actions.append(a)
-        kept = [_action(d, s, Result.KEPT, KINDS[kind]) for d in doc.get("kept") or []]
+        actions, kept = _parse_actions(doc, s, KINDS[kind])
+        policy = {} if doc.get("policy") is None else doc["policy"]
+        if not isinstance(policy, dict):
+            raise TypeError(f"policy is {_json_type(policy)}, not an object")
         plan: Plan[Any] = Plan(
-            kind=doc["kind"],
-            policy=dict(doc.get("policy") or {}),
-            now=rfc3339_to_ns(str(doc["now"]), what="plan time"),
+            kind=kind,
+            policy=policy,
+            now=rfc3339_to_ns(_text(doc, "now", required=True), what="plan time"),
             actions=actions,
             kept=kept,
-            notes=[str(n) for n in doc.get("notes") or []],
-            source=str(doc.get("source", "")),
+            notes=_notes_of(doc),
+            source=_text_or_empty(doc, "source"),
         )
     except BadInput as exc:
         raise BadInput(f"plan file {path}: {exc}") from None
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise BadInput(f"plan file {path}: {what}") from None
+    except KeyError as exc:
+        raise BadInput(f"plan file {path}: missing field {exc.args[0]!r}") from None
+    except (ValueError, TypeError) as exc:
+        raise BadInput(f"plan file {path}: {exc}") from None
     ids = [a.id for a in actions]
     if len(set(ids)) != len(ids):
         raise BadInput(f"plan file {path}: an object appears twice among the actions")

@@ -147,6 +147,17 @@ def escaped_char(ch: str) -> str:
     return f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 
+def safe_text(value: str) -> str:
+    """Text from outside kubegc (a runtime, the API, a file) made harmless for a terminal or a
+    log: every character that is not printable — control characters (escape sequences,
+    newlines), separators such as U+2028, format characters such as bidi overrides — is
+    written as its escape (`\\x1b`, `\\u2028`; a name's undecodable byte as `\\xff`,
+    `escaped_char`), so the text stays on its line and shows as what it is."""
+    if value.isprintable():
+        return value
+    return "".join(ch if ch.isprintable() else escaped_char(ch) for ch in value)
+
+
 _DATES: dict[int, str] = {}  # day number since the epoch -> "YYYY-MM-DDT"
 _CLOCKS: dict[int, str] = {}  # second of the day -> "HH:MM:SS" (at most 86,400)
 

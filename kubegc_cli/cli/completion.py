@@ -12,7 +12,6 @@ so far, else the pod log directories `<namespace>_<pod>_<uid>` under the pod log
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kubegc_cli.cli.options import collected
+from kubegc_cli.inputs import Malformed, decode_json
 
 if TYPE_CHECKING:  # click's completion machinery is loaded when a shell asks for completions
     from click.shell_completion import CompletionItem
@@ -53,12 +53,17 @@ def known_pods(ctx: click.Context) -> list[tuple[str, str]]:
         try:
             path = Path(pods_file)
             if path.is_file() and path.stat().st_size <= MAX_PODS_FILE_BYTES:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                for item in doc.get("items") or []:
-                    meta = item.get("metadata") or {}
-                    if meta.get("name"):
-                        pods.add((str(meta.get("namespace") or "default"), str(meta["name"])))
-        except (OSError, ValueError, AttributeError, TypeError):
+                doc = decode_json(path.read_bytes(), f"pods file {path}")
+                items = doc.get("items") if isinstance(doc, dict) else None
+                for item in items if isinstance(items, list) else ():
+                    pod = isinstance(item, dict) and item.get("kind", "Pod") == "Pod"
+                    meta = item.get("metadata") if pod else None
+                    if not isinstance(meta, dict):
+                        continue
+                    name, ns = meta.get("name"), meta.get("namespace") or "default"
+                    if name and isinstance(name, str):
+                        pods.add((ns if isinstance(ns, str) else "default", name))
+        except (OSError, Malformed):
             pass
         return sorted(pods)
     root = os.path.join(str(g.get("host_root") or "/"), POD_LOGS_DIR.lstrip("/"))

@@ -211,7 +211,7 @@ def load_config(root: click.Group, given: str | None, env: Mapping[str, str]) ->
         return ConfigFile()
     if origin == "default" and os.path.exists(path) and not os.path.isfile(path):
         return ConfigFile()
-    doc = parse_yaml(read_text(path, "config file"), path, "config file")
+    doc = parse_yaml(read_text(path, "config file"), path, "config file", unique_keys=True)
     return parse_config(doc, root, path, origin)
 
 

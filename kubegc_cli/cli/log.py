@@ -3,8 +3,11 @@
 stdout carries only a command's result (the table or the document); everything else goes
 here. `--log-format text` writes `kubegc: <message>` (`kubegc: error: <message>` for errors);
 `--log-format json` writes one object a line: `{"time": RFC 3339 UTC, "level": "debug" |
-"info" | "warning" | "error", "message": ...}`. `-q` keeps only errors; `-v` adds info
-lines, `-vv` debug lines (each action's result as it finishes).
+"info" | "warning" | "error", "message": ...}`. Messages carry text from the runtime, the
+API and files (error details, names): in text, every character that is not printable is
+written as its escape (`units.safe_text`, as in tables), so none reaches the terminal as a
+control sequence and every message stays one line; JSON escapes them itself. `-q` keeps only
+errors; `-v` adds info lines, `-vv` debug lines (each action's result as it finishes).
 
 A progress bar (rich, on stderr) is shown while at least `PROGRESS_MIN` removals run, only
 when stderr is a terminal and the log format is text, never with `-q`.
@@ -21,6 +24,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
+
+from kubegc_cli.units import safe_text
 
 PROGRESS_MIN = 5
 LEVELS = ("debug", "info", "warning", "error")
@@ -39,13 +44,15 @@ class Log:
         self.format, self.quiet = fmt, quiet
 
     def format_line(self, level: str, message: str) -> str:
-        """One stderr line for `message` at `level` (no newline)."""
+        """One stderr line for `message` at `level` (no newline; `message` escaped as the
+        module doc says)."""
         if self.format == "json":
             now = time.time()
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
             doc = {"time": f"{stamp}.{int(now % 1 * 1000):03d}Z", "level": level,
                    "message": message}  # fmt: skip
             return json.dumps(doc)
+        message = safe_text(message)
         return f"kubegc: error: {message}" if level == "error" else f"kubegc: {message}"
 
     def emit(self, level: str, message: str) -> None:

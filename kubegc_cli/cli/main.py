@@ -37,6 +37,7 @@ from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
 from kubegc_cli.gcpause import cyclic_gc_paused
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
 from kubegc_cli.stop import Terminated, ending, first_stop
+from kubegc_cli.units import safe_text
 
 if TYPE_CHECKING:
     from kubegc_cli.settings import Settings
@@ -1027,7 +1028,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     outcome(plan)
     if s.quiet and s.output == "table":
         for f in [*plan.actions, *plan.kept]:
-            click.echo(f.target)
+            click.echo(safe_text(f.target))  # a host path: escaped as in the table
     else:
         emit_plan(plan, s)
     if plan.runtime_error:
@@ -1082,7 +1083,6 @@ def history(ctx: click.Context, /, runs: int) -> None:
       kubegc history --runs 1 -o json
     """
     from kubegc_cli import render
-    from kubegc_cli.render import safe_text
     from kubegc_cli.state import read_history
 
     s = settings_from(ctx)

@@ -24,6 +24,7 @@ from kubegc_cli.cli.options import (
     global_options,
     global_sources,
 )
+from kubegc_cli.units import safe_text
 
 
 @click.command("apply", cls=KubegcCommand)
@@ -258,10 +259,11 @@ def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None) -> N
         render.dump_document(doc, output)
         return
     width = max(len("KEY"), *(len(r["key"]) for r in rows))
-    vwidth = min(40, max(len("VALUE"), *(len(_show(r["value"])) for r in rows)))
+    vwidth = min(40, max(len("VALUE"), *(len(safe_text(_show(r["value"]))) for r in rows)))
     click.echo(f"{'KEY':<{width}}  {'VALUE':<{vwidth}}  SOURCE")
     for r in rows:
-        click.echo(f"{r['key']:<{width}}  {_show(r['value']):<{vwidth}}  {r['source']}")
+        value, source = safe_text(_show(r["value"])), safe_text(r["source"])  # as in tables
+        click.echo(f"{r['key']:<{width}}  {value:<{vwidth}}  {source}")
 
 
 def _show(value: Any) -> str:

@@ -18,6 +18,7 @@ import grpc
 from kubegc_cli.cri.endpoint import Endpoint
 from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
 from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.inputs import Malformed, decode_json
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -512,14 +513,13 @@ def netns_from_info(info: Mapping[str, str]) -> str | None:
     lists `linux.namespaces`; the entry of type `network` carries the path (containerd:
     `/var/run/netns/cni-<uuid>`). Returns that path; "" when the spec names no network
     namespace path (a host-network sandbox); None when no value holds a runtime spec (the
-    runtime does not say).
+    runtime does not say). A value that is not JSON kubegc reads (`decode_json`: not JSON,
+    nested too deeply, ...) holds no runtime spec.
     """
-    import json
-
-    for raw in info.values():
+    for key, raw in info.items():
         try:
-            doc = json.loads(raw)
-        except ValueError:
+            doc = decode_json(raw, f"PodSandboxStatus info {key!r}")
+        except Malformed:
             continue
         spec = doc.get("runtimeSpec") if isinstance(doc, dict) else None
         if not isinstance(spec, dict):
@@ -536,12 +536,11 @@ def netns_from_info(info: Mapping[str, str]) -> str | None:
 
 def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:
     """The sandbox (pause) image a runtime says it uses, from verbose `Status` info:
-    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say."""
-    import json
-
+    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say
+    (also when `config` is not JSON kubegc reads, `decode_json`)."""
     try:
-        config = json.loads(info.get("config", "") or "{}")
-    except ValueError:
+        config = decode_json(info.get("config", "") or "{}", "Status info 'config'")
+    except Malformed:
         return None
     value = config.get("sandboxImage") if isinstance(config, dict) else None
     return value if isinstance(value, str) and value else None

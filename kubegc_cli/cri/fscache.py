@@ -24,12 +24,15 @@ import json
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.inputs import Malformed, decode_json
+
 CACHE_NAME = "runtime-fs.json"
+DAMAGED = ", ignored"  # the end of a reason for a file or an entry kubegc does not read
 CACHE_KIND = "RuntimeFilesystems"
 CACHE_VERSION = 1
 MAX_CACHE_BYTES = 64 * 1024
@@ -64,7 +67,8 @@ def describe_identity(ident: SocketIdentity) -> str:
 
 
 def _read(path: Path) -> tuple[dict[str, Any], str]:
-    """The cache file's `runtimes` mapping, and why it is empty ("" when read). A link is not
+    """The cache file's `runtimes` mapping, and why it is empty ("" when read); a reason
+    that ends in `DAMAGED` is a file whose content kubegc does not read. A link is not
     followed (nor is a state dir kubegc may not use read: `kubegc_cli.state.safe_dir`)."""
     from kubegc_cli.errors import BadInput
     from kubegc_cli.state import open_in, safe_dir
@@ -82,18 +86,18 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     except OSError as exc:
         return {}, f"cannot read it ({exc.strerror or exc})"
     if len(raw) > MAX_CACHE_BYTES:
-        return {}, f"larger than {MAX_CACHE_BYTES} bytes, ignored"
+        return {}, f"larger than {MAX_CACHE_BYTES} bytes{DAMAGED}"
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return {}, "not valid JSON, ignored"
+        doc = decode_json(raw, "it")
+    except Malformed as exc:
+        return {}, f"{exc}{DAMAGED}"
     if (
         not isinstance(doc, dict)
         or doc.get("kind") != CACHE_KIND
         or doc.get("version") != CACHE_VERSION
         or not isinstance(doc.get("runtimes"), dict)
     ):
-        return {}, f"not a version {CACHE_VERSION} {CACHE_KIND} document, ignored"
+        return {}, f"not a version {CACHE_VERSION} {CACHE_KIND} document{DAMAGED}"
     return doc["runtimes"], ""
 
 
@@ -107,19 +111,36 @@ def _paths(value: Any) -> list[str] | None:
 
 
 def lookup(
-    state_dir: Path, endpoint: str, ident: SocketIdentity, host_root: Path
+    state_dir: Path,
+    endpoint: str,
+    ident: SocketIdentity,
+    host_root: Path,
+    warn: Callable[[str], None] | None = None,
 ) -> tuple[Mountpoints | None, str]:
     """The mountpoints remembered for `endpoint` while its socket had identity `ident`:
     (mountpoints, "") on a hit; (None, why) otherwise — no file, another socket, a damaged
-    entry, a mountpoint that is no longer a directory under `host_root`. Never raises."""
-    runtimes, why = _read(cache_path(state_dir))
+    file or entry, a mountpoint that is no longer a directory under `host_root`. Never
+    raises: a damaged file or entry (not JSON kubegc reads, `decode_json`; not of the cache's
+    shape) is also said through `warn`, as one line naming the file; the next `remember`
+    replaces it."""
+    path = cache_path(state_dir)
+    found, why = _lookup(path, endpoint, ident, host_root)
+    if why.endswith(DAMAGED) and warn is not None:
+        warn(f"{path}: {why.removesuffix(DAMAGED)}; ignored, the runtime is asked instead")
+    return found, why
+
+
+def _lookup(
+    path: Path, endpoint: str, ident: SocketIdentity, host_root: Path
+) -> tuple[Mountpoints | None, str]:
+    runtimes, why = _read(path)
     if why:
         return None, why
     entry = runtimes.get(endpoint)
     if entry is None:
         return None, f"nothing remembered for {endpoint}"
     if not isinstance(entry, dict):
-        return None, f"the entry for {endpoint} is damaged, ignored"
+        return None, f"the entry for {endpoint} is damaged{DAMAGED}"
     sock = entry.get("socket")
     images = _paths(entry.get("image_filesystems"))
     containers = _paths(entry.get("container_filesystems"))
@@ -131,7 +152,7 @@ def lookup(
         or containers is None
         or not images
     ):
-        return None, f"the entry for {endpoint} is damaged, ignored"
+        return None, f"the entry for {endpoint} is damaged{DAMAGED}"
     if tuple(sock) != ident:
         return None, (
             f"the socket changed since ({describe_identity((sock[0], sock[1], sock[2]))} "

@@ -27,7 +27,6 @@ and writes the audit rows there, like every other acting command.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,7 +41,9 @@ from kubegc_cli.pods.api import (
     ApiUnavailable,
     _client,
     _why,
+    continue_token,
     find_credentials,
+    reply,
 )
 from kubegc_cli.selector import Selector
 from kubegc_cli.units import (
@@ -184,7 +185,7 @@ def list_all(call: Callable[[str | None], bytes], what: str, host: str) -> list[
     token: str | None = None
     while True:
         try:
-            doc = json.loads(call(token))
+            data = call(token)
         except ApiException as exc:
             if not exc.status:  # the client's own transport error, no HTTP answer
                 raise ApiUnavailable(f"Kubernetes API {host} unreachable: {exc.reason}") from None
@@ -194,10 +195,11 @@ def list_all(call: Callable[[str | None], bytes], what: str, host: str) -> list[
             ) from None
         except (HTTPError, OSError, ValueError) as exc:
             raise ApiUnavailable(f"Kubernetes API {host} unreachable: {_first(exc)}") from None
+        doc = reply(data, host, what)
         if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
             raise ApiUnavailable(f"Kubernetes API {host}: {what}: the answer is not a list")
         items.extend(doc["items"])
-        token = (doc.get("metadata") or {}).get("continue") or None
+        token = continue_token(doc, host, what)
         if not token:
             return items
 
@@ -422,10 +424,13 @@ class PodDeleter(Executor[PodAction]):
 
 
 def _pending(resp: Any) -> str:
-    """A note when the answer is the pod itself, still held by finalizers ("" otherwise)."""
+    """A note when the answer is the pod itself, still held by finalizers ("" otherwise; also
+    when the answer is not JSON kubegc reads: the API accepted the deletion all the same)."""
+    from urllib3.exceptions import HTTPError
+
     doc: Any = None
-    with contextlib.suppress(Exception):
-        doc = json.loads(resp.data)
+    with contextlib.suppress(ApiUnavailable, HTTPError, OSError):
+        doc = reply(resp.data, "", "the deleted pod")
     meta = doc.get("metadata") if isinstance(doc, dict) and doc.get("kind") == "Pod" else None
     finalizers = (meta or {}).get("finalizers") or []
     if not finalizers:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.inputs import Malformed, decode_json
 from kubegc_cli.units import format_bytes
 
 NAMESPACE = "default"
@@ -261,12 +262,14 @@ class RateLimit:
     missing, mode 0600, never through a link), and written back on exit. Raises `OSError` on
     entry when the state directory cannot be used, `BadInput` when it is not one kubegc may
     use (`kubegc_cli.state.safe_dir`) or the file is a link; callers then post without a
-    limit (and say so)."""
+    limit (and say so). A file whose content is damaged (`damaged` says how) counts as no
+    Event posted yet, and is replaced on exit."""
 
     def __init__(self, state_dir: Path, interval: float) -> None:
         self.path = state_dir / STATE_FILE
         self.interval = interval
         self.last: dict[str, float] = {}
+        self.damaged = ""
         self._fd = -1
         self._dirty = False
 
@@ -279,9 +282,8 @@ class RateLimit:
         raw = b""
         while chunk := os.read(self._fd, 65536):
             raw += chunk
-        with contextlib.suppress(ValueError, AttributeError, TypeError):
-            doc = json.loads(raw or b"{}")
-            self.last = {str(k): float(v) for k, v in (doc.get("last_posted") or {}).items()}
+        self.last, self.damaged = last_posted(raw, str(self.path))
+        self._dirty = bool(self.damaged)  # written back whole on exit
         return self
 
     def due(self, key: str, now: float) -> bool:
@@ -306,6 +308,24 @@ class RateLimit:
             os.close(self._fd)
 
 
+def last_posted(raw: bytes, where: str) -> tuple[dict[str, float], str]:
+    """The `last_posted` times (Unix seconds by `<node>/<reason>`) of the bytes `raw` of the
+    events file `where`, and "" — or no times and why not, one line naming `where`: not JSON
+    kubegc reads (`decode_json`), or not of that shape. Empty bytes are a new file."""
+    if not raw:
+        return {}, ""
+    try:
+        doc = decode_json(raw, where)
+    except Malformed as exc:
+        return {}, str(exc)
+    last = doc.get("last_posted") if isinstance(doc, dict) else None
+    if not isinstance(last, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in last.values()
+    ):
+        return {}, f'{where} is not a {{"last_posted": {{"<node>/<reason>": seconds}}}} document'
+    return {k: float(v) for k, v in last.items()}, ""
+
+
 @contextlib.contextmanager
 def _limits(state_dir: Path, interval: float, warn: Warn) -> Iterator[RateLimit | None]:
     from kubegc_cli.errors import BadInput
@@ -319,6 +339,8 @@ def _limits(state_dir: Path, interval: float, warn: Warn) -> Iterator[RateLimit 
              "rate limit")  # fmt: skip
         yield None
         return
+    if limit.damaged:
+        warn(f"{limit.damaged}; taken as no event posted yet, and replaced")
     try:
         yield limit
     finally:
@@ -332,10 +354,9 @@ def _refusal(exc: Any) -> str:
     status = int(getattr(exc, "status", 0) or 0)
     if status == 403:
         return "403 Forbidden: kubegc needs permission to create events in namespace default"
-    body = getattr(exc, "body", "") or ""
-    detail = ""
-    with contextlib.suppress(ValueError, AttributeError, TypeError):
-        detail = json.loads(body).get("message", "")
+    from kubegc_cli.pods.api import status_message  # (loaded by `record_events` already)
+
+    detail = status_message(getattr(exc, "body", "") or "")
     return f"{status} {getattr(exc, 'reason', '') or ''}".strip() + (
         f": {detail}" if detail else ""
     )

@@ -63,7 +63,9 @@ _STUBS: Any = api_pb2_grpc
 @dataclass
 class Inventory:
     """What the fake runtime has: CRI messages by ID. `log_paths` gives a container's
-    `ContainerStatus.log_path` ("" when absent); `finished_at` its finish time (ns)."""
+    `ContainerStatus.log_path` ("" when absent); `finished_at` its finish time (ns);
+    `status_info` replaces the verbose `Status` info (default: a `config` naming the sandbox
+    image); `sandbox_info` is a sandbox's verbose `PodSandboxStatus` info, by ID."""
 
     containers: dict[str, Any] = field(default_factory=dict)
     sandboxes: dict[str, Any] = field(default_factory=dict)
@@ -71,6 +73,8 @@ class Inventory:
     log_paths: dict[str, str] = field(default_factory=dict)
     finished_at: dict[str, int] = field(default_factory=dict)
     image_fs_mountpoint: str = "/var/lib/containerd"
+    status_info: dict[str, str] | None = None
+    sandbox_info: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def container_pb(
@@ -381,7 +385,10 @@ class _Runtime(_STUBS.RuntimeServiceServicer):  # type: ignore[misc]
 
     def Status(self, request: Any, context: Any) -> Any:
         self.cri.enter("Status", "", context)
-        return _PB.StatusResponse(info={"config": json.dumps({"sandboxImage": SANDBOX_IMAGE})})
+        info = self.inv.status_info
+        if info is None:
+            info = {"config": json.dumps({"sandboxImage": SANDBOX_IMAGE})}
+        return _PB.StatusResponse(info=info)
 
     def ListContainers(self, request: Any, context: Any) -> Any:
         self.cri.enter("ListContainers", "", context)
@@ -466,7 +473,8 @@ class _Runtime(_STUBS.RuntimeServiceServicer):  # type: ignore[misc]
             id=s.id, metadata=s.metadata, state=s.state, created_at=s.created_at,
             labels=s.labels, annotations=s.annotations,
         )  # fmt: skip
-        return _PB.PodSandboxStatusResponse(status=status)
+        info = self.inv.sandbox_info.get(sid, {}) if request.verbose else {}
+        return _PB.PodSandboxStatusResponse(status=status, info=info)
 
     def StopPodSandbox(self, request: Any, context: Any) -> Any:
         sid = request.pod_sandbox_id

@@ -18,6 +18,8 @@ server would, and records every request so tests can assert exactly what kubegc 
   message) when set — as the API server, an Event whose `metadata.namespace` differs from
   the path's is refused 400.
 - `GET /api/v1/nodes/<name>`: the Node in `nodes[name]`, else 404.
+- `raw[(method, path)] = (status, body bytes)` answers that request with exactly those bytes
+  (a reply no API server would send: not JSON, nested thousands of levels deep).
 - Anything else is answered 404/405 and appended to `unexpected`; with `down` every request
   is dropped unanswered and only counted in `dropped`. Every answered request's method and
   path (no query) is appended to `calls`, in order.
@@ -158,6 +160,7 @@ class RecordedApi:
     event_answer: tuple[int, str] | None = None  # forced answer to every Event POST
     nodes: dict[str, Any] = field(default_factory=dict)  # name → Node served by GET
     calls: list[tuple[str, str]] = field(default_factory=list)  # (method, path) answered
+    raw: dict[tuple[str, str], tuple[int, bytes]] = field(default_factory=dict)  # forced bytes
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def answer(self, query: dict[str, list[str]], namespace: str | None = None) -> tuple[int, Any]:
@@ -288,14 +291,25 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
                     self.close_connection = True
                 return recorded.down
 
-        def _call(self) -> None:
+        def _call(self) -> bool:
+            """Record the call; True when a `raw` answer was sent for it."""
+            path = urlparse(self.path).path
             with recorded.lock:
-                recorded.calls.append((self.command, urlparse(self.path).path))
+                recorded.calls.append((self.command, path))
+                forced = recorded.raw.get((self.command, path))
+            if forced is None:
+                return False
+            self.send_response(forced[0])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(forced[1])))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(forced[1])
+            return True
 
         def do_GET(self) -> None:
-            if self._drop():
+            if self._drop() or self._call():
                 return
-            self._call()
             url = urlparse(self.path)
             node = NODE_PATH.fullmatch(url.path)
             if node:
@@ -316,9 +330,8 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
             url = urlparse(self.path)
             m = POD_PATH.fullmatch(url.path)
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self._drop():
+            if self._drop() or self._call():
                 return
-            self._call()
             if not m:
                 return self._unexpected(404)
             body = json.loads(raw) if raw else None
@@ -328,17 +341,16 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
             url = urlparse(self.path)
             m = EVENTS_PATH.fullmatch(url.path)
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self._drop():
+            if self._drop() or self._call():
                 return
-            self._call()
             if not m:
                 return self._unexpected(405)
             body = json.loads(raw) if raw else {}
             self._send(*recorded.post_event(m.group(1), body))
 
         def do_PUT(self) -> None:
-            self._call()
-            self._unexpected(405)
+            if not self._call():
+                self._unexpected(405)
 
         do_PATCH = do_PUT
 
@@ -350,6 +362,81 @@ def serve_recorded_api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
     thread.start()
     try:
         yield recorded, _kubeconfig(tmp_path / "kubeconfig", server.server_port)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Socks5Proxy:
+    """A SOCKS5 proxy (no authentication, CONNECT only) on `port`; `names` maps the host names
+    it resolves itself; each CONNECT's (host as the client sent it, port) is in `connects`."""
+
+    port: int = 0
+    names: dict[str, str] = field(default_factory=dict)
+    connects: list[tuple[str, int]] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def serve_socks5(names: dict[str, str] | None = None) -> Iterator[Socks5Proxy]:
+    """Run a `Socks5Proxy` (RFC 1928) on a free local port while the context lasts."""
+    import socket
+    import socketserver
+    import struct
+
+    proxy = Socks5Proxy(names=dict(names or {}))
+
+    def exactly(conn: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            conn: socket.socket = self.request
+            with contextlib.suppress(OSError):
+                _, n = exactly(conn, 2)
+                exactly(conn, n)  # the methods offered: "no authentication" is taken
+                conn.sendall(b"\x05\x00")
+                *_, atyp = exactly(conn, 4)  # (CONNECT assumed)
+                if atyp == 1:
+                    host = socket.inet_ntoa(exactly(conn, 4))
+                elif atyp == 3:
+                    host = exactly(conn, exactly(conn, 1)[0]).decode()
+                else:
+                    host = socket.inet_ntop(socket.AF_INET6, exactly(conn, 16))
+                (port,) = struct.unpack("!H", exactly(conn, 2))
+                proxy.connects.append((host, port))
+                try:
+                    upstream = socket.create_connection((proxy.names.get(host, host), port), 5)
+                except OSError:
+                    conn.sendall(b"\x05\x05\x00\x01" + bytes(6))  # connection refused
+                    return
+                conn.sendall(b"\x05\x00\x00\x01" + bytes(6))
+                with upstream:
+                    back = threading.Thread(target=pipe, args=(upstream, conn), daemon=True)
+                    back.start()
+                    pipe(conn, upstream)
+                    back.join(10)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    proxy.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy
     finally:
         server.shutdown()
         server.server_close()

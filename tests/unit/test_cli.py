@@ -550,3 +550,20 @@ def test_a_document_into_a_pipe_its_reader_closes_exits_141(tmp_path: Path, fmt:
         shell=True, capture_output=True, text=True, executable="/bin/bash",
     )  # fmt: skip
     assert proc.stdout.strip() == "141" and proc.stderr == ""
+
+
+def test_residue_scan_q_lists_host_paths_escaped_as_the_table_does(tmp_path: Path) -> None:
+    """`-q` prints one target a line: a directory whose name holds an escape sequence and a
+    newline shows them as escapes, on its one line, as the table shows it."""
+    from tests.unit.memorycri import no_runtime, run_cli
+
+    name = "x\x1b]0;owned\x07\nkubegc: forged"
+    (tmp_path / "host/var/lib/kubelet/pods" / name).mkdir(parents=True)
+    argv = ["--host-root", str(tmp_path / "host"), "--state-dir", str(tmp_path / "s"),
+            "--pod-source", "none", "residue", "scan", "--kind", "orphaned-pod-dir"]  # fmt: skip
+    with no_runtime():
+        code, out, err = run_cli([*argv, "-q"])
+        _, table, _ = run_cli(argv)
+    assert code == 3 and "\x1b" not in out and "\x1b" not in err, (out, err)
+    shown = "/var/lib/kubelet/pods/x\\x1b]0;owned\\x07\\x0akubegc: forged"
+    assert out == shown + "\n" and shown in table

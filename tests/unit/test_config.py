@@ -147,6 +147,12 @@ def test_image_settings_file_beats_kubelet_config(
          'CFG: {"a": 1} (expected a single value)'),
         ("timeout: null\n", "timeout in CFG: null (expected a single value)"),
         ("output: true\n", "output in CFG: true (expected one of table, json, yaml)"),
+        # a key given twice: which one counts? (YAML, as JSON, says a key is unique)
+        ("timeout: 30s\ntimeout: 1s\n", "CFG: key 'timeout' appears twice in one mapping (line 2)"),
+        ("gc:\n  containers:\n    max-delete: 1\n    max-delete: 1000\n",
+         "CFG: key 'max-delete' appears twice in one mapping (line 4)"),
+        ("gc: {images: {}}\ngc: {containers: {max-delete: 9}}\n", "key 'gc' appears twice"),
+        ("{timeout: 30s, timeout: 1s}\n", "key 'timeout' appears twice"),
     ],
 )  # fmt: skip
 def test_bad_key_or_value_is_exit_2_naming_key_and_file(
@@ -159,6 +165,25 @@ def test_bad_key_or_value_is_exit_2_naming_key_and_file(
     assert code == 2 and out == ""
     named = named.replace("CFG", str(cfg))
     assert err.count("\n") == 1 and named in err and str(cfg) in err, err
+
+
+def test_a_key_twice_is_refused_only_in_kubegcs_own_files(
+    tmp_path: Path, snap: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubelet config keeps the kubelet's leniency (the last value counts), and a merge
+    key (`<<`) overridden by a key of the same mapping is no key given twice."""
+    kubelet = tmp_path / "kubelet.yaml"
+    kubelet.write_text(
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "imageGCHighThresholdPercent: 70\nimageGCHighThresholdPercent: 90\n"
+    )
+    cfg = config(tmp_path, "gc:\n  containers:\n    <<: {max-delete: 5, max-bytes: 1Gi}\n"
+                 "    max-delete: 7\n")  # fmt: skip
+    rows = view(["--config", str(cfg), "--kubelet-config", str(kubelet), "config", "view", "gc",
+                 "containers"], capsys)  # fmt: skip
+    assert rows["gc.containers.max-delete"]["value"] == 7
+    rows = view(["--kubelet-config", str(kubelet), "config", "view", "gc", "images"], capsys)
+    assert rows["gc.images.image-gc-high-threshold"]["value"] == 90
 
 
 def test_value_only_the_command_can_judge_names_the_file(
@@ -271,3 +296,12 @@ def test_an_endpoint_error_names_where_the_endpoint_was_given(
     got, out, err = run(["--config", str(cfg), *flag, "gc", "containers", "--dry-run"], capsys)
     assert (got, out) == (code, "") and err.count("\n") == 1, err
     assert said.format(cfg=cfg) in err
+
+
+def test_table_view_shows_values_escaped_as_tables_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = config(tmp_path, 'state-dir: "/srv/k\\e]0;owned\\a"\n')
+    code, out, err = run(["--config", str(cfg), "config", "view"], capsys)
+    assert code == 0, err
+    assert "\x1b" not in out and "/srv/k\\x1b]0;owned\\x07" in out

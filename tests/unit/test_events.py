@@ -321,6 +321,23 @@ def test_cli_evict_prune_records_evicted_pods_pruned(
                    "Server Error: etcd timeout\n")  # fmt: skip
 
 
+def test_cli_a_refusal_from_the_api_is_one_escaped_warning_line(
+    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API's words in a warning are escaped as in tables: an OSC title sequence and a
+    newline (a forged line after it) show as escapes, on the warning's one line."""
+    recorded, kubeconfig = api
+    recorded.honor_selectors = True
+    recorded.pages = [[api_pod("web-1")]]
+    recorded.event_answer = (500, "etcd\x1b]0;owned\x07\nkubegc: error: forged")
+    code, _, err = run(["--kubeconfig", str(kubeconfig), "--node-name", "node-a", "--state-dir",
+                        str(tmp_path / "state"), "--events", "evict", "prune", "--yes", "-o",
+                        "json"], capsys)  # fmt: skip
+    assert code == 0
+    assert err == ("kubegc: event EvictedPodsPruned on node node-a not recorded: 500 Internal "
+                   "Server Error: etcd\\x1b]0;owned\\x07\\x0akubegc: error: forged\n")  # fmt: skip
+
+
 def test_cli_evict_check_records_eviction_threshold_met(
     api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

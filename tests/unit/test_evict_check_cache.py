@@ -134,9 +134,12 @@ def test_a_replaced_socket_drops_the_cache_and_refreshes_it(tmp_path: Path, sock
         b'{"kind": "RuntimeFilesystems", "version": 1, "runtimes": []}',
         b'{"kind": "RuntimeFilesystems", "version": 99, "runtimes": {}}',
         b" " * (fscache.MAX_CACHE_BYTES + 1),
+        b"[" * (fscache.MAX_CACHE_BYTES - 1),
+        b'{"kind": "RuntimeFilesystems", "version": 1, "runtimes": {"a": 1, "a": 2}}',
     ],
-    ids=["truncated", "binary", "list", "runtimes-list", "future-version", "huge"],
-)
+    ids=["truncated", "binary", "list", "runtimes-list", "future-version", "huge", "deep",
+         "key-twice"],
+)  # fmt: skip
 def test_a_corrupt_cache_file_is_ignored_and_replaced(
     tmp_path: Path, sock_dir: Path, content: bytes
 ) -> None:
@@ -149,7 +152,10 @@ def test_a_corrupt_cache_file_is_ignored_and_replaced(
         assert code == 0, err
         assert grpc_loaded and cri.count("ImageFsInfo") == 1
         assert doc["filesystems"]["imagefs"] == "/var/lib/containerd"
-        assert "ignored" in err
+        assert "ignored" in err and "Traceback" not in err
+        # a warning (shown without -v too): one line naming the file
+        warned = [ln for ln in err.splitlines() if ln.startswith(f"kubegc: {state}/")]
+        assert len(warned) == 1 and fscache.CACHE_NAME in warned[0], err
         code, doc, err, grpc_loaded = check(tmp_path, cri.endpoint, state)
         assert code == 0 and not grpc_loaded and cri.count("ImageFsInfo") == 1
 

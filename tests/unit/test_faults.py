@@ -592,3 +592,30 @@ def test_a_removal_cut_off_may_have_happened_so_the_run_is_not_exit_3(
     assert code == 1, err
     failed = [a["error"] for a in json.loads(out)["actions"] if a["result"] == "failed"]
     assert failed and all("outcome unknown (the runtime may still remove it" in e for e in failed)
+
+
+# ---- text from the runtime on stderr ----
+
+OSC = "\x1b]0;owned\x07"  # sets a terminal's title; with a newline, a forged line after it
+
+
+def test_runtime_text_on_stderr_is_escaped_as_in_tables(cri: FaultCri, tmp_path: Path) -> None:
+    """Error details from the runtime reach stderr as tables show them — control characters
+    written as escapes — in -vv lines and in error lines: nothing the runtime says reaches the
+    terminal as a control sequence or starts a line of its own."""
+    forged = "kubegc: error: forged"
+    cri.errors[("RemoveContainer", "job-1-0")] = (
+        grpc.StatusCode.FAILED_PRECONDITION, f"busy{OSC}\n{forged}")  # fmt: skip
+    code, out, err = run_cli(kubegc(cri, tmp_path, "-vv", "gc", "containers", "--yes", "-o",
+                                    "json"))  # fmt: skip
+    assert code == 1, err
+    assert "\x1b" not in err and "\x07" not in err, err
+    assert "busy\\x1b]0;owned\\x07" in err
+    assert not any(line.startswith(forged) for line in err.splitlines())
+    [error] = [a["error"] for a in json.loads(out)["actions"] if a["result"] == "failed"]
+    assert f"busy{OSC}" in error  # the document keeps the text (JSON escapes it)
+    cri.errors[("ListContainers", "")] = (grpc.StatusCode.INTERNAL, f"down{OSC}\n{forged}")
+    code, out, err = run_cli(kubegc(cri, tmp_path, "gc", "containers", "--dry-run"))
+    assert code == 3 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("kubegc: error: ") and "\x1b" not in err and "\x07" not in err
+    assert "down\\x1b]0;owned\\x07" in err

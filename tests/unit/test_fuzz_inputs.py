@@ -27,6 +27,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from kubegc_cli.inputs import MAX_NESTING
 from kubegc_cli.model import FilesystemUsage, Image, NodeSnapshot, Sandbox, SandboxState
 from tests.unit.factories import NOW, S, ctr
 from tests.unit.memorycri import MemoryCri, no_runtime, run_cli, use_runtime
@@ -968,3 +969,416 @@ def test_gc_all_plans_a_link_without_a_container_id_as_gc_logs_does(tmp_path: Pa
     planned = [(a["kind"], a.get("rule")) for a in json.loads(out)["actions"]]
     assert ("container", "max-per-pod-container") in planned
     assert ("log-symlink", "unparsable-link") in planned
+
+
+# ---- deep nesting: every reader of a document from outside kubegc ----
+#
+# Python's json and yaml recurse once per level: a document nested past the recursion limit
+# (or one that parses, but that a later walk recurses through from deeper in the stack) must
+# be a clear answer — bad input naming the file, an API that gave no usable answer, a damaged
+# file in the state directory ignored and replaced, a runtime that did not say — never a
+# RecursionError.
+
+#: Around kubegc's nesting limit, around Python's recursion limit (1000), and far past it.
+DEPTHS = st.one_of(
+    st.integers(MAX_NESTING - 2, MAX_NESTING + 2),
+    st.sampled_from([300, 900, 960, 990, 1000, 1010, 3000, 100_000]),
+)
+DEEP = settings(FUZZ, max_examples=min(FUZZ.max_examples, 25))
+PLACE = '"@deep@"'
+
+
+@st.composite
+def deep_values(draw: st.DrawFn) -> str:
+    """JSON text (also YAML flow text) of one value nested `DEPTHS` levels deep, in a drawn
+    pattern of lists and objects."""
+    depth = draw(DEPTHS)
+    pattern = draw(st.lists(st.sampled_from(["[", '{"a":', "[1,", '{"k":"v","a":']),
+                            min_size=1, max_size=3))  # fmt: skip
+    opens = [pattern[i % len(pattern)] for i in range(depth)]
+    closes = "".join("]" if o[0] == "[" else "}" for o in reversed(opens))
+    return "".join(opens) + draw(st.sampled_from(["1", '"x"', "null", "[]", "{}"])) + closes
+
+
+@st.composite
+def deep_in(draw: st.DrawFn, make: Any) -> str:
+    """`make()` as JSON text with one value anywhere (the whole document too) replaced by a
+    deeply nested one."""
+    doc = json.loads(json.dumps(make()))
+    path = draw(st.sampled_from(_paths(doc)))
+    if not path:
+        return str(draw(deep_values()))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = "@deep@"
+    return json.dumps(doc).replace(PLACE, draw(deep_values()), 1)
+
+
+@st.composite
+def deep_block_yaml(draw: st.DrawFn) -> str:
+    """YAML nested in block style (indentation, no brackets), around both limits."""
+    depth = draw(st.one_of(st.integers(MAX_NESTING - 2, MAX_NESTING + 2),
+                           st.sampled_from([400, 1000, 1500])))  # fmt: skip
+    seq = draw(st.booleans())
+    return (
+        "".join(" " * i + ("- " if seq else "k:") + "\n" for i in range(depth))
+        + " " * depth
+        + "x\n"
+    )
+
+
+def _saved_plan(work: Path) -> dict[str, Any]:
+    """A plan file `gc containers --plan-out` writes for `node()`."""
+    f = work / "saved-plan.json"
+    if not f.exists():
+        with use_runtime(node()):
+            code, _, err = run_cli([*base(work), "--pod-source", "none", "gc", "containers",
+                                    "--plan-out", str(f)])  # fmt: skip
+        assert code == 0, err
+    doc: dict[str, Any] = json.loads(f.read_text())
+    return doc
+
+
+FILE_KINDS = ["pods", "snapshot", "snapshot-yaml", "plan", "config", "kubelet", "crictl",
+              "kubeconfig"]  # fmt: skip
+
+
+@DEEP
+@given(kind=st.sampled_from(FILE_KINDS), data=st.data())
+def test_deeply_nested_files_a_user_names_are_bad_input(
+    work: Path, kind: str, data: st.DataObject
+) -> None:
+    """Every file kubegc reads from a flag: a normal run or one line naming the file, exit 2."""
+    templates: dict[str, Any] = {
+        "pods": pods_doc, "snapshot": snapshot_doc, "snapshot-yaml": snapshot_doc,
+        "plan": lambda: _saved_plan(work), "config": lambda: CONFIG_TEMPLATE,
+        "kubelet": lambda: KUBELET_TEMPLATE, "crictl": lambda: {"runtime-endpoint": "/x.sock"},
+        "kubeconfig": lambda: yaml.safe_load(
+            "{apiVersion: v1, kind: Config, current-context: c, clusters: [{name: k, cluster: "
+            "{server: 'https://127.0.0.1:1'}}], users: [{name: u, user: {token: t}}], "
+            "contexts: [{name: c, context: {cluster: k, user: u}}]}"),
+    }  # fmt: skip
+    yaml_kinds = ("snapshot-yaml", "config", "kubelet", "crictl", "kubeconfig")
+    text = data.draw(
+        st.one_of(deep_in(templates[kind]), deep_block_yaml())
+        if kind in yaml_kinds
+        else deep_in(templates[kind])
+    )
+    f = work / f"deep-{kind}"
+    f.write_text(text)
+    cri = node()
+    argv = {
+        "pods": ["--pods-file", str(f), "gc", "containers", "--yes"],
+        "snapshot": ["--pod-source", "none", "--snapshot", str(f), "gc", "containers"],
+        "snapshot-yaml": ["--pod-source", "none", "--snapshot", str(f), "gc", "sandboxes"],
+        "plan": ["--pod-source", "none", "apply", str(f), "--yes"],
+        "config": ["--config", str(f), "gc", "containers", "--yes"],
+        "kubelet": ["--kubelet-config", str(f), "gc", "containers", "--yes"],
+        "kubeconfig": ["--pod-source", "api", "--kubeconfig", str(f), "--timeout", "1s", "gc",
+                       "containers", "--yes"],
+    }  # fmt: skip
+    if kind == "crictl":
+        host = work / "deep-crictl-host"
+        (host / "etc").mkdir(parents=True, exist_ok=True)
+        (host / "etc" / "crictl.yaml").write_text(text)
+        result = run_cli([*base(work), "--host-root", str(host), "--timeout", "1s", "gc",
+                          "containers", "--dry-run"])  # fmt: skip
+        check(result, [str(host / "etc" / "crictl.yaml")], ok=(3,))
+        return
+    with use_runtime(cri):
+        result = run_cli([*base(work), *argv[kind]])
+    check(result, [str(f)], cri, ok=(0, 3))
+
+
+@DEEP
+@given(text=deep_in(pods_doc))
+def test_shell_completion_from_a_deeply_nested_pods_file_offers_nothing(
+    work: Path, text: str
+) -> None:
+    """Completion reads `--pods-file` on every Tab: a file it cannot read offers nothing."""
+    from kubegc_cli.cli.completion import known_pods
+    from kubegc_cli.cli.main import cli
+
+    f = work / "deep-complete.json"
+    f.write_text(text)
+    ctx = cli.make_context("kubegc", ["--pods-file", str(f), "gc"], resilient_parsing=True)
+    found = known_pods(ctx)
+    assert set(found) <= {("default", "pod-uid-p"), ("default", "e"), ("default", "d")}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    """One recorded API for the examples (its answers are set by each)."""
+    from tests.unit.recorded_api import serve_recorded_api
+
+    with serve_recorded_api(tmp_path_factory.mktemp("deep-api")) as served:
+        yield served
+
+
+def _api_answers(api: Any, path: str, text: str, status: int = 200) -> None:
+    api.raw = {("GET", path): (status, text.encode())}
+    api.pages, api.fail = [[]], {}
+
+
+def _one_line(err: str, *needles: str) -> None:
+    assert "Traceback" not in err and err.startswith("kubegc: error: "), err
+    assert err.count("\n") == 1 and all(n in err for n in needles), err
+
+
+@DEEP
+@given(text=deep_in(lambda: {"kind": "PodList", "metadata": {"continue": ""},
+                             "items": [pods_doc()["items"][0]]}))  # fmt: skip
+def test_a_deeply_nested_pod_list_from_the_api_is_no_answer(
+    work: Path, recorded: tuple[Any, Path], text: str
+) -> None:
+    """The API pod source: a reply it cannot read is an API that did not answer (exit 3),
+    one line naming the API; nothing removed."""
+    api, kubeconfig = recorded
+    _api_answers(api, "/api/v1/pods", text)
+    cri = node()
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), "--pod-source", "api", "--kubeconfig",
+                                  str(kubeconfig), "gc", "containers", "--yes"])  # fmt: skip
+    assert cri.removed == [] or code == 0, err
+    if code != 0:  # (a pod kubegc cannot read in a reply it can: bad input from the API)
+        assert code in (2, 3) and out == ""
+        _one_line(err, "127.0.0.1")
+
+
+@DEEP
+@given(text=deep_values(), status=st.sampled_from([200, 500]))
+def test_a_deeply_nested_evict_prune_answer_is_no_answer(
+    work: Path, recorded: tuple[Any, Path], text: str, status: int
+) -> None:
+    """`evict prune`: the list (or the API's refusal of it) nested too deeply — exit 3, one
+    line, nothing deleted."""
+    api, kubeconfig = recorded
+    _api_answers(api, "/api/v1/pods", text, status)
+    code, out, err = run_cli([*base(work), "--kubeconfig", str(kubeconfig), "--node-name",
+                              "node-a", "evict", "prune", "--yes"])  # fmt: skip
+    assert code == 3 and out == "", err
+    _one_line(err, "Kubernetes API")
+    assert api.deletes == []
+
+
+@DEEP
+@given(text=deep_values())
+def test_a_deeply_nested_answer_to_a_deletion_still_counts_the_deletion(
+    work: Path, recorded: tuple[Any, Path], text: str
+) -> None:
+    """The API deleted the pod (200) but its answer cannot be read: the pod is deleted, no
+    note about finalizers, exit 0."""
+    from tests.unit.recorded_api import api_pod
+
+    api, kubeconfig = recorded
+    api.raw, api.fail, api.honor_selectors = {}, {}, True
+    api.pages = [[api_pod("web-1")]]
+    api.raw[("DELETE", "/api/v1/namespaces/default/pods/web-1")] = (200, text.encode())
+    code, out, err = run_cli([*base(work), "--kubeconfig", str(kubeconfig), "--node-name",
+                              "node-a", "evict", "prune", "--yes", "-o", "json"])  # fmt: skip
+    assert code == 0, err
+    assert [a["result"] for a in json.loads(out)["actions"]] == ["removed"]
+
+
+@DEEP
+@given(text=deep_in(lambda: {"kind": "Node", "metadata": {"name": "node-a"},
+                             "status": {"allocatable": {"memory": "8Gi"}}}))  # fmt: skip
+def test_a_deeply_nested_node_from_the_api_is_no_answer(
+    recorded: tuple[Any, Path], text: str
+) -> None:
+    from kubegc_cli.pods.api import ApiSource, ApiUnavailable, read_node
+
+    api, kubeconfig = recorded
+    _api_answers(api, "/api/v1/nodes/node-a", text)
+    try:
+        doc = read_node(ApiSource(str(kubeconfig), None, "node-a"), 5)
+    except ApiUnavailable as exc:
+        assert "node node-a" in str(exc) and "\n" not in str(exc)
+    else:
+        assert doc.get("kind") in (None, "Node")  # (a deep value kubegc could read)
+
+
+@DEEP
+@given(text=deep_values(), where=st.sampled_from(["answer", "state"]))
+def test_deeply_nested_event_answers_and_rate_limit_files_are_warnings(
+    work: Path, recorded: tuple[Any, Path], text: str, where: str
+) -> None:
+    """`--events`: the API's refusal nested too deeply is one warning; an `events.json` in the
+    state directory nested too deeply is damaged — one warning, the Event posted, the file
+    replaced."""
+    from kubegc_cli.app import Settings
+    from kubegc_cli.report.events import STATE_FILE, record_events
+    from tests.unit.test_events import GC_DONE
+
+    api, kubeconfig = recorded
+    api.raw, api.event_answer, api.events = {}, None, []
+    state = work / f"deep-events-{where}"
+    state.mkdir(exist_ok=True)
+    (state / STATE_FILE).unlink(missing_ok=True)
+    if where == "answer":
+        api.raw[("POST", "/api/v1/namespaces/default/events")] = (500, text.encode())
+    else:
+        (state / STATE_FILE).write_text(text)
+    s = Settings(kubeconfig=str(kubeconfig), node_name="node-a", state_dir=state, timeout=5,
+                 env={})  # fmt: skip
+    warnings: list[str] = []
+    posted = record_events(s, "gc all", GC_DONE, 0, warn=warnings.append, now=1.8e9)
+    assert len(warnings) == 1 and "\n" not in warnings[0], warnings
+    if where == "answer":
+        assert posted == [] and "not recorded: 500" in warnings[0]
+    else:
+        assert len(posted) == 1 and str(state / STATE_FILE) in warnings[0]
+        assert json.loads((state / STATE_FILE).read_text())["last_posted"]
+
+
+@pytest.fixture(scope="module")
+def lying_runtime() -> Iterator[Any]:
+    """A CRI runtime over gRPC whose verbose info each example sets (a runtime that lies is
+    not one a real containerd can be made into)."""
+    import tempfile
+
+    from tests.unit.faultcri import FaultCri, Inventory, sandbox_pb
+
+    inv = Inventory(sandboxes={"sb-1": sandbox_pb("sb-1", pod_uid="uid-1", pod_name="p")})
+    with tempfile.TemporaryDirectory(prefix="kgc-") as d, FaultCri(Path(d) / "c.sock", inv) as cri:
+        yield cri
+
+
+@DEEP
+@given(status=deep_in(lambda: {"sandboxImage": "registry.k8s.io/pause:3.10", "x": [1]}),
+       sandbox=deep_in(lambda: {"runtimeSpec": {"linux": {"namespaces": [
+           {"type": "network", "path": "/var/run/netns/cni-1"}]}}}))  # fmt: skip
+def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
+    work: Path, lying_runtime: Any, status: str, sandbox: str
+) -> None:
+    """The runtime's verbose `Status` config and `PodSandboxStatus` info nested too deeply:
+    the runtime names no sandbox image and no network namespace (as when it gives no verbose
+    info) — never a traceback; `gc images` runs on."""
+    from kubegc_cli.cri.client import CriClient
+    from kubegc_cli.cri.endpoint import resolve_endpoint
+
+    lying_runtime.inventory.status_info = {"config": status}
+    lying_runtime.inventory.sandbox_info = {"sb-1": {"info": sandbox}}
+    client = CriClient(resolve_endpoint(lying_runtime.endpoint, {}, work), timeout=10)
+    try:
+        from kubegc_cli.cri.client import sandbox_image_from_info
+
+        assert sandbox_image_from_info(client.status_info()) in (None, "registry.k8s.io/pause:3.10")
+        [(sid, netns)] = list(client.sandbox_netns(["sb-1"]))
+        assert sid == "sb-1" and netns in (None, "", "/var/run/netns/cni-1")
+    finally:
+        client.close()
+    host = work / "images-host"
+    (host / "var/lib/containerd").mkdir(parents=True, exist_ok=True)
+    argv = ["--host-root", str(host), "--state-dir", str(work / "state"), "-r",
+            lying_runtime.endpoint, "gc", "images", "--dry-run"]  # fmt: skip
+    code, _, err = run_cli(argv)
+    assert code == 0 and "Traceback" not in err, err
+
+
+def saved_plans(work: Path) -> list[dict[str, Any]]:
+    """Plan files as `--plan-out` writes them, of every kind of action `apply` carries out:
+    a `gc all` plan (container, sandbox, pod log directory held back, legacy link, a kept
+    container) and a `gc images` plan."""
+    from kubegc_cli.app import Settings
+    from kubegc_cli.plan import (
+        ContainerAction,
+        ImageAction,
+        LogAction,
+        Plan,
+        Result,
+        SandboxAction,
+    )
+    from kubegc_cli.saved_plan import saved_document
+
+    cri = node()
+    uid = "66666666-2222-3333-4444-555555555555"
+    dead = Sandbox("sb-gone", "gone", "default", uid, 0, SandboxState.NOTREADY, NOW - 900 * S)
+    everything: Plan[Any] = Plan(
+        kind="GCPlan", policy={"containers": {"match_kubelet": False}}, now=NOW,
+        actions=[
+            ContainerAction(cri.containers["dead0000"], "max-per-pod-container", "r"),
+            SandboxAction(dead, "deleted-pod", "pod gone", 0),
+            LogAction("pod-log-dir", f"/var/log/pods/default_gone_{uid}", "", uid,
+                      "deleted-pod", "pod gone", 10, Result.HELD_BACK, "held back by a cap"),
+            LogAction("log-symlink", "/var/log/containers/gone_default_app-abcdef.log", "", "",
+                      "container-gone", "dangling"),
+        ],
+        kept=[ContainerAction(cri.containers["dead0002"], "max-per-pod-container", "newest",
+                              Result.KEPT)],
+        notes=["a note"], source="memory",
+    )  # fmt: skip
+    image = Image("sha256:aa", ("busybox:1",), ("busybox@sha256:bb",), 10, False)
+    images: Plan[Any] = Plan(
+        kind="ImageGCPlan", policy={"keep": ["registry.k8s.io/*"], "sandbox_image": "pause"},
+        now=NOW, actions=[ImageAction(image, NOW - 1000 * S, NOW - 100 * S, "max-age", "old")],
+    )  # fmt: skip
+    s = Settings(host_root=work / "host")
+    return [json.loads(json.dumps(saved_document(p, s))) for p in (everything, images)]
+
+
+#: How Python, not a plan file, would put it.
+PYTHON_WORDS = (
+    "object has no attribute", "' object", "subscriptable", "not iterable", "unhashable",
+    "dictionary update", "invalid literal", "argument must be", "True", "False", "None",
+)  # fmt: skip
+
+
+@FUZZ
+@given(which=st.sampled_from([0, 1]), data=st.data())
+def test_plan_file(work: Path, which: int, data: st.DataObject) -> None:
+    """`apply` of a plan file with values of any type anywhere: a normal run, or one line
+    naming the file, in the file's terms (its fields and JSON's values), never Python's."""
+    text = data.draw(mutated(lambda: saved_plans(work)[which]))
+    f = work / "plan.json"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    cri = node()
+    with use_runtime(cri):
+        result = run_cli([*base(work), "--pod-source", "none", "apply", str(f), "--dry-run"])
+    if check(result, [str(f)], cri) == 2:
+        assert not any(w in result[2] for w in PYTHON_WORDS), result[2]
+
+
+@pytest.mark.parametrize("form", ["json", "yaml-flow", "yaml-block", "json-objects"])
+def test_the_nesting_limit_is_exact(form: str) -> None:
+    """`MAX_NESTING` levels are read, one more is refused with the reason, whatever the
+    recursion limit would have allowed."""
+    from kubegc_cli.inputs import Malformed, decode_json, decode_yaml
+
+    def text(levels: int) -> str:
+        if form == "json-objects":
+            return '{"a":' * levels + "1" + "}" * levels
+        if form == "yaml-block":
+            return "".join(" " * i + "- \n" for i in range(levels - 1)) + " " * levels + "- x\n"
+        return "[" * levels + "1" + "]" * levels
+
+    decode = decode_json if form.startswith("json") else decode_yaml
+    assert decode(text(MAX_NESTING), "doc") is not None
+    with pytest.raises(Malformed, match=f"doc is nested too deeply .*more than {MAX_NESTING}"):
+        decode(text(MAX_NESTING + 1), "doc")
+
+
+@DEEP
+@given(text=deep_in(lambda: {"kind": "RuntimeFilesystems", "version": 1, "runtimes": {
+    "unix:///run/containerd/containerd.sock": {"socket": [1, 2, 3],
+                                               "image_filesystems": ["/var/lib/containerd"],
+                                               "container_filesystems": []}}}))  # fmt: skip
+def test_a_deeply_nested_runtime_fs_cache_is_damaged_warned_and_replaced(
+    work: Path, text: str
+) -> None:
+    """`evict check`'s cache in the state dir: one warning naming it, no entry, and the
+    next `remember` writes a good file over it."""
+    from kubegc_cli.cri import fscache
+
+    state = work / "deep-fscache"
+    state.mkdir(exist_ok=True)
+    fscache.cache_path(state).write_text(text)
+    warned: list[str] = []
+    endpoint = "unix:///run/containerd/containerd.sock"
+    found, why = fscache.lookup(state, endpoint, (1, 2, 3), work / "host", warned.append)
+    if found is None and why.endswith(fscache.DAMAGED):
+        assert len(warned) == 1 and str(fscache.cache_path(state)) in warned[0], warned
+    assert fscache.remember(state, endpoint, (1, 2, 3), ["/var/lib/containerd"], []) == ""
+    again = json.loads(fscache.cache_path(state).read_text())
+    assert again["runtimes"][endpoint]["image_filesystems"] == ["/var/lib/containerd"]

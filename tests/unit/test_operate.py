@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -156,6 +157,20 @@ def saved_plan(tmp_path: Path, snap: Path, capsys: Any) -> dict[str, Any]:
         (lambda d: d["actions"][0].update(rule="guard-newest-record"), "not a rule that removes"),
         (lambda d: d["actions"][0].update(kind="pod-log-dir", path="/var/log/pods/a_b_u",
                                           pod_uid="u"), "cannot be in this plan"),
+        # the file's terms, never Python's ('str' object has no attribute 'get', ...)
+        (lambda d: d.update(notes="one note"), "notes is a string, not a list"),
+        (lambda d: d.update(notes=[1]), "notes[0] is a number, not a string"),
+        (lambda d: d.update(actions=["x"]), "actions[0] is a string, not an object"),
+        (lambda d: d.update(actions={"a": 1}), "actions is an object, not a list"),
+        (lambda d: d.update(actions=None), "actions is null, not a list"),
+        (lambda d: d["actions"][0].update(object="x"),
+         "actions[0]: object is a string, not an object"),
+        (lambda d: d.update(policy=[1]), "policy is a list, not an object"),
+        (lambda d: d["actions"][0].update(result=[]), "actions[0]: result []; only planned"),
+        (lambda d: d["actions"][0].update(rule=None), "actions[0]: rule null is not a string"),
+        (lambda d: d["actions"][0].update(kind=True), "a true action cannot be in this plan"),
+        (lambda d: d["kept"].append(7), "kept[1] is a number, not an object"),
+        (lambda d: d.update(now=None), "now null is not a string"),
     ],
 )  # fmt: skip
 def test_apply_refuses_an_unusable_plan_file(
@@ -168,8 +183,17 @@ def test_apply_refuses_an_unusable_plan_file(
     code, out, err = run(["apply", str(f), "--yes", "--state-dir", str(tmp_path / "s")], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert named in err and str(f) in err, err
+    assert not PYTHON_WORDS.search(err), err
     with pytest.raises(BadInput):
         load_saved_plan(f, Settings())
+
+
+#: How Python, not a plan file, would put it.
+PYTHON_WORDS = re.compile(
+    r"object has no attribute|'(str|int|float|bool|list|dict|NoneType)' object|subscriptable|"
+    r"not iterable|unhashable|dictionary update|invalid literal|argument must be|"
+    r"\b(True|False|None)\b"
+)
 
 
 U = "9a1b2c3d-0000-1111-2222-333344445555"

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubegc_cli.errors import BadInput
-from kubegc_cli.render import safe_text
 from kubegc_cli.units import (
     format_bytes,
     format_duration,
@@ -22,6 +21,7 @@ from kubegc_cli.units import (
     parse_duration,
     parse_quantity,
     rfc3339_to_ns,
+    safe_text,
 )
 
 
