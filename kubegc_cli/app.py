@@ -377,13 +377,21 @@ def _observe_for_containers(
     return snap
 
 
-def _note_logs_left(actions: Iterable[Any], sizer: LogSizer) -> None:
+def _note_logs_left(plan: Plan[Any], sizer: LogSizer) -> None:
     """Give each planned container removal whose log may not be removed where the kubelet
-    puts it (its directory a symlink, not a directory, a mount point: `LogSizer.note_for`)
-    that note, so a dry run says what `--yes` would leave."""
-    for a in actions:
+    puts it (its directory a symlink, not a directory, a mount point, or one that gave no
+    answer in time: `LogSizer.note_for`) that note, so a dry run says what `--yes` would
+    leave; and say in the plan's notes which log directories gave no answer (their sizes
+    are unknown)."""
+    for a in plan.actions:
         if a.kind == "container" and a.result is Result.PLANNED and not a.log_note:
             a.log_note = sizer.note_for(a.container.log_path)
+    if sizer.stalled:
+        shown = ", ".join(sizer.stalled[:5])
+        plan.notes.append(
+            f"{len(sizer.stalled)} container log directory(ies) gave no answer within "
+            f"--timeout (a hung mount?): {shown}; the sizes of their logs are unknown."
+        )
 
 
 def _ready(sandboxes: Iterable[Sandbox]) -> frozenset[str]:
@@ -437,7 +445,7 @@ def gc_containers(
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
         )
         plan = plan_from(snap, snap.endpoint)
-        _note_logs_left(plan.actions, sizer)
+        _note_logs_left(plan, sizer)
         if _may_act(mode, plan, ui, "container", act):
             from kubegc_cli.execute import ContainerRemover  # (a dry run never loads it)
 
@@ -643,7 +651,7 @@ def gc_all(
         pc = plan_containers(
             snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
         )
-        _note_logs_left(pc.actions, sizer)
+        _note_logs_left(pc, sizer)
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]
         ps = plan_sandboxes(

@@ -1021,9 +1021,10 @@ def _dead_container_logs(
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
         own = not foreign_log(kubelet_logs_dir, c, c.log_path)
+        # the kubelet's own log: listed where `gc containers` lists it (never through a link)
         files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
         may_go = {(st.st_dev, st.st_ino) for _, st in files}
-        for _, st in log_files(on_host(s.host_root, c.log_path)):
+        for _, st in files if own else log_files(on_host(s.host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)
             if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
                 counted.add(key)

@@ -78,6 +78,8 @@ def observe_node(
         sizer.fill_layout_logs(
             c for c in listed if c.state is not ContainerState.RUNNING and c.id not in found
         )
+    statused = [(c, st) for c in listed if (st := found.get(c.id)) is not None]
+    sizes = iter(sizer.sizes_of([(st.log_path, c) for c, st in statused]))  # one batch
     containers: list[Container] = []
     for c in listed:
         if c.id not in found:
@@ -92,7 +94,7 @@ def observe_node(
                 finished_at=st.finished_at,
                 exit_code=st.exit_code,
                 log_path=st.log_path,
-                log_bytes=sizer.bytes_of(st.log_path, c),
+                log_bytes=next(sizes),
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()

@@ -18,11 +18,12 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, bounded_each
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 from kubegc_cli.host.tree import Pin
@@ -301,7 +302,9 @@ class OpenLogDir:
             os.close(self.fd)
 
 
-def open_log_dir(roots: LogRoots, log_path: str, mounts: MountTable) -> OpenLogDir:
+def open_log_dir(
+    roots: LogRoots, log_path: str, mounts: MountTable, watch: Watch | None = None
+) -> OpenLogDir:
     """Open the directory of `log_path`, a host path of the kubelet's layout
     `<podLogsDir>/<pod dir>/<container dir>/<file>` (podLogsDir as written in `roots`), from
     the held podLogsDir (`LogRoots.pin`) one component at a time, never following a link.
@@ -315,6 +318,7 @@ def open_log_dir(roots: LogRoots, log_path: str, mounts: MountTable) -> OpenLogD
     names it. So does a path of another shape, a podLogsDir that resolves to the host's `/`
     or could not be opened when planned, and a mount table that could not be read. Raises
     `OSError` when a component exists but cannot be opened for another reason (EACCES...).
+    Each call that may block is reported to `watch` first (when run under `bounded`).
     """
     parts = _layout_parts(roots.layout_prefix, log_path)
     if parts is None:
@@ -335,6 +339,8 @@ def open_log_dir(roots: LogRoots, log_path: str, mounts: MountTable) -> OpenLogD
             local = f"{local}/{name}"
             if mounts.is_mount_point(local):
                 return OpenLogDir(-1, local, f"{pin.show(local)} is a mount point")
+            if watch is not None:
+                watch.at(local)
             try:
                 sub = os.open(name, OPEN_DIR, dir_fd=fd)
             except FileNotFoundError:
@@ -363,7 +369,7 @@ def open_log_dir(roots: LogRoots, log_path: str, mounts: MountTable) -> OpenLogD
 
 
 def _listed(
-    opened: OpenLogDir, base: str, mounts: MountTable, pin: Pin
+    opened: OpenLogDir, base: str, mounts: MountTable, pin: Pin, watch: Watch
 ) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
     """The files named `base` or `base.<anything>` in the open log directory that are regular
     files or symlinks (local paths, lstat results read relative to it), and notes on those
@@ -377,6 +383,7 @@ def _listed(
         if mounts.is_mount_point(path):
             notes.append(f"{pin.show(path)} is a mount point; left")
             continue
+        watch.at(path)
         try:
             st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
         except OSError:
@@ -403,13 +410,23 @@ def deletable_log_files(
     if "\0" in log_path:
         return [], [f"log path {log_path!r} holds a NUL byte; left"]
     try:
-        opened = open_log_dir(roots, log_path, mounts)
+        return bounded(lambda watch: _deletable(roots, log_path, mounts, watch))
+    except Stalled as exc:
+        return [], [f"cannot read the directory of log {log_path}: {exc.strerror}; left"]
+
+
+def _deletable(
+    roots: LogRoots, log_path: str, mounts: MountTable, watch: Watch
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """`deletable_log_files` for a path without NUL, its calls reported to `watch`."""
+    try:
+        opened = open_log_dir(roots, log_path, mounts, watch)
     except OSError as exc:
         return [], [f"cannot open the directory of log {log_path}: {exc.strerror or exc}; left"]
     if opened.fd < 0:
         return [], [f"{opened.why}; log {log_path} left"] if opened.why else []
     try:
-        return _listed(opened, os.path.basename(log_path), mounts, roots.pin)
+        return _listed(opened, os.path.basename(log_path), mounts, roots.pin, watch)
     except OSError as exc:
         return [], [f"cannot list {roots.pin.show(opened.local)}: {exc.strerror or exc}; left"]
     finally:
@@ -433,40 +450,47 @@ class LogSizer:
     Same answer as `log_bytes(roots, log_path, mounts)` for every path: a log's directory is
     opened as `open_log_dir` opens it (from the held podLogsDir, never through a link) and
     listed; each directory's listing (or why it was not opened: `note_for`) is remembered.
+    The directories of a batch are read in one worker under `host.bounded.bounded_each`: one
+    that gives no answer within `--timeout` is given up (its logs' sizes are None: unknown,
+    and `stalled` names where it hung); the others are still read.
     """
 
     def __init__(self, roots: LogRoots, mounts: MountTable) -> None:
         self.roots = roots
         self.mounts = mounts
         self._prefix = roots.layout_prefix
-        self._dirs: dict[tuple[str, str], dict[str, int]] = {}  # (pod dir, ctr dir) -> sums
+        # (pod dir, ctr dir) -> bytes by log name; None when it gave no answer in time
+        self._dirs: dict[tuple[str, str], dict[str, int] | None] = {}
         self._why: dict[tuple[str, str], str] = {}
+        self.stalled: list[str] = []  # host paths of the directories given up
 
-    def _sums(self, pod_dir: str, ctr_dir: str) -> dict[str, int]:
-        """Bytes by log name in one container log directory (remembered): each regular file
-        that is not a mount point counts for its own name and for every part of it before a
-        dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and `0`), so a
-        log's total is the log with its rotated siblings."""
-        key = (pod_dir, ctr_dir)
-        sums = self._dirs.get(key)
-        if sums is not None:
-            return sums
-        sums = self._dirs[key] = {}
+    def _read(self, key: tuple[str, str], watch: Watch) -> None:
+        """Read one container log directory into `_dirs`: bytes by log name, where each
+        regular file that is not a mount point counts for its own name and for every part of
+        it before a dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and
+        `0`), so a log's total is the log with its rotated siblings."""
+        sums: dict[str, int] = {}
+        self._dirs[key] = sums
+        pod_dir, ctr_dir = key
         try:
-            opened = open_log_dir(self.roots, f"{self._prefix}{pod_dir}/{ctr_dir}/-", self.mounts)
+            opened = open_log_dir(
+                self.roots, f"{self._prefix}{pod_dir}/{ctr_dir}/-", self.mounts, watch
+            )
         except OSError as exc:
             self._why[key] = f"cannot open {pod_dir}/{ctr_dir}: {exc.strerror or exc}"
-            return sums
+            return
         if opened.fd < 0:
             if opened.why:
                 self._why[key] = opened.why
-            return sums
+            return
         try:
             with os.scandir(opened.fd) as it:
                 names = [e.name for e in it]
             for name in names:
-                if self.mounts.is_mount_point(f"{opened.local}/{name}"):
+                path = f"{opened.local}/{name}"
+                if self.mounts.is_mount_point(path):
                     continue
+                watch.at(path)
                 try:
                     st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
                 except OSError:
@@ -483,28 +507,60 @@ class LogSizer:
             pass
         finally:
             opened.close()
-        return sums
+
+    def _read_all(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Read every directory of `keys` not read yet, in one bounded batch."""
+        todo = sorted({k for k in keys if k not in self._dirs})
+        for index, _ in bounded_each(todo, self._read):
+            key = todo[index]
+            self._dirs[key] = None
+            shown = f"{self._prefix}{key[0]}/{key[1]}"
+            self._why[key] = f"no answer from {shown} within --timeout (a hung mount?)"
+            self.stalled.append(shown)
+
+    def _size(self, key: tuple[str, str], name: str) -> int | None:
+        sums = self._dirs.get(key)
+        return None if sums is None else sums.get(name, 0)
 
     def note_for(self, log_path: str) -> str:
-        """ "" or why no file of `log_path` (a path this sizer measured) may be removed: its
-        directory could not be opened as the kubelet's (a symlink, not a directory, a mount
-        point...), as `remove_container_logs` would say it."""
+        """ "" or why no file of `log_path` (a path this sizer measured) may be removed or
+        was not sized: its directory could not be opened as the kubelet's (a symlink, not a
+        directory, a mount point...), as `remove_container_logs` would say it, or gave no
+        answer in time."""
         parts = _layout_parts(self._prefix, log_path)
         why = self._why.get((parts[0], parts[1])) if parts else None
         return f"{why}; log {log_path} left" if why else ""
 
     def bytes_of(self, log_path: str, container: Container | None = None) -> int | None:
-        """Bytes removing this log (and its rotated siblings) would free; None without a path.
-        With `container`, the runtime's path for its log: 0 unless it is that container's own
-        (`foreign_log`: nothing else is removed with it)."""
-        if not log_path:
-            return None
-        if container is not None and foreign_log(self.roots.pod_logs_dir, container, log_path):
-            return 0
-        parts = _layout_parts(self._prefix, log_path)
-        if parts is None:
-            return log_bytes(self.roots, log_path, self.mounts)
-        return self._sums(parts[0], parts[1]).get(parts[2], 0)
+        """Bytes removing this log (and its rotated siblings) would free; None without a path
+        (or when its directory gave no answer in time). With `container`, the runtime's path
+        for its log: 0 unless it is that container's own (`foreign_log`: nothing else is
+        removed with it)."""
+        return self.sizes_of([(log_path, container)])[0]
+
+    def sizes_of(self, logs: Sequence[tuple[str, Container | None]]) -> list[int | None]:
+        """`bytes_of(log_path, container)` for each pair, their directories read in one
+        bounded batch."""
+        keys = []
+        for log_path, _ in logs:
+            parts = _layout_parts(self._prefix, log_path) if log_path else None
+            if parts is not None:
+                keys.append((parts[0], parts[1]))
+        self._read_all(keys)
+        out: list[int | None] = []
+        for log_path, container in logs:
+            if not log_path:
+                out.append(None)
+                continue
+            if container is not None and foreign_log(self.roots.pod_logs_dir, container, log_path):
+                out.append(0)
+                continue
+            parts = _layout_parts(self._prefix, log_path)
+            if parts is None:
+                out.append(log_bytes(self.roots, log_path, self.mounts))
+            else:
+                out.append(self._size((parts[0], parts[1]), parts[2]))
+        return out
 
     def fill_layout_logs(self, containers: Iterable[Container]) -> None:
         """Give each container its kubelet layout log (`kubelet_log_path` under this sizer's
@@ -512,13 +568,14 @@ class LogSizer:
         for containers a listing just made); one the layout cannot name is left as it is.
 
         The directory of each labels object (the attempts of a container share one) is
-        worked out and opened once: 100,000 containers cost 100,000 dictionary lookups, not
-        100,000 path parses.
+        worked out once, and all are read in one bounded batch: 100,000 containers cost
+        100,000 dictionary lookups, not 100,000 path parses.
         """
         root = self.roots.pod_logs_dir
-        folders: dict[int, tuple[str, dict[str, int]]] = {}  # id(labels) -> (dir, sums)
+        folders: dict[int, tuple[str, tuple[str, str]]] = {}  # id(labels) -> (dir, key)
         names: dict[int, str] = {}  # id(annotations) -> `kubelet_log_name`
         held = []  # (the labels and annotations objects, alive while their ids are keys)
+        todo: list[tuple[Container, str, str, tuple[str, str]]] = []
         for c in containers:
             notes = c.annotations
             name = names.get(id(notes))
@@ -532,14 +589,17 @@ class LogSizer:
             if known is None:
                 held.append(labels)
                 folder = kubelet_log_dir(root, labels)
-                sums: dict[str, int] = {}
+                key = ("", "")
                 if folder:
                     pod_dir, ctr_dir = folder[len(self._prefix) : -1].split("/")
-                    sums = self._sums(pod_dir, ctr_dir)
-                known = folders[id(labels)] = (folder, sums)
-            folder, sums = known
+                    key = (pod_dir, ctr_dir)
+                known = folders[id(labels)] = (folder, key)
+            folder, key = known
             if folder:
-                fill_listed_log(c, folder + name, sums.get(name, 0))
+                todo.append((c, folder, name, key))
+        self._read_all(key for _, _, _, key in todo)
+        for c, folder, name, key in todo:
+            fill_listed_log(c, folder + name, self._size(key, name))
 
 
 def _unlink(path: str, what: str, dir_fd: int | None = None, shown: str = "") -> bool:
@@ -559,13 +619,16 @@ def _unlink(path: str, what: str, dir_fd: int | None = None, shown: str = "") ->
     return True
 
 
-def _unlink_listed(opened: OpenLogDir, files: list[tuple[str, os.stat_result]], pin: Pin) -> int:
+def _unlink_listed(
+    opened: OpenLogDir, files: list[tuple[str, os.stat_result]], pin: Pin, watch: Watch
+) -> int:
     """Unlink `files` (from `_listed`) by name in the open log directory, each as it is there
     now (a regular file or a symlink). Returns the bytes of the regular files removed that had
     no other hard link; `LogRemovalError` when an unlink fails."""
     freed = 0
     for path, _ in files:
         name = os.path.basename(path)
+        watch.at(path)
         try:  # what is there now, in the opened directory
             st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
         except OSError:
@@ -582,30 +645,42 @@ def _remove_log_files(roots: LogRoots, log_path: str, mounts: MountTable, notes:
     """Remove the log `log_path` (a container's own: `foreign_log` ""), with its rotated
     siblings, in its directory opened once by `open_log_dir` and listed there (`_listed`):
     what is checked is what is removed. Appends to `notes` what was left and why. Returns
-    the bytes freed; `LogRemovalError` when the directory cannot be opened or listed, or an
-    unlink fails."""
+    the bytes freed; `LogRemovalError` when the directory cannot be opened or listed, an
+    unlink fails, or a call gets no answer within `--timeout` (`host.bounded`)."""
     if "\0" in log_path:
         notes.append(f"log path {log_path!r} holds a NUL byte; left")
         return 0
+    found: list[str] = []
+    try:
+        freed = bounded(lambda watch: _remove_in(roots, log_path, mounts, found, watch))
+    except Stalled as exc:
+        raise LogRemovalError(f"cannot remove log {log_path}: {exc.strerror}") from None
+    notes.extend(found)
+    return freed
+
+
+def _remove_in(
+    roots: LogRoots, log_path: str, mounts: MountTable, notes: list[str], watch: Watch
+) -> int:
+    """`_remove_log_files`' work, its calls reported to `watch`."""
     pin = roots.pin
     try:
-        opened = open_log_dir(roots, log_path, mounts)
+        opened = open_log_dir(roots, log_path, mounts, watch)
     except OSError as exc:
-        raise LogRemovalError(
-            f"cannot open the directory of {log_path}: {exc.strerror or exc}"
-        ) from None
+        why = exc.strerror or exc
+        raise LogRemovalError(f"cannot open the directory of {log_path}: {why}") from None
     if opened.fd < 0:
         if opened.why:
             notes.append(f"{opened.why}; log {log_path} left")
         return 0
     try:
         try:
-            files, left = _listed(opened, os.path.basename(log_path), mounts, pin)
+            files, left = _listed(opened, os.path.basename(log_path), mounts, pin, watch)
         except OSError as exc:
             shown = f"{pin.show(opened.local)}: {exc.strerror or exc}"
             raise LogRemovalError(f"cannot list {shown}") from None
         notes.extend(left)
-        return _unlink_listed(opened, files, pin)
+        return _unlink_listed(opened, files, pin, watch)
     finally:
         opened.close()
 

@@ -154,14 +154,14 @@ def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
     """
     if not mounts.known:
         raise Refused(f"{mounts.error}; left")
+    below = mounts.at_or_below(local)  # (before it is touched: a stale mount would hang)
+    if below:
+        raise Refused(f"mounted at or below it now: {', '.join(map(parent.show, below))}; left")
     name, top = parent.entry(local)
     if stat.S_ISLNK(top.st_mode):
         raise Refused(f"{parent.show(local)} is a symlink now; left")
     if not stat.S_ISDIR(top.st_mode):
         raise Refused(f"{parent.show(local)} is no longer a directory; left")
-    below = mounts.at_or_below(local)
-    if below:
-        raise Refused(f"mounted at or below it now: {', '.join(map(parent.show, below))}; left")
     out = TreeRemoval()
     fd = os.open(name, OPEN_DIR, dir_fd=parent.fd)
     if not _same(os.fstat(fd), top):
@@ -280,12 +280,12 @@ def _enter(
             cur.complete = False
         return None
 
+    if mounts.is_mount_point(child):  # not even stat'ed: a stale mount would hang
+        return stays()
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except OSError as exc:
         return stays(exc)
-    if mounts.is_mount_point(child):
-        return stays()
     if not stat.S_ISDIR(st.st_mode):
         try:
             os.unlink(name, dir_fd=fd)
