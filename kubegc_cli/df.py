@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.host.bounded import listdir, stat_of
 from kubegc_cli.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
@@ -468,9 +469,13 @@ class Walker:
 
     def entry(self, path: str, dev: int, uid: str = "") -> int | None:
         """Allocated bytes of the tree (or file) at local `path` on device `dev`; None when it
-        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`)."""
+        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`; one the
+        mount table names is not touched: a stale mount would hang)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
         try:
-            st = os.lstat(path)
+            st = stat_of(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return None
@@ -491,8 +496,7 @@ class Walker:
 
     def _children(self, path: str) -> list[os.DirEntry[str]]:
         try:
-            with os.scandir(path) as it:
-                return sorted(it, key=lambda e: e.name)
+            return listdir(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return []
@@ -501,9 +505,8 @@ class Walker:
         """The device and entries of a walk's root; its own blocks count under `key`. Raises
         `OSError` when the root cannot be read (`NotADirectoryError` when it is not a
         directory: then nothing of it is counted)."""
-        top = os.stat(root)
-        with os.scandir(root) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        top = stat_of(root, follow_symlinks=True)
+        entries = listdir(root)
         self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
         return top.st_dev, entries
 
@@ -556,8 +559,11 @@ class Walker:
     def _dir_here(self, path: str, dev: int, uid: str) -> int | None:
         """The allocated bytes of the directory inode at `path` itself, or None when it is
         not a directory on `dev` to enter (a mount point is listed)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
         try:
-            st = os.lstat(path)
+            st = stat_of(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return None
@@ -1079,8 +1085,7 @@ def _residue(
         (scanners.scan_pod_dirs, POD_DIR)
     ]
     try:
-        with os.scandir(on_host(s.host_root, logs_dir)) as it:
-            names = [e.name for e in it]
+        names = [e.name for e in listdir(on_host(s.host_root, logs_dir))]
     except OSError:
         names = []
     if any(scanners._pod_unknown(ctx, pod_uid_from_dir(n)) for n in names):
@@ -1094,7 +1099,7 @@ def _residue(
     skip: set[tuple[int, int]] = set()
     for f in findings:
         try:
-            st = os.lstat(on_host(s.host_root, f.target))
+            st = stat_of(on_host(s.host_root, f.target))
         except OSError:
             continue
         skip.add((st.st_dev, st.st_ino))
@@ -1106,7 +1111,7 @@ def _count_finding(s: Settings, f: Finding, tally: Tally, report: DfReport) -> N
     from kubegc_cli.residue import POD_DIR
 
     try:
-        dev = os.lstat(on_host(s.host_root, f.target)).st_dev
+        dev = stat_of(on_host(s.host_root, f.target)).st_dev
     except OSError:
         return
     n = f.bytes or 0
@@ -1129,7 +1134,7 @@ def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) ->
     for role, path in roles:
         try:
             local = _real(s, path)
-            st_dev = os.stat(local)
+            st_dev = stat_of(local, follow_symlinks=True)
         except OSError as exc:
             if role == "nodefs":
                 raise RuntimeUnavailable(

@@ -184,6 +184,18 @@ def listdir(path: str) -> list[os.DirEntry[str]]:
     return bounded(walk)
 
 
+def stat_of(path: str, *, follow_symlinks: bool = False) -> os.stat_result:
+    """`os.stat(path)` (`os.lstat` unless `follow_symlinks`) under `bounded`: `Stalled` when
+    it hangs (or `path` was stuck before); `OSError` as `os.stat` raises it."""
+
+    def walk(watch: Watch) -> os.stat_result:
+        if not watch.may_enter(path):
+            raise Stalled(path, walk_timeout())
+        return os.stat(path, follow_symlinks=follow_symlinks)
+
+    return bounded(walk)
+
+
 @contextmanager
 def walk_timeout_of(seconds: float) -> Iterator[None]:
     """Within the block, walks wait `seconds` for one filesystem call (tests)."""

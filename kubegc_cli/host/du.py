@@ -81,15 +81,15 @@ def tree_usage(
 
     A missing `path` is an empty tree; entries that vanish while walking are skipped (a busy
     node changes under the walk); entries that cannot be read are skipped and counted in
-    `unreadable`. An entry the mount table names as a mount point is not touched at all (not
-    even stat'ed: a stale network mount would hang), a directory on another device is not
-    entered; both are listed in `mounts`. The walk runs under `host.bounded.bounded`: an
-    entry that gets no answer within `--timeout` is given up (counted as unreadable, listed in
-    `mounts`, the first named in `stalled`) and the walk goes on with the rest in a new
-    worker; a path stuck earlier in this process is not touched again. `seen` holds the
-    (device, inode) pairs of multiply-linked files already counted; pass one set to several
-    calls so that a file hard linked into two trees counts once in all of them (it is
-    updated in place).
+    `unreadable`. An entry the mount table names as a mount point (`path` itself too) is not
+    touched at all (not even stat'ed: a stale network mount would hang), a directory on
+    another device is not entered; both are listed in `mounts`. The walk runs under
+    `host.bounded.bounded`: an entry that gets no answer within `--timeout` is given up
+    (counted as unreadable, listed in `mounts`, the first named in `stalled`) and the walk
+    goes on with the rest in a new worker; a path stuck earlier in this process is not
+    touched again. `seen` holds the (device, inode) pairs of multiply-linked files already
+    counted; pass one set to several calls so that a file hard linked into two trees counts
+    once in all of them (it is updated in place).
     """
     if seen is None:
         seen = set()
@@ -113,6 +113,9 @@ def _walk(
     """`tree_usage`'s walk, adding to `acc` as it goes; it takes up a walk given up (after a
     stall) where that one stopped: `acc.todo` holds the entries still to look at."""
     if acc.top_dev is None:
+        if mounts is not None and mounts.is_mount_point(path):
+            acc.skipped.append(path)  # a mount point itself: not entered, not even stat'ed
+            return
         if not watch.may_enter(path):
             raise Stalled(path, walk_timeout())
         try:
