@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubegc_cli.host.bounded import Watch, bounded, listdir
+from kubegc_cli.host.bounded import Watch, bounded, bounded_each, listdir
 from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
@@ -232,7 +232,22 @@ def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[st
         entries = _log_symlinks(local_dir)
     except FileNotFoundError:
         return []
-    return [(e.name, e.path) for e in entries if link_dangles(e.path, host_root)]
+    return [(e.name, e.path) for e in _dangling(entries, host_root)]
+
+
+def _dangling(entries: list[os.DirEntry[str]], host_root: Path) -> list[os.DirEntry[str]]:
+    """The links among `entries` that dangle (`link_dangles`), looked up in bounded walks
+    (`bounded_each`): a target on a mount that gives no answer within `--timeout` is not known
+    to dangle, so its link is not listed (nothing unsure is removed)."""
+    found: list[os.DirEntry[str]] = []
+
+    def look(e: os.DirEntry[str], watch: Watch) -> None:
+        watch.at(e.path)
+        if link_dangles(e.path, host_root):
+            found.append(e)
+
+    hung = {id(entries[i]) for i, _ in bounded_each(entries, look)}
+    return [e for e in found if id(e) not in hung]
 
 
 def legacy_links(
@@ -246,17 +261,16 @@ def legacy_links(
         entries = _log_symlinks(local_dir)
     except FileNotFoundError:
         return []
-    dangling = [(e.name, e.path, "") for e in entries if link_dangles(e.path, host_root)]
+    dangling = [(e.name, e.path, "") for e in _dangling(entries, host_root)]
     names = {name for name, _, _ in dangling}
     rest = [e for e in entries if e.name not in names]
     return dangling + (_into(rest, host_dir, pod_dirs) if pod_dirs else [])
 
 
 def _log_symlinks(local_dir: str) -> list[os.DirEntry[str]]:
-    """The `*.log` symlinks in `local_dir`, by name; `OSError` when it cannot be listed."""
-    with os.scandir(local_dir) as it:
-        return sorted((e for e in it if e.name.endswith(".log") and e.is_symlink()),
-                      key=lambda e: e.name)  # fmt: skip
+    """The `*.log` symlinks in `local_dir`, by name; `OSError` when it cannot be listed
+    (`host.bounded.Stalled` when the listing gives no answer within `--timeout`)."""
+    return [e for e in listdir(local_dir) if e.name.endswith(".log") and e.is_symlink()]
 
 
 class LogDirChanged(Exception):
