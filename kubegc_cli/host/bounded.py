@@ -61,6 +61,19 @@ def hung_at(path: str) -> str:
     return ""
 
 
+def hung_below(path: str) -> str:
+    """A path at, above or below the local `path` that a walk was stuck at earlier in this
+    process, or "": a removal of `path` would reach it."""
+    if not _HUNG:
+        return ""
+    prefix = path.rstrip("/") + "/"
+    with _HUNG_LOCK:
+        for hung in _HUNG:
+            if hung == path or hung.startswith(prefix) or path.startswith(hung.rstrip("/") + "/"):
+                return hung
+    return ""
+
+
 class Stalled(OSError):
     """A walk got no answer from the kernel for the walk timeout at `path` (a hung mount?).
     An `OSError` (ETIMEDOUT), so code that reports an unreadable path reports this one too."""

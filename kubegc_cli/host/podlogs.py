@@ -282,8 +282,9 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> Tree
     podLogsDir `parent`: what was removed, its `size_freed` the bytes of the log files.
 
     Re-checks right before: no longer a directory, a mount table that could not be read
-    (`mounts.known` False: anything may be mounted), a mount point at or below it now, or a
-    podLogsDir that is not usable → `LogDirChanged`, nothing removed. Everything is done
+    (`mounts.known` False: anything may be mounted), a mount point at or below it now, a path
+    at or below it that gave no answer to a walk in this run (`remove_tree`), or a podLogsDir
+    that is not usable → `LogDirChanged`, nothing removed. Everything is done
     relative to `parent` as it was when planned (`remove_tree`): never through a symlink or a
     mount put on the way since, never into another mount (checked by mount ID as it walks);
     what it had to leave is in the result, which is then not `complete`. Raises `OSError`

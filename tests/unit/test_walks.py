@@ -222,3 +222,24 @@ def test_a_legacy_link_into_a_hung_mount_is_not_judged_dangling(tmp_path: Path) 
         assert [name for name, _ in found] == ["p_ns_c-bbbbbbbb.log"]
         found3 = returns_within(5, lambda: legacy_links(str(links), "/c", Path("/"), set()))
         assert [name for name, _, _ in found3] == ["p_ns_c-bbbbbbbb.log"]
+
+
+@needs_fuse
+def test_a_directory_that_hung_when_sized_is_not_removed(tmp_path: Path, pins: None) -> None:
+    """`gc logs`, `apply` and `residue clean` remove a directory with `remove_tree`: one below
+    which a walk of this run got no answer is refused at once, untouched."""
+    from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
+    from kubegc_cli.host.tree import Pin
+
+    root, pod = _pod_logs(tmp_path)
+    hung = pod / "hung"
+    hung.mkdir()
+    with hung_mount(hung), walk_timeout_of(0.5):
+        returns_within(5, lambda: read_pod_log_dirs(str(root), NO_MOUNTS))
+        parent = Pin.open(str(root))
+        try:
+            with pytest.raises(LogDirChanged, match="gave no answer within --timeout"):
+                returns_within(2, lambda: remove_pod_log_dir(str(pod), NO_MOUNTS, parent))
+        finally:
+            parent.close()
+    assert (pod / "app/0.log").exists()
