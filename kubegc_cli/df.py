@@ -50,12 +50,12 @@ import os
 import shlex
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.host.bounded import listdir, stat_of
+from kubegc_cli.host.bounded import Watch, bounded_each, listdir, stat_of
 from kubegc_cli.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
@@ -510,14 +510,28 @@ class Walker:
         self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
         return top.st_dev, entries
 
-    def _ticking(self, entries: list[os.DirEntry[str]], what: str) -> Iterator[os.DirEntry[str]]:
-        """`entries`, telling `progress` how far the walk of `what` is."""
-        for i, e in enumerate(entries):
+    def _each(
+        self,
+        entries: list[os.DirEntry[str]],
+        what: str,
+        one: Callable[[os.DirEntry[str], Watch], None],
+    ) -> None:
+        """`one(entry, watch)` for each of `entries`, telling `progress` how far the walk of
+        `what` is, in bounded walks (`host.bounded.bounded_each`: one worker thread while
+        nothing hangs): an entry whose walk gets no answer within `--timeout` is given up, and
+        the path it hung at is counted unreadable (the note names it) and listed as mounted."""
+        total = len(entries)
+
+        def step(item: tuple[int, os.DirEntry[str]], watch: Watch) -> None:
             if self.progress is not None:
-                self.progress(what, i, len(entries))
-            yield e
+                self.progress(what, item[0], total)
+            one(item[1], watch)
+
+        for _, exc in bounded_each(list(enumerate(entries)), step):
+            self._cannot_read(exc.filename, exc)
+            self._mounted(exc.filename, "")
         if self.progress is not None:
-            self.progress(what, len(entries), len(entries))
+            self.progress(what, total, total)
 
     def pod_logs(self, root: str, deleted: Callable[[str], bool]) -> int:
         """Walk the pod log root (a real local path): each `<ns>_<pod>_<uid>` directory counts
@@ -525,15 +539,17 @@ class Walker:
         from kubegc_cli.host.podlogs import pod_uid_from_dir
 
         dev, entries = self._root(root, LOGS)
-        for e in self._ticking(entries, "pod logs"):
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
             is_dir = e.is_dir(follow_symlinks=False)
             uid = pod_uid_from_dir(e.name) if is_dir else ""
             n = self.entry(e.path, dev, uid)
+            watch.at(e.path)  # (a walk given up since counts nothing more)
             if n is None:
-                continue
+                return
             if not is_dir:
                 self.tally.add(dev, LOGS, n)
-                continue
+                return
             p = self.pod(uid)
             p.logs += n
             parts = e.name.split("_")
@@ -542,6 +558,8 @@ class Walker:
             self.tally.add(dev, LOGS, n, reclaim=n if deleted(uid) else 0, count=1)
             if deleted(uid):
                 self.tally.add(dev, LOGS_DELETED, n, reclaim=n, count=1)
+
+        self._each(entries, "pod logs", one)
         return dev
 
     def pod_dirs(self, root: str) -> int:
@@ -549,11 +567,16 @@ class Walker:
         kubernetes.io~empty-dir/<volume>` counts as the pod's emptyDir, everything else in the
         pod's directory as other pod data. Returns the device."""
         dev, entries = self._root(root, POD_DATA)
-        for e in self._ticking(entries, "pod directories"):
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
             if not e.is_dir(follow_symlinks=False):
-                self.tally.add(dev, POD_DATA, self.entry(e.path, dev) or 0)
-                continue
-            self._pod_dir(e.path, e.name, dev)
+                n = self.entry(e.path, dev) or 0
+                watch.at(e.path)
+                self.tally.add(dev, POD_DATA, n)
+                return
+            self._pod_dir(e.path, e.name, dev, watch)
+
+        self._each(entries, "pod directories", one)
         return dev
 
     def _dir_here(self, path: str, dev: int, uid: str) -> int | None:
@@ -575,7 +598,7 @@ class Walker:
         self.entries += 1
         return st.st_blocks * BLOCK
 
-    def _pod_dir(self, path: str, uid: str, dev: int) -> None:
+    def _pod_dir(self, path: str, uid: str, dev: int, watch: Watch) -> None:
         own = self._dir_here(path, dev, uid)
         if own is None:
             return
@@ -591,6 +614,7 @@ class Walker:
                     data += self._plugin(plugin, dev, p)
                 continue
             data += self.entry(child.path, dev, uid) or 0
+        watch.at(path)  # (a walk given up since counts nothing more)
         self.tally.add(dev, POD_DATA, data, count=1)
 
     def _plugin(self, plugin: os.DirEntry[str], dev: int, p: PodFootprint) -> int:

@@ -37,6 +37,7 @@ X = TypeVar("X")
 _timeout = [10.0]
 _HUNG: set[str] = set()  # local paths a walk was stuck at, not touched again
 _HUNG_LOCK = threading.Lock()
+_worker = threading.local()  # `watch`: the `Watch` of the bounded walk this thread runs
 
 
 def set_walk_timeout(seconds: float) -> None:
@@ -108,21 +109,32 @@ class Watch:
     def may_enter(self, path: str) -> bool:
         """`at(path)`, and whether `path` may be touched: False when it is (or is below) a
         path a walk was stuck at before (`hung_at`); the walk then leaves it out."""
-        self.at(path)
-        return not hung_at(path)
+        if self.abandoned:
+            raise _Abandoned
+        self.path = path
+        self.stamp = time.monotonic()
+        return not (_HUNG and hung_at(path))
 
 
 def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
     """`walk(watch)` run in a daemon worker thread, its result or its exception; `Stalled`
     when the walk reports no progress (`Watch.at`) for `timeout` seconds (default
     `walk_timeout()`). The path it was stuck at is then remembered (`hung_at`) until the
-    call returns. Whatever the walk filled in before that is the caller's partial result."""
+    call returns. Whatever the walk filled in before that is the caller's partial result.
+
+    Called from inside a bounded walk (its worker thread), `walk` runs right there with the
+    enclosing walk's `Watch`: the enclosing walk's deadline covers it, and no thread is
+    started (a walk of many small walks costs one thread)."""
+    enclosing: Watch | None = getattr(_worker, "watch", None)
+    if enclosing is not None:
+        return walk(enclosing)
     limit = walk_timeout() if timeout is None else timeout
     watch = Watch()
     done = threading.Event()
     box: dict[str, object] = {}
 
     def run() -> None:
+        _worker.watch = watch
         try:
             box["value"] = walk(watch)
         except _Abandoned:

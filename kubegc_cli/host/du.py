@@ -132,11 +132,12 @@ def _walk(
                 seen.add((top.st_dev, top.st_ino))
             acc.size = top.st_size if stat.S_ISREG(top.st_mode) else 0
             return
-        acc.dirs.append(path)
+        acc.dirs.append(os.path.normpath(path))
+    points = mounts.points if mounts is not None else frozenset()  # (paths built normalised)
     while acc.dirs or acc.todo:
         if acc.todo:
             entry = acc.todo.pop()
-            if mounts is not None and mounts.is_mount_point(entry):
+            if entry in points:
                 acc.skipped.append(entry)  # not even stat'ed: it may hang
                 continue
             if not watch.may_enter(entry):  # stuck there before
