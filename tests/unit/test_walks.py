@@ -243,3 +243,41 @@ def test_a_directory_that_hung_when_sized_is_not_removed(tmp_path: Path, pins: N
         finally:
             parent.close()
     assert (pod / "app/0.log").exists()
+
+
+def test_a_bounded_walk_inside_another_runs_in_the_same_worker() -> None:
+    import threading
+
+    def inner(watch: object) -> str:
+        return threading.current_thread().name
+
+    def outer(watch: object) -> tuple[str, str]:
+        return threading.current_thread().name, bounded(inner)
+
+    mine, nested = bounded(outer)
+    assert mine == nested == "kubegc-walk" != threading.current_thread().name
+
+
+@needs_fuse
+def test_df_gives_up_on_a_hung_mount_and_walks_the_rest(tmp_path: Path) -> None:
+    """`df`'s walk of the pod log root with a mount made since the table was read that never
+    answers: that pod's walk is given up after `--timeout`, the path is counted unreadable and
+    listed as mounted, and every other pod is still measured."""
+    from kubegc_cli.df import Walker
+
+    root, pod = _pod_logs(tmp_path)
+    second = "0f0f0f0f-0000-1111-2222-333344445555"
+    other = root / f"ns_q_{second}"
+    (other / "app").mkdir(parents=True)
+    (other / "app/0.log").write_bytes(b"o" * 9000)
+    hung = pod / "hung"
+    hung.mkdir()
+    w = Walker(NO_MOUNTS)
+    with hung_mount(hung), walk_timeout_of(0.5):
+        returns_within(5, lambda: w.pod_logs(str(root), lambda uid: False))
+    assert w.unreadable >= 1 and w.first_unreadable == (
+        str(hung),
+        "no answer within 0.5s (a hung mount?)",
+    )
+    assert str(hung) in [path for path, _ in w.mounted]
+    assert w.pods[second].logs >= 9000  # measured in full
