@@ -49,6 +49,7 @@ from kubegc_cli.state import (
 if TYPE_CHECKING:
     from kubegc_cli.cri.client import CriClient
     from kubegc_cli.execute import Executor, LogRemover
+    from kubegc_cli.host.logs import LogSizer
     from kubegc_cli.host.mounts import MountTable
 
 
@@ -361,12 +362,14 @@ def _observe_for_containers(
     mounts: MountTable,
     *,
     sandboxes: bool,
+    sizer: LogSizer | None = None,
 ) -> NodeSnapshot:
     """The node as a container GC plan needs it: `ListContainers` alone, with status calls only
     when the plan needs finish times (`--older-than`); dead containers' log paths from the
     kubelet's layout (the executor re-reads each status before removing); the restart count of
     the annotations; the sandboxes when `sandboxes`, or when a container is CREATED (whether
-    its sandbox is READY decides if it may be removed: `plan_containers`)."""
+    its sandbox is READY decides if it may be removed: `plan_containers`). `sizer` measures
+    the logs (`observe_node`)."""
     from dataclasses import replace
 
     from kubegc_cli.observe import observe_node
@@ -380,10 +383,28 @@ def _observe_for_containers(
         sandboxes=sandboxes,
         pod_logs_dir=pod_logs_dir,
         mounts=mounts,
+        sizer=sizer,
     )
     if not sandboxes and any(c.state is ContainerState.CREATED for c in snap.containers):
         snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
     return snap
+
+
+def _note_logs_left(plan: Plan[Any], sizer: LogSizer) -> None:
+    """Give each planned container removal whose log may not be removed where the kubelet
+    puts it (its directory a symlink, not a directory, a mount point, or one that gave no
+    answer in time: `LogSizer.note_for`) that note, so a dry run says what `--yes` would
+    leave; and say in the plan's notes which log directories gave no answer (their sizes
+    are unknown)."""
+    for a in plan.actions:
+        if a.kind == "container" and a.result is Result.PLANNED and not a.log_note:
+            a.log_note = sizer.note_for(a.container.log_path)
+    if sizer.stalled:
+        shown = ", ".join(sizer.stalled[:5])
+        plan.notes.append(
+            f"{len(sizer.stalled)} container log directory(ies) gave no answer within "
+            f"--timeout (a hung mount?): {shown}; the sizes of their logs are unknown."
+        )
 
 
 def _ready(sandboxes: Iterable[Sandbox]) -> frozenset[str]:
@@ -419,25 +440,27 @@ def gc_containers(
         return offline
 
     from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.host.logs import LogRoots, LogSizer
     from kubegc_cli.host.mounts import MountTable
 
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
+        sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
         # -l matches the pod labels the sandboxes carry; READY ones keep their pods alive.
         snap = _observe_for_containers(
             client, s, scope, kcfg.pod_logs_dir, mounts,
-            sandboxes=scope.selector is not None or pods.known,
+            sandboxes=scope.selector is not None or pods.known, sizer=sizer,
         )  # fmt: skip
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
         )
         plan = plan_from(snap, snap.endpoint)
+        _note_logs_left(plan, sizer)
         if _may_act(mode, plan, ui, "container", act):
             from kubegc_cli.execute import ContainerRemover  # (a dry run never loads it)
-            from kubegc_cli.host.logs import LogRoots
 
             remover = ContainerRemover(
                 client,
@@ -622,7 +645,7 @@ def gc_all(
 
     from kubegc_cli.execute import ContainerRemover, LogRemover, SandboxRemover
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
-    from kubegc_cli.host.logs import LogRoots
+    from kubegc_cli.host.logs import LogRoots, LogSizer
     from kubegc_cli.host.mounts import MountTable
     from kubegc_cli.policy.logs import plan_logs
 
@@ -631,13 +654,17 @@ def gc_all(
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
-        snap = _observe_for_containers(client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True)
+        sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
+        snap = _observe_for_containers(
+            client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True, sizer=sizer
+        )
         pods = against_runtime(pods, snap.containers, snap.sandboxes)
         now = _now(s, snap)
         scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
         pc = plan_containers(
             snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
         )
+        _note_logs_left(pc, sizer)
         going = {a.id for a in pc.actions}
         left = [c for c in snap.containers if c.id not in going]
         ps = plan_sandboxes(

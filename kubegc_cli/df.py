@@ -50,11 +50,12 @@ import os
 import shlex
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.host.bounded import Watch, bounded_each, listdir, stat_of
 from kubegc_cli.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
@@ -468,9 +469,13 @@ class Walker:
 
     def entry(self, path: str, dev: int, uid: str = "") -> int | None:
         """Allocated bytes of the tree (or file) at local `path` on device `dev`; None when it
-        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`)."""
+        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`; one the
+        mount table names is not touched: a stale mount would hang)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
         try:
-            st = os.lstat(path)
+            st = stat_of(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return None
@@ -491,8 +496,7 @@ class Walker:
 
     def _children(self, path: str) -> list[os.DirEntry[str]]:
         try:
-            with os.scandir(path) as it:
-                return sorted(it, key=lambda e: e.name)
+            return listdir(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return []
@@ -501,20 +505,33 @@ class Walker:
         """The device and entries of a walk's root; its own blocks count under `key`. Raises
         `OSError` when the root cannot be read (`NotADirectoryError` when it is not a
         directory: then nothing of it is counted)."""
-        top = os.stat(root)
-        with os.scandir(root) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        top = stat_of(root, follow_symlinks=True)
+        entries = listdir(root)
         self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
         return top.st_dev, entries
 
-    def _ticking(self, entries: list[os.DirEntry[str]], what: str) -> Iterator[os.DirEntry[str]]:
-        """`entries`, telling `progress` how far the walk of `what` is."""
-        for i, e in enumerate(entries):
+    def _each(
+        self,
+        entries: list[os.DirEntry[str]],
+        what: str,
+        one: Callable[[os.DirEntry[str], Watch], None],
+    ) -> None:
+        """`one(entry, watch)` for each of `entries`, telling `progress` how far the walk of
+        `what` is, in bounded walks (`host.bounded.bounded_each`: one worker thread while
+        nothing hangs): an entry whose walk gets no answer within `--timeout` is given up, and
+        the path it hung at is counted unreadable (the note names it) and listed as mounted."""
+        total = len(entries)
+
+        def step(item: tuple[int, os.DirEntry[str]], watch: Watch) -> None:
             if self.progress is not None:
-                self.progress(what, i, len(entries))
-            yield e
+                self.progress(what, item[0], total)
+            one(item[1], watch)
+
+        for _, exc in bounded_each(list(enumerate(entries)), step):
+            self._cannot_read(exc.filename, exc)
+            self._mounted(exc.filename, "")
         if self.progress is not None:
-            self.progress(what, len(entries), len(entries))
+            self.progress(what, total, total)
 
     def pod_logs(self, root: str, deleted: Callable[[str], bool]) -> int:
         """Walk the pod log root (a real local path): each `<ns>_<pod>_<uid>` directory counts
@@ -522,15 +539,17 @@ class Walker:
         from kubegc_cli.host.podlogs import pod_uid_from_dir
 
         dev, entries = self._root(root, LOGS)
-        for e in self._ticking(entries, "pod logs"):
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
             is_dir = e.is_dir(follow_symlinks=False)
             uid = pod_uid_from_dir(e.name) if is_dir else ""
             n = self.entry(e.path, dev, uid)
+            watch.at(e.path)  # (a walk given up since counts nothing more)
             if n is None:
-                continue
+                return
             if not is_dir:
                 self.tally.add(dev, LOGS, n)
-                continue
+                return
             p = self.pod(uid)
             p.logs += n
             parts = e.name.split("_")
@@ -539,6 +558,8 @@ class Walker:
             self.tally.add(dev, LOGS, n, reclaim=n if deleted(uid) else 0, count=1)
             if deleted(uid):
                 self.tally.add(dev, LOGS_DELETED, n, reclaim=n, count=1)
+
+        self._each(entries, "pod logs", one)
         return dev
 
     def pod_dirs(self, root: str) -> int:
@@ -546,18 +567,26 @@ class Walker:
         kubernetes.io~empty-dir/<volume>` counts as the pod's emptyDir, everything else in the
         pod's directory as other pod data. Returns the device."""
         dev, entries = self._root(root, POD_DATA)
-        for e in self._ticking(entries, "pod directories"):
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
             if not e.is_dir(follow_symlinks=False):
-                self.tally.add(dev, POD_DATA, self.entry(e.path, dev) or 0)
-                continue
-            self._pod_dir(e.path, e.name, dev)
+                n = self.entry(e.path, dev) or 0
+                watch.at(e.path)
+                self.tally.add(dev, POD_DATA, n)
+                return
+            self._pod_dir(e.path, e.name, dev, watch)
+
+        self._each(entries, "pod directories", one)
         return dev
 
     def _dir_here(self, path: str, dev: int, uid: str) -> int | None:
         """The allocated bytes of the directory inode at `path` itself, or None when it is
         not a directory on `dev` to enter (a mount point is listed)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
         try:
-            st = os.lstat(path)
+            st = stat_of(path)
         except OSError as exc:
             self._cannot_read(path, exc)
             return None
@@ -569,7 +598,7 @@ class Walker:
         self.entries += 1
         return st.st_blocks * BLOCK
 
-    def _pod_dir(self, path: str, uid: str, dev: int) -> None:
+    def _pod_dir(self, path: str, uid: str, dev: int, watch: Watch) -> None:
         own = self._dir_here(path, dev, uid)
         if own is None:
             return
@@ -585,6 +614,7 @@ class Walker:
                     data += self._plugin(plugin, dev, p)
                 continue
             data += self.entry(child.path, dev, uid) or 0
+        watch.at(path)  # (a walk given up since counts nothing more)
         self.tally.add(dev, POD_DATA, data, count=1)
 
     def _plugin(self, plugin: os.DirEntry[str], dev: int, p: PodFootprint) -> int:
@@ -1021,9 +1051,10 @@ def _dead_container_logs(
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
         own = not foreign_log(kubelet_logs_dir, c, c.log_path)
+        # the kubelet's own log: listed where `gc containers` lists it (never through a link)
         files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
         may_go = {(st.st_dev, st.st_ino) for _, st in files}
-        for _, st in log_files(on_host(s.host_root, c.log_path)):
+        for _, st in files if own else log_files(on_host(s.host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)
             if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
                 counted.add(key)
@@ -1078,8 +1109,7 @@ def _residue(
         (scanners.scan_pod_dirs, POD_DIR)
     ]
     try:
-        with os.scandir(on_host(s.host_root, logs_dir)) as it:
-            names = [e.name for e in it]
+        names = [e.name for e in listdir(on_host(s.host_root, logs_dir))]
     except OSError:
         names = []
     if any(scanners._pod_unknown(ctx, pod_uid_from_dir(n)) for n in names):
@@ -1093,7 +1123,7 @@ def _residue(
     skip: set[tuple[int, int]] = set()
     for f in findings:
         try:
-            st = os.lstat(on_host(s.host_root, f.target))
+            st = stat_of(on_host(s.host_root, f.target))
         except OSError:
             continue
         skip.add((st.st_dev, st.st_ino))
@@ -1105,7 +1135,7 @@ def _count_finding(s: Settings, f: Finding, tally: Tally, report: DfReport) -> N
     from kubegc_cli.residue import POD_DIR
 
     try:
-        dev = os.lstat(on_host(s.host_root, f.target)).st_dev
+        dev = stat_of(on_host(s.host_root, f.target)).st_dev
     except OSError:
         return
     n = f.bytes or 0
@@ -1128,7 +1158,7 @@ def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) ->
     for role, path in roles:
         try:
             local = _real(s, path)
-            st_dev = os.stat(local)
+            st_dev = stat_of(local, follow_symlinks=True)
         except OSError as exc:
             if role == "nodefs":
                 raise RuntimeUnavailable(

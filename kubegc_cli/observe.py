@@ -43,20 +43,23 @@ def observe_node(
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR,
     mounts: MountTable | None = None,
     clock: Clock = wall_clock_ns,
+    sizer: LogSizer | None = None,
 ) -> NodeSnapshot:
     """Read containers (and, if asked, sandboxes, images and image filesystems) from the runtime.
 
-    `statuses` chooses which containers get a `ContainerStatus` call for their log path, finish
+        `statuses` chooses which containers get a `ContainerStatus` call for their log path, finish
     time and exit code: `"dead"` (all but RUNNING), `"all"` or `"none"`. With `log_layout`, a
     dead container that got no status call takes its log path from the kubelet's log layout
     (`kubelet_log_path`: labels and restart count, no call), so planning 100,000 containers
     needs no 100,000 calls; executors still read each container's status right before removing
     it and remove the log the runtime names. `annotations` False keeps only each container's
-    restart count (`CriClient.list_containers`). Log sizes are read under `host_root`: only files
-    kubegc may delete count (inside `pod_logs_dir`, not mount points; `mounts` defaults to this
-    process's mount table). Containers that vanish between the list and their status call are
-    left out. Raises `RuntimeUnavailable` if any list or status call fails: a partial inventory
-    must never be planned on.
+    restart count (`CriClient.list_containers`). Log sizes are read under `host_root`: only
+    files kubegc may delete count (in the kubelet's directory below `pod_logs_dir`, reached
+    without following a link, not mount points; `mounts` defaults to this process's mount
+    table; `sizer`, when given, measures them instead and keeps why a log may not be removed:
+    `LogSizer.note_for`). Containers that vanish between the list and their status call are
+    left out. Raises `RuntimeUnavailable` if any list or status call fails: a partial
+    inventory must never be planned on.
     """
     info = client.check()
     now = clock()
@@ -69,11 +72,14 @@ def observe_node(
         wanted = [c for c in listed if c.state is not ContainerState.RUNNING]
     found = dict(client.container_statuses([c.id for c in wanted]))
     mounts = mounts if mounts is not None else MountTable.read()
-    sizer = LogSizer(LogRoots(host_root, pod_logs_dir), mounts)
+    if sizer is None:
+        sizer = LogSizer(LogRoots(host_root, pod_logs_dir), mounts)
     if log_layout:  # (the listing's own objects: filled in, not copied)
         sizer.fill_layout_logs(
             c for c in listed if c.state is not ContainerState.RUNNING and c.id not in found
         )
+    statused = [(c, st) for c in listed if (st := found.get(c.id)) is not None]
+    sizes = iter(sizer.sizes_of([(st.log_path, c) for c, st in statused]))  # one batch
     containers: list[Container] = []
     for c in listed:
         if c.id not in found:
@@ -88,7 +94,7 @@ def observe_node(
                 finished_at=st.finished_at,
                 exit_code=st.exit_code,
                 log_path=st.log_path,
-                log_bytes=sizer.bytes_of(st.log_path, c),
+                log_bytes=next(sizes),
             )
         )
     sbx = tuple(client.list_sandboxes()) if sandboxes else ()

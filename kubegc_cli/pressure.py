@@ -935,6 +935,7 @@ def _local_disk_usage(
     """Pod UID → (bytes, inodes) of its container logs (`podLogsDir`) and local ephemeral
     volumes (emptyDir on disk, configMap, gitRepo under the kubelet root); mounted volumes
     (memory-backed emptyDir) are not entered."""
+    from kubegc_cli.host.bounded import listdir
     from kubegc_cli.host.du import tree_usage
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import on_host
@@ -947,7 +948,7 @@ def _local_disk_usage(
         s.host_root, load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
     )
     try:
-        entries = list(os.scandir(logs_root))
+        entries = listdir(logs_root)  # (bounded: a hung mount never stops the check)
     except OSError:
         entries = []
     for e in entries:
@@ -960,7 +961,7 @@ def _local_disk_usage(
         volumes = on_host(s.host_root, f"{root_dir}/pods/{uid}/volumes")
         for plugin in LOCAL_VOLUME_PLUGINS:
             try:
-                vols = list(os.scandir(os.path.join(volumes, plugin)))
+                vols = listdir(os.path.join(volumes, plugin))
             except OSError:
                 continue
             for v in vols:

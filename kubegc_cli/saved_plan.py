@@ -431,7 +431,7 @@ def recheck_saved_plan(
     """
     from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
     from kubegc_cli.host.logs import LogRoots
-    from kubegc_cli.host.podlogs import _tree_bytes
+    from kubegc_cli.host.podlogs import pod_log_dir_bytes
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
     from kubegc_cli.policy.images import images_in_use
 
@@ -495,11 +495,10 @@ def recheck_saved_plan(
             _skip(a, why)
         elif a.pod_uid in live_uids:
             _skip(a, "the runtime has containers of it now")
-        elif not os.path.lexists(a.local_path):
+        elif (size := pod_log_dir_bytes(a.local_path)) is None:
             _skip(a, GONE)
         else:
-            is_dir = os.path.isdir(a.local_path) and not os.path.islink(a.local_path)
-            a.bytes = _tree_bytes(a.local_path) if is_dir else 0
+            a.bytes = size
 
     images = {i.id: i for i in snap.images}
     refs = set(protected)

@@ -50,6 +50,7 @@ MAX_RECV_BYTES = 2**31 - 1
 @reported_settings
 def settings_from(ctx: click.Context) -> Settings:
     """Global option values → `kubegc_cli.settings.Settings`. Raises `BadInput` for bad values."""
+    from kubegc_cli.host.bounded import set_walk_timeout
     from kubegc_cli.settings import Settings
     from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
 
@@ -60,6 +61,7 @@ def settings_from(ctx: click.Context) -> Settings:
         raise BadInput(
             f"invalid value for --timeout: {g['timeout']!r} must be above 0 and at most 24h"
         )
+    set_walk_timeout(timeout)  # (no filesystem walk waits longer for one call either)
     max_recv = parse_bytes(g["max_recv_size"], flag="--max-recv-size", whole=True)
     if max_recv > MAX_RECV_BYTES:
         raise BadInput(

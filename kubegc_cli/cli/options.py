@@ -111,7 +111,7 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "default": "10s",
             "metavar": "DURATION",
-            "help": "Deadline of each CRI call.",
+            "help": "Deadline of each CRI call, and of each filesystem call a walk makes.",
             "show_default": True,
         },
     ),

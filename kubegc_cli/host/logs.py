@@ -18,11 +18,12 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, bounded_each
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 from kubegc_cli.host.tree import Pin
@@ -237,20 +238,15 @@ def _layout_parts(prefix: str, path: str) -> list[str] | None:
     return parts
 
 
-def _is_plain_dir(local: str) -> bool:
-    """True if `local` is a directory and not a symlink (one `lstat`)."""
-    try:
-        return stat.S_ISDIR(os.lstat(local).st_mode)
-    except OSError:
-        return False
-
-
 @dataclass(frozen=True)
 class LogRoots:
     """Where kubegc may delete log files. Paths are host paths; `host_root` is this side's `/`.
 
-    Every path is resolved as the host resolves it (`resolve_on_host`: an absolute symlink
-    target starts again at `host_root`, `..` never leaves it).
+    podLogsDir itself is resolved as the host resolves it (`resolve_on_host`: an absolute
+    symlink target starts again at `host_root`, `..` never leaves it) and held open (`pin`);
+    below it nothing is resolved: a container's log directory is the kubelet's lexical path
+    `<podLogsDir>/<pod dir>/<container dir>`, opened one component at a time from the pin
+    (`open_log_dir`).
     """
 
     host_root: Path
@@ -272,8 +268,10 @@ class LogRoots:
         return self.pin.path
 
     @cached_property
-    def _local_prefix(self) -> str:
-        return on_host(self.host_root, self.pod_logs_dir).rstrip("/") + "/"
+    def layout_prefix(self) -> str:
+        """podLogsDir as written (a host path, normalised) with a trailing `/`: the start of
+        every log path of the kubelet's layout."""
+        return os.path.normpath("/" + self.pod_logs_dir.lstrip("/")).rstrip("/") + "/"
 
     @cached_property
     def links_pin(self) -> Pin:
@@ -287,84 +285,152 @@ class LogRoots:
         symlinks resolved as on the host; "" when it loops or resolves to the host's `/`."""
         return self.links_pin.path
 
-    def resolve(self, local_path: str) -> str:
-        """`local_path` (a path under `host_root`) with every symlink resolved as on the host."""
-        return resolve_on_host(self.host_root, host_path_of(self.host_root, local_path))
 
-    def real_log_dir(self, local_path: str) -> str | None:
-        """The real directory (symlinks resolved as on the host) of the file `local_path` if
-        it is inside the real podLogsDir (or is it); None if it is not, or if podLogsDir
-        resolves to the host's `/`.
+@dataclass(frozen=True, slots=True)
+class OpenLogDir:
+    """A container's log directory as `open_log_dir` found it: `fd` open on it (-1 when it was
+    not opened), `local` its local path (`<pinned podLogsDir>/<pod dir>/<container dir>`, ""
+    when the log path is not of the kubelet's layout) and `why`, "" or why no log may be
+    removed there (shown with host paths; "" with `fd` -1 when it is simply missing)."""
 
-        A path of the kubelet's shape `<podLogsDir>/<pod dir>/<container dir>/<file>` whose two
-        directories are not symlinks is settled with two `lstat`s (its real directory is then
-        `<real podLogsDir>/<pod dir>/<container dir>`); any other path is resolved in full.
-        """
-        root = self.real_pod_logs_dir
-        if not root:
-            return None
-        parts = _layout_parts(self._local_prefix, local_path)
-        if parts is not None:
-            pod_dir = f"{root}/{parts[0]}"
-            if _is_plain_dir(pod_dir) and _is_plain_dir(f"{pod_dir}/{parts[1]}"):
-                return f"{pod_dir}/{parts[1]}"
+    fd: int
+    local: str
+    why: str = ""
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+
+
+def open_log_dir(
+    roots: LogRoots, log_path: str, mounts: MountTable, watch: Watch | None = None
+) -> OpenLogDir:
+    """Open the directory of `log_path`, a host path of the kubelet's layout
+    `<podLogsDir>/<pod dir>/<container dir>/<file>` (podLogsDir as written in `roots`), from
+    the held podLogsDir (`LogRoots.pin`) one component at a time, never following a link.
+
+    The kubelet writes its logs there and nowhere else, so kubegc reads and removes them
+    there and nowhere else (kubelet `BuildContainerLogsDirectory`). A component that is a
+    symlink (even one leading to another directory inside podLogsDir: that is another pod's
+    log directory), is not a directory, is a mount point by the mount table (checked before
+    it is touched: a stale network mount is never entered) or is not on podLogsDir's own
+    mount (its mount ID: a mount made since the table was read) leaves the log, and `why`
+    names it. So does a path of another shape, a podLogsDir that resolves to the host's `/`
+    or could not be opened when planned, and a mount table that could not be read. Raises
+    `OSError` when a component exists but cannot be opened for another reason (EACCES...).
+    Each call that may block is reported to `watch` first (when run under `bounded`).
+    """
+    parts = _layout_parts(roots.layout_prefix, log_path)
+    if parts is None:
+        below = f"below podLogsDir {roots.pod_logs_dir}"
+        return OpenLogDir(-1, "", f"the path is not of the kubelet's layout {below}")
+    pin = roots.pin
+    if not pin.path:
+        loops = f"podLogsDir {roots.pod_logs_dir} resolves to the host's / or loops"
+        return OpenLogDir(-1, "", f"{loops}: the log is outside podLogsDir")
+    if why := pin.usable():
+        return OpenLogDir(-1, "", why)
+    if not mounts.known:
+        return OpenLogDir(-1, "", mounts.error)
+    fd = os.dup(pin.fd)
+    local = pin.path
+    try:
+        for name in parts[:2]:
+            local = f"{local}/{name}"
+            if mounts.is_mount_point(local):
+                return OpenLogDir(-1, local, f"{pin.show(local)} is a mount point")
+            if watch is not None:
+                watch.at(local)
+            try:
+                sub = os.open(name, OPEN_DIR, dir_fd=fd)
+            except FileNotFoundError:
+                return OpenLogDir(-1, local)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                try:
+                    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                except FileNotFoundError:
+                    return OpenLogDir(-1, local)
+                what = "a symlink" if stat.S_ISLNK(mode) else "not a directory"
+                return OpenLogDir(-1, local, f"{pin.show(local)} is {what}")
+            os.close(fd)
+            fd = sub
+            if mount_id(fd) != pin.mnt:
+                shown = pin.show(local)
+                return OpenLogDir(
+                    -1, local, f"{shown} is not on podLogsDir's mount (a mount point now?)"
+                )
+        opened, fd = fd, -1
+        return OpenLogDir(opened, local)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _listed(
+    opened: OpenLogDir, base: str, mounts: MountTable, pin: Pin, watch: Watch
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """The files named `base` or `base.<anything>` in the open log directory that are regular
+    files or symlinks (local paths, lstat results read relative to it), and notes on those
+    that are mount points (checked by the table before they are touched; left)."""
+    files: list[tuple[str, os.stat_result]] = []
+    notes: list[str] = []
+    with os.scandir(opened.fd) as it:
+        names = sorted(e.name for e in it if e.name == base or e.name.startswith(base + "."))
+    for name in names:
+        path = f"{opened.local}/{name}"
+        if mounts.is_mount_point(path):
+            notes.append(f"{pin.show(path)} is a mount point; left")
+            continue
+        watch.at(path)
         try:
-            parent = self.resolve(os.path.dirname(local_path))
-        except OSError:  # a symlink loop on the way (ELOOP): the log is nowhere kubegc may go
-            return None
-        return parent if parent == root or parent.startswith(root + "/") else None
-
-    def mount_on_the_way(self, real_dir: str, mounts: MountTable) -> str:
-        """The first directory strictly below the real podLogsDir, down to `real_dir` (a
-        `real_log_dir`), that is a mount point; "" when there is none. Nothing is deleted
-        into a mounted directory (the mount's source may be anywhere)."""
-        root = self.real_pod_logs_dir
-        path = root
-        for part in real_dir[len(root) + 1 :].split("/") if real_dir != root else ():
-            path = f"{path}/{part}"
-            if mounts.is_mount_point(path):
-                return path
-        return ""
+            st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            files.append((path, st))
+    return files, notes
 
 
 def deletable_log_files(
     roots: LogRoots, log_path: str, mounts: MountTable
 ) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
-    """The log files of `log_path` kubegc may delete (their real paths, with their lstat
-    results), and notes on those it may not.
+    """The log files of `log_path` kubegc may delete (local paths in the log's directory as
+    `open_log_dir` opens it, with their lstat results), and notes on those it may not.
 
-    Files must lie in a directory inside podLogsDir (symlinks resolved as on the host) with no
-    mount point between podLogsDir and it, and must not be mount points themselves (a file
-    that is a symlink: its resolved target must not be one); when the mount table could not be
-    read (`mounts.known` False) none may be deleted. The files are listed in the real
-    directory, so what is checked is what is deleted. Used both to plan (bytes to free) and
-    to remove, so the two agree.
+    The log and its rotated siblings (`<log>.<anything>`), regular files or symlinks (a link
+    is removed, never followed), listed in the directory opened from the held podLogsDir
+    without following a link, and not mount points; when that directory could not be
+    opened as the kubelet's (`open_log_dir`'s `why`), none. Used both to plan (bytes to free)
+    and to remove, so the two agree.
     """
     if not log_path:
         return [], []
     if "\0" in log_path:
         return [], [f"log path {log_path!r} holds a NUL byte; left"]
-    local = on_host(roots.host_root, log_path)
-    real_dir = roots.real_log_dir(local)
-    if real_dir is None:
-        return [], [f"log {log_path} is outside podLogsDir {roots.pod_logs_dir}; left"]
-    if not mounts.known:
-        return [], [f"{mounts.error}; log {log_path} left"]
-    mounted = roots.mount_on_the_way(real_dir, mounts)
-    if mounted:
-        return [], [f"{roots.pin.show(mounted)} is a mount point; log {log_path} left"]
-    files, notes = [], []
-    for path, st in log_files(os.path.join(real_dir, os.path.basename(local))):
-        # a file that is not a link is where its real directory says
-        try:
-            real = roots.resolve(path) if stat.S_ISLNK(st.st_mode) else path
-        except OSError:  # a link in a loop: removing the link itself frees nothing outside
-            real = path
-        if mounts.is_mount_point(real):
-            notes.append(f"{roots.pin.show(path)} is a mount point; left")
-        else:
-            files.append((path, st))
-    return files, notes
+    try:
+        return bounded(lambda watch: _deletable(roots, log_path, mounts, watch))
+    except Stalled as exc:
+        return [], [f"cannot read the directory of log {log_path}: {exc.strerror}; left"]
+
+
+def _deletable(
+    roots: LogRoots, log_path: str, mounts: MountTable, watch: Watch
+) -> tuple[list[tuple[str, os.stat_result]], list[str]]:
+    """`deletable_log_files` for a path without NUL, its calls reported to `watch`."""
+    try:
+        opened = open_log_dir(roots, log_path, mounts, watch)
+    except OSError as exc:
+        return [], [f"cannot open the directory of log {log_path}: {exc.strerror or exc}; left"]
+    if opened.fd < 0:
+        return [], [f"{opened.why}; log {log_path} left"] if opened.why else []
+    try:
+        return _listed(opened, os.path.basename(log_path), mounts, roots.pin, watch)
+    except OSError as exc:
+        return [], [f"cannot list {roots.pin.show(opened.local)}: {exc.strerror or exc}; left"]
+    finally:
+        opened.close()
 
 
 def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
@@ -379,106 +445,122 @@ def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
 
 
 class LogSizer:
-    """`log_bytes` for many containers at once, each log directory listed once.
+    """`log_bytes` for many containers at once, each log directory opened and listed once.
 
-    Same answer as `log_bytes(roots, log_path, mounts)` for every path. A path of the kubelet's
-    shape, `<podLogsDir>/<pod dir>/<container dir>/<file>`, is measured by descending from the
-    real podLogsDir through directories that are not symlinks (so the file's real directory is
-    inside podLogsDir by construction, without resolving each path); each directory's check and
-    listing is remembered. Any other path, or one through a symlinked directory, is measured by
-    `log_bytes` itself.
+    Same answer as `log_bytes(roots, log_path, mounts)` for every path: a log's directory is
+    opened as `open_log_dir` opens it (from the held podLogsDir, never through a link) and
+    listed; each directory's listing (or why it was not opened: `note_for`) is remembered.
+    The directories of a batch are read in one worker under `host.bounded.bounded_each`: one
+    that gives no answer within `--timeout` is given up (its logs' sizes are None: unknown,
+    and `stalled` names where it hung); the others are still read.
     """
 
     def __init__(self, roots: LogRoots, mounts: MountTable) -> None:
         self.roots = roots
         self.mounts = mounts
-        self._prefix = roots.pod_logs_dir.rstrip("/") + "/"
-        self._dirs: dict[str, dict[str, int]] = {}  # local container dir -> `_sums`
-        self._kinds: dict[str, str] = {}
+        self._prefix = roots.layout_prefix
+        # (pod dir, ctr dir) -> bytes by log name; None when it gave no answer in time
+        self._dirs: dict[tuple[str, str], dict[str, int] | None] = {}
+        self._why: dict[tuple[str, str], str] = {}
+        self.stalled: list[str] = []  # host paths of the directories given up
 
-    def _kind(self, local: str) -> str:
-        """What `local` is (remembered): "dir" (not a symlink), "link", "missing" or "other"."""
-        kind = self._kinds.get(local)
-        if kind is None:
-            try:
-                mode = os.lstat(local).st_mode
-            except FileNotFoundError:
-                kind = "missing"
-            except OSError:
-                kind = "other"
-            else:
-                kind = "dir" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "other"
-            self._kinds[local] = kind
-        return kind
-
-    def _sums(self, local_dir: str) -> dict[str, int]:
-        """Bytes by log name in one container log directory (remembered): each regular file
-        that is not a mount point counts for its own name and for every part of it before a
-        dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and `0`), so a
-        log's total is the log with its rotated siblings."""
-        sums = self._dirs.get(local_dir)
-        if sums is not None:
-            return sums
-        sums = {}
+    def _read(self, key: tuple[str, str], watch: Watch) -> None:
+        """Read one container log directory into `_dirs`: bytes by log name, where each
+        regular file that is not a mount point counts for its own name and for every part of
+        it before a dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and
+        `0`), so a log's total is the log with its rotated siblings."""
+        sums: dict[str, int] = {}
+        self._dirs[key] = sums
+        pod_dir, ctr_dir = key
         try:
-            with os.scandir(local_dir) as it:
-                entries = list(it)
-        except OSError:
-            entries = []
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or self.mounts.is_mount_point(entry.path):
-                continue  # symlinks and the rest free nothing (as in `log_bytes`)
-            name, size = entry.name, st.st_size
-            dot = name.find(".")
-            while dot != -1:
-                sums[name[:dot]] = sums.get(name[:dot], 0) + size
-                dot = name.find(".", dot + 1)
-            sums[name] = sums.get(name, 0) + size
-        self._dirs[local_dir] = sums
-        return sums
-
-    def _in_layout(self, pod_dir: str, ctr_dir: str) -> tuple[str, str]:
-        """How to size a log in `<podLogsDir>/<pod_dir>/<ctr_dir>/` (names checked by the
-        caller): ("dir", the local container directory), ("link", "": through a symlinked
-        directory, measured by `log_bytes`) or ("none", "": nothing there to free)."""
-        root = self.roots.real_pod_logs_dir
-        if not self.mounts.known or not root:
-            return ("none", "")
-        local = f"{root}/{pod_dir}"
-        kind = self._kind(local)
-        if kind == "dir":
-            local = f"{local}/{ctr_dir}"
-            kind = self._kind(local)
-        if kind == "dir":
-            return (
-                ("none", "") if self.roots.mount_on_the_way(local, self.mounts) else ("dir", local)
+            opened = open_log_dir(
+                self.roots, f"{self._prefix}{pod_dir}/{ctr_dir}/-", self.mounts, watch
             )
-        return ("link", "") if kind == "link" else ("none", "")
+        except OSError as exc:
+            self._why[key] = f"cannot open {pod_dir}/{ctr_dir}: {exc.strerror or exc}"
+            return
+        if opened.fd < 0:
+            if opened.why:
+                self._why[key] = opened.why
+            return
+        try:
+            with os.scandir(opened.fd) as it:
+                names = [e.name for e in it]
+            for name in names:
+                path = f"{opened.local}/{name}"
+                if self.mounts.is_mount_point(path):
+                    continue
+                watch.at(path)
+                try:
+                    st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # symlinks and the rest free nothing (as in `log_bytes`)
+                size = st.st_size
+                dot = name.find(".")
+                while dot != -1:
+                    sums[name[:dot]] = sums.get(name[:dot], 0) + size
+                    dot = name.find(".", dot + 1)
+                sums[name] = sums.get(name, 0) + size
+        except OSError:
+            pass
+        finally:
+            opened.close()
 
-    def _measure(self, how: tuple[str, str], log_path: str, name: str) -> int | None:
-        kind, local = how
-        if kind == "dir":
-            return self._sums(local).get(name, 0)
-        if kind == "link":  # a symlinked directory: resolve it the careful way
-            return log_bytes(self.roots, log_path, self.mounts)
-        return 0  # nothing there, or not a directory: no log file to free
+    def _read_all(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Read every directory of `keys` not read yet, in one bounded batch."""
+        todo = sorted({k for k in keys if k not in self._dirs})
+        for index, _ in bounded_each(todo, self._read):
+            key = todo[index]
+            self._dirs[key] = None
+            shown = f"{self._prefix}{key[0]}/{key[1]}"
+            self._why[key] = f"no answer from {shown} within --timeout (a hung mount?)"
+            self.stalled.append(shown)
+
+    def _size(self, key: tuple[str, str], name: str) -> int | None:
+        sums = self._dirs.get(key)
+        return None if sums is None else sums.get(name, 0)
+
+    def note_for(self, log_path: str) -> str:
+        """ "" or why no file of `log_path` (a path this sizer measured) may be removed or
+        was not sized: its directory could not be opened as the kubelet's (a symlink, not a
+        directory, a mount point...), as `remove_container_logs` would say it, or gave no
+        answer in time."""
+        parts = _layout_parts(self._prefix, log_path)
+        why = self._why.get((parts[0], parts[1])) if parts else None
+        return f"{why}; log {log_path} left" if why else ""
 
     def bytes_of(self, log_path: str, container: Container | None = None) -> int | None:
-        """Bytes removing this log (and its rotated siblings) would free; None without a path.
-        With `container`, the runtime's path for its log: 0 unless it is that container's own
-        (`foreign_log`: nothing else is removed with it)."""
-        if not log_path:
-            return None
-        if container is not None and foreign_log(self.roots.pod_logs_dir, container, log_path):
-            return 0
-        parts = _layout_parts(self._prefix, log_path)
-        if parts is None:
-            return log_bytes(self.roots, log_path, self.mounts)
-        return self._measure(self._in_layout(parts[0], parts[1]), log_path, parts[2])
+        """Bytes removing this log (and its rotated siblings) would free; None without a path
+        (or when its directory gave no answer in time). With `container`, the runtime's path
+        for its log: 0 unless it is that container's own (`foreign_log`: nothing else is
+        removed with it)."""
+        return self.sizes_of([(log_path, container)])[0]
+
+    def sizes_of(self, logs: Sequence[tuple[str, Container | None]]) -> list[int | None]:
+        """`bytes_of(log_path, container)` for each pair, their directories read in one
+        bounded batch."""
+        keys = []
+        for log_path, _ in logs:
+            parts = _layout_parts(self._prefix, log_path) if log_path else None
+            if parts is not None:
+                keys.append((parts[0], parts[1]))
+        self._read_all(keys)
+        out: list[int | None] = []
+        for log_path, container in logs:
+            if not log_path:
+                out.append(None)
+                continue
+            if container is not None and foreign_log(self.roots.pod_logs_dir, container, log_path):
+                out.append(0)
+                continue
+            parts = _layout_parts(self._prefix, log_path)
+            if parts is None:
+                out.append(log_bytes(self.roots, log_path, self.mounts))
+            else:
+                out.append(self._size((parts[0], parts[1]), parts[2]))
+        return out
 
     def fill_layout_logs(self, containers: Iterable[Container]) -> None:
         """Give each container its kubelet layout log (`kubelet_log_path` under this sizer's
@@ -486,13 +568,14 @@ class LogSizer:
         for containers a listing just made); one the layout cannot name is left as it is.
 
         The directory of each labels object (the attempts of a container share one) is
-        worked out and checked once: 100,000 containers cost 100,000 dictionary lookups, not
-        100,000 path parses.
+        worked out once, and all are read in one bounded batch: 100,000 containers cost
+        100,000 dictionary lookups, not 100,000 path parses.
         """
         root = self.roots.pod_logs_dir
-        folders: dict[int, tuple[str, tuple[str, str]]] = {}  # id(labels) -> (dir, how to size)
+        folders: dict[int, tuple[str, tuple[str, str]]] = {}  # id(labels) -> (dir, key)
         names: dict[int, str] = {}  # id(annotations) -> `kubelet_log_name`
         held = []  # (the labels and annotations objects, alive while their ids are keys)
+        todo: list[tuple[Container, str, str, tuple[str, str]]] = []
         for c in containers:
             notes = c.annotations
             name = names.get(id(notes))
@@ -506,15 +589,17 @@ class LogSizer:
             if known is None:
                 held.append(labels)
                 folder = kubelet_log_dir(root, labels)
-                how = ("none", "")
+                key = ("", "")
                 if folder:
                     pod_dir, ctr_dir = folder[len(self._prefix) : -1].split("/")
-                    how = self._in_layout(pod_dir, ctr_dir)
-                known = folders[id(labels)] = (folder, how)
-            folder, how = known
+                    key = (pod_dir, ctr_dir)
+                known = folders[id(labels)] = (folder, key)
+            folder, key = known
             if folder:
-                path = folder + name
-                fill_listed_log(c, path, self._measure(how, path, name))
+                todo.append((c, folder, name, key))
+        self._read_all(key for _, _, _, key in todo)
+        for c, folder, name, key in todo:
+            fill_listed_log(c, folder + name, self._size(key, name))
 
 
 def _unlink(path: str, what: str, dir_fd: int | None = None, shown: str = "") -> bool:
@@ -534,61 +619,70 @@ def _unlink(path: str, what: str, dir_fd: int | None = None, shown: str = "") ->
     return True
 
 
-def _open_below(pin: Pin, directory: str) -> int:
-    """Open `directory`, `pin.path` or a directory below it, relative to `pin.fd` one component
-    at a time without following a symlink (`OSError` ELOOP/ENOTDIR if one is there now)."""
-    if directory != pin.path and not directory.startswith(pin.path + "/"):
-        raise OSError(errno.EXDEV, f"not below {pin.path}", directory)
-    fd = os.dup(pin.fd)
-    rest = directory[len(pin.path) :].strip("/")
+def _unlink_listed(
+    opened: OpenLogDir, files: list[tuple[str, os.stat_result]], pin: Pin, watch: Watch
+) -> int:
+    """Unlink `files` (from `_listed`) by name in the open log directory, each as it is there
+    now (a regular file or a symlink). Returns the bytes of the regular files removed that had
+    no other hard link; `LogRemovalError` when an unlink fails."""
+    freed = 0
+    for path, _ in files:
+        name = os.path.basename(path)
+        watch.at(path)
+        try:  # what is there now, in the opened directory
+            st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
+        except OSError:
+            continue
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            continue
+        removed = _unlink(path, "log", opened.fd, pin.show(path))
+        if removed and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # else none freed
+            freed += st.st_size
+    return freed
+
+
+def _remove_log_files(roots: LogRoots, log_path: str, mounts: MountTable, notes: list[str]) -> int:
+    """Remove the log `log_path` (a container's own: `foreign_log` ""), with its rotated
+    siblings, in its directory opened once by `open_log_dir` and listed there (`_listed`):
+    what is checked is what is removed. Appends to `notes` what was left and why. Returns
+    the bytes freed; `LogRemovalError` when the directory cannot be opened or listed, an
+    unlink fails, or a call gets no answer within `--timeout` (`host.bounded`)."""
+    if "\0" in log_path:
+        notes.append(f"log path {log_path!r} holds a NUL byte; left")
+        return 0
+    found: list[str] = []
     try:
-        for part in rest.split("/") if rest else ():
-            sub = os.open(part, OPEN_DIR, dir_fd=fd)
-            os.close(fd)
-            fd = sub
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+        freed = bounded(lambda watch: _remove_in(roots, log_path, mounts, found, watch))
+    except Stalled as exc:
+        raise LogRemovalError(f"cannot remove log {log_path}: {exc.strerror}") from None
+    notes.extend(found)
+    return freed
 
 
-def _unlink_logs(roots: LogRoots, files: list[tuple[str, os.stat_result]], notes: list[str]) -> int:
-    """Unlink `files` (from `deletable_log_files`: one real directory) by name in that
-    directory, opened once and checked to be on podLogsDir's own mount (`mount_id`): a mount
-    made there since the mount table was read leaves them, with a note. Returns the bytes of
-    the regular files removed that had no other hard link; `LogRemovalError` when an unlink
-    fails."""
-    directory = os.path.dirname(files[0][0])
+def _remove_in(
+    roots: LogRoots, log_path: str, mounts: MountTable, notes: list[str], watch: Watch
+) -> int:
+    """`_remove_log_files`' work, its calls reported to `watch`."""
     pin = roots.pin
-    if why := pin.usable():
-        notes.append(f"{why}; logs in {pin.show(directory)} left")
-        return 0
     try:
-        fd = _open_below(pin, directory)
-    except FileNotFoundError:
-        return 0
+        opened = open_log_dir(roots, log_path, mounts, watch)
     except OSError as exc:
-        shown = f"{pin.show(directory)}: {exc.strerror or exc}"
-        raise LogRemovalError(f"cannot open {shown}") from None
+        why = exc.strerror or exc
+        raise LogRemovalError(f"cannot open the directory of {log_path}: {why}") from None
+    if opened.fd < 0:
+        if opened.why:
+            notes.append(f"{opened.why}; log {log_path} left")
+        return 0
     try:
-        if mount_id(fd) != pin.mnt:
-            shown = pin.show(directory)
-            notes.append(f"{shown} is not on podLogsDir's mount (a mount point now?); left")
-            return 0
-        freed = 0
-        for path, _ in files:
-            try:  # what is there now, in the pinned directory
-                st = os.stat(os.path.basename(path), dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                continue
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-                continue
-            removed = _unlink(path, "log", fd, pin.show(path))
-            if removed and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # else none freed
-                freed += st.st_size
-        return freed
+        try:
+            files, left = _listed(opened, os.path.basename(log_path), mounts, pin, watch)
+        except OSError as exc:
+            shown = f"{pin.show(opened.local)}: {exc.strerror or exc}"
+            raise LogRemovalError(f"cannot list {shown}") from None
+        notes.extend(left)
+        return _unlink_listed(opened, files, pin, watch)
     finally:
-        os.close(fd)
+        opened.close()
 
 
 def remove_container_logs(
@@ -601,12 +695,8 @@ def remove_container_logs(
     Raises `LogRemovalError` when a deletion fails for another reason.
     """
     foreign = foreign_log(roots.pod_logs_dir, container, log_path) if log_path else ""
-    files: list[tuple[str, os.stat_result]] = []
-    if foreign:
-        notes = [foreign]
-    else:
-        files, notes = deletable_log_files(roots, log_path, mounts)
-    freed = _unlink_logs(roots, files, notes) if files else 0
+    notes = [foreign] if foreign else []
+    freed = _remove_log_files(roots, log_path, mounts, notes) if log_path and not foreign else 0
     link_dir = roots.local_container_logs_dir
     if not link_dir:
         notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")

@@ -13,6 +13,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubegc_cli.host.bounded import Watch, bounded, bounded_each, listdir
+from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
 from kubegc_cli.host.tree import Pin, Refused, TreeRemoval, remove_tree
@@ -24,7 +26,9 @@ class PodLogDir:
     the name (last `_` field); `bytes` of regular files below (not following symlinks);
     `mount` is "" or a mount point at or below it (such a directory is never removed);
     `mounts_unknown` is "" or why the mount table could not be read (then it is never
-    removed either: anything may be mounted below it)."""
+    removed either: anything may be mounted below it); `stalled` is "" or the local path
+    below it that gave no answer within `--timeout` when it was sized (a hung mount: `bytes`
+    is partial, and it is never removed, as the removal would hang there)."""
 
     name: str
     path: str
@@ -33,6 +37,7 @@ class PodLogDir:
     is_symlink: bool
     mount: str = ""
     mounts_unknown: str = ""
+    stalled: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,59 +83,63 @@ def container_id_from_link(name: str) -> str:
     return cid if len(cid) >= 6 else ""
 
 
-def _tree_bytes(path: str) -> int:
-    """Bytes of the regular files below the directory `path`, never following a symlink; a
-    loop over a stack, not recursion (a tree thousands of levels deep is no error)."""
-    total = 0
-    pending = [path]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                total += st.st_size
-            elif stat.S_ISDIR(st.st_mode):
-                pending.append(e.path)
-    return total
-
-
 def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
-    """Every entry of the pod log root (local path). Raises `OSError` if the root is unreadable."""
+    """Every entry of the pod log root (local path). Raises `OSError` if the root is unreadable
+    (`host.bounded.Stalled` when listing it gets no answer within `--timeout`).
+
+    Each directory's `bytes` is the apparent size of its regular files as `du -x` walks it
+    (`tree_usage`): never through a symlink, never into a mount point the table names (not
+    even stat'ed) or onto another device; a walk that gets no answer within `--timeout` stops
+    and the directory's `stalled` names where (its size is then partial).
+    """
     out = []
-    with os.scandir(local_root) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for e in entries:
+    for e in listdir(local_root):
         is_link = e.is_symlink()
         if not is_link and not e.is_dir(follow_symlinks=False):
             continue
-        real = os.path.realpath(e.path)
-        mount = ""
+        mount = stalled = ""
         unknown = "" if is_link else mounts.error
-        if not is_link:
-            if mounts.is_mount_point(real):
-                mount = real
+        size = 0
+        if not is_link:  # an entry of the real root, not a link: its path is real
+            if mounts.is_mount_point(e.path):
+                mount = e.path
             else:
-                below = [p for p in mounts.points if p.startswith(real.rstrip("/") + "/")]
+                below = [p for p in mounts.points if p.startswith(e.path.rstrip("/") + "/")]
                 mount = min(below) if below else ""
+                usage = tree_usage(e.path, mounts)
+                size, stalled = usage.size, usage.stalled
         out.append(
             PodLogDir(
                 name=e.name,
                 path=e.path,
                 uid=pod_uid_from_dir(e.name),
-                bytes=0 if is_link else _tree_bytes(e.path),
+                bytes=size,
                 is_symlink=is_link,
                 mount=mount,
                 mounts_unknown=unknown,
+                stalled=stalled,
             )
         )
     return out
+
+
+def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int | None:
+    """The apparent size of the regular files below the pod log directory `local_path` (a
+    real local path), walked as `read_pod_log_dirs` walks it (`tree_usage`: partial if a call
+    hangs past `--timeout`); 0 when it is a symlink, no directory or gives no answer, None
+    when it is gone."""
+
+    def mode(watch: Watch) -> int:
+        watch.at(local_path)
+        return os.lstat(local_path).st_mode
+
+    try:
+        kind = bounded(mode)
+    except FileNotFoundError:
+        return None
+    except OSError:  # (`Stalled` too)
+        return 0
+    return tree_usage(local_path, mounts).size if stat.S_ISDIR(kind) else 0
 
 
 def _host_path(real_root: str, local: str) -> str | None:
@@ -223,7 +232,22 @@ def dangling_links(local_dir: str, host_root: Path = Path("/")) -> list[tuple[st
         entries = _log_symlinks(local_dir)
     except FileNotFoundError:
         return []
-    return [(e.name, e.path) for e in entries if link_dangles(e.path, host_root)]
+    return [(e.name, e.path) for e in _dangling(entries, host_root)]
+
+
+def _dangling(entries: list[os.DirEntry[str]], host_root: Path) -> list[os.DirEntry[str]]:
+    """The links among `entries` that dangle (`link_dangles`), looked up in bounded walks
+    (`bounded_each`): a target on a mount that gives no answer within `--timeout` is not known
+    to dangle, so its link is not listed (nothing unsure is removed)."""
+    found: list[os.DirEntry[str]] = []
+
+    def look(e: os.DirEntry[str], watch: Watch) -> None:
+        watch.at(e.path)
+        if link_dangles(e.path, host_root):
+            found.append(e)
+
+    hung = {id(entries[i]) for i, _ in bounded_each(entries, look)}
+    return [e for e in found if id(e) not in hung]
 
 
 def legacy_links(
@@ -237,17 +261,16 @@ def legacy_links(
         entries = _log_symlinks(local_dir)
     except FileNotFoundError:
         return []
-    dangling = [(e.name, e.path, "") for e in entries if link_dangles(e.path, host_root)]
+    dangling = [(e.name, e.path, "") for e in _dangling(entries, host_root)]
     names = {name for name, _, _ in dangling}
     rest = [e for e in entries if e.name not in names]
     return dangling + (_into(rest, host_dir, pod_dirs) if pod_dirs else [])
 
 
 def _log_symlinks(local_dir: str) -> list[os.DirEntry[str]]:
-    """The `*.log` symlinks in `local_dir`, by name; `OSError` when it cannot be listed."""
-    with os.scandir(local_dir) as it:
-        return sorted((e for e in it if e.name.endswith(".log") and e.is_symlink()),
-                      key=lambda e: e.name)  # fmt: skip
+    """The `*.log` symlinks in `local_dir`, by name; `OSError` when it cannot be listed
+    (`host.bounded.Stalled` when the listing gives no answer within `--timeout`)."""
+    return [e for e in listdir(local_dir) if e.name.endswith(".log") and e.is_symlink()]
 
 
 class LogDirChanged(Exception):
@@ -259,13 +282,16 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> Tree
     podLogsDir `parent`: what was removed, its `size_freed` the bytes of the log files.
 
     Re-checks right before: no longer a directory, a mount table that could not be read
-    (`mounts.known` False: anything may be mounted), a mount point at or below it now, or a
-    podLogsDir that is not usable → `LogDirChanged`, nothing removed. Everything is done
+    (`mounts.known` False: anything may be mounted), a mount point at or below it now, a path
+    at or below it that gave no answer to a walk in this run (`remove_tree`), or a podLogsDir
+    that is not usable → `LogDirChanged`, nothing removed. Everything is done
     relative to `parent` as it was when planned (`remove_tree`): never through a symlink or a
     mount put on the way since, never into another mount (checked by mount ID as it walks);
     what it had to leave is in the result, which is then not `complete`. Raises `OSError`
     when the directory cannot be opened.
     """
+    if mounts.known and mounts.is_mount_point(local_path):  # (a stale one would hang a stat)
+        raise LogDirChanged(f"{parent.show(local_path)} has a mount point at or below it now; left")
     try:
         name, st = parent.entry(local_path)
     except Refused as exc:
@@ -277,7 +303,7 @@ def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> Tree
         raise LogDirChanged(f"{parent.show(local_path)} is no longer a directory; left")
     if not mounts.known:
         raise LogDirChanged(f"{mounts.error}; {parent.show(local_path)} left")
-    if mounts.is_mount_point(local_path) or mounts.has_mount_below(local_path):
+    if mounts.has_mount_below(local_path):
         shown = parent.show(local_path)
         raise LogDirChanged(f"{shown} has a mount point at or below it now; left")
     try:

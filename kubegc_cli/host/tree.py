@@ -16,6 +16,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubegc_cli.host.bounded import hung_below
 from kubegc_cli.host.du import BLOCK
 from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 
@@ -143,7 +144,8 @@ def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
     without touching anything when the mount table could not be read (`mounts.known` False:
     anything may be mounted), `parent` is not usable, or the entry is a symlink, not a
     directory, has a mount point (per `mounts`) at or below it, or is not on `parent`'s
-    mount (`mount_id`: a bind mount of the same filesystem has another ID). While walking,
+    mount (`mount_id`: a bind mount of the same filesystem has another ID), or a walk of this
+    run got no answer at or below it (`host.bounded.hung_below`). While walking,
     every directory is opened relative to its parent with `O_NOFOLLOW` and checked to be the
     one listed; a symlink is unlinked, never followed; a directory on another device or
     mount, named by `mounts`, or swapped under the walk is left with its contents (and so are
@@ -154,14 +156,17 @@ def remove_tree(local: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
     """
     if not mounts.known:
         raise Refused(f"{mounts.error}; left")
+    below = mounts.at_or_below(local)  # (before it is touched: a stale mount would hang)
+    if below:
+        raise Refused(f"mounted at or below it now: {', '.join(map(parent.show, below))}; left")
+    if hung := hung_below(local):  # a walk of this run got no answer there: it would hang
+        shown = parent.show(hung)
+        raise Refused(f"{shown} gave no answer within --timeout (a hung mount?); left")
     name, top = parent.entry(local)
     if stat.S_ISLNK(top.st_mode):
         raise Refused(f"{parent.show(local)} is a symlink now; left")
     if not stat.S_ISDIR(top.st_mode):
         raise Refused(f"{parent.show(local)} is no longer a directory; left")
-    below = mounts.at_or_below(local)
-    if below:
-        raise Refused(f"mounted at or below it now: {', '.join(map(parent.show, below))}; left")
     out = TreeRemoval()
     fd = os.open(name, OPEN_DIR, dir_fd=parent.fd)
     if not _same(os.fstat(fd), top):
@@ -280,12 +285,12 @@ def _enter(
             cur.complete = False
         return None
 
+    if mounts.is_mount_point(child):  # not even stat'ed: a stale mount would hang
+        return stays()
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except OSError as exc:
         return stays(exc)
-    if mounts.is_mount_point(child):
-        return stays()
     if not stat.S_ISDIR(st.st_mode):
         try:
             os.unlink(name, dir_fd=fd)

@@ -8,7 +8,8 @@ in short:
   from the pod source. kubegc adds: never one whose UID is not spelled as pod UIDs are (a
   dashed UUID, or 32 hex characters for a static pod; `not-a-pod-uid`), never while the runtime
   still has a container of that pod (its logs are in use), never a directory with a mount
-  point at or below it, nor any while the mount table cannot be read (both reported,
+  point at or below it, nor any while the mount table cannot be read, nor one below which a
+  path gave no answer within `--timeout` when it was sized (a hung mount; all reported,
   `mount-point`).
 - Dangling legacy symlinks in `/var/log/containers` are judged without a pod source: a name
   that does not parse goes; a container the runtime no longer has goes; an EXITED container's
@@ -104,6 +105,10 @@ def plan_logs(
             rule, why, result = KEEP_MOUNT, f"mount point at or below it: {d.mount}", True
         elif d.mounts_unknown:
             rule, why, result = KEEP_MOUNT, d.mounts_unknown, True
+        elif d.stalled:  # removing it would hang there too
+            hung = host + d.stalled[len(d.path) :] if d.stalled.startswith(d.path) else d.stalled
+            why = f"no answer from {hung} within --timeout (a hung mount?); size partial"
+            rule, result = KEEP_MOUNT, True
         else:
             rule, why, result = RULE_DELETED, pods.deletion_reason(d.uid), False
         action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes)

@@ -38,8 +38,9 @@ from typing import Any, NamedTuple
 import psutil
 
 from kubegc_cli.errors import SignalUnavailable
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, listdir, stat_of
 from kubegc_cli.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
-from kubegc_cli.host.du import BLOCK, tree_usage
+from kubegc_cli.host.du import BLOCK, TreeUsage, tree_usage
 from kubegc_cli.host.logs import LogRoots, host_path_of, on_host, pinned_on_host, resolve_on_host
 from kubegc_cli.host.podlogs import (
     NOT_A_POD,
@@ -128,12 +129,20 @@ def pod_dir_setup_reason(local: str, now: float) -> str:
     subdirectories, and mounts the volumes, before the pod's sandbox exists, so a pod source
     older than the pod (a pods file written earlier) cannot speak for it. Its age is that of
     the newest modification time (not following symlinks) of the directory and of every
-    entry directly in it; one that cannot be read counts as new."""
-    try:
+    entry directly in it; one that cannot be read (or gives no answer within `--timeout`)
+    counts as new."""
+
+    def newest_mtime(watch: Watch) -> float:
+        watch.at(local)
         newest = os.lstat(local).st_mtime
         with os.scandir(local) as it:
             for e in it:
+                watch.at(e.path)
                 newest = max(newest, e.stat(follow_symlinks=False).st_mtime)
+        return newest
+
+    try:
+        newest = bounded(newest_mtime)
     except FileNotFoundError:
         return ""
     except OSError as exc:
@@ -194,14 +203,20 @@ def _dir_facts(ctx: ScanContext, local: str) -> _DirFacts | None:
     """`_DirFacts` of the local directory `local`; None when it is gone.
 
     Mount points are looked up for both the path as written and its resolved form, so a
-    symlinked kubelet root cannot hide a mount.
+    symlinked kubelet root cannot hide a mount. One the mount table names is not touched (a
+    stale mount would hang a stat); one that gives no answer within `--timeout` is reported.
     """
-    try:
-        st = os.lstat(local)
-    except OSError:
-        return None
     root = ctx.host_root
     host = host_path_of(root, local)
+    if ctx.mounts.is_mount_point(local):
+        mounts = [host_path_of(root, p) for p in ctx.mounts.at_or_below(local)]
+        return _DirFacts([f"it is itself a mount point ({host})"], mounts, False, local)
+    try:
+        st = stat_of(local)
+    except Stalled as exc:
+        return _DirFacts([f"{host}: {exc.strerror}"], [host], False, local)
+    except OSError:
+        return None
     if stat.S_ISLNK(st.st_mode):
         try:
             target = os.readlink(local)
@@ -229,6 +244,26 @@ def _dir_facts(ctx: ScanContext, local: str) -> _DirFacts | None:
     return _DirFacts(reasons, [host_path_of(root, p) for p in points], False, real)
 
 
+def _may_enter(facts: _DirFacts) -> bool:
+    """The directory may be looked into: it is not itself a mount point and did not hang."""
+    return not any(
+        r.startswith("it is itself a mount point") or r.endswith("(a hung mount?)")
+        for r in facts.reasons
+    )
+
+
+def _usage(ctx: ScanContext, facts: _DirFacts) -> TreeUsage:
+    """The disk usage of a directory found (`tree_usage`, bounded by `--timeout`); none for
+    one that is itself a mount point or gave no answer (never entered)."""
+    return tree_usage(facts.real, ctx.mounts) if _may_enter(facts) else TreeUsage()
+
+
+def _stalled(ctx: ScanContext, local: str) -> str:
+    """The reason a directory whose walk got no answer at `local` is not safe to remove."""
+    shown = host_path_of(ctx.host_root, local)
+    return f"no answer from {shown} within --timeout (a hung mount?); its size is partial"
+
+
 def _release_mounts(kind: str, mounts: list[str]) -> str:
     """By hand, for a directory kept for its mounts: release them, then clean again."""
     if not mounts:
@@ -247,14 +282,12 @@ def _volume_dirs(local_pod: str, host_pod: str) -> list[str]:
     out: list[str] = []
     volumes = os.path.join(local_pod, "volumes")
     try:
-        with os.scandir(volumes) as it:
-            plugins = [e for e in it if e.is_dir(follow_symlinks=False)]
+        plugins = [e for e in listdir(volumes) if e.is_dir(follow_symlinks=False)]
     except OSError:
         return out
     for plugin in plugins:
         try:
-            with os.scandir(plugin.path) as it:
-                names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+            names = [e.name for e in listdir(plugin.path) if e.is_dir(follow_symlinks=False)]
         except OSError:
             continue
         out.extend(f"{host_pod}/volumes/{plugin.name}/{n}" for n in names)
@@ -281,29 +314,36 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
     pods_host = f"{ctx.root_dir.rstrip('/')}/pods"
     try:
         pods_local = pinned_on_host(ctx.host_root, pods_host).path  # held until removal
-        with os.scandir(pods_local) as it:
-            entries = [(e.name, e.path) for e in it]
+        entries = [(e.name, e.path) for e in listdir(pods_local)]
     except OSError:
         return []
     findings: list[Finding] = []
     for uid, local in entries:
         if not _pod_unknown(ctx, uid):
             continue
-        try:
-            st = os.lstat(local)
-        except OSError:
-            continue
-        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            continue
+        if not ctx.mounts.is_mount_point(local):  # (a mount point is a directory: not stat'ed)
+            try:
+                st = stat_of(local)
+            except Stalled:
+                pass  # reported by `_dir_facts`
+            except OSError:
+                continue
+            else:
+                if not (stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                    continue
         host = f"{pods_host}/{uid}"
         facts = _dir_facts(ctx, local)
         if facts is None:
             continue
-        volumes = [] if facts.is_link else _volume_dirs(local, host)
+        usable = not facts.is_link and _may_enter(facts)
+        volumes = _volume_dirs(local, host) if usable else []
         reasons = facts.reasons + _pod_gone_reasons(ctx, uid)
-        recent = "" if facts.is_link else pod_dir_setup_reason(local, time.time())
+        recent = pod_dir_setup_reason(local, time.time()) if usable else ""
         if recent:
             reasons.append(recent)
+        usage = _usage(ctx, facts)
+        if usage.stalled:
+            reasons.append(_stalled(ctx, usage.stalled))
         safe, why = _unsafe(reasons)
         what = (
             f"orphaned pod {uid} found, but volume paths are still present on disk"
@@ -315,7 +355,7 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
                 type=POD_DIR,
                 target=host,
                 evidence=_pod_evidence(ctx, uid, what),
-                bytes=tree_usage(facts.real, ctx.mounts).bytes,
+                bytes=usage.bytes,
                 safe=safe,
                 unsafe_reason=why,
                 action=DIR_ACTION.format(path=host),
@@ -362,13 +402,16 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
         if d.mount and not mounts:  # podlogs saw one this module's lookup did not
             reasons.append(f"mounted at or below it: {host_path_of(ctx.host_root, d.mount)}")
             mounts = [host_path_of(ctx.host_root, d.mount)]
+        usage = _usage(ctx, facts)
+        if usage.stalled:
+            reasons.append(_stalled(ctx, usage.stalled))
         safe, why = _unsafe(reasons + _pod_gone_reasons(ctx, d.uid))
         findings.append(
             Finding(
                 type=POD_LOG_DIR,
                 target=host,
                 evidence=_pod_evidence(ctx, d.uid, f"log directory of pod {d.uid}"),
-                bytes=tree_usage(facts.real, ctx.mounts).bytes,
+                bytes=usage.bytes,
                 safe=safe,
                 unsafe_reason=why,
                 action=DIR_ACTION.format(path=host),

@@ -697,3 +697,65 @@ def test_a_pod_that_comes_back_during_the_removals_keeps_the_rest(
         ("skipped", "the pod is alive now")
     ] * (len(dead) - 1)
     assert ids(node, ns) >= {a["id"] for a in mine[1:]}
+
+
+@pytest.mark.parametrize(
+    ("linked", "command"),
+    [
+        ("container dir", "containers"),
+        ("pod dir", "containers"),
+        ("container dir", "all"),
+        ("pod dir", "apply"),
+    ],
+)
+def test_a_log_dir_linked_to_a_live_pods_logs_is_never_followed(
+    node: LocalNode, ns: str, tmp_path: Path, linked: str, command: str
+) -> None:
+    """A dead container's log directory (`<podLogsDir>/<ns>_<pod>_<uid>/<container>`, or the
+    pod directory itself) replaced by a symlink to a running pod's log directory inside
+    podLogsDir: the dry run counts none of the target's bytes, `--yes` (`gc containers`,
+    `gc all`, `apply` of the saved plan) removes the container and nothing in the target, and
+    both say which link left the log."""
+    dead = node.run_pod("p", namespace=ns)
+    old = node.add_container(dead, "app", attempt=0)
+    newest = node.add_container(dead, "app", attempt=1)
+    live = node.run_pod("q", namespace=ns)
+    running = node.add_container(live, "app", state="running")
+    target = live.log_directory / "app"
+    with open(target / "0.log", "ab") as f:  # the running container's log, being written
+        f.write(b"live line\n" * 100)
+    (target / "0.log.20261129-101010").write_bytes(b"rotated live line\n" * 100)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+    own_log = node.container_status(old).log_path
+    assert own_log == str(dead.log_directory / "app/0.log")
+    if linked == "container dir":
+        link = dead.log_directory / "app"
+        shutil.rmtree(link)
+        link.symlink_to(target)
+    else:
+        link = dead.log_directory
+        link.rename(link.with_name(link.name + ".moved"))
+        link.symlink_to(live.log_directory)
+    note = f"{link} is a symlink; log {own_log} left"
+    try:
+        gc = ["gc", "all" if command == "all" else "containers", "-n", ns]
+        saved = tmp_path / "plan.json"
+        dry = kubegc(node, tmp_path, *gc, "--dry-run", "-o", "json", "--plan-out", str(saved))
+        assert dry.returncode == 0, dry.stderr
+        planned = json.loads(dry.stdout)["actions"]
+        assert [(a["id"], a["log_path"], a["log_bytes"]) for a in planned] == [(old, own_log, 0)]
+        assert planned[0]["log_note"] == note
+
+        act = ["apply", str(saved)] if command == "apply" else gc
+        done = kubegc(node, tmp_path, *act, "--yes", "-o", "json")
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert [(a["id"], a["result"], a["bytes_freed"]) for a in result["actions"]] == [
+            (old, "removed", 0)
+        ]
+        assert result["actions"][0]["log_note"] == note
+        assert ids(node, ns) == {newest, running}
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+        assert link.is_symlink()
+    finally:
+        link.unlink()

@@ -66,3 +66,65 @@ def test_log_dir_with_a_mount_inside_is_reported_not_removed(
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=True)
         subprocess.run(["rm", "-rf", str(gone)], check=True)
+
+
+def test_walks_stay_on_their_filesystem_and_a_hung_mount_never_hangs_the_run(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A deleted pod's log directory with `/usr` bind-mounted below it and a mount that never
+    answers (a stale NFS or FUSE mount), and an orphaned pod directory with the same: `gc
+    logs`, `gc all`, `df` and `residue scan` size the log directory as its own files only,
+    keep it (a mount point below), and finish in seconds instead of hanging."""
+    import time
+
+    from tests.unit.hangfs import hung_mount
+
+    live = node.run_pod("web", namespace=ns)
+    node.add_container(live, "app", state="running")
+    gone = node.pod_logs_dir / GONE_DIR
+    (gone / "coredns").mkdir(parents=True)
+    (gone / "coredns/0.log").write_bytes(b"x" * 4096)
+    (gone / "usr").mkdir()
+    (gone / "hung").mkdir()
+    kubelet = tmp_path / "kubelet"
+    orphan = kubelet / "pods/11111111-1111-1111-1111-111111111111"
+    (orphan / "volumes/kubernetes.io~nfs/data").mkdir(parents=True)
+    pods = write_pods_file(tmp_path / "pods.json", live)
+    subprocess.run(["mount", "--bind", "-o", "ro", "/usr", str(gone / "usr")], check=True)
+    try:
+        with hung_mount(gone / "hung"), hung_mount(orphan / "volumes/kubernetes.io~nfs/data"):
+            base = ("--timeout", "2s", "--pods-file", str(pods))
+            for args in (
+                ("gc", "logs", "--dry-run"),
+                ("gc", "all", "--dry-run"),
+                ("df", "--root-dir", str(kubelet)),
+                ("residue", "scan", "--root-dir", str(kubelet)),
+            ):
+                began = time.monotonic()
+                res = kubegc(node, tmp_path, *base, *args, "-o", "json")
+                took = time.monotonic() - began
+                assert res.returncode == 0, (args, res.stderr)
+                assert took < 30, (args, took)
+                doc = json.loads(res.stdout)
+                if args[0] == "gc":
+                    (kept,) = [k for k in doc["kept"] if k.get("path", "").endswith(GONE_DIR)]
+                    assert (kept["rule"], kept["bytes"]) == ("mount-point", 4096), kept
+                elif args[0] == "df":
+                    mounted = {m["path"] for m in doc["mounted"]}
+                    assert {str(gone / "usr"), str(gone / "hung")} <= mounted, mounted
+                    logs = next(f for f in doc["filesystems"] if "logs" in f["roles"])
+                    usr = int(subprocess.run(["du", "-sxB1", "/usr"], capture_output=True,
+                                             text=True, check=True).stdout.split()[0])  # fmt: skip
+                    assert all(
+                        line["bytes"] is None or line["bytes"] < usr
+                        for line in logs["lines"]
+                        if line["key"].startswith("logs")
+                    ), logs
+                else:
+                    found = {f["id"]: f for f in doc["actions"] + doc["kept"]}
+                    assert not found[str(orphan)]["safe_to_clean"]
+                    assert not found[str(gone)]["safe_to_clean"]
+                    assert found[str(gone)]["bytes"] < 1024 * 1024
+    finally:
+        subprocess.run(["umount", "-l", str(gone / "usr")], check=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(gone)], check=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from kubegc_cli.host.logs import (
     LogRoots,
     LogSizer,
     deletable_log_files,
-    host_path_of,
     kubelet_log_path,
     legacy_symlink_name,
     log_bytes,
@@ -157,7 +155,7 @@ def test_symlinked_dir_escaping_the_root_is_left(tmp_path: Path) -> None:
     roots = LogRoots(tmp_path / "root", "/var/log/pods")
     path = "/var/log/pods/default_web_u1/app/0.log"
     freed, note = remove_container_logs(roots, owner("a", path), path, MountTable(frozenset()))
-    assert freed == 0 and "outside" in note
+    assert freed == 0 and note == f"/var/log/pods/default_web_u1/app is a symlink; log {path} left"
     assert (outside / "0.log").read_text() == "precious"
 
 
@@ -439,51 +437,52 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
         assert got == {p: log_bytes(roots, p, mounts) for p in paths}
     sizer = LogSizer(roots, MountTable(frozenset({"/", str(ok / "3.log")})))
     assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/0.log") == 60  # the log + 2 rotated
-    assert sizer.bytes_of("/var/log/pods/ns_p_u3/app/0.log") == 60  # through a link, inside
+    assert sizer.bytes_of("/var/log/pods/ns_p_u3/app/0.log") == 0  # through a link, inside
     assert sizer.bytes_of("/var/log/pods/ns_p_u2/c/0.log") == 0  # a link out: nothing counts
     assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/3.log") == 0  # a mount point
     assert sizer.bytes_of("") is None
 
 
-def _deletable_by_resolving(
+def _deletable_lexically(
     roots: LogRoots, log_path: str, mounts: MountTable
 ) -> tuple[str, list[str]]:
-    """The rule of `deletable_log_files` spelled out with `resolve_on_host` on every path:
-    ("outside", []) when podLogsDir resolves to the host's `/` or the log's real directory is
-    not inside the real podLogsDir; ("mounted", []) when a directory below podLogsDir on the
-    way is a mount point; else ("", the files — the log and its rotated siblings, listed in
-    the real directory — whose real path is not a mount point; none without a table)."""
+    """The rule of `deletable_log_files` spelled out path by path: ("layout", []) when the log
+    path is not `<podLogsDir as written>/<pod dir>/<container dir>/<file>`; ("outside", [])
+    when podLogsDir resolves to the host's `/`; ("unopened", []) when it is no directory;
+    ("table", []) without a mount table;
+    ("mounted", []) when the pod or container directory (below the real podLogsDir) is a mount
+    point; ("link", []) when either is a symlink or not a directory; else ("", the files —
+    the log and its rotated siblings in `<real podLogsDir>/<pod dir>/<container dir>` — that
+    are regular files or symlinks and not mount points)."""
     host = roots.host_root
+    prefix = os.path.normpath(roots.pod_logs_dir).rstrip("/") + "/"
+    rest = log_path[len(prefix) :].split("/") if log_path.startswith(prefix) else []
+    if len(rest) != 3 or any(p in ("", ".", "..") for p in rest):
+        return "layout", []
     root = resolve_on_host(host, roots.pod_logs_dir).rstrip("/")
     if root == os.path.realpath(host):
         return "outside", []
-    host_log = os.path.normpath("/" + log_path.lstrip("/"))
-    parent = resolve_on_host(host, os.path.dirname(host_log))
-    if parent != root and not parent.startswith(root + "/"):
-        return "outside", []
+    if not os.path.isdir(root):
+        return "unopened", []
     if not mounts.known:
-        return "", []
-    below = [part for part in parent[len(root) :].split("/") if part]
-    for depth in range(1, len(below) + 1):
-        if mounts.is_mount_point("/".join([root, *below[:depth]])):
+        return "table", []
+    here = root
+    for part in rest[:2]:
+        here = f"{here}/{part}"
+        if mounts.is_mount_point(here):
             return "mounted", []
-    keep = []
-    for path, st in log_files(os.path.join(parent, os.path.basename(host_log))):
-        link = stat.S_ISLNK(st.st_mode)
-        if not mounts.is_mount_point(
-            resolve_on_host(host, host_path_of(host, path)) if link else path
-        ):
-            keep.append(path)
+        if os.path.lexists(here) and (os.path.islink(here) or not os.path.isdir(here)):
+            return "link", []
+    keep = [p for p, _ in log_files(f"{here}/{rest[2]}") if not mounts.is_mount_point(p)]
     return "", keep
 
 
-def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
-    """`deletable_log_files` settles kubelet-shaped paths through plain directories without
-    resolving each path; its answer is the full rule's for every shape: symlinked pod and
-    container directories (in and out), a podLogsDir that is itself a symlink (relative,
-    host-absolute, to the host's `/`, or to a directory outside the host root), a log that is
-    a symlink (to a mount point or not), a mounted pod or container directory, a mount point,
-    missing parts, foreign paths, `..`."""
+def test_deletable_log_files_follow_the_lexical_rule(tmp_path: Path) -> None:
+    """`deletable_log_files` reads a log only in the kubelet's lexical directory below the held
+    podLogsDir; its answer is the rule's for every shape: symlinked pod and container
+    directories (in and out), a podLogsDir that is itself a symlink (relative, host-absolute,
+    to the host's `/`, or to a directory outside the host root), a log that is a symlink, a
+    mounted pod or container directory, a mount point, missing parts, foreign paths, `..`."""
     host, ok = _log_tree(tmp_path)
     (host / "logs").symlink_to("var/log/pods")
     (host / "abs-logs").symlink_to("/var/log/pods")
@@ -498,6 +497,7 @@ def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
         "/logs/ns_p_u3/app/0.log", "/logs/ns_p_u2/c/0.log", "/abs-logs/ns_p_u1/app/0.log",
         "/away/ns_p_u1/app/0.log", "/to-root/var/log/pods/ns_p_u1/app/0.log",
         "/../../var/log/pods/ns_p_u1/app/0.log", f"/away/../{victim}/0.log",
+        "/to-root/ns_p_u1/app/0.log",
     ]  # fmt: skip
     seen = set()
     for pod_logs_dir in ("/var/log/pods", "/var/log/pods/", "/logs", "/abs-logs", "/var/log",
@@ -512,15 +512,26 @@ def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
             roots = LogRoots(host, pod_logs_dir)
             for path in paths:
                 files, notes = deletable_log_files(roots, path, mounts)
-                why, expected = _deletable_by_resolving(roots, path, mounts)
+                why, expected = _deletable_lexically(roots, path, mounts)
                 where = (pod_logs_dir, path, mounts)
                 assert [p for p, _ in files] == expected, where
-                if why == "outside":
-                    assert "outside podLogsDir" in notes[0], where
-                elif why == "mounted":
-                    assert notes[0].endswith(f"is a mount point; log {path} left"), where
+                said = {
+                    "layout": "the path is not of the kubelet's layout below podLogsDir",
+                    "outside": "outside podLogsDir",
+                    "unopened": "could not be opened when planned",
+                    "table": "no mount table",
+                    "mounted": f"is a mount point; log {path} left",
+                    "link": f"; log {path} left",
+                }
+                if why:
+                    assert len(notes) == 1 and said[why] in notes[0], where
+                if why == "link":
+                    assert " is a symlink; " in notes[0] or " is not a directory; " in notes[0]
                 seen.add((why, len(files)))
-    assert seen >= {("outside", 0), ("mounted", 0), ("", 0), ("", 1), ("", 2), ("", 3)}
+    assert seen >= {
+        ("layout", 0), ("outside", 0), ("table", 0), ("mounted", 0), ("link", 0),
+        ("", 0), ("", 1), ("", 2), ("", 3),
+    }  # fmt: skip
     assert (victim / "0.log").exists()
     roots = LogRoots(host, "/logs")
     mounted = MountTable(frozenset({"/", outside_log, str(ok / "0.log")}))
@@ -531,12 +542,12 @@ def test_deletable_log_files_follow_the_resolving_rule(tmp_path: Path) -> None:
     shown = f"/{ok.relative_to(host)}"  # as the host names it
     assert notes == [f"{shown}/0.log is a mount point; left"]
     files, notes = deletable_log_files(roots, "/logs/ns_p_u1/app/2.log", mounted)
-    assert files == [] and notes == [f"{shown}/2.log is a mount point; left"]
+    assert [os.path.basename(p) for p, _ in files] == ["2.log"] and notes == []  # a link
 
 
 def test_a_symlink_loop_on_a_logs_way_leaves_it_without_an_error(tmp_path: Path) -> None:
     """A container log directory that is a symlink to itself, or a podLogsDir in a loop, under
-    `--host-root`: nothing is deletable, and the note says the log is outside podLogsDir."""
+    `--host-root`: nothing is deletable, and the note says which (a link, or outside)."""
     host = tmp_path / "host"
     pods = host / "var/log/pods/ns_p_u1"
     pods.mkdir(parents=True)
@@ -546,7 +557,11 @@ def test_a_symlink_loop_on_a_logs_way_leaves_it_without_an_error(tmp_path: Path)
     for root, path in (("/var/log/pods", "/var/log/pods/ns_p_u1/app/0.log"),
                        ("/loop", "/loop/ns_p_u1/app/0.log")):  # fmt: skip
         files, notes = deletable_log_files(LogRoots(host, root), path, none)
-        assert files == [] and "outside podLogsDir" in notes[0]
+        assert files == [] and notes == [
+            f"podLogsDir /loop resolves to the host's / or loops: the log is outside "
+            f"podLogsDir; log {path} left" if root == "/loop"
+            else f"/var/log/pods/ns_p_u1/app is a symlink; log {path} left"
+        ]  # fmt: skip
 
 
 def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
@@ -692,3 +707,57 @@ def test_a_log_path_that_is_not_the_containers_own_is_never_deleted(
     assert len(left) == 9
     own = "/var/log/pods/default_web_u1/app/0.log"
     assert LogSizer(roots, MountTable(frozenset())).bytes_of(own, c) == 8  # 0.log + rotated
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "named"),
+    [
+        ("ns_p_u1/app", "/var/log/pods/ns_live_u9/app", "/var/log/pods/ns_p_u1/app"),
+        ("ns_p_u1/app", "../ns_live_u9/app", "/var/log/pods/ns_p_u1/app"),
+        ("ns_p_u1", "ns_live_u9", "/var/log/pods/ns_p_u1"),
+        ("ns_p_u1", "/var/log/pods/ns_live_u9", "/var/log/pods/ns_p_u1"),
+    ],
+)
+def test_a_log_dir_linked_to_another_pods_inside_pod_logs_dir_is_never_followed(
+    tmp_path: Path, link: str, target: str, named: str
+) -> None:
+    """The pod or container directory of a log is opened one component at a time from the
+    held podLogsDir, never through a link: one that is a link to another (live) pod's log
+    directory inside podLogsDir counts 0 bytes, removes nothing there, and a note names it."""
+    from dataclasses import replace
+
+    pods = tmp_path / "var/log/pods"
+    live = pods / "ns_live_u9/app"
+    live.mkdir(parents=True)
+    for name in ("0.log", "0.log.20261129-101010", "3.log"):
+        (live / name).write_bytes(b"L" * 11)
+    (pods / link).parent.mkdir(parents=True, exist_ok=True)
+    (pods / link).symlink_to(target)
+    path = "/var/log/pods/ns_p_u1/app/0.log"
+    c = owner("dead", path)
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    mounts = MountTable(frozenset({"/"}))
+    assert log_bytes(roots, path, mounts) == 0
+    sizer = LogSizer(roots, mounts)
+    assert sizer.bytes_of(path, c) == 0
+    filled = replace(c, log_path="", log_bytes=None)
+    sizer.fill_layout_logs([filled])
+    assert (filled.log_path, filled.log_bytes) == (path, 0)
+    assert sizer.note_for(path) == f"{named} is a symlink; log {path} left"
+    files, notes = deletable_log_files(roots, path, mounts)
+    assert files == [] and notes == [f"{named} is a symlink; log {path} left"]
+    freed, note = remove_container_logs(roots, c, path, mounts)
+    assert freed == 0 and note == f"{named} is a symlink; log {path} left"
+    assert sorted(p.name for p in live.iterdir()) == ["0.log", "0.log.20261129-101010", "3.log"]
+    assert os.path.islink(pods / link)
+
+
+def test_a_log_dir_that_is_not_a_directory_leaves_the_log_with_a_note(tmp_path: Path) -> None:
+    pods = tmp_path / "var/log/pods"
+    (pods / "ns_p_u1").mkdir(parents=True)
+    (pods / "ns_p_u1/app").write_text("a file")
+    path = "/var/log/pods/ns_p_u1/app/0.log"
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    freed, note = remove_container_logs(roots, owner("dead", path), path, MountTable(frozenset()))
+    assert freed == 0 and note == f"/var/log/pods/ns_p_u1/app is not a directory; log {path} left"
+    assert (pods / "ns_p_u1/app").read_text() == "a file"
