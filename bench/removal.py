@@ -664,6 +664,24 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _image_table(rows: list[dict[str, Any]]) -> str:
+    """The image-removal variants as a table: one row per variant."""
+    return format_table(
+        ["variant", "rounds", "median s", "ms/image", "ListContainers calls", "all removed"],
+        [
+            [
+                r["variant"],
+                r["rounds"],
+                r["median_s"],
+                r["ms_per_image"],
+                r["list_containers_calls"],
+                "yes" if r["all_removed"] else "NO",
+            ]
+            for r in rows
+        ],
+    )
+
+
 def render_text(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
@@ -722,27 +740,7 @@ def render_text(result: dict[str, Any]) -> str:
             "",
             f"image removal, {first['images']} unused images per run at c=4, with "
             f"{result['image_background_containers']} containers on the node:",
-            format_table(
-                [
-                    "variant",
-                    "rounds",
-                    "median s",
-                    "ms/image",
-                    "ListContainers calls",
-                    "all removed",
-                ],
-                [
-                    [
-                        r["variant"],
-                        r["rounds"],
-                        r["median_s"],
-                        r["ms_per_image"],
-                        r["list_containers_calls"],
-                        "yes" if r["all_removed"] else "NO",
-                    ]
-                    for r in result["images_summary"]
-                ],
-            ),
+            _image_table(result["images_summary"]),
         ]
     if result.get("images_big_node_summary"):
         first = result["images_big_node_summary"][0]
@@ -750,27 +748,7 @@ def render_text(result: dict[str, Any]) -> str:
             "",
             f"the same on a synthetic node (tests/unit/faultcri) of {result['big_node']} "
             f"containers, {first['images']} images per run at c=4:",
-            format_table(
-                [
-                    "variant",
-                    "rounds",
-                    "median s",
-                    "ms/image",
-                    "ListContainers calls",
-                    "all removed",
-                ],
-                [
-                    [
-                        r["variant"],
-                        r["rounds"],
-                        r["median_s"],
-                        r["ms_per_image"],
-                        r["list_containers_calls"],
-                        "yes" if r["all_removed"] else "NO",
-                    ]
-                    for r in result["images_big_node_summary"]
-                ],
-            ),
+            _image_table(result["images_big_node_summary"]),
         ]
     if result.get("cli_phases"):
         lines += [
