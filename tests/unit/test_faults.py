@@ -415,6 +415,14 @@ def test_signal_during_removals_reports_and_records_what_was_done(
     assert run["by_result"] == {"removed": 4, "skipped": len(rest)}
 
 
+def _ended(proc: subprocess.Popen[str]) -> str:
+    """How a kubegc process that should still be running ended (for a failing assertion)."""
+    if proc.poll() is None:
+        return "still running"
+    _, err = proc.communicate()
+    return f"exit {proc.returncode}: {err.strip()}"
+
+
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_second_signal_exits_at_once(cri: FaultCri, tmp_path: Path, sig: int, code: int) -> None:
     """The first signal waits for the removal in flight; a second one exits at once, while
@@ -428,7 +436,7 @@ def test_a_second_signal_exits_at_once(cri: FaultCri, tmp_path: Path, sig: int, 
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        assert cri.at_gate.wait(30), "removals never started"
+        assert cri.at_gate.wait(30), f"removals never started: {_ended(proc)}"
         proc.send_signal(sig)
         time.sleep(0.5)  # the first signal is taken; the fourth removal is still held
         assert proc.poll() is None  # it waits for the call in flight
