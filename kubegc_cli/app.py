@@ -745,7 +745,9 @@ def gc_images(
 
     Raises `BadInput` for a bad policy or time, with `--snapshot`, or a state dir or file of
     the wrong type; `GCFailed` (exit 1) when the image filesystem reports capacity 0;
-    `RuntimeUnavailable` when the runtime or the image filesystem cannot be read."""
+    `RuntimeUnavailable` when the runtime or the image filesystem cannot be read;
+    `SandboxImageUnreadable` (exit 3) when the runtime names its sandbox image in a form kubegc
+    cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
     import time
 
     from kubegc_cli.units import ns_to_rfc3339
@@ -773,6 +775,7 @@ def gc_images(
     may_remove = mode in (Mode.ACT, Mode.ASK)
 
     from kubegc_cli.cri.client import sandbox_image_from_info
+    from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.host.fs import fs_stats
     from kubegc_cli.observe import observe_node
@@ -808,7 +811,13 @@ def gc_images(
         if not snap.image_filesystems:
             raise RuntimeUnavailable(f"{snap.endpoint} reports no image filesystem")
         fs = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
-        pause = sandbox_image_from_info(client.status_info())
+        try:
+            pause = sandbox_image_from_info(client.status_info())
+        except SandboxImageUnreadable as exc:
+            if not pod_infra_image:
+                raise
+            ui.warn(f"{exc.why}; the sandbox image protected is --pod-infra-container-image's")
+            pause = None
         keep_refs = {r for r in (pause, pod_infra_image) if r}
         protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
         # Only a run on the wall clock records (first sighting, last use): one with --now

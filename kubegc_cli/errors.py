@@ -84,3 +84,17 @@ class GCFailed(KubegcError):
     nothing was removed."""
 
     exit_code = 1
+
+
+class SandboxImageUnreadable(RuntimeUnavailable):
+    """The runtime says which sandbox (pause) image it uses in a form kubegc cannot read, so
+    the image the runtime protects is unknown: no image is removed on its word. Exit code 3,
+    as an inventory that cannot be read."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            f"{why}: the sandbox image the runtime protects is unknown, so no image is taken "
+            "for unused (give it with --pod-infra-container-image to go on)",
+            code="",
+        )
+        self.why = why

@@ -598,6 +598,7 @@ def apply_plan(
         return plan
 
     from kubegc_cli.cri.client import sandbox_image_from_info
+    from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.execute import ContainerRemover, ImageRemover, LogRemover, SandboxRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
@@ -621,9 +622,15 @@ def apply_plan(
         if "image" in kinds:
             saved_refs = (plan.policy.get("sandbox_image"),
                           plan.policy.get("pod_infra_container_image"))  # fmt: skip
-            protected = {str(r) for r in saved_refs if r} | {
-                r for r in [sandbox_image_from_info(client.status_info())] if r
-            }
+            protected = {str(r) for r in saved_refs if r}
+            try:
+                pause = sandbox_image_from_info(client.status_info())
+            except SandboxImageUnreadable as exc:
+                if not protected:  # the plan names none either: the image to keep is unknown
+                    raise
+                ui.warn(f"{exc.why}; the sandbox image protected is the plan's")
+                pause = None
+            protected |= {pause} if pause else set()
         recheck_saved_plan(
             plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
             match_kubelet=match_kubelet,

@@ -17,7 +17,7 @@ import grpc
 
 from kubegc_cli.cri.endpoint import Endpoint
 from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
-from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.errors import RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.inputs import Malformed, decode_json
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
@@ -536,14 +536,30 @@ def netns_from_info(info: Mapping[str, str]) -> str | None:
 
 def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:
     """The sandbox (pause) image a runtime says it uses, from verbose `Status` info:
-    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say
-    (also when `config` is not JSON kubegc reads, `decode_json`)."""
-    try:
-        config = decode_json(info.get("config", "") or "{}", "Status info 'config'")
-    except Malformed:
+    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say (no
+    `config`, or one without `sandboxImage`).
+
+    Raises `SandboxImageUnreadable` when it says something kubegc cannot read: a `config` that
+    is not JSON kubegc reads (`decode_json`), not an object, or whose `sandboxImage` is not a
+    non-empty string. Then the image the runtime protects is unknown, and no image may be
+    taken for unused on its word."""
+    raw = info.get("config", "")
+    if not raw:
         return None
-    value = config.get("sandboxImage") if isinstance(config, dict) else None
-    return value if isinstance(value, str) and value else None
+    try:
+        config = decode_json(raw, "the runtime's Status info 'config'")
+    except Malformed as exc:
+        raise SandboxImageUnreadable(str(exc)) from None
+    if not isinstance(config, dict):
+        raise SandboxImageUnreadable("the runtime's Status info 'config' is not a JSON object")
+    if "sandboxImage" not in config:
+        return None
+    value = config["sandboxImage"]
+    if not isinstance(value, str) or not value:
+        raise SandboxImageUnreadable(
+            "the runtime's Status info 'config' has a sandboxImage that is not an image name"
+        )
+    return value
 
 
 def _code_name(err: grpc.RpcError) -> str:

@@ -132,7 +132,8 @@ class ResiduePlan(Plan[Any]):
 class RuntimeFacts:
     """What the runtime said: its lists (with dead containers' statuses when dead objects are
     scanned), reply sizes by call (encoded bytes, items), images and sandbox image (when
-    images are scanned), the sandboxes' network namespace paths (both `/run` and `/var/run`
+    images are scanned; `images_unknown` says why no image was listed when the sandbox image
+    could not be read), the sandboxes' network namespace paths (both `/run` and `/var/run`
     spellings; only asked when a `cni-*` namespace exists on the host) and how many
     sandboxes did not say."""
 
@@ -142,6 +143,7 @@ class RuntimeFacts:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     images: list[Image] = field(default_factory=list)
     sandbox_image: str | None = None
+    images_unknown: str = ""
     netns: frozenset[str] = frozenset()
     netns_unknown: int = 0
 
@@ -196,6 +198,7 @@ def observe_runtime(
     from dataclasses import replace
 
     from kubegc_cli.cri.client import sandbox_image_from_info
+    from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.host.logs import LogRoots, foreign_log, log_bytes
 
     wanted = set(types)
@@ -230,8 +233,11 @@ def observe_runtime(
                         exit_code=st.exit_code, log_bytes=size)
             )  # fmt: skip
     if UNUSED_IMAGE in wanted:
-        facts.images = client.list_images()
-        facts.sandbox_image = sandbox_image_from_info(client.status_info())
+        try:
+            facts.sandbox_image = sandbox_image_from_info(client.status_info())
+            facts.images = client.list_images()
+        except SandboxImageUnreadable as exc:  # no image can be called unused: none listed
+            facts.images_unknown = exc.why
     if NETNS in wanted and _netns_on_host(s.host_root, ScanContext(s.host_root).netns_dirs):
         paths: set[str] = set()
         for _sid, path in client.sandbox_netns([sb.id for sb in sandboxes]):
@@ -467,6 +473,11 @@ def _plan(
         notes.append(
             f"The runtime could not be read ({runtime_error}): runtime findings are missing and "
             "nothing whose residue-ness depends on the runtime not knowing it is marked safe."
+        )
+    if facts is not None and facts.images_unknown and UNUSED_IMAGE in types:
+        notes.append(
+            f"No image is listed as unused: {facts.images_unknown}, so the sandbox image the "
+            "runtime protects is unknown."
         )
     if facts is not None and facts.netns_unknown and NETNS in types:
         notes.append(NETNS_UNKNOWN.format(n=facts.netns_unknown).capitalize() + ".")

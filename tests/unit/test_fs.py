@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubegc_cli.cri.client import sandbox_image_from_info
-from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.errors import RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.host.fs import fs_stats
 
 
@@ -31,9 +31,29 @@ def test_fs_stats_of_a_missing_path_is_exit_3(tmp_path: Path) -> None:
     [
         ({"config": '{"sandboxImage": "registry.k8s.io/pause:3.9"}'}, "registry.k8s.io/pause:3.9"),
         ({"config": '{"other": 1}'}, None),
-        ({"config": "not json"}, None),
+        ({"config": ""}, None),
         ({}, None),
     ],
 )
 def test_sandbox_image_from_status_info(info: dict[str, str], image: str | None) -> None:
     assert sandbox_image_from_info(info) == image
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "not json",
+        "[" * 5000 + "]" * 5000,
+        '{"sandboxImage": "a", "sandboxImage": "b"}',
+        '["registry.k8s.io/pause:3.9"]',
+        '{"sandboxImage": ""}',
+        '{"sandboxImage": {"name": "registry.k8s.io/pause:3.9"}}',
+        '{"sandboxImage": null}',
+    ],
+    ids=["not-json", "deep", "key-twice", "not-object", "empty", "object", "null"],
+)
+def test_a_sandbox_image_the_runtime_names_unreadably_is_unknown(config: str) -> None:
+    """The runtime said which image it protects, in a form kubegc cannot read: unknown, never
+    taken for "the runtime does not say" (which would leave the pause image unprotected)."""
+    with pytest.raises(SandboxImageUnreadable, match="sandbox image the runtime protects"):
+        sandbox_image_from_info({"config": config})

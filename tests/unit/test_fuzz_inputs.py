@@ -1253,18 +1253,22 @@ def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
     work: Path, lying_runtime: Any, status: str, sandbox: str
 ) -> None:
     """The runtime's verbose `Status` config and `PodSandboxStatus` info nested too deeply:
-    the runtime names no sandbox image and no network namespace (as when it gives no verbose
-    info) — never a traceback; `gc images` runs on."""
-    from kubegc_cli.cri.client import CriClient
+    never a traceback. A network namespace it names so is unknown (as when it gives no verbose
+    info); a sandbox image it names so is unknown too, and then `gc images` takes no image for
+    unused on its word: exit 3 with one line saying so — unless the sandbox image is given with
+    `--pod-infra-container-image` (a warning, and the run goes on)."""
+    from kubegc_cli.cri.client import CriClient, sandbox_image_from_info
     from kubegc_cli.cri.endpoint import resolve_endpoint
+    from kubegc_cli.errors import SandboxImageUnreadable
 
     lying_runtime.inventory.status_info = {"config": status}
     lying_runtime.inventory.sandbox_info = {"sb-1": {"info": sandbox}}
     client = CriClient(resolve_endpoint(lying_runtime.endpoint, {}, work), timeout=10)
     try:
-        from kubegc_cli.cri.client import sandbox_image_from_info
-
-        assert sandbox_image_from_info(client.status_info()) in (None, "registry.k8s.io/pause:3.10")
+        try:
+            readable = sandbox_image_from_info(client.status_info()) is not None
+        except SandboxImageUnreadable:
+            readable = False
         [(sid, netns)] = list(client.sandbox_netns(["sb-1"]))
         assert sid == "sb-1" and netns in (None, "", "/var/run/netns/cni-1")
     finally:
@@ -1274,7 +1278,15 @@ def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
     argv = ["--host-root", str(host), "--state-dir", str(work / "state"), "-r",
             lying_runtime.endpoint, "gc", "images", "--dry-run"]  # fmt: skip
     code, _, err = run_cli(argv)
+    assert "Traceback" not in err, err
+    if readable:
+        assert code == 0, err
+        return
+    assert code == 3 and err.count("\n") == 1, err
+    assert "the sandbox image the runtime protects is unknown" in err
+    code, _, err = run_cli([*argv, "--pod-infra-container-image", "registry.k8s.io/pause:3.10"])
     assert code == 0 and "Traceback" not in err, err
+    assert "the sandbox image protected is --pod-infra-container-image's" in err
 
 
 def saved_plans(work: Path) -> list[dict[str, Any]]:
