@@ -139,6 +139,49 @@ def _ancestors(path: str) -> list[str]:
         head = os.path.dirname(head)
 
 
+MAX_LINKS = 40  # as the kernel's MAXSYMLINKS
+
+
+def _check_links(path: str, what: str) -> None:
+    """Raises `BadInput` when resolving absolute `path` goes through a symbolic link that is
+    not owned by root or this process's user (whoever owns a link chooses where it leads: a
+    link another user planted at `--state-dir` would put kubegc's files in any directory root
+    owns), or through more than `MAX_LINKS` links. Every link on the way is checked, those
+    that links lead through too. A component that does not exist ends the walk (what is made
+    there is made by kubegc)."""
+    me = os.geteuid()
+    current, hops = "/", 0
+    pending = [p for p in reversed(path.split("/")) if p]
+    while pending:
+        name = pending.pop()
+        if name == ".":
+            continue
+        if name == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, name)
+        try:
+            st = os.lstat(step)
+        except OSError:
+            return
+        if not stat.S_ISLNK(st.st_mode):
+            current = step
+            continue
+        if st.st_uid not in (0, me):
+            raise BadInput(
+                f"{what} {path} goes through the symbolic link {step} (owner uid "
+                f"{st.st_uid}), which another user chose where it leads; use a path without "
+                "it, or a link owned by root (or this user)"
+            )
+        hops += 1
+        if hops > MAX_LINKS:
+            raise BadInput(f"{what} {path}: too many levels of symbolic links")
+        target = os.readlink(step)
+        if target.startswith("/"):
+            current = "/"
+        pending.extend(p for p in reversed(target.split("/")) if p)
+
+
 def _check_above(path: str, what: str) -> None:
     """Raises `BadInput` when a directory above `path` (absolute, normalized) could be changed
     by another user: not owned by root or this process's user, or writable by group or others
@@ -163,8 +206,9 @@ def _check_above(path: str, what: str) -> None:
 def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> Path | None:
     """The directory where kubegc keeps a file only it may write (the state dir, the node lock's
     directory), checked so it cannot be turned against the user running kubegc: owned by this
-    process's user, not writable by group or others, and every directory above it (lexically
-    and once links are resolved) owned by root or this user and not writable by others (see
+    process's user, not writable by group or others, reached through no symbolic link another
+    user owns (`_check_links`), and every directory above it (lexically and once links are
+    resolved) owned by root or this user and not writable by others (see
     `_check_above`). Returns its resolved path (what the files in it are opened under), or
     None when it is missing and not `create`. With `create`, a missing one is made, mode 0700
     (its missing parents too, as `os.makedirs` makes them).
@@ -173,6 +217,7 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
     or when it is not a directory; `StateUnavailable` when it cannot be created (`full` on a
     full disk) or looked at."""
     where = os.path.abspath(path)
+    _check_links(where, what)
     _check_above(where, what)
     real = os.path.realpath(where)
     if real != where:
@@ -489,6 +534,8 @@ def _open_write(state_dir: Path) -> sqlite3.Connection:
 
     path = _db_path(state_dir, create=True)
     assert path is not None  # (created)
+    with suppress(OSError):  # made 0600 (SQLite's own is 0644); a failure is SQLite's to report
+        os.close(open_in(path.parent, DB_NAME, os.O_RDWR | os.O_CREAT, 0o600))
     con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False)
     try:
         con.execute("PRAGMA journal_mode=WAL")

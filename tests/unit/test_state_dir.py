@@ -124,6 +124,40 @@ def test_a_state_dir_reached_through_a_link_is_checked_where_it_leads(
     assert code == 2 and "mode 0757" in err and cri.removed == [], err
 
 
+@pytest.mark.parametrize("where", ["the-state-dir", "on-the-way", "a-link-a-link-leads-to"])
+def test_a_state_dir_through_a_link_another_user_owns_is_refused(
+    host: Path, tmp_path: Path, where: str
+) -> None:
+    """A link another user made (in a sticky directory such as /tmp, where anyone may add one)
+    chooses where root's files go: `--state-dir` through it is refused, naming the link, even
+    when it leads to a safe directory only root can write; nothing is made there."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a link to another user")
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    rootonly = tmp_path / "rootonly"
+    rootonly.mkdir(mode=0o700)
+    theirs = sticky / "theirs"
+    if where == "a-link-a-link-leads-to":
+        theirs.symlink_to(rootonly)
+        mine = tmp_path / "mine"
+        mine.symlink_to(theirs)
+        state = mine
+    else:
+        theirs.symlink_to(rootonly if where == "the-state-dir" else tmp_path)
+        state = theirs if where == "the-state-dir" else theirs / "rootonly"
+    os.lchown(theirs, 65534, 65534)
+    code, out, err, cri = gc_yes(host, state)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"the symbolic link {theirs} (owner uid 65534)" in err
+    assert cri.removed == [] and os.listdir(rootonly) == []
+    os.lchown(theirs, 0, 0)  # the same link, root's: used
+    code, _, err, cri = gc_yes(host, state)
+    assert code == 0 and len(cri.removed) == 2, err
+    assert stat.S_IMODE(os.stat(rootonly / "state.db").st_mode) == 0o600
+
+
 STATE_FILES = ["lock", "state.db", "state.db-wal", "state.db-shm", "state.db-journal"]
 
 
