@@ -39,6 +39,7 @@ import platform
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -607,6 +608,7 @@ class LocalNode:
             raise LocalNodeError(f"a containerd for {self.workdir} already runs (pid {self.pid})")
         if len(str(self.socket)) > _MAX_UNIX_SOCKET_PATH - 4:
             raise LocalNodeError(f"{self.socket}: too long for a unix socket; use a shorter dir")
+        self.workdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # this user's alone
         for directory in (
             self.root,
             self.state,
@@ -1239,11 +1241,23 @@ def populate_demo(node: LocalNode) -> DemoNode:
 
 def _foreign(workdir: Path) -> str:
     """Why ``workdir`` is not a directory this tool may fill or remove ("" when it may): it
-    must be absent, empty, or hold a node's own files (its ``config.toml``, ``node.json``)."""
-    if not workdir.exists():
+    must be absent, empty, or hold a node's own files (its ``config.toml``, ``node.json``), and
+    be this user's alone: not a symbolic link, owned by this user, not writable by group or
+    others (its files — the pods file, kubegc's state dir — must not be another user's to
+    plant or swap)."""
+    try:
+        st = workdir.lstat()
+    except FileNotFoundError:
         return ""
-    if not workdir.is_dir():
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
         return "it is not a directory"
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return (
+            f"another user can change it (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):04o})"
+        )
     node = LocalNode(workdir)
     if node.config_path.exists() or node.node_json.exists() or not any(workdir.iterdir()):
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,26 @@ def test_down_and_up_leave_a_foreign_directory_alone(
     err = capsys.readouterr().err
     assert "not removing" in err and "not a node's" in err and "not a directory" in err
     assert main(["down", str(tmp_path / "absent")]) == 0  # nothing there: nothing to do
+
+
+@pytest.mark.parametrize("how", ["group-writable", "another-user", "a-link"])
+def test_up_refuses_a_directory_another_user_could_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """The demo node's directory holds its pods file and kubegc's state dir: one another user
+    made (or can write, or a link they planted at its name) is refused, nothing is written."""
+    target = tmp_path / "node"
+    target.mkdir(mode=0o700)
+    if how == "group-writable":
+        os.chmod(target, 0o770)
+    elif how == "another-user":
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give a directory to another user")
+        os.chown(target, 65534, 65534)
+    else:
+        target = tmp_path / "planted"
+        target.symlink_to(tmp_path / "node")
+    assert main(["up", str(target), "--pods-file", str(target / "pods.json")]) == 1
+    assert os.listdir(tmp_path / "node") == []
+    err = capsys.readouterr().err
+    assert "symbolic link" in err if how == "a-link" else "another user can change it" in err
