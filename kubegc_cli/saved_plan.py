@@ -254,11 +254,12 @@ def _action(d: dict[str, Any], s: Settings, result: Result, kinds: tuple[str, ..
 
 
 def _items_of(doc: dict[str, Any], key: str, *, required: bool = False) -> list[Any]:
-    """The list under `key` of the plan (missing or null: empty, unless `required`).
-    `KeyError` when required and missing, `TypeError` when it is not a list."""
-    if doc.get(key) is None and not (required and key not in doc):
+    """The list under `key` of the plan (missing: empty, unless `required`). kubegc writes
+    every list as a list, never null. `KeyError` when required and missing, `TypeError` when
+    it is not a list (null included)."""
+    if key not in doc:
         if required:
-            raise TypeError(f"{key} is null, not a list")
+            raise KeyError(key)
         return []
     value = doc[key]
     if not isinstance(value, list):
@@ -301,7 +302,7 @@ def _parse_actions(
 
 
 def _notes_of(doc: dict[str, Any]) -> list[str]:
-    """The plan's notes: a list of strings (missing or null: none). `TypeError` otherwise."""
+    """The plan's notes: a list of strings (missing: none). `TypeError` otherwise."""
     notes = _items_of(doc, "notes")
     for i, n in enumerate(notes):
         if not isinstance(n, str):

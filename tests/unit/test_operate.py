@@ -159,6 +159,8 @@ def saved_plan(tmp_path: Path, snap: Path, capsys: Any) -> dict[str, Any]:
                                           pod_uid="u"), "cannot be in this plan"),
         # the file's terms, never Python's ('str' object has no attribute 'get', ...)
         (lambda d: d.update(notes="one note"), "notes is a string, not a list"),
+        (lambda d: d.update(notes=None), "notes is null, not a list"),
+        (lambda d: d.update(kept=None), "kept is null, not a list"),
         (lambda d: d.update(notes=[1]), "notes[0] is a number, not a string"),
         (lambda d: d.update(actions=["x"]), "actions[0] is a string, not an object"),
         (lambda d: d.update(actions={"a": 1}), "actions is an object, not a list"),
