@@ -46,6 +46,7 @@ import fcntl
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -351,22 +352,41 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+MAX_PREVIOUS_BYTES = 16 * 1024 * 1024
+
+
 def read_previous(path: Path) -> dict[Key, float]:
     """The samples of the file as a previous run left it ({} when there is none). Raises
-    `MetricsError` when it exists but cannot be read (its counters would be lost)."""
+    `MetricsError` when it exists but cannot be read (its counters would be lost), or is not
+    a regular file kubegc may read: a symbolic link (never followed), a FIFO or device
+    (opened without blocking, then refused: never a wait), or over 16 MiB."""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        why = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else exc.strerror
+        raise MetricsError(f"cannot read the previous metrics file {path}: {why or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MetricsError(f"the previous metrics file {path} is not a regular file; remove it")
+        data = os.read(fd, MAX_PREVIOUS_BYTES + 1)
+        while len(data) <= MAX_PREVIOUS_BYTES and (chunk := os.read(fd, 1 << 20)):
+            data += chunk
     except OSError as exc:
         raise MetricsError(
             f"cannot read the previous metrics file {path}: {exc.strerror or exc}"
         ) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PREVIOUS_BYTES:
+        raise MetricsError(f"the previous metrics file {path} is larger than 16 MiB")
     return parse_samples(data.decode("utf-8", errors="replace"))
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text`: temp file in the same directory, fsync, chmod 0644,
+    """Replace `path` with `text`: temp file in the same directory, chmod 0644 (of the open
+    file, never by name), fsync,
     rename, fsync of the directory. Raises `MetricsError`; never leaves the temp file."""
     directory = path.parent
     try:
@@ -377,8 +397,8 @@ def write_atomically(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # node_exporter runs as another user
+            os.fchmod(f.fileno(), 0o644)  # node_exporter runs as another user (on the open
+            os.fsync(f.fileno())  # file: the name may be another's link by now)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

@@ -11,9 +11,11 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -212,6 +214,37 @@ def test_write_is_atomic_world_readable_and_leaves_no_temp_file(tmp_path: Path) 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kubegc.prom"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert path.stat().st_ino != old_inode  # replaced by rename, never rewritten in place
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_a_previous_file_that_is_not_a_regular_file_is_refused_at_once(
+    tmp_path: Path, planted: str
+) -> None:
+    """In a textfile directory another user can write, the metrics file may be a link they
+    planted (never followed: no file of theirs is read, none elsewhere written) or a FIFO
+    (never waited on): a `MetricsError` naming it, at once."""
+    victim = tmp_path / "victim"
+    victim.write_text("secret\n")
+    path = tmp_path / "kubegc.prom"
+    if planted == "link":
+        path.symlink_to(victim)
+    else:
+        os.mkfifo(path)
+    began = time.monotonic()
+    with pytest.raises(MetricsError, match=r"kubegc\.prom"):
+        write_metrics(path, facts())
+    assert time.monotonic() - began < 5
+    assert victim.read_text() == "secret\n" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+    assert path.is_symlink() if planted == "link" else stat.S_ISFIFO(path.lstat().st_mode)
+
+
+def test_the_temp_file_is_made_0644_through_its_descriptor(tmp_path: Path) -> None:
+    """The temp file's mode is set on the open file, never by name: a name another user swaps
+    for a link between the write and the chmod changes nothing of theirs."""
+    path = tmp_path / "kubegc.prom"
+    with mock.patch("os.chmod", side_effect=AssertionError("chmod by name")):
+        write_metrics(path, facts())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
 def test_concurrent_writers_take_turns(tmp_path: Path) -> None:
