@@ -43,10 +43,8 @@ import fnmatch
 import json
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Iterable
-from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,21 +143,14 @@ def saved_document(plan: Plan[Any], s: Settings) -> dict[str, Any]:
 
 
 def save_plan(plan: Plan[Any], path: Path, s: Settings) -> None:
-    """Write the saved plan to `path` atomically (a temporary file in the same directory,
-    then rename). Raises `BadInput` naming the path when it cannot be written."""
+    """Write the saved plan to `path`, mode 0644, replacing it whole
+    (`kubegc_cli.outfile.replace_file`: a link planted there is replaced, never followed).
+    Raises `BadInput` naming the path when it cannot be written."""
+    from kubegc_cli.outfile import replace_file
+
     text = json.dumps(saved_document(plan, s), indent=2) + "\n"
-    directory = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp)
-            raise
+        replace_file(path, text, 0o644)
     except OSError as exc:
         raise BadInput(f"cannot write plan file {path}: {exc.strerror or exc}") from None
 

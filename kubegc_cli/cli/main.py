@@ -1221,12 +1221,13 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
 
     \b
     Examples:
-      kubegc snapshot -f /tmp/node-$(hostname).json
+      kubegc snapshot -f node-$(hostname).json
       kubegc --snapshot node.json gc containers --maximum-dead-containers 0
     """
     import io
 
     from kubegc_cli.app import snapshot_node
+    from kubegc_cli.outfile import replace_file
     from kubegc_cli.render import dump_document
 
     s = settings_from(ctx)
@@ -1236,7 +1237,7 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     text = buf.getvalue()
     if path:
         try:
-            Path(path).write_text(text, encoding="utf-8")
+            replace_file(Path(path), text)  # a link at `path` is replaced, never followed
         except OSError as exc:
             raise BadInput(f"cannot write snapshot {path}: {exc.strerror or exc}") from None
         LOG.emit("info", f"wrote {len(snap.containers)} containers to {path}")

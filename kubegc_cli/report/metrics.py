@@ -40,14 +40,12 @@ fsync'ed. kubegc runs writing the same file take turns (flock on the directory).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import math
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -55,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput, KubegcError
+from kubegc_cli.outfile import replace_file
 from kubegc_cli.plan import Result
 
 SUFFIX = ".prom"
@@ -385,31 +384,12 @@ def read_previous(path: Path) -> dict[Key, float]:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text`: temp file in the same directory, chmod 0644 (of the open
-    file, never by name), fsync,
-    rename, fsync of the directory. Raises `MetricsError`; never leaves the temp file."""
-    directory = path.parent
+    """Replace `path` with `text`, mode 0644 (node_exporter runs as another user), as
+    `kubegc_cli.outfile.replace_file` does. Raises `MetricsError`."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        replace_file(path, text, 0o644)
     except OSError as exc:
         raise MetricsError(f"cannot write metrics file {path}: {_why(exc)}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fchmod(f.fileno(), 0o644)  # node_exporter runs as another user (on the open
-            os.fsync(f.fileno())  # file: the name may be another's link by now)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise MetricsError(f"cannot write metrics file {path}: {exc.strerror or exc}") from None
-    with contextlib.suppress(OSError):
-        dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
 
 
 def write_metrics(path: Path, facts: RunFacts) -> None:
