@@ -901,6 +901,7 @@ def gc_images(
         if acting:
             remover = ImageRemover(client, concurrency=act.concurrency)
             _carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
+            forget_removed_images(s, plan, ui)
             after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
             regained = max(0, after.available - fs.available)
             plan.filesystem.update(available_after=after.available, regained=regained)
@@ -908,6 +909,19 @@ def gc_images(
         return plan
     finally:
         client.close()
+
+
+def forget_removed_images(s: Settings, plan: Plan[Any], ui: Ui) -> None:
+    """Drop the image records of the images `plan` removed (`state.forget_image_records`, as the
+    kubelet's image GC does); a store that cannot be written is a warning (the removals are
+    done; the records of images no longer listed go at the next run that saves)."""
+    from kubegc_cli.state import StateUnavailable, forget_image_records
+
+    removed = [a.id for a in plan.actions if a.kind == "image" and a.result is Result.REMOVED]
+    try:
+        forget_image_records(s.state_dir, removed, ui.warn)
+    except StateUnavailable as exc:
+        ui.warn(f"{exc}; the records of the images removed are kept until the next run")
 
 
 def _records_notes(

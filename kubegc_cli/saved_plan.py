@@ -541,6 +541,7 @@ def apply_plan(
         _may_act,
         _pod_logs_root,
         decide_mode,
+        forget_removed_images,
         load_pod_inventory,
         log_stages,
         open_client,
@@ -663,6 +664,8 @@ def apply_plan(
         if "image" in kinds:
             stages.append(Stage(ImageRemover(client, concurrency=n), ("image",)))
         _carry_out(s, plan, stages, "apply", ui, at=time.time_ns())
+        if "image" in kinds:
+            forget_removed_images(s, plan, ui)
         return plan
     finally:
         client.close()

@@ -943,6 +943,24 @@ def save_image_records(
     _with_db(state_dir, save, warn)
 
 
+def forget_image_records(
+    state_dir: Path, image_ids: Iterable[str], warn: Warn | None = None
+) -> None:
+    """Drop the records of `image_ids`, images a run removed, as the kubelet's image GC deletes
+    an image's record once it has removed it: the same image pulled again is first detected
+    then, not when its removed copy was (MinAge counts from the new pull). Raises as
+    `_with_db`."""
+    ids = [(i,) for i in image_ids]
+    if not ids:
+        return
+
+    def forget(con: sqlite3.Connection) -> None:
+        with con:
+            con.executemany("DELETE FROM images WHERE id = ?", ids)
+
+    _with_db(state_dir, forget, warn)
+
+
 def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[dict[str, Any]]:
     """The last `runs` runs recorded in `state.db`, newest first, each with its actions.
 

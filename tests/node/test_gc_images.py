@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode
 from tests.node.test_gc_containers import kubegc
 
@@ -499,3 +500,34 @@ def test_a_dry_run_never_changes_what_a_later_run_does(tmp_path: Path) -> None:
         assert any("stored as the first-detected time of 1 image(s)" in n for n in doc["notes"])
         first, _ = _records(tmp_path)
         assert first[late] == 1577836800 * 10**9 and first[fresh] >= began
+
+
+def test_a_removed_images_record_goes_with_it(tmp_path: Path) -> None:
+    """As the kubelet's image GC: the record of an image it removed is deleted, so the same
+    image pulled again is first detected at that pull, and MinAge protects it — in `gc images`
+    and in `apply` of an image plan."""
+    with LocalNode(tmp_path / "node") as node:
+        common = ("--prune-unused", "--keep", "*busybox*")
+        for via_apply in (False, True):
+            image = node.import_image("docker.io/library/again:1", pad_bytes=1024, seed="again")
+            old = ("--assume-detected-at", "2020-01-01T00:00:00Z")
+            if via_apply:
+                plan_file = tmp_path / "images.plan.json"
+                code, _, err = _plan(node, tmp_path, *common, *old, "--plan-out", str(plan_file))
+                assert code == 0, err
+                res = kubegc(node, tmp_path, "apply", str(plan_file), "--yes", "-o", "json")
+                code, doc, err = res.returncode, json.loads(res.stdout), res.stderr
+            else:
+                code, doc, err = _plan(node, tmp_path, *common, *old, "--yes")
+            assert code == 0, err
+            assert [(a["id"], a["result"]) for a in doc["actions"]] == [(image, "removed")]
+            assert image not in _records(tmp_path)[0]  # forgotten with the image
+            assert node.import_image("docker.io/library/again:1", pad_bytes=1024, seed="again") \
+                == image  # the same image, pulled again  # fmt: skip
+            code, doc, err = _plan(node, tmp_path, *common, "--yes")
+            assert code == 0 and doc["actions"] == [], err
+            assert {k["id"]: k["rule"] for k in doc["kept"]}[image] == "min-age"
+            node.images.RemoveImage(api_pb2.RemoveImageRequest(image=api_pb2.ImageSpec(
+                image=image)))  # fmt: skip
+            assert _plan(node, tmp_path, "--dry-run")[0] == 0  # a run that no longer sees it
+            assert image not in _records(tmp_path)[0]  # drops its record, as the kubelet
