@@ -18,6 +18,7 @@ import os
 import re
 import select
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from kubegc_cli.errors import BadInput
 
 MAX_INPUT_BYTES = 1 << 30
 PIPE_WAIT_SECONDS = 60  # for each write to a pipe or FIFO input (the first, and every next)
+PIPE_TOTAL_SECONDS = 600  # for the whole of one pipe or FIFO input (a writer that trickles)
 
 
 def present(path: Path | str) -> bool:
@@ -70,16 +72,26 @@ def _read_pipe(path: Path, what: str) -> bytes:
     """The bytes written to the pipe or FIFO `path` (`<(kubectl get pods -o json)`), up to
     `MAX_INPUT_BYTES` + 1, until the writer closes it. Opening does not wait for a writer; the
     first byte (or the writer's close) must come within `PIPE_WAIT_SECONDS`, and so must each
-    next one, else `BadInput` — a FIFO nothing writes to, or a writer that stalls (a hung
-    `kubectl`), is an error, not a hang. Raises `OSError`."""
+    next one, and the whole within `PIPE_TOTAL_SECONDS`, else `BadInput` — a FIFO nothing
+    writes to, a writer that stalls (a hung `kubectl`) or one that trickles a byte at a time,
+    is an error, not a hang. Raises `OSError`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    deadline = time.monotonic() + PIPE_TOTAL_SECONDS
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_INPUT_BYTES:
-            if not poller.poll(PIPE_WAIT_SECONDS * 1000):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BadInput(
+                    f"cannot read {what} {path}: the writer was still writing after "
+                    f"{PIPE_TOTAL_SECONDS} s ({size} bytes)"
+                )
+            if not poller.poll(int(min(PIPE_WAIT_SECONDS, left) * 1000) + 1):
+                if time.monotonic() >= deadline:
+                    continue  # said above, with the total
                 stalled = (
                     f"nothing more was written after {size} bytes for"
                     if chunks

@@ -11,6 +11,7 @@ The nastiest inputs found are kept as explicit cases at the end (`CORPUS`, and t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -914,6 +915,27 @@ def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
     writer.start()
     assert inputs.read_text(fifo, "pods file") == '{"kind": "PodList", "items": []}'
     writer.join()
+
+    # a writer that trickles (a byte just inside each wait) cannot hold a run forever
+    monkeypatch.setattr(inputs, "PIPE_TOTAL_SECONDS", 1.0)
+    stop = threading.Event()
+
+    def trickling_writer() -> None:
+        with contextlib.suppress(BrokenPipeError), open(fifo, "w") as f:
+            while not stop.wait(0.2):  # (the reader gone: the pipe breaks)
+                f.write(" ")
+                f.flush()
+
+    writer = threading.Thread(target=trickling_writer)
+    writer.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(BadInput, match=r"the writer was still writing after 1\.0 s"):
+            inputs.read_text(fifo, "pods file")
+    finally:
+        stop.set()
+    writer.join()
+    assert time.monotonic() - began < 3
 
 
 def test_yaml_aliases_that_share_a_value_are_read(tmp_path: Path) -> None:
