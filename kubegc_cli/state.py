@@ -203,6 +203,22 @@ def _check_above(path: str, what: str) -> None:
             )
 
 
+def _make_parents(directory: str) -> None:
+    """Make the missing directories of absolute `directory`, each mode 0755 whatever the umask
+    (`os.makedirs` gives the mode to the last one only): none is left writable by others.
+    Raises `OSError` as `os.mkdir`."""
+    missing: list[str] = []
+    while not os.path.lexists(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o755)
+        except FileExistsError:
+            continue  # made at the same moment by another run; checked as any other above
+        os.chmod(d, 0o755)  # just made by this user, below directories others cannot change
+
+
 def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> Path | None:
     """The directory where kubegc keeps a file only it may write (the state dir, the node lock's
     directory), checked so it cannot be turned against the user running kubegc: owned by this
@@ -211,7 +227,7 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
     resolved) owned by root or this user and not writable by others (see
     `_check_above`). Returns its resolved path (what the files in it are opened under), or
     None when it is missing and not `create`. With `create`, a missing one is made, mode 0700
-    (its missing parents too, as `os.makedirs` makes them).
+    (its missing parents too, mode 0755 whatever the umask).
 
     Raises `BadInput` (exit 2) naming the path with its owner and mode when it fails a check,
     or when it is not a directory; `StateUnavailable` when it cannot be created (`full` on a
@@ -227,7 +243,7 @@ def safe_dir(path: Path, what: str = "--state-dir", *, create: bool = False) -> 
         if not create:
             return None
         try:
-            os.makedirs(os.path.dirname(real), mode=0o755, exist_ok=True)
+            _make_parents(os.path.dirname(real))
             os.mkdir(real, 0o700)
         except FileExistsError:
             pass  # made at the same moment by another run: checked below like any other

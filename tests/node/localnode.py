@@ -1264,12 +1264,30 @@ def _foreign(workdir: Path) -> str:
     return "it holds files that are not a node's"
 
 
+def _made_safely(workdir: Path) -> str:
+    """Make ``workdir`` (0700) as kubegc makes its state dir, or check the one there, and say
+    why it may not be used ("" when it may): a link another user owns on the way, a directory
+    above it another user can change, or one they made at its name between the look and the
+    making (the check after the making sees it; once this user's directory stands in a
+    sticky /tmp, nobody else can swap it)."""
+    from kubegc_cli.errors import BadInput
+    from kubegc_cli.state import StateUnavailable, safe_dir
+
+    try:
+        safe_dir(workdir, "the node directory", create=True)
+    except (BadInput, StateUnavailable) as exc:
+        return str(exc)
+    return ""
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
     node = LocalNode(Path(args.dir))
     if node.running():
         print(f"a node already runs in {node.workdir}", file=sys.stderr)
         return 1
     why = _foreign(node.workdir)
+    if not why:
+        why = _made_safely(node.workdir)
     if why:
         print(f"not starting a node in {node.workdir}: {why}", file=sys.stderr)
         return 1

@@ -48,3 +48,30 @@ def test_up_refuses_a_directory_another_user_could_change(
     assert os.listdir(tmp_path / "node") == []
     err = capsys.readouterr().err
     assert "symbolic link" in err if how == "a-link" else "another user can change it" in err
+
+
+def test_up_refuses_a_directory_below_one_another_user_can_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The node directory's parents must not be another user's to change either (they could
+    swap the directory for a link once it is checked)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    assert main(["up", str(shared / "node")]) == 1
+    assert os.listdir(shared) == []
+    assert "which another user can change" in capsys.readouterr().err
+
+
+def test_up_makes_missing_parents_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Missing parents are made 0755 even under umask 000 (none is left writable by others)."""
+    from kubegc_cli.state import safe_dir
+
+    old = os.umask(0)
+    try:
+        made = safe_dir(tmp_path / "a" / "b" / "node", "the node directory", create=True)
+    finally:
+        os.umask(old)
+    assert made is not None and oct(os.stat(made).st_mode & 0o777) == oct(0o700)
+    for d in (tmp_path / "a", tmp_path / "a" / "b"):
+        assert oct(os.stat(d).st_mode & 0o777) == oct(0o755)
