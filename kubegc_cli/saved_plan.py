@@ -342,6 +342,7 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
         policy = {} if doc.get("policy") is None else doc["policy"]
         if not isinstance(policy, dict):
             raise TypeError(f"policy is {_json_type(policy)}, not an object")
+        _protecting_fields(policy)
         plan: Plan[Any] = Plan(
             kind=kind,
             policy=policy,
@@ -361,6 +362,23 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     if len(set(ids)) != len(ids):
         raise BadInput(f"plan file {path}: an object appears twice among the actions")
     return plan, saved
+
+
+def _protecting_fields(policy: dict[str, Any]) -> None:
+    """Refuse the policy fields of an image plan that protect images, when they are not what
+    kubegc writes there: `keep` a list of strings, `sandbox_image` and
+    `pod_infra_container_image` strings (each may be missing). One that `apply` could not read
+    would protect nothing, silently. `TypeError` naming the field, in the file's terms."""
+    keep = policy.get("keep", [])
+    if not isinstance(keep, list):
+        raise TypeError(f"policy.keep is {_json_type(keep)}, not a list")
+    for i, k in enumerate(keep):
+        if not isinstance(k, str):
+            raise TypeError(f"policy.keep[{i}] is {_json_type(k)}, not a string")
+    for key in ("sandbox_image", "pod_infra_container_image"):
+        value = policy.get(key, "")
+        if not isinstance(value, str):
+            raise TypeError(f"policy.{key} is {_json_type(value)}, not a string")
 
 
 def _skip(a: Any, why: str) -> None:

@@ -160,6 +160,10 @@ def saved_plan(tmp_path: Path, snap: Path, capsys: Any) -> dict[str, Any]:
         # the file's terms, never Python's ('str' object has no attribute 'get', ...)
         (lambda d: d.update(notes="one note"), "notes is a string, not a list"),
         (lambda d: d.update(notes=None), "notes is null, not a list"),
+        (lambda d: d["policy"].update(keep="example.com/*"), "policy.keep is a string, not a list"),
+        (lambda d: d["policy"].update(keep=None), "policy.keep is null, not a list"),
+        (lambda d: d["policy"].update(keep=[1]), "policy.keep[0] is a number, not a string"),
+        (lambda d: d["policy"].update(sandbox_image=5), "policy.sandbox_image is a number"),
         (lambda d: d.update(kept=None), "kept is null, not a list"),
         (lambda d: d.update(notes=[1]), "notes[0] is a number, not a string"),
         (lambda d: d.update(actions=["x"]), "actions[0] is a string, not an object"),
