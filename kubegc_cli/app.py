@@ -834,7 +834,7 @@ def gc_images(
             except StateUnavailable as again:
                 ui.warn(f"{again}; planning as on a first run")
                 records, began = {}, now
-        stored, stored_began = dict(records), began
+        stored, stored_began = dict(records), began  # as read (see save_image_records' loaded)
         if assume_detected_at is not None:
             from kubegc_cli.policy.images import ImageRecord
 
@@ -857,7 +857,7 @@ def gc_images(
             if assume_detected_at is not None and not acting:
                 kept = detect_images(snap.images, snap.containers, stored, now)
             try:
-                save_image_records(s.state_dir, kept, ui.warn, began=stored_began)
+                save_image_records(s.state_dir, kept, ui.warn, began=stored_began, loaded=stored)
             except StateUnavailable as exc:
                 store_unusable(exc)
                 return False

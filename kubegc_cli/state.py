@@ -941,20 +941,27 @@ def save_image_records(
     warn: Warn | None = None,
     *,
     began: int | None = None,
+    loaded: Mapping[str, ImageRecord] | None = None,
 ) -> None:
     """Replace the remembered image records with `records` (images no longer listed are
     forgotten, as the kubelet drops their records). `began` (ns since the epoch) is stored if
-    the database has none (it was just started fresh). Raises as `_with_db`."""
+    the database has none (it was just started fresh). `loaded`, the records as this run read
+    them: a record that was there then and is gone now was forgotten meanwhile by a run that
+    removed its image (`forget_image_records`), and is not brought back (the image, if
+    listed again, was pulled again: first detected at the next run). Raises as `_with_db`."""
 
     def save(con: sqlite3.Connection) -> None:
         with con:
             if began is not None:
                 con.execute("INSERT OR IGNORE INTO meta VALUES ('began', ?)", (str(began),))
+            now_there = {str(r[0]) for r in con.execute("SELECT id FROM images")}
+            gone = {i for i in (loaded or {}) if i not in now_there}
             con.execute("DELETE FROM images")
             con.executemany(
                 "INSERT INTO images VALUES (?,?,?)",
-                [(iid, r.first_detected, r.last_used) for iid, r in records.items()],
-            )
+                [(iid, r.first_detected, r.last_used) for iid, r in records.items()
+                 if iid not in gone],
+            )  # fmt: skip
 
     _with_db(state_dir, save, warn)
 

@@ -19,6 +19,7 @@ from kubegc_cli.plan import ImageAction, Result
 from kubegc_cli.policy.images import ImageRecord
 from kubegc_cli.state import (
     StateUnavailable,
+    forget_image_records,
     load_image_records,
     node_lock,
     read_history,
@@ -36,6 +37,20 @@ def test_image_records_survive_runs_and_began_is_set_once(tmp_path: Path) -> Non
     save_image_records(tmp_path / "s", {"b": ImageRecord(90, 400)})  # "a" is no longer listed
     assert load_image_records(tmp_path / "s", now=600)[0] == {"b": ImageRecord(90, 400)}
     assert oct(os.stat(tmp_path / "s").st_mode & 0o777) == "0o700"
+
+
+def test_a_record_forgotten_meanwhile_is_not_brought_back(tmp_path: Path) -> None:
+    """A dry run reads the records, a removing run then removes image "a" and forgets its
+    record; the dry run's save, which still lists "a", must not bring the old record back (the
+    image pulled again would skip MinAge)."""
+    d = tmp_path / "s"
+    save_image_records(d, {"a": ImageRecord(100, 0), "b": ImageRecord(90, 95)})
+    read, _ = load_image_records(d, now=500)  # the dry run reads
+    forget_image_records(d, ["a"])  # a removing run removed "a" meanwhile
+    save_image_records(d, dict(read), loaded=read)  # the dry run saves what it saw
+    assert load_image_records(d, now=600)[0] == {"b": ImageRecord(90, 95)}
+    save_image_records(d, {"a": ImageRecord(600, 0), "b": ImageRecord(90, 95)}, loaded={})
+    assert load_image_records(d, now=700)[0]["a"] == ImageRecord(600, 0)  # seen anew: kept
 
 
 def test_corrupt_state_file_is_moved_aside(tmp_path: Path) -> None:
