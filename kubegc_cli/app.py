@@ -778,6 +778,7 @@ def gc_images(
     from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.host.fs import fs_stats
+    from kubegc_cli.model import reference_forms
     from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.images import detect_images, plan_images
     from kubegc_cli.state import (
@@ -818,7 +819,7 @@ def gc_images(
                 raise
             ui.warn(f"{exc.why}; the sandbox image protected is --pod-infra-container-image's")
             pause = None
-        keep_refs = {r for r in (pause, pod_infra_image) if r}
+        keep_refs = {f for r in (pause, pod_infra_image) if r for f in reference_forms(r) | {r}}
         protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
         # Only a run on the wall clock records (first sighting, last use): one with --now
         # reads the records and stores nothing, so a simulated time never reaches a later run.

@@ -7,6 +7,7 @@ since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -539,3 +540,39 @@ class NodeSnapshot:
                     raise BadInput(f"{source}: {what} {obj.id!r} is listed twice")
                 seen.add(obj.id)
         return snap
+
+
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"{_LABEL}(?:\.{_LABEL})*"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REFERENCE = re.compile(
+    rf"(?:(?P<domain>{_DOMAIN}(?::[0-9]+)?)/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}))?"
+)
+
+
+def reference_forms(ref: str) -> set[str]:
+    """The names under which the runtime may list the image `ref` names: `ref` itself and its
+    normalized form, as containerd normalizes a familiar name (`pause:3.9` →
+    `docker.io/library/pause:3.9`; no tag → `:latest`). Empty when `ref` is not an image
+    reference (distribution's reference grammar)."""
+    m = _REFERENCE.fullmatch(ref)
+    if m is None:
+        return set()
+    domain, path, tag, digest = m.group("domain", "path", "tag", "digest")
+    if domain is None and "/" in path:
+        first, rest = path.split("/", 1)
+        if first == "localhost":
+            domain, path = first, rest
+    if domain is not None and "." not in domain and ":" not in domain and domain != "localhost":
+        path, domain = f"{domain}/{path}", None  # `library/x`: a path, not a host
+    if domain is None:
+        domain = "docker.io"
+        if "/" not in path:
+            path = f"library/{path}"
+    name = f"{domain}/{path}"
+    if tag is None and digest is None:
+        tag = "latest"
+    full = name + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
+    return {ref, full}

@@ -614,6 +614,7 @@ def apply_plan(
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
+    from kubegc_cli.model import reference_forms
     from kubegc_cli.observe import observe_node
     from kubegc_cli.pods import against_runtime
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
@@ -642,6 +643,7 @@ def apply_plan(
                 ui.warn(f"{exc.why}; the sandbox image protected is the plan's")
                 pause = None
             protected |= {pause} if pause else set()
+            protected |= {f for r in protected for f in reference_forms(r)}
         recheck_saved_plan(
             plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
             match_kubelet=match_kubelet,

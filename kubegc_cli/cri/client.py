@@ -18,7 +18,7 @@ import grpc
 from kubegc_cli.cri.endpoint import Endpoint
 from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
 from kubegc_cli.errors import RuntimeUnavailable, SandboxImageUnreadable
-from kubegc_cli.inputs import Malformed, decode_json
+from kubegc_cli.inputs import Malformed, decode_json, shown
 from kubegc_cli.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -33,6 +33,7 @@ from kubegc_cli.model import (
     Sandbox,
     SandboxState,
     make_container,
+    reference_forms,
 )
 from kubegc_cli.units import format_seconds
 
@@ -555,9 +556,10 @@ def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:
     if "sandboxImage" not in config:
         return None
     value = config["sandboxImage"]
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not reference_forms(value):
         raise SandboxImageUnreadable(
-            "the runtime's Status info 'config' has a sandboxImage that is not an image name"
+            "the runtime's Status info 'config' has a sandboxImage that is not an image "
+            f"reference ({shown(value)})"
         )
     return value
 

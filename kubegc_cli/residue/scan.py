@@ -33,7 +33,15 @@ from kubegc_cli.app import (
 )
 from kubegc_cli.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.host.cgroups import cgroup_mounts_visible
-from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Image, Sandbox, SandboxState
+from kubegc_cli.model import (
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+    Image,
+    Sandbox,
+    SandboxState,
+    reference_forms,
+)
 from kubegc_cli.plan import Plan, Result
 from kubegc_cli.pods import PodInventory, against_runtime
 from kubegc_cli.residue import (
@@ -284,7 +292,7 @@ def _runtime_findings(
     if OVERSIZED_LIST in types:
         out += oversized_lists(facts.sizes)
     if UNUSED_IMAGE in types:
-        protected = [facts.sandbox_image] if facts.sandbox_image else []
+        protected = sorted(reference_forms(facts.sandbox_image)) if facts.sandbox_image else []
         out += unused_images(facts.images, facts.containers, protected)
     return out
 

@@ -10,6 +10,7 @@ import pytest
 from kubegc_cli.cri.client import sandbox_image_from_info
 from kubegc_cli.errors import RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.host.fs import fs_stats
+from kubegc_cli.model import reference_forms
 
 
 def test_fs_stats_match_statvfs_under_host_root(tmp_path: Path) -> None:
@@ -49,11 +50,50 @@ def test_sandbox_image_from_status_info(info: dict[str, str], image: str | None)
         '{"sandboxImage": ""}',
         '{"sandboxImage": {"name": "registry.k8s.io/pause:3.9"}}',
         '{"sandboxImage": null}',
+        '{"sandboxImage": "!!!bad image###"}',
+        '{"sandboxImage": "registry.k8s.io/pause:3.9 "}',
+        '{"sandboxImage": "registry.k8s.io/Pause:3.9"}',
     ],
-    ids=["not-json", "deep", "key-twice", "not-object", "empty", "object", "null"],
+    ids=[
+        "not-json",
+        "deep",
+        "key-twice",
+        "not-object",
+        "empty",
+        "object",
+        "null",
+        "not-a-name",
+        "trailing-space",
+        "upper-case-path",
+    ],
 )
 def test_a_sandbox_image_the_runtime_names_unreadably_is_unknown(config: str) -> None:
     """The runtime said which image it protects, in a form kubegc cannot read: unknown, never
     taken for "the runtime does not say" (which would leave the pause image unprotected)."""
     with pytest.raises(SandboxImageUnreadable, match="sandbox image the runtime protects"):
         sandbox_image_from_info({"config": config})
+
+
+@pytest.mark.parametrize(
+    ("ref", "full"),
+    [
+        ("registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.9"),
+        ("pause:3.9", "docker.io/library/pause:3.9"),
+        ("pause", "docker.io/library/pause:latest"),
+        ("library/pause:3.9", "docker.io/library/pause:3.9"),
+        ("rancher/mirrored-pause:3.6", "docker.io/rancher/mirrored-pause:3.6"),
+        ("localhost:5000/pause:1", "localhost:5000/pause:1"),
+        ("localhost/pause:1", "localhost/pause:1"),
+        ("REGISTRY.K8S.IO/pause:3.9", "REGISTRY.K8S.IO/pause:3.9"),
+        ("registry.k8s.io/pause@sha256:" + "a" * 64, "registry.k8s.io/pause@sha256:" + "a" * 64),
+    ],
+)
+def test_reference_forms_name_the_image_as_containerd_lists_it(ref: str, full: str) -> None:
+    """The sandbox image a runtime names in familiar form (`pause:3.9`) is listed by containerd
+    under its normalized name: both protect it."""
+    assert reference_forms(ref) == {ref, full}
+
+
+@pytest.mark.parametrize("ref", ["", " pause", "pause:3.9 ", "Pause:3.9", "a//b", "x@sha256:1"])
+def test_what_is_not_an_image_reference_has_no_forms(ref: str) -> None:
+    assert reference_forms(ref) == set()
