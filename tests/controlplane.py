@@ -73,15 +73,16 @@ def _openssl(*args: str) -> None:
 
 
 def make_certs(d: Path) -> None:
-    """A CA, a serving certificate for 127.0.0.1/localhost signed by it, and the RSA key that
-    signs ServiceAccount tokens; PEM files in `d`."""
+    """A CA, a serving certificate signed by it, and the RSA key that signs ServiceAccount
+    tokens; PEM files in `d`. The certificate names 127.0.0.1, localhost and `kube-api.test`
+    (a name no resolver knows: only a test's proxy resolves it, as on a proxy's far side)."""
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
              "-subj", "/CN=kubegc-test-ca", "-keyout", str(d / "ca.key"),
              "-out", str(d / "ca.crt"))  # fmt: skip
     _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kube-apiserver",
              "-keyout", str(d / "serving.key"), "-out", str(d / "serving.csr"))  # fmt: skip
     (d / "serving.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc,DNS:kube-api.test\n"
         "extendedKeyUsage=serverAuth\n"
     )
     _openssl("x509", "-req", "-in", str(d / "serving.csr"), "-CA", str(d / "ca.crt"),

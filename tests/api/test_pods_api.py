@@ -3,8 +3,9 @@
 The pods are made through the API as an admin, bound to a node name of the test's own; their
 status (Evicted, containers running or stopped) is written through the status subresource,
 and a pod being deleted is held by a finalizer, as the kubelet's own finalization would.
-kubegc reads them with the identity the kubeconfig names. Faults the real server will not
-produce on demand (a hang, a 500) stay on the stand-in in tests/unit/test_pods_api.py.
+kubegc reads them with the identity the kubeconfig names, directly or through a SOCKS5 proxy.
+Faults the real server will not produce on demand (a hang, a 500) stay on the stand-in in
+tests/unit/test_pods_api.py.
 """
 
 from __future__ import annotations
@@ -250,3 +251,53 @@ def test_case_6_forbidden_api_is_exit_3_and_nothing_is_touched(
     assert exc.value.code == 3 and out == ""
     assert err.count("\n") == 1 and "403 Forbidden" in err and "list pods" in err
     assert "127.0.0.1" in err and "nonexistent.sock" not in err
+
+
+def _kubeconfig_via(control_plane: ControlPlane, path: Path, server: str, proxy_url: str) -> Path:
+    """The admin's kubeconfig with `server` reached through `proxy_url`."""
+    doc = json.loads(control_plane.kubeconfig("admin", path).read_text())
+    doc["clusters"][0]["cluster"].update({"server": server, "proxy-url": proxy_url})
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_socks5_proxy_url_reaches_the_api_through_the_proxy_as_kubectl_does(
+    control_plane: ControlPlane, core: Any, namespace: str, node_name: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """`proxy-url: socks5://...` (an `ssh -D` tunnel): the pods are read through the proxy,
+    TLS checked against the API's name, and that name goes to the proxy unresolved, as
+    kubectl sends it (the name may resolve only on the far side)."""
+    from tests.unit.recorded_api import serve_socks5
+
+    uid = make_pod(core, namespace, "a", node_name)
+    port = int(control_plane.url.rsplit(":", 1)[1])
+    spy = ListSpy(monkeypatch)
+    with serve_socks5({"kube-api.test": "127.0.0.1"}) as proxy:
+        config = _kubeconfig_via(control_plane, tmp_path / "kubeconfig",
+                                 f"https://kube-api.test:{port}",
+                                 f"socks5://127.0.0.1:{proxy.port}")  # fmt: skip
+        inv = load_api_inventory(ApiSource(str(config), None, node_name), timeout=10)
+    assert set(inv.pods) == {uid}
+    assert proxy.connects == [("kube-api.test", port)]
+    assert [c["field_selector"] for c in spy.calls] == [f"spec.nodeName={node_name}"]
+
+
+def test_a_socks5_proxy_url_works_from_the_command_line(
+    control_plane: ControlPlane, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same through `kubegc`: the API pod source read through the proxy; the runtime's
+    absence (exit 3) is the only error, nothing about the proxy."""
+    from kubegc_cli.cli.main import main
+    from tests.unit.recorded_api import serve_socks5
+
+    with serve_socks5() as proxy:
+        config = _kubeconfig_via(control_plane, tmp_path / "kubeconfig", control_plane.url,
+                                 f"socks5://127.0.0.1:{proxy.port}")  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main(["--pod-source", "api", "--kubeconfig", str(config), "--node-name", "n1",
+                  "-r", "unix:///nonexistent.sock", "gc", "containers", "--dry-run"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and err.count("\n") == 1 and out == "", err
+    assert exc.value.code == 3 and "nonexistent.sock" in err
+    assert len(proxy.connects) == 1

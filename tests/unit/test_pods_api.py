@@ -1,8 +1,8 @@
 """The Kubernetes API pod source where no real API server can play the part: faults it will not
-produce on demand (`test_fault_*`: a 500, a hang, a continue token refused mid-list) and a
-SOCKS5 proxy in front of the API, with the official `kubernetes` client talking to a local
-stand-in that serves recorded API objects and records the requests it gets
-(`tests.unit.recorded_api`), and kubeconfigs that are unusable before any request. Everything
+produce on demand (`test_fault_*`: a 500, a hang, a page refused mid-list), with the official
+`kubernetes` client talking to a local stand-in that serves recorded API objects and records
+the requests it gets (`tests.unit.recorded_api`); and kubeconfigs or proxies that are unusable
+before any request. Everything
 else about `--pod-source api` runs against a real kube-apiserver in tests/api/test_pods_api.py.
 """
 
@@ -146,54 +146,6 @@ def _kubeconfig_via(tmp_path: Path, server: str, proxy_url: str) -> Path:
         "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
     )
     return path
-
-
-def _port(kubeconfig: Path) -> int:
-    return int(kubeconfig.read_text().split("http://127.0.0.1:")[1].split('"')[0])
-
-
-def test_a_socks5_proxy_url_reaches_the_api_through_the_proxy_as_kubectl_does(
-    api: tuple[RecordedApi, Path], tmp_path: Path
-) -> None:
-    """`proxy-url: socks5://...` (an `ssh -D` tunnel): the pods are read through the proxy,
-    and the API's host name goes to the proxy unresolved, as kubectl sends it (the name may
-    resolve only on the far side)."""
-    from tests.unit.recorded_api import serve_socks5
-
-    recorded, kubeconfig = api
-    recorded.pages = [[pod("a")]]
-    port = _port(kubeconfig)
-    with serve_socks5({"kube-api.test": "127.0.0.1"}) as proxy:
-        config = _kubeconfig_via(
-            tmp_path, f"http://kube-api.test:{port}", f"socks5://127.0.0.1:{proxy.port}"
-        )
-        inv = load_api_inventory(ApiSource(str(config), None, "node-a"), timeout=5)
-    assert set(inv.pods) == {"a"}
-    assert proxy.connects == [("kube-api.test", port)]
-    assert recorded.requests[0]["fieldSelector"] == ["spec.nodeName=node-a"]
-
-
-def test_a_socks5_proxy_url_works_from_the_command_line(
-    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The same through `kubegc`: the API pod source read through the proxy; the runtime's
-    absence (exit 3) is the only error, nothing about the proxy."""
-    from kubegc_cli.cli.main import main
-    from tests.unit.recorded_api import serve_socks5
-
-    recorded, kubeconfig = api
-    recorded.pages = [[pod("a")]]
-    with serve_socks5() as proxy:
-        config = _kubeconfig_via(
-            tmp_path, f"http://127.0.0.1:{_port(kubeconfig)}", f"socks5://127.0.0.1:{proxy.port}"
-        )
-        with pytest.raises(SystemExit) as exc:
-            main(["--pod-source", "api", "--kubeconfig", str(config), "--node-name", "n1",
-                  "-r", "unix:///nonexistent.sock", "gc", "containers", "--dry-run"])  # fmt: skip
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and err.count("\n") == 1 and out == "", err
-    assert exc.value.code == 3 and "nonexistent.sock" in err
-    assert len(proxy.connects) == 1 and recorded.requests
 
 
 @pytest.mark.parametrize(
