@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.controlplane import ControlPlane
+from tests.controlplane import BINARIES, ControlPlane
 
 API_TESTS = Path(__file__).parent
 REPO = API_TESTS.parent.parent
@@ -41,7 +41,8 @@ def control_plane_binaries() -> Path | None:
     None when they are not built (``KUBEGC_CONTROL_PLANE_BIN`` names one explicitly)."""
     explicit = os.environ.get("KUBEGC_CONTROL_PLANE_BIN")
     if explicit:
-        return Path(explicit)
+        found = Path(explicit)
+        return found if all((found / b).is_file() for b in BINARIES) else None
     found = subprocess.run(
         [str(REPO / "scripts/build-control-plane"), "--check"],
         capture_output=True, text=True, timeout=60,
