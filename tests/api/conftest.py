@@ -1,32 +1,13 @@
-"""Fixtures for the tests that talk to a real Kubernetes control plane (``tests/controlplane.py``).
-
-Every test under ``tests/api`` gets the ``api`` marker. The control plane is started once per
-test session from the binaries ``scripts/build-control-plane`` built (``scripts/test`` builds
-them first) and stopped after the last test. Without those binaries the tests are skipped with
-the reason, except under CI (``CI=true``), where a missing binary is a broken build step and
-the tests fail instead.
-"""
+"""Every test under ``tests/api`` gets the ``api`` marker; their fixtures (the control plane
+started once per session) are in ``tests/conftest.py``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.controlplane import BINARIES, ControlPlane
-
 API_TESTS = Path(__file__).parent
-REPO = API_TESTS.parent.parent
-
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,51 +15,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.is_relative_to(API_TESTS):
             item.add_marker(pytest.mark.api)
-
-
-def control_plane_binaries() -> Path | None:
-    """The directory holding the pinned etcd, kube-apiserver and kube-controller-manager, or
-    None when they are not built (``KUBEGC_CONTROL_PLANE_BIN`` names one explicitly)."""
-    explicit = os.environ.get("KUBEGC_CONTROL_PLANE_BIN")
-    if explicit:
-        found = Path(explicit)
-        return found if all((found / b).is_file() for b in BINARIES) else None
-    found = subprocess.run(
-        [str(REPO / "scripts/build-control-plane"), "--check"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    return Path(found.stdout.strip()) if found.returncode == 0 else None
-
-
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """etcd + kube-apiserver (+ kube-controller-manager with the garbage collector) for the
-    whole session; stopped after the last test."""
-    bin_dir = control_plane_binaries()
-    if bin_dir is None:
-        message = "the control plane is not built: run scripts/build-control-plane"
-        if _in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
-    with (
-        tempfile.TemporaryDirectory(prefix="kubegc-controlplane-") as work,
-        ControlPlane.start(bin_dir, Path(work)) as cp,
-    ):
-        yield cp
-
-
-@pytest.fixture(scope="session")
-def admin(control_plane: ControlPlane) -> Any:
-    """A `kubernetes.client.ApiClient` acting as the cluster admin (system:masters)."""
-    from kubernetes import client, config
-
-    api = config.new_client_from_config(str(control_plane.kubeconfig("admin")))
-    assert isinstance(api, client.ApiClient)
-    return api
-
-
-@pytest.fixture
-def node_name() -> str:
-    """A node name no other test uses: tests share one API server and see each other's pods
-    only when they share a node."""
-    return f"node-{uuid.uuid4().hex[:8]}"

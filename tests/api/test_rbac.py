@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubegc_cli.app import ActOptions, Settings
 from kubegc_cli.plan import Result
@@ -21,30 +20,6 @@ from tests.api.test_evict_prune import NOW, exists, make_pod
 from tests.controlplane import ControlPlane
 from tests.unit.test_events import T, container, plan_of
 from tests.unit.test_evict_prune import FakeUi
-
-DEPLOY = Path(__file__).parent.parent.parent / "deploy" / "kubernetes"
-
-
-@pytest.fixture(scope="module")
-def deployed(admin: Any) -> list[str]:
-    """Every object of deploy/kubernetes/kustomization.yaml created as the admin (once: the
-    session's API server keeps them); returns their kinds."""
-    from kubernetes import utils
-    from kubernetes.client.exceptions import ApiException
-
-    kinds = []
-    for name in yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]:
-        for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
-            if not doc:
-                continue
-            kinds.append(doc["kind"])
-            try:
-                utils.create_from_dict(admin, doc)
-            except utils.FailToCreateError as exc:
-                if not all(isinstance(e, ApiException) and e.status == 409
-                           for e in exc.api_exceptions):  # fmt: skip
-                    raise
-    return kinds
 
 
 @pytest.fixture(scope="module")
