@@ -51,11 +51,13 @@ def ns(core: Any) -> Callable[[str], str]:
 def make_pod(
     core: Any, namespace: str, name: str, node: str, *, phase: str = "Failed",
     reason: str = "Evicted", evicted_at: str = "2026-11-29T08:48:00Z",
+    labels: dict[str, str] | None = None,
 ) -> Any:  # fmt: skip
     """A pod bound to `node` whose status, written through the status subresource, is as the
     kubelet leaves it (default: Evicted, DisruptionTarget at `evicted_at`); the server's pod."""
     core.create_namespaced_pod(namespace, {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
         "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]},
     })  # fmt: skip
     status: dict[str, Any] = {"phase": phase, "startTime": "2026-11-29T08:00:00Z"}
@@ -188,3 +190,30 @@ def test_an_identity_that_may_not_list_pods_deletes_nothing(
     with pytest.raises(ApiUnavailable, match="403 Forbidden: kubegc needs permission to list"):
         prune_evicted(s, PruneOptions(node=node_name), ActOptions(yes=True), FakeUi())
     assert exists(core, x, "web-1") is not None
+
+
+def test_namespace_all_nodes_and_selector_are_what_the_server_selects(
+    control_plane: ControlPlane, core: Any, ns: Callable[[str], str], node_name: str,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """`--namespace` lists in that namespace only, `--all-nodes` takes every node's Evicted
+    pods, `-l` goes to the server as a labelSelector (set-based terms included) and the
+    server's answer is what is deleted; `--older-than` counts from the DisruptionTarget time."""
+    from kubegc_cli.selector import parse
+
+    a, b = ns("team-a"), ns("team-b")
+    make_pod(core, a, "front", node_name, labels={"app": "web", "tier": "front"})
+    make_pod(core, a, "back", node_name, labels={"app": "web", "tier": "back"})
+    make_pod(core, a, "recent", node_name, evicted_at="2026-11-29T11:50:00Z",
+             labels={"app": "web", "tier": "front"})  # fmt: skip
+    make_pod(core, a, "other-node", f"{node_name}-b", labels={"app": "web", "tier": "front"})
+    make_pod(core, b, "front", node_name, labels={"app": "web", "tier": "front"})
+    s = settings(control_plane.kubeconfig("admin"), tmp_path)
+    opts = PruneOptions(all_nodes=True, namespace=a, older_than=3600,
+                        selector=parse("tier notin (back), app==web"))  # fmt: skip
+    plan = prune_evicted(s, opts, ActOptions(yes=True), FakeUi())
+    assert sorted((x.id, x.result) for x in plan.actions) == [
+        (f"{a}/front", Result.REMOVED), (f"{a}/other-node", Result.REMOVED)]  # fmt: skip
+    assert [k.name for k in plan.kept] == ["recent"]
+    assert exists(core, a, "back") and exists(core, a, "recent") and exists(core, b, "front")
+    assert exists(core, a, "front") is None and exists(core, a, "other-node") is None
