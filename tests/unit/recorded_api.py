@@ -222,13 +222,16 @@ class RecordedApi:
             return 404, _status(404, "NotFound", f'pods "{name}" not found')
         pre = (body or {}).get("preconditions") or {}
         meta = pod["metadata"]
-        for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        # the API server's own wording (checked against kube-apiserver in tests/api)
+        for key, label, why in (("uid", "UID", "deleted and then recreated"),
+                                ("resourceVersion", "ResourceVersion", "modified")):  # fmt: skip
             if key in pre and pre[key] != meta.get(key):
                 return 409, _status(
                     409,
                     "Conflict",
-                    f"Operation cannot be fulfilled on Pod {name}: Precondition failed: "
-                    f"{label} in precondition: {pre[key]}, {label} in object meta: {meta.get(key)}",
+                    f'Operation cannot be fulfilled on Pod "{name}": the {label} in the '
+                    f"precondition ({pre[key]}) does not match the {label} in record "
+                    f"({meta.get(key)}). The object might have been {why}",
                 )
         if meta.get("finalizers"):
             meta["deletionTimestamp"] = "2026-11-29T12:00:00Z"

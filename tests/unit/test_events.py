@@ -1,10 +1,11 @@
 """`--events`: which Events a run warrants, the Event kubegc posts (as the kubelet's own Node
 events, checked against the core/v1 schema), the rate limit, and that failing to post never
-fails a run — against the recorded API server with the official client."""
+fails a run — against the recorded API server with the official client where a fault must be
+injected (`test_fault_*`); posting, the rate limit and refusals against the real kube-apiserver
+are in tests/api/test_events.py."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,6 @@ from kubegc_cli.cli.main import main
 from kubegc_cli.model import Image
 from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result
 from kubegc_cli.report.events import (
-    INTERVAL_SECONDS,
     MAX_MESSAGE,
     STATE_FILE,
     NodeEvent,
@@ -209,58 +209,9 @@ def settings(kubeconfig: Path | None, tmp_path: Path, **kw: Any) -> Settings:
 GC_DONE = plan_of([container(0, Result.REMOVED, 10)])
 
 
-def test_posted_as_core_v1_in_default_for_the_node(
+def test_fault_an_unreachable_api_is_one_warning(
     api: tuple[RecordedApi, Path], tmp_path: Path
 ) -> None:
-    recorded, kubeconfig = api
-    warnings: list[str] = []
-    posted = record_events(settings(kubeconfig, tmp_path), "gc all", GC_DONE, 0,
-                           warn=warnings.append, now=T)  # fmt: skip
-    assert warnings == [] and reasons(posted) == [("ContainerGCSucceeded", "Normal")]
-    assert recorded.calls == [("POST", "/api/v1/namespaces/default/events")]
-    [ev] = recorded.events
-    assert ev["_namespace"] == "default"
-    assert ev["involvedObject"]["kind"] == "Node" and ev["involvedObject"]["name"] == "node-a"
-    assert ev["reason"] == "ContainerGCSucceeded" and ev["type"] == "Normal"
-    kubernetes_validate.validate({k: v for k, v in ev.items() if k != "_namespace"}, "1.30",
-                                 strict=True)  # fmt: skip
-
-
-def test_at_most_one_event_per_reason_per_interval(
-    api: tuple[RecordedApi, Path], tmp_path: Path
-) -> None:
-    recorded, kubeconfig = api
-    s = settings(kubeconfig, tmp_path)
-    for at in (T, T + 60, T + INTERVAL_SECONDS - 1):
-        record_events(s, "gc all", GC_DONE, 0, warn=pytest.fail, now=at)
-    assert len(recorded.events) == 1
-    failed = plan_of([container(0, Result.FAILED, error="boom")])
-    record_events(s, "gc all", failed, 1, warn=pytest.fail, now=T + 61)  # another reason
-    record_events(s, "gc all", GC_DONE, 0, warn=pytest.fail, now=T + INTERVAL_SECONDS + 1)
-    assert [e["reason"] for e in recorded.events] == [
-        "ContainerGCSucceeded", "ContainerGCFailed", "ContainerGCSucceeded"]  # fmt: skip
-    state = json.loads((tmp_path / "state" / STATE_FILE).read_text())
-    assert state["last_posted"] == {"node-a/ContainerGCSucceeded": T + INTERVAL_SECONDS + 1,
-                                    "node-a/ContainerGCFailed": T + 61}  # fmt: skip
-
-
-def test_a_refused_event_is_a_warning_and_is_not_remembered(
-    api: tuple[RecordedApi, Path], tmp_path: Path
-) -> None:
-    recorded, kubeconfig = api
-    recorded.event_answer = (403, 'events is forbidden: User "system:serviceaccount:x" cannot')
-    warnings: list[str] = []
-    s = settings(kubeconfig, tmp_path)
-    assert record_events(s, "gc all", GC_DONE, 0, warn=warnings.append, now=T) == []
-    assert warnings == [
-        "event ContainerGCSucceeded on node node-a not recorded: 403 Forbidden: kubegc needs "
-        "permission to create events in namespace default"
-    ]
-    recorded.event_answer = None
-    assert len(record_events(s, "gc all", GC_DONE, 0, warn=pytest.fail, now=T + 1)) == 1
-
-
-def test_an_unreachable_api_is_one_warning(api: tuple[RecordedApi, Path], tmp_path: Path) -> None:
     recorded, kubeconfig = api
     recorded.down = True
     warnings: list[str] = []

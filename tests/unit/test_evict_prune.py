@@ -1,6 +1,8 @@
 """`evict prune`: Evicted pod shells listed and deleted with the official `kubernetes` client,
 against a local server playing the Kubernetes API (`tests.unit.recorded_api`) that records
 every request — so each test asserts exactly which DELETEs were made, and with what body.
+Faults the real API server will not produce on demand are `test_fault_*`; deletion, its
+preconditions and finalizers against the real kube-apiserver are in tests/api/test_evict_prune.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from kubegc_cli.plan import Plan, Result
 from kubegc_cli.pods.api import ApiSource, ApiUnavailable
 from kubegc_cli.pods.evicted import PodAction, PruneOptions, list_evicted, prune_evicted
 from kubegc_cli.render import render_plan
-from kubegc_cli.state import read_history
 from kubegc_cli.units import rfc3339_to_ns
 from tests.unit.recorded_api import RecordedApi, api_pod, serve_recorded_api
 
@@ -129,32 +130,6 @@ def test_dry_run_lists_and_deletes_nothing(
         assert any("dry run only" in w for w in ui.warnings)
 
 
-def test_yes_deletes_exactly_the_evicted_pods_of_the_node(
-    api: tuple[RecordedApi, Path], tmp_path: Path
-) -> None:
-    recorded, kubeconfig = api
-    s = settings(kubeconfig, tmp_path)
-    plan = prune_evicted(s, NODE, ActOptions(yes=True), FakeUi())
-    assert not plan.dry_run
-    assert deletes(recorded) == [
-        ("team-a", "web-1", body("uid-team-a-web-1"), 200),
-        ("team-b", "web-2", body("uid-team-b-web-2"), 200),
-    ]
-    assert all(d.query == {} for d in recorded.deletes)  # no grace period, no dryRun
-    assert [(a.id, a.result, a.error) for a in plan.actions] == [
-        ("team-a/web-1", Result.REMOVED, ""),
-        ("team-b/web-2", Result.REMOVED, ""),
-    ]
-    assert recorded.find("team-a", "web-1") is None  # gone from the API
-    assert recorded.find("team-a", "crashed") is not None  # Failed, not Evicted: stays
-    assert recorded.find("team-a", "elsewhere") is not None  # another node's: stays
-    [run] = read_history(s.state_dir, 1)
-    assert run["command"] == "evict prune" and run["by_result"] == {"removed": 2}
-    # a row per deletion, in the order the deletions completed
-    assert sorted(a["id"] for a in run["actions"]) == ["team-a/web-1", "team-b/web-2"]
-    assert {a["kind"] for a in run["actions"]} == {"pod"}
-
-
 def test_a_server_ignoring_the_field_selector_changes_nothing(
     api: tuple[RecordedApi, Path], tmp_path: Path
 ) -> None:
@@ -234,7 +209,7 @@ def test_older_than_measures_from_the_eviction_time(
     assert [a.name for a in planned] == ["recent", "unknown", "unreadable"] and kept == []
 
 
-def test_conflict_is_skipped_gone_is_skipped_500_fails_and_exits_1(
+def test_fault_a_500_beside_conflicts_fails_and_exits_1(
     api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Between plan and act (while the person is asked): one pod changes, one is re-created
@@ -268,8 +243,9 @@ def test_conflict_is_skipped_gone_is_skipped_500_fails_and_exits_1(
     assert got["gone"] == (Result.SKIPPED, "gone before removal")
     assert got["changed"][0] is Result.SKIPPED
     assert got["changed"][1].startswith("changed since the plan, not deleted (409 Conflict")
-    assert "ResourceVersion in precondition: 100" in got["changed"][1]
-    assert got["recreated"][0] is Result.SKIPPED and "UID in precondition" in got["recreated"][1]
+    assert "the ResourceVersion in the precondition (100)" in got["changed"][1]
+    assert got["recreated"][0] is Result.SKIPPED
+    assert "the UID in the precondition (uid-x-recreated)" in got["recreated"][1]
     assert got["broken"] == (
         Result.FAILED,
         "delete refused: 500 Internal Server Error: etcdserver: request timed out",
@@ -287,7 +263,7 @@ def test_conflict_is_skipped_gone_is_skipped_500_fails_and_exits_1(
     assert "failed: delete refused: 500" in out
 
 
-def test_an_api_that_stops_answering_fails_the_deletions_and_halts(
+def test_fault_an_api_that_stops_answering_fails_the_deletions_and_halts(
     api: tuple[RecordedApi, Path], tmp_path: Path
 ) -> None:
     recorded, kubeconfig = api
@@ -315,7 +291,7 @@ def test_declined_confirmation_deletes_nothing(
     assert all(a.result is Result.PLANNED for a in plan.actions)
 
 
-def test_a_list_failing_on_page_2_is_unavailable_and_nothing_is_deleted(
+def test_fault_a_list_failing_on_page_2_is_unavailable_and_nothing_is_deleted(
     api: tuple[RecordedApi, Path], tmp_path: Path
 ) -> None:
     recorded, kubeconfig = api
@@ -326,28 +302,6 @@ def test_a_list_failing_on_page_2_is_unavailable_and_nothing_is_deleted(
     assert "listing Failed pods of node node-a" in str(err.value)
     assert len(recorded.requests) == 2 and recorded.deletes == []
     assert not (tmp_path / "state" / "state.db").exists()  # no audit: nothing was done
-
-
-def test_forbidden_list_names_the_permission(api: tuple[RecordedApi, Path], tmp_path: Path) -> None:
-    recorded, kubeconfig = api
-    recorded.fail = {0: (403, 'pods is forbidden: User "x" cannot list resource "pods"')}
-    with pytest.raises(ApiUnavailable, match="403 Forbidden: kubegc needs permission to list"):
-        prune_evicted(settings(kubeconfig, tmp_path), NODE, ActOptions(yes=True), FakeUi())
-    assert recorded.deletes == []
-
-
-def test_finalizers_hold_a_deleted_pod(api: tuple[RecordedApi, Path], tmp_path: Path) -> None:
-    recorded, kubeconfig = api
-    recorded.pages = [[evicted("held", finalizers=["example.com/keep"])]]
-    s = settings(kubeconfig, tmp_path)
-    plan = prune_evicted(s, NODE, ActOptions(yes=True), FakeUi())
-    [a] = plan.actions
-    assert a.result is Result.REMOVED
-    assert a.log_note == "deletion waits for finalizers: example.com/keep"
-    # the next run sees it being deleted and leaves it alone
-    again = prune_evicted(s, NODE, ActOptions(yes=True), FakeUi())
-    assert again.actions == [] and [k.rule for k in again.kept] == ["being-deleted"]
-    assert len(recorded.deletes) == 1
 
 
 def test_no_credentials_is_bad_input_before_any_request(

@@ -1,6 +1,9 @@
-"""The Kubernetes API pod source, with the official `kubernetes` client talking to a local
-HTTP server that serves recorded API objects and records the requests it gets
-(`tests.unit.recorded_api`).
+"""The Kubernetes API pod source where no real API server can play the part: faults it will not
+produce on demand (`test_fault_*`: a 500, a hang, a page refused mid-list), with the official
+`kubernetes` client talking to a local stand-in that serves recorded API objects and records
+the requests it gets (`tests.unit.recorded_api`); and kubeconfigs or proxies that are unusable
+before any request. Everything
+else about `--pod-source api` runs against a real kube-apiserver in tests/api/test_pods_api.py.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import Settings, load_pod_inventory
 from kubegc_cli.pods.api import ApiSource, ApiUnavailable, load_api_inventory
 from tests.unit.recorded_api import RecordedApi, serve_recorded_api
 
@@ -34,46 +36,19 @@ def api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
         yield served
 
 
-def test_recorded_api_pages_are_all_read(api: tuple[RecordedApi, Path]) -> None:
-    recorded, kubeconfig = api
-    recorded.pages = [
-        [pod("a"), pod("evicted", reason="Evicted")],
-        [pod("gone-stopped", deleting=True), pod("gone-running", deleting=True, running=True)],
-    ]
-    inv = load_api_inventory(ApiSource(str(kubeconfig), None, "node-a"), timeout=5)
-    assert set(inv.pods) == {"a", "evicted", "gone-stopped", "gone-running"}
-    assert [r["fieldSelector"] for r in recorded.requests] == [["spec.nodeName=node-a"]] * 2
-    assert all(r["limit"] == ["500"] for r in recorded.requests)
-    assert "continue" not in recorded.requests[0] and recorded.requests[1]["continue"] == ["1"]
-    assert not inv.is_deleted("a")
-    assert inv.is_deleted("evicted")  # the kubelet: an evicted pod's content may go
-    assert inv.is_deleted("gone-stopped")  # deleted, every container stopped
-    assert not inv.is_deleted("gone-running")  # deleted but still running: not yet
-    assert inv.is_deleted("never-listed")
-    assert "node node-a" in inv.source
-
-
-@pytest.mark.parametrize(
-    ("status", "needle"),
-    [
-        (403, "403 Forbidden: kubegc needs permission to list pods"),
-        (401, "401 Unauthorized"),
-        (500, "500"),
-    ],
-)
-def test_recorded_api_refusals_are_unavailable(
-    api: tuple[RecordedApi, Path], status: int, needle: str
-) -> None:
+def test_fault_a_500_is_unavailable(api: tuple[RecordedApi, Path]) -> None:
+    """An API server whose storage failed answers 500 (not produced on demand by the real one
+    without stopping its etcd for every other test)."""
     recorded, kubeconfig = api
     recorded.pages = [[pod("a")]]
-    recorded.fail = {0: (status, "etcd is sad")}
+    recorded.fail = {0: (500, "etcd is sad")}
     with pytest.raises(ApiUnavailable) as err:
         load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=5)
-    assert needle in str(err.value) and "127.0.0.1" in str(err.value)
+    assert "500" in str(err.value) and "127.0.0.1" in str(err.value)
     assert "\n" not in str(err.value)
 
 
-def test_recorded_api_failing_second_page_is_not_a_partial_list(
+def test_fault_a_failing_second_page_is_not_a_partial_list(
     api: tuple[RecordedApi, Path],
 ) -> None:
     recorded, kubeconfig = api
@@ -83,7 +58,10 @@ def test_recorded_api_failing_second_page_is_not_a_partial_list(
         load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=5)
 
 
-def test_recorded_api_answer_slower_than_the_timeout(api: tuple[RecordedApi, Path]) -> None:
+def test_fault_an_answer_slower_than_the_timeout_is_unreachable(
+    api: tuple[RecordedApi, Path],
+) -> None:
+    """A hung API server: kubegc gives up after --timeout."""
     recorded, kubeconfig = api
     recorded.pages = [[pod("a")]]
     recorded.delay = 3
@@ -91,58 +69,6 @@ def test_recorded_api_answer_slower_than_the_timeout(api: tuple[RecordedApi, Pat
     with pytest.raises(ApiUnavailable, match="unreachable"):
         load_api_inventory(ApiSource(str(kubeconfig), None, "n"), timeout=0.5)
     assert time.monotonic() - began < 2.5
-
-
-class QuietUi:
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def info(self, message: str) -> None: ...
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-
-    def show_plan(self, plan: Any) -> None: ...
-    def interactive(self) -> bool:
-        return False
-
-    def confirm(self, question: str) -> bool:
-        return False
-
-
-def test_found_kubeconfig_is_the_default_source_and_falls_back(
-    api: tuple[RecordedApi, Path],
-) -> None:
-    recorded, kubeconfig = api
-    recorded.pages = [[pod("a")]]
-    ui: Any = QuietUi()
-    inv = load_pod_inventory(Settings(env={"KUBECONFIG": str(kubeconfig)}), ui)
-    assert inv.known and set(inv.pods) == {"a"}
-    recorded.fail = {0: (500, "down")}
-    fallback = load_pod_inventory(Settings(env={"KUBECONFIG": str(kubeconfig)}), ui)
-    assert not fallback.known
-    assert any("without a pod source" in w for w in ui.warnings)
-    with pytest.raises(ApiUnavailable):  # explicit: no fallback
-        load_pod_inventory(Settings(pod_source="api", env={"KUBECONFIG": str(kubeconfig)}), ui)
-    nothing = load_pod_inventory(Settings(env={"KUBECONFIG": "/nonexistent"}), ui)
-    assert not nothing.known
-
-
-def test_case_6_forbidden_api_is_exit_3_and_nothing_is_touched(
-    api: tuple[RecordedApi, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`--pod-source api` answered with 403: exit 3, one line naming the API and the missing
-    permission; kubegc never even reaches the runtime (whose socket here does not exist)."""
-    from kubegc_cli.cli.main import main
-
-    recorded, kubeconfig = api
-    recorded.fail = {0: (403, 'pods is forbidden: User "x" cannot list resource "pods"')}
-    with pytest.raises(SystemExit) as exc:
-        main(["--pod-source", "api", "--kubeconfig", str(kubeconfig), "--node-name", "n1",
-              "-r", "unix:///nonexistent.sock", "gc", "containers", "--yes"])  # fmt: skip
-    out, err = capsys.readouterr()
-    assert exc.value.code == 3 and out == ""
-    assert err.count("\n") == 1 and "403 Forbidden" in err and "list pods" in err
-    assert "127.0.0.1" in err and "nonexistent.sock" not in err
 
 
 @pytest.mark.parametrize(
@@ -220,54 +146,6 @@ def _kubeconfig_via(tmp_path: Path, server: str, proxy_url: str) -> Path:
         "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
     )
     return path
-
-
-def _port(kubeconfig: Path) -> int:
-    return int(kubeconfig.read_text().split("http://127.0.0.1:")[1].split('"')[0])
-
-
-def test_a_socks5_proxy_url_reaches_the_api_through_the_proxy_as_kubectl_does(
-    api: tuple[RecordedApi, Path], tmp_path: Path
-) -> None:
-    """`proxy-url: socks5://...` (an `ssh -D` tunnel): the pods are read through the proxy,
-    and the API's host name goes to the proxy unresolved, as kubectl sends it (the name may
-    resolve only on the far side)."""
-    from tests.unit.recorded_api import serve_socks5
-
-    recorded, kubeconfig = api
-    recorded.pages = [[pod("a")]]
-    port = _port(kubeconfig)
-    with serve_socks5({"kube-api.test": "127.0.0.1"}) as proxy:
-        config = _kubeconfig_via(
-            tmp_path, f"http://kube-api.test:{port}", f"socks5://127.0.0.1:{proxy.port}"
-        )
-        inv = load_api_inventory(ApiSource(str(config), None, "node-a"), timeout=5)
-    assert set(inv.pods) == {"a"}
-    assert proxy.connects == [("kube-api.test", port)]
-    assert recorded.requests[0]["fieldSelector"] == ["spec.nodeName=node-a"]
-
-
-def test_a_socks5_proxy_url_works_from_the_command_line(
-    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The same through `kubegc`: the API pod source read through the proxy; the runtime's
-    absence (exit 3) is the only error, nothing about the proxy."""
-    from kubegc_cli.cli.main import main
-    from tests.unit.recorded_api import serve_socks5
-
-    recorded, kubeconfig = api
-    recorded.pages = [[pod("a")]]
-    with serve_socks5() as proxy:
-        config = _kubeconfig_via(
-            tmp_path, f"http://127.0.0.1:{_port(kubeconfig)}", f"socks5://127.0.0.1:{proxy.port}"
-        )
-        with pytest.raises(SystemExit) as exc:
-            main(["--pod-source", "api", "--kubeconfig", str(config), "--node-name", "n1",
-                  "-r", "unix:///nonexistent.sock", "gc", "containers", "--dry-run"])  # fmt: skip
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err and err.count("\n") == 1 and out == "", err
-    assert exc.value.code == 3 and "nonexistent.sock" in err
-    assert len(proxy.connects) == 1 and recorded.requests
 
 
 @pytest.mark.parametrize(
