@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubegc_cli.host.bounded import Watch, bounded, bounded_each, listdir
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, bounded_each, listdir
 from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
@@ -187,6 +187,8 @@ def _target_dangles(real_root: str, host_dir: str, target: str) -> bool:
     host_target = target if target.startswith("/") else os.path.join(host_dir, target)
     try:
         resolved = resolve_on_host(Path(real_root), host_target)
+    except Stalled:
+        return False  # no answer (a hung mount): not known to dangle
     except OSError:
         return True  # a loop (ELOOP): it resolves to nothing
     return not os.path.lexists(resolved)
