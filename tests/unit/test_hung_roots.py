@@ -80,6 +80,9 @@ def run(cri: FaultCri, host: Path, *args: str) -> tuple[int, str, str, float]:
 #: `df` and `residue scan` say which directory did not answer.
 PODS = "var/log/pods"
 LINKS = "var/log/containers"
+KUBELET = "var/lib/kubelet"  # (the kubelet config file is in it)
+POD_DIRS = "var/lib/kubelet/pods"
+CONFIG = "/host/var/lib/kubelet/config.yaml: no answer within 1s (a hung mount?)"
 HUNG_PODS = "podLogsDir /var/log/pods gave no answer within 1s (a hung mount?)"
 HUNG_LINKS = "/var/log/containers gave no answer within 1s (a hung mount?)"
 NO_ROOT = "cannot read pod log root /var/log/pods: no answer within 1s (a hung mount?)"
@@ -101,22 +104,24 @@ EXPECTED = {
     (("gc", "all", "--dry-run"), LINKS): (3, NO_LINKS),
     (("df",), LINKS): (0, "reclaimable"),
     (("residue", "scan"), LINKS): (0, f"legacy log link directory {HUNG_LINKS}: nothing below"),
+    (("gc", "containers", "--dry-run"), KUBELET): (2, CONFIG),
+    (("df",), KUBELET): (2, CONFIG),
+    (("df",), POD_DIRS): (0, f"cannot read the pods directory /{POD_DIRS}: no answer within 1s"),
+    (("residue", "scan"), POD_DIRS): (0, f"pod directory /{POD_DIRS} gave no answer within 1s"),
 }
 
 
 def _id(value: object) -> str:
     if isinstance(value, tuple):
         return "-".join(x.strip("-") for x in value)
-    return str(value).rsplit("/", 1)[1]
+    return str(value).replace("/", "-")
 
 
 @needs_fuse
 @pytest.mark.parametrize(
     ("args", "root"),
     list(EXPECTED),
-    ids=lambda v: (
-        "-".join(x.strip("-") for x in v) if isinstance(v, tuple) else v.rsplit("/", 1)[1]
-    ),
+    ids=_id,
 )
 def test_a_hung_log_root_costs_one_timeout_and_the_run_exits(
     node: tuple[FaultCri, Path], args: tuple[str, ...], root: str
