@@ -148,14 +148,19 @@ def pinned_on_host(host_root: Path, host_path: str) -> Pin:
     `path` the lexical local path, which is remembered as hung (`host.bounded.hung_at`), so
     nothing touches it again; that costs one timeout per directory and process. No lock is
     held while a call may block, so `release_pins` never waits for a call that hangs."""
+    asked = (str(host_root), host_path)  # as given: found again without a system call
+    with _PINS_LOCK:
+        pin = _PINS.get(asked)
+    if pin is not None:
+        return pin
     key = (os.path.realpath(str(host_root)), os.path.normpath(host_path))
     with _PINS_LOCK:
         pin = _PINS.get(key)
-    if pin is not None:
-        return pin
-    pin = _pin(key[0], key[1])
+    if pin is None:
+        pin = _pin(key[0], key[1])
     with _PINS_LOCK:
         first = _PINS.setdefault(key, pin)
+        _PINS.setdefault(asked, first)
     if first is not pin:  # another thread pinned it meanwhile: its pin decides
         pin.close()
     return first
@@ -198,11 +203,11 @@ def release_pins() -> None:
     if not _PINS_LOCK.acquire(timeout=1.0):
         return
     try:
-        pins = list(_PINS.values())
+        pins = {id(pin): pin for pin in _PINS.values()}  # (a pin is there under two keys)
         _PINS.clear()
     finally:
         _PINS_LOCK.release()
-    for pin in pins:
+    for pin in pins.values():
         pin.close()
 
 
