@@ -161,13 +161,13 @@ def link_dangles(local_link: str, host_root: Path = Path("/")) -> bool:
     target (and every absolute link met on the way) starts again at `host_root`, a relative
     one starts at the link's own (resolved) directory, and `..` never climbs above
     `host_root`. A target that cannot be resolved (a symlink loop) points nowhere. With
-    `host_root` `/` this is "the link exists, `os.path.exists` says no".
+    `host_root` `/` this is "the link exists, `os.path.exists` says no". Each component is
+    resolved under `host.bounded` (`resolve_on_host`): a target in a mount that gives no
+    answer within `--timeout` does not dangle, and that mount is not touched again.
     """
     if not os.path.islink(local_link):
         return False
     real_root = os.path.realpath(str(host_root))
-    if real_root == "/":
-        return not os.path.exists(local_link)
     parent = _host_path(real_root, os.path.dirname(local_link))
     if parent is None:
         return False  # not under the host root: not kubegc's to judge
