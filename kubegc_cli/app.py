@@ -539,8 +539,9 @@ def _observe_logs(
     from kubegc_cli.host.podlogs import container_id_from_link as container_id_of
     from kubegc_cli.policy.logs import link_state
 
-    local_root = LogRoots(s.host_root, root).real_pod_logs_dir  # resolved as on the host
+    local_root = root
     try:
+        local_root = LogRoots(s.host_root, root).real_pod_logs_dir  # resolved as on the host
         if not local_root:
             raise BadInput(
                 f"pod log root {root} resolves to the host's / (or loops) under --host-root "
@@ -554,7 +555,10 @@ def _observe_logs(
         raise RuntimeUnavailable(
             f"cannot read pod log root {local_root}: {exc.strerror or exc}"
         ) from None
-    links_dir = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).local_container_logs_dir
+    links_pin = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).links_pin
+    if links_pin.stalled:
+        raise RuntimeUnavailable(f"cannot read the legacy log links: {links_pin.stalled}")
+    links_dir = links_pin.path
     pod_dirs = {os.path.join(root, d.name) for d in dirs}
     found = legacy_links(links_dir, CONTAINER_LOGS_DIR, s.host_root, pod_dirs) if links_dir else []
     links = [

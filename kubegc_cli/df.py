@@ -741,7 +741,7 @@ def disk_usage(
 
     try:
         root_dir = _host_real(s, given_root)
-        if not stat.S_ISDIR(os.stat(_real(s, root_dir)).st_mode):
+        if not stat.S_ISDIR(stat_of(_real(s, root_dir), follow_symlinks=True).st_mode):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
     except OSError as exc:
         under = "" if os.path.normpath(s.host_root) == "/" else f" under {s.host_root}"

@@ -490,17 +490,22 @@ def recheck_saved_plan(
     for a in (a for a in todo if a.kind in LOG_KINDS):
         name = os.path.basename(a.path)
         if a.kind == "log-symlink":
-            if not roots.local_container_logs_dir:
-                _skip(a, f"{CONTAINER_LOGS_DIR} is in a symlink loop; left")
+            links = roots.links_pin  # (resolved and opened within --timeout)
+            if links.stalled or not links.path:
+                _skip(a, f"{links.stalled or CONTAINER_LOGS_DIR + ' is in a symlink loop'}; left")
                 continue
-            a.local_path = os.path.join(roots.local_container_logs_dir, name)
+            a.local_path = os.path.join(links.path, name)
             if why := link_refusal(name, left):
                 _skip(a, why)
             continue
-        if not roots.real_pod_logs_dir:
+        pin = roots.pin
+        if pin.stalled:
+            _skip(a, f"podLogsDir {pin.stalled}; left")
+            continue
+        if not pin.path:
             _skip(a, f"podLogsDir {pod_logs_root} resolves to the host's / (or loops); left")
             continue
-        a.local_path = os.path.join(roots.real_pod_logs_dir, name)
+        a.local_path = os.path.join(pin.path, name)
         if why := pod_rule_refusal(a.rule, a.pod_uid, pods):
             _skip(a, why)
         elif a.pod_uid in live_uids:

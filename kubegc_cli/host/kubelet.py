@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.errors import BadInput
+from kubegc_cli.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.inputs import parse_yaml, present, read_text, shown
 from kubegc_cli.units import parse_duration
 
@@ -96,12 +97,24 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
 
 
 def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig:
-    """Read `explicit` (as given) or the default file under `host_root` if it exists."""
-    if explicit is None:
-        path = host_root / DEFAULT_CONFIG.lstrip("/")
-        if not present(path):
-            return KubeletConfig()
-    else:
-        path = explicit
-    doc = parse_yaml(read_text(path, "kubelet config"), path, "kubelet config")
-    return parse_kubelet_config(doc, source=str(path))
+    """Read `explicit` (as given) or the default file under `host_root` if it exists.
+
+    The default file is looked for and read under `host.bounded.bounded`: a host directory
+    that gives no answer within `--timeout` (a hung mount) raises `BadInput` naming it, as a
+    file that cannot be read does, instead of hanging the run."""
+    if explicit is not None:
+        doc = parse_yaml(read_text(explicit, "kubelet config"), explicit, "kubelet config")
+        return parse_kubelet_config(doc, source=str(explicit))
+    path = host_root / DEFAULT_CONFIG.lstrip("/")
+
+    def read(watch: Watch) -> str | None:
+        watch.at(str(path))
+        return read_text(path, "kubelet config") if present(path) else None
+
+    try:
+        text = bounded(read)
+    except Stalled as exc:
+        raise BadInput(f"cannot read kubelet config {path}: {exc.strerror}") from None
+    if text is None:
+        return KubeletConfig()
+    return parse_kubelet_config(parse_yaml(text, path, "kubelet config"), source=str(path))

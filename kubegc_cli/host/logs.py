@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from kubegc_cli.host.bounded import Stalled, Watch, bounded, bounded_each
+from kubegc_cli.host.bounded import (
+    Stalled,
+    Watch,
+    bounded,
+    bounded_each,
+    hung_at,
+    walk_timeout,
+)
 from kubegc_cli.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.host.mounts import OPEN_DIR, MountTable, mount_id
 from kubegc_cli.host.tree import Pin
@@ -77,14 +84,21 @@ MAX_SYMLINKS = 40  # what Linux path resolution allows (ELOOP beyond)
 def resolve_on_host(host_root: Path, host_path: str) -> str:
     """The local path of `host_path` with every symlink resolved as the host would resolve it.
 
-    With `host_root` `/` this is `os.path.realpath`. Otherwise each component is resolved
-    under `host_root`: an absolute link target starts again at `host_root` (never at this
-    process's `/`), and `..` never climbs above it. Components that do not exist are kept as
-    written (like `realpath`). Raises `OSError` (ELOOP) after 40 symlinks.
+    Each component is resolved under `host_root` (with `host_root` `/` this is what
+    `os.path.realpath` does): an absolute link target starts again at `host_root` (never at
+    this process's `/`), and `..` never climbs above it. Components that do not exist are
+    kept as written (like `realpath`). Raises `OSError` (ELOOP) after 40 symlinks, and
+    `host.bounded.Stalled` when a component gives no answer within `--timeout` (a hung
+    mount: the component is remembered and not touched again, `host.bounded.hung_at`; one a
+    walk was stuck at before raises it at once). Runs under `host.bounded.bounded`.
     """
+    return bounded(lambda watch: _resolve(host_root, host_path, watch))
+
+
+def _resolve(host_root: Path, host_path: str, watch: Watch) -> str:
+    """`resolve_on_host`'s work, each call that may block reported to `watch` first."""
+    watch.at(str(host_root))
     root = os.path.realpath(str(host_root))
-    if root == "/":
-        return os.path.realpath(host_path)
     pending = [p for p in host_path.split("/") if p]
     pending.reverse()  # a stack: the next component is last
     resolved: list[str] = []
@@ -98,6 +112,8 @@ def resolve_on_host(host_root: Path, host_path: str) -> str:
                 resolved.pop()
             continue
         candidate = os.path.join(root, *resolved, name)
+        if not watch.may_enter(candidate):
+            raise Stalled(candidate, walk_timeout())
         try:
             st = os.lstat(candidate)
         except OSError:
@@ -117,7 +133,7 @@ def resolve_on_host(host_root: Path, host_path: str) -> str:
 
 
 _PINS: dict[tuple[str, str], Pin] = {}
-_PINS_LOCK = threading.Lock()
+_PINS_LOCK = threading.Lock()  # held only to read or change `_PINS`, never across a call
 
 
 def pinned_on_host(host_root: Path, host_path: str) -> Pin:
@@ -125,27 +141,74 @@ def pinned_on_host(host_root: Path, host_path: str) -> Pin:
     (`Pin`), once per process: the first call (when the plan is made) decides, and every later
     call for the same directory gets that `Pin`, whatever was put on the path since. Its
     `path` is "" when the directory resolves to the host's `/` itself or loops (nothing
-    below it is ever removed)."""
+    below it is ever removed).
+
+    Resolving and opening run under `host.bounded.bounded`: when they get no answer within
+    `--timeout` (a hung mount), the `Pin` has `stalled` set (naming `host_path`), `fd` -1 and
+    `path` the lexical local path, which is remembered as hung (`host.bounded.hung_at`), so
+    nothing touches it again; that costs one timeout per directory and process. No lock is
+    held while a call may block, so `release_pins` never waits for a call that hangs."""
+    asked = (str(host_root), host_path)  # as given: found again without a system call
+    with _PINS_LOCK:
+        pin = _PINS.get(asked)
+    if pin is not None:
+        return pin
     key = (os.path.realpath(str(host_root)), os.path.normpath(host_path))
     with _PINS_LOCK:
         pin = _PINS.get(key)
-        if pin is None:
-            try:
-                real = resolve_on_host(host_root, host_path).rstrip("/")
-            except OSError:  # a symlink loop (ELOOP): no directory
-                real = ""
-            if real == key[0].rstrip("/"):
-                real = ""
-            pin = _PINS[key] = Pin.open(real, host_path_of(Path(key[0]), real)) if real else Pin("")
-        return pin
+    if pin is None:
+        pin = _pin(key[0], key[1])
+    with _PINS_LOCK:
+        first = _PINS.setdefault(key, pin)
+        _PINS.setdefault(asked, first)
+    if first is not pin:  # another thread pinned it meanwhile: its pin decides
+        pin.close()
+    return first
+
+
+def _pin(root: str, host_path: str) -> Pin:
+    """`pinned_on_host`'s work for the resolved host root `root`, not cached."""
+    lexical = on_host(Path(root), host_path)
+
+    def hung() -> Pin:
+        why = f"{host_path} gave no answer within {walk_timeout():g}s (a hung mount?)"
+        return Pin(lexical, host=host_path, stalled=why)
+
+    if hung_at(lexical):
+        return hung()
+    try:
+        real = resolve_on_host(Path(root), host_path).rstrip("/")
+    except Stalled:
+        return hung()
+    except OSError:  # a symlink loop (ELOOP): no directory
+        real = ""
+    if not real or real == root.rstrip("/"):
+        return Pin("")
+    host = host_path_of(Path(root), real)
+
+    def open_it(watch: Watch) -> Pin:
+        if not watch.may_enter(real):
+            raise Stalled(real, walk_timeout())
+        return Pin.open(real, host)
+
+    try:
+        return bounded(open_it)
+    except Stalled:
+        return hung()
 
 
 def release_pins() -> None:
-    """Close every `Pin` taken by `pinned_on_host` (at the end of a run)."""
-    with _PINS_LOCK:
-        for pin in _PINS.values():
-            pin.close()
+    """Close every `Pin` taken by `pinned_on_host` (at the end of a run). Never waits for a
+    pin being taken (the lock is only held to change `_PINS`; given up after a second)."""
+    if not _PINS_LOCK.acquire(timeout=1.0):
+        return
+    try:
+        pins = {id(pin): pin for pin in _PINS.values()}  # (a pin is there under two keys)
         _PINS.clear()
+    finally:
+        _PINS_LOCK.release()
+    for pin in pins.values():
+        pin.close()
 
 
 def legacy_symlink_name(pod_name: str, namespace: str, container_name: str, cid: str) -> str:
@@ -253,19 +316,21 @@ class LogRoots:
     pod_logs_dir: str
     container_logs_dir: str = CONTAINER_LOGS_DIR
 
-    @cached_property
+    @property
     def pin(self) -> Pin:
         """podLogsDir resolved as on the host and held open since it was first resolved in
-        this run (`pinned_on_host`: when the plan was made); log files are removed relative
-        to it."""
+        this run (`pinned_on_host`: when the plan was made, within `--timeout`); log files are
+        removed relative to it. (Not cached here: `pinned_on_host` caches it without holding a
+        lock across a call that may block.)"""
         return pinned_on_host(self.host_root, self.pod_logs_dir)
 
-    @cached_property
+    @property
     def real_pod_logs_dir(self) -> str:
         """podLogsDir as this process sees it with every symlink resolved as on the host (when
         the plan was made), without a trailing `/`; "" when it resolves to the host's `/`
-        itself (then no log is inside it: kubegc never deletes logs anywhere on the host)."""
-        return self.pin.path
+        itself (then no log is inside it: kubegc never deletes logs anywhere on the host).
+        Raises `host.bounded.Stalled` when it gave no answer within `--timeout` (`Pin.stalled`)."""
+        return _answered(self.pin)
 
     @cached_property
     def layout_prefix(self) -> str:
@@ -273,17 +338,25 @@ class LogRoots:
         every log path of the kubelet's layout."""
         return os.path.normpath("/" + self.pod_logs_dir.lstrip("/")).rstrip("/") + "/"
 
-    @cached_property
+    @property
     def links_pin(self) -> Pin:
         """The legacy symlink directory resolved as on the host and held open since it was
-        first resolved in this run (`pinned_on_host`)."""
+        first resolved in this run (`pinned_on_host`, within `--timeout`)."""
         return pinned_on_host(self.host_root, self.container_logs_dir)
 
-    @cached_property
+    @property
     def local_container_logs_dir(self) -> str:
         """The legacy symlink directory (`/var/log/containers`) as this process sees it, its
-        symlinks resolved as on the host; "" when it loops or resolves to the host's `/`."""
-        return self.links_pin.path
+        symlinks resolved as on the host; "" when it loops or resolves to the host's `/`.
+        Raises `host.bounded.Stalled` when it gave no answer within `--timeout`."""
+        return _answered(self.links_pin)
+
+
+def _answered(pin: Pin) -> str:
+    """`pin.path`; `host.bounded.Stalled` naming its host path when it gave no answer."""
+    if pin.stalled:
+        raise Stalled(pin.host or pin.path, walk_timeout())
+    return pin.path
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,6 +584,14 @@ class LogSizer:
     def _read_all(self, keys: Iterable[tuple[str, str]]) -> None:
         """Read every directory of `keys` not read yet, in one bounded batch."""
         todo = sorted({k for k in keys if k not in self._dirs})
+        pin = self.roots.pin if todo else None  # pinned here, within `--timeout`, not per walk
+        if pin is not None and pin.stalled:  # podLogsDir gave no answer: nothing below is read
+            for key in todo:
+                self._dirs[key] = None
+                self._why[key] = f"podLogsDir {pin.stalled}"
+            if pin.host not in self.stalled:
+                self.stalled.append(pin.host)
+            return
         for index, _ in bounded_each(todo, self._read):
             key = todo[index]
             self._dirs[key] = None
@@ -650,6 +731,8 @@ def _remove_log_files(roots: LogRoots, log_path: str, mounts: MountTable, notes:
     if "\0" in log_path:
         notes.append(f"log path {log_path!r} holds a NUL byte; left")
         return 0
+    if stalled := roots.pin.stalled:  # podLogsDir gave no answer: the log cannot be removed
+        raise LogRemovalError(f"cannot remove log {log_path}: podLogsDir {stalled}")
     found: list[str] = []
     try:
         freed = bounded(lambda watch: _remove_in(roots, log_path, mounts, found, watch))
@@ -692,12 +775,17 @@ def remove_container_logs(
 
     The note is "" when everything expected was removed, else it says what was left and why
     (not the container's own log path — `foreign_log` —, outside podLogsDir, a mount point).
-    Raises `LogRemovalError` when a deletion fails for another reason.
+    Raises `LogRemovalError` when a deletion fails for another reason, or podLogsDir or the
+    legacy link directory gave no answer within `--timeout` (`Pin.stalled`; nothing is then
+    removed when it is the link directory).
     """
+    pin = roots.links_pin  # checked first: nothing is removed when the link cannot be
+    if pin.stalled:  # the kubelet, too, keeps a container whose legacy link it cannot remove
+        raise LogRemovalError(f"cannot remove the legacy link of the container: {pin.stalled}")
     foreign = foreign_log(roots.pod_logs_dir, container, log_path) if log_path else ""
     notes = [foreign] if foreign else []
     freed = _remove_log_files(roots, log_path, mounts, notes) if log_path and not foreign else 0
-    link_dir = roots.local_container_logs_dir
+    link_dir = pin.path
     if not link_dir:
         notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")
         return freed, "; ".join(notes)
@@ -708,14 +796,25 @@ def remove_container_logs(
         notes.append(f"legacy link name {name!r} is not a file name; left")
         return freed, "; ".join(notes)
     link = os.path.join(link_dir, name)
-    pin = roots.links_pin
-    link_st: os.stat_result | None
     try:
-        link_st = os.stat(name, dir_fd=pin.fd, follow_symlinks=False) if pin.fd >= 0 else None
-    except OSError:
-        link_st = None
-    if link_st is not None and stat.S_ISLNK(link_st.st_mode):
-        _unlink(link, "symlink", pin.fd, pin.show(link))
-    elif link_st is not None:
-        notes.append(f"{pin.show(link)} is not a symlink; left")
+        if left := bounded(lambda watch: _remove_link(pin, link, watch)):
+            notes.append(left)
+    except Stalled as exc:
+        raise LogRemovalError(f"cannot remove symlink {pin.show(link)}: {exc.strerror}") from None
     return freed, "; ".join(notes)
+
+
+def _remove_link(pin: Pin, link: str, watch: Watch) -> str:
+    """Remove the legacy symlink `link` (`<pin.path>/<name>`) relative to `pin` when it is a
+    symlink; "" or why it was left. `LogRemovalError` when the unlink fails."""
+    if pin.fd < 0:
+        return ""
+    watch.at(link)
+    try:
+        link_st = os.stat(os.path.basename(link), dir_fd=pin.fd, follow_symlinks=False)
+    except OSError:
+        return ""
+    if not stat.S_ISLNK(link_st.st_mode):
+        return f"{pin.show(link)} is not a symlink; left"
+    _unlink(link, "symlink", pin.fd, pin.show(link))
+    return ""

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubegc_cli.host.bounded import Watch, bounded, bounded_each, listdir
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, bounded_each, listdir
 from kubegc_cli.host.du import tree_usage
 from kubegc_cli.host.logs import resolve_on_host
 from kubegc_cli.host.mounts import MountTable
@@ -161,13 +161,13 @@ def link_dangles(local_link: str, host_root: Path = Path("/")) -> bool:
     target (and every absolute link met on the way) starts again at `host_root`, a relative
     one starts at the link's own (resolved) directory, and `..` never climbs above
     `host_root`. A target that cannot be resolved (a symlink loop) points nowhere. With
-    `host_root` `/` this is "the link exists, `os.path.exists` says no".
+    `host_root` `/` this is "the link exists, `os.path.exists` says no". Each component is
+    resolved under `host.bounded` (`resolve_on_host`): a target in a mount that gives no
+    answer within `--timeout` does not dangle, and that mount is not touched again.
     """
     if not os.path.islink(local_link):
         return False
     real_root = os.path.realpath(str(host_root))
-    if real_root == "/":
-        return not os.path.exists(local_link)
     parent = _host_path(real_root, os.path.dirname(local_link))
     if parent is None:
         return False  # not under the host root: not kubegc's to judge
@@ -187,6 +187,8 @@ def _target_dangles(real_root: str, host_dir: str, target: str) -> bool:
     host_target = target if target.startswith("/") else os.path.join(host_dir, target)
     try:
         resolved = resolve_on_host(Path(real_root), host_target)
+    except Stalled:
+        return False  # no answer (a hung mount): not known to dangle
     except OSError:
         return True  # a loop (ELOOP): it resolves to nothing
     return not os.path.lexists(resolved)

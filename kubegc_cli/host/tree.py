@@ -28,12 +28,15 @@ class Pin:
     unknown), and `host`, the path messages show for it (its host path under `--host-root`;
     `path` when empty). Removals below it act relative to `fd`, so a symlink or a mount put on
     its path since the plan changes nothing about which directory is acted in, and a
-    directory below it on another mount than `mnt` is never entered."""
+    directory below it on another mount than `mnt` is never entered. `stalled` is "" or why
+    it was not opened: resolving or opening it got no answer within `--timeout` (a hung
+    mount); nothing below it is then touched or removed."""
 
     path: str
     fd: int = -1
     mnt: int | None = None
     host: str = ""
+    stalled: str = ""
 
     @classmethod
     def open(cls, path: str, host: str = "") -> Pin:
@@ -77,6 +80,8 @@ class Pin:
 
     def usable(self) -> str:
         """ "" when removals may act below it, else why not."""
+        if self.stalled:
+            return self.stalled
         if self.fd < 0:
             return f"{self.show()} could not be opened when planned"
         if self.mnt is None:

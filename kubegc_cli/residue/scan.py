@@ -472,6 +472,7 @@ def _plan(
             f"Pod cgroups were not looked for: no cgroup filesystem is listed in "
             f"{ctx.host_root}/proc/1/mountinfo or {ctx.host_root}/proc/self/mountinfo."
         )
+    notes.extend(_hung_roots(ctx, types))
     if not pods.known:
         notes.append(
             "No pod source: nothing whose residue-ness depends on the pod being gone is marked "
@@ -501,6 +502,28 @@ def _plan(
                 f"safe to clean ({format_bytes(row['safe_bytes'])})."
             )
     return plan
+
+
+def _hung_roots(ctx: ScanContext, types: Iterable[str]) -> list[str]:
+    """A note for each directory the scanned `types` start from (the kubelet's pods
+    directory, podLogsDir, the legacy log link directory) that gave no answer within
+    `--timeout` when it was resolved and opened (`host.logs.pinned_on_host`, cached: asking
+    again costs nothing): nothing below it was looked at."""
+    from kubegc_cli.host.logs import pinned_on_host
+
+    roots = (
+        (POD_DIR, "the kubelet's pod directory", f"{ctx.root_dir.rstrip('/')}/pods"),
+        (POD_LOG_DIR, "podLogsDir", ctx.pod_logs_dir),
+        (LOG_LINK, "the legacy log link directory", ctx.container_logs_dir.rstrip("/")),
+    )
+    scanned = set(types)
+    return [
+        f"{what} {why}: nothing below it was looked at or is safe to clean."
+        for kind, what, host_dir in roots
+        if kind in scanned
+        for why in [pinned_on_host(ctx.host_root, host_dir).stalled]
+        if why
+    ]
 
 
 def residue_scan(s: Settings, ui: Ui, opts: ResidueOptions) -> ResiduePlan:

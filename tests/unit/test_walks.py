@@ -208,17 +208,21 @@ def test_container_logs_in_a_hung_mount_are_neither_waited_for_nor_removed(
 def test_a_legacy_link_into_a_hung_mount_is_not_judged_dangling(tmp_path: Path) -> None:
     """`gc logs` and `residue scan` look up each `/var/log/containers` link's target: one on
     a mount that gives no answer is not known to dangle (so never removed), and the lookup
-    gives up after `--timeout`; the other links are still judged."""
+    gives up after `--timeout` once (the mount is remembered: the other links into it cost
+    nothing more); the other links are still judged."""
     from kubegc_cli.host.podlogs import dangling_links, legacy_links
 
     links = tmp_path / "var/log/containers"
     links.mkdir(parents=True)
     hung = tmp_path / "hung"
     hung.mkdir()
-    (links / "p_ns_c-aaaaaaaa.log").symlink_to(hung / "x/0.log")
+    for n in range(6):
+        (links / f"p_ns_c-aaaaaaa{n}.log").symlink_to(hung / f"x{n}/0.log")
     (links / "p_ns_c-bbbbbbbb.log").symlink_to(tmp_path / "gone/0.log")
     with hung_mount(hung), walk_timeout_of(0.5):
+        began = time.monotonic()
         found = returns_within(5, lambda: dangling_links(str(links)))
+        assert time.monotonic() - began < 1.5  # one timeout, not one per link
         assert [name for name, _ in found] == ["p_ns_c-bbbbbbbb.log"]
         found3 = returns_within(5, lambda: legacy_links(str(links), "/c", Path("/"), set()))
         assert [name for name, _, _ in found3] == ["p_ns_c-bbbbbbbb.log"]
@@ -281,3 +285,28 @@ def test_df_gives_up_on_a_hung_mount_and_walks_the_rest(tmp_path: Path) -> None:
     )
     assert str(hung) in [path for path, _ in w.mounted]
     assert w.pods[second].logs >= 9000  # measured in full
+
+
+@needs_fuse
+def test_pinning_a_hung_root_costs_one_timeout_and_release_never_waits(tmp_path: Path) -> None:
+    """podLogsDir on a mount that never answers: `pinned_on_host` gives up after `--timeout`
+    with a `Pin` that says so (nothing below it usable), the path is remembered so the next
+    caller gets the same answer at once, sizing its logs costs nothing more, and
+    `release_pins` returns at once (no lock is held across the call that hangs)."""
+    (tmp_path / "var/log/pods").mkdir(parents=True)
+    roots = LogRoots(tmp_path, "/var/log/pods")
+    with hung_mount(tmp_path / "var/log/pods"), walk_timeout_of(0.5):
+        began = time.monotonic()
+        pin = returns_within(5, lambda: roots.pin)
+        assert 0.5 <= time.monotonic() - began < 3
+        assert pin.fd == -1 and pin.usable() == pin.stalled
+        assert pin.stalled == "/var/log/pods gave no answer within 0.5s (a hung mount?)"
+        began = time.monotonic()
+        sizer = LogSizer(roots, NO_MOUNTS)
+        log = f"/var/log/pods/ns_p_{UID}/app/0.log"
+        assert returns_within(5, lambda: sizer.bytes_of(log)) is None  # unknown
+        assert "podLogsDir /var/log/pods gave no answer" in sizer.note_for(log)
+        with pytest.raises(Stalled):
+            roots.real_pod_logs_dir  # noqa: B018
+        assert time.monotonic() - began < 0.4  # not touched again
+        returns_within(1, release_pins)
