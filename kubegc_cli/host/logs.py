@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -451,19 +451,35 @@ def _listed(
     notes: list[str] = []
     with os.scandir(opened.fd) as it:
         names = sorted(e.name for e in it if e.name == base or e.name.startswith(base + "."))
+    for _, path, st in _entries(opened, names, mounts, watch, notes, pin):
+        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            files.append((path, st))
+    return files, notes
+
+
+def _entries(
+    opened: OpenLogDir,
+    names: list[str],
+    mounts: MountTable,
+    watch: Watch,
+    notes: list[str] | None = None,
+    pin: Pin | None = None,
+) -> Iterator[tuple[str, str, os.stat_result]]:
+    """(name, local path, lstat) of each of `names` in the open log directory, read relative
+    to it; a mount point the table names is never touched (with `notes` and `pin`: noted as
+    left), one gone meanwhile is passed over. Each stat is announced to `watch` first."""
     for name in names:
         path = f"{opened.local}/{name}"
         if mounts.is_mount_point(path):
-            notes.append(f"{pin.show(path)} is a mount point; left")
+            if notes is not None and pin is not None:
+                notes.append(f"{pin.show(path)} is a mount point; left")
             continue
         watch.at(path)
         try:
             st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-            files.append((path, st))
-    return files, notes
+        yield name, path, st
 
 
 def deletable_log_files(
@@ -559,15 +575,7 @@ class LogSizer:
         try:
             with os.scandir(opened.fd) as it:
                 names = [e.name for e in it]
-            for name in names:
-                path = f"{opened.local}/{name}"
-                if self.mounts.is_mount_point(path):
-                    continue
-                watch.at(path)
-                try:
-                    st = os.stat(name, dir_fd=opened.fd, follow_symlinks=False)
-                except OSError:
-                    continue
+            for name, _, st in _entries(opened, names, self.mounts, watch):
                 if not stat.S_ISREG(st.st_mode):
                     continue  # symlinks and the rest free nothing (as in `log_bytes`)
                 size = st.st_size
