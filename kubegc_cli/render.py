@@ -710,7 +710,11 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
     by = s["by_result"]
     held = f", {by['held-back']} held back by a cap" if by["held-back"] else ""
     if plan.dry_run or all(a.result in _NOT_ACTED for a in plan.actions):
-        going = s["total"] - by["held-back"]
+        if by["skipped"]:  # (apply's re-checks before acting): what still goes, what not
+            planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
+            logs = f", {format_bytes(planned)} of logs" if layout.counts_bytes else ""
+            held += f", {by['skipped']} skipped (changed since the plan)"
+        going = by["planned"]
         return f"{going} {layout.noun}(s) to remove{logs}{held}; {s['kept']} kept."
     freed = f"; freed {format_bytes(s['bytes_freed'])} of logs" if layout.counts_bytes else ""
     return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{freed}."

@@ -136,3 +136,21 @@ def test_a_dry_run_table_into_a_pipe_does_not_import_rich(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     assert "Container GC (dry run)" in proc.stdout and "to remove" in proc.stdout
     assert "rich imported: False" in proc.stderr
+
+
+def test_a_dry_run_with_actions_skipped_since_the_plan_counts_only_what_still_goes() -> None:
+    """`apply --dry-run` re-checks a saved plan: what changed since is skipped, and the summary
+    counts what would still be removed (and its bytes), naming the skipped ones apart."""
+    plan = _plan(
+        [("p", "a", "planned"), ("p", "b", "skipped"), ("p", "c", "planned"),
+         ("p", "d", "skipped"), ("p", "e", "held-back")],
+        [], 1,
+    )  # fmt: skip
+    plan.dry_run = True
+    planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
+    assert render.summary_line(plan) == (
+        f"2 container(s) to remove, {render.format_bytes(planned)} of logs, 1 held back by a "
+        "cap, 2 skipped (changed since the plan); 1 kept."
+    )
+    plan.actions = [a for a in plan.actions if a.result is not Result.SKIPPED]
+    assert render.summary_line(plan).startswith("2 container(s) to remove, ")
