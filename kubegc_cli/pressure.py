@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.errors import BadInput, KubegcError, RuntimeUnavailable
+from kubegc_cli.host.bounded import stat_of
 from kubegc_cli.host.cgroups import (
     CgroupLayout,
     PodCgroup,
@@ -631,8 +632,10 @@ def runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
 
 
 def _device(local: str) -> int:
+    """The device of `local`, or -1 when it cannot be read or gives no answer within
+    `--timeout` (`host.bounded.stat_of`: a hung mount is never waited on)."""
     try:
-        return os.stat(local).st_dev
+        return stat_of(local, follow_symlinks=True).st_dev
     except OSError:
         return -1
 

@@ -158,8 +158,14 @@ def _lookup(
             f"the socket changed since ({describe_identity((sock[0], sock[1], sock[2]))} "
             f"then, {describe_identity(ident)} now): the runtime restarted"
         )
+    from kubegc_cli.host.bounded import stat_of
+
     for mount in (*images, *containers):
-        if not os.path.isdir(_on_host(host_root, mount)):
+        try:  # bounded: a hung mount there is never waited on
+            is_dir = stat.S_ISDIR(stat_of(_on_host(host_root, mount), follow_symlinks=True).st_mode)
+        except OSError:
+            is_dir = False
+        if not is_dir:
             return None, f"the remembered mountpoint {mount} is no longer a directory"
     return (images, containers), ""
 

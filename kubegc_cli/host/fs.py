@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubegc_cli.errors import RuntimeUnavailable
+from kubegc_cli.host.bounded import Stalled, Watch, bounded, walk_timeout
 from kubegc_cli.host.logs import on_host
 
 
@@ -27,12 +28,21 @@ class FsStats:
 
 
 def fs_stats(host_root: Path, host_path: str) -> FsStats:
-    """statvfs of `host_path` under `host_root`. Raises `RuntimeUnavailable` (exit 3) when it
-    cannot be read: an unreadable image filesystem is an unreadable inventory."""
+    """statvfs of `host_path` under `host_root`, within `--timeout` (`host.bounded`: a stale
+    NFS or FUSE mount there costs one timeout, never a hang). Raises `RuntimeUnavailable`
+    (exit 3) when it cannot be read or gives no answer in time: an unreadable image filesystem
+    is an unreadable inventory."""
     local = on_host(host_root, host_path)
+
+    def statfs(watch: Watch) -> os.statvfs_result:
+        if not watch.may_enter(local):
+            raise Stalled(local, walk_timeout())
+        watch.at(local)
+        return os.statvfs(local)
+
     try:
-        st = os.statvfs(local)
-    except OSError as exc:
+        st = bounded(statfs)
+    except OSError as exc:  # (a `Stalled` too: "no answer within 1s (a hung mount?)")
         raise RuntimeUnavailable(f"cannot stat filesystem {local}: {exc.strerror or exc}") from None
     return FsStats(
         path=local,

@@ -142,3 +142,23 @@ def test_a_hung_log_root_costs_one_timeout_and_the_run_exits(
     assert says in " ".join((out + err).split()), out + err
     assert cri.removed == []
     assert sorted(p for p in (host / PODS).rglob("*.log")) == logs and len(logs) == 14
+
+
+@needs_fuse
+@pytest.mark.parametrize("args", [("evict", "check"), ("df",)], ids=_id)
+def test_a_kubelet_root_that_never_answers_to_statfs_costs_one_timeout(
+    node: tuple[FaultCri, Path], args: tuple[str, ...]
+) -> None:
+    """nodefs is statvfs'd at the kubelet root: on a mount that never answers (the kubelet
+    config read from elsewhere), `evict check` and `df` end after one `--timeout`, exit 3 (an
+    eviction signal, the node filesystem, that cannot be read), naming it; never a hang."""
+    cri, host = node
+    config = host.parent / "kubelet-config.yaml"
+    config.write_text("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    with hung_mount(host / KUBELET):
+        code, out, err, took = run(cri, host, "--kubelet-config", str(config), *args)
+    assert "Traceback" not in err
+    assert took < 6, f"took {took:.1f}s"
+    assert code == 3, err
+    said = " ".join((out + err).split())  # (a table may wrap the line)
+    assert f"{KUBELET}" in said and "no answer within 1s (a hung mount?)" in said, out + err
