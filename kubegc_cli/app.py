@@ -15,9 +15,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.errors import BadInput, RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.inputs import parse_json, parse_yaml, read_text
-from kubegc_cli.model import ContainerState, NodeSnapshot, Sandbox, SandboxState
+from kubegc_cli.model import ContainerState, NodeSnapshot, Sandbox, SandboxState, reference_forms
 from kubegc_cli.plan import (
     ContainerAction,
     ImageAction,
@@ -40,6 +40,8 @@ from kubegc_cli.policy.scope import Scope
 from kubegc_cli.settings import Settings as Settings
 from kubegc_cli.state import (
     AuditLog,
+    StateUnavailable,
+    forget_image_records,
     hold_run_lock,
     node_lock,
     release_run_lock,
@@ -779,18 +781,11 @@ def gc_images(
     may_remove = mode in (Mode.ACT, Mode.ASK)
 
     from kubegc_cli.cri.client import sandbox_image_from_info
-    from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.execute import ImageRemover
     from kubegc_cli.host.fs import fs_stats
-    from kubegc_cli.model import reference_forms
     from kubegc_cli.observe import observe_node
     from kubegc_cli.policy.images import detect_images, plan_images
-    from kubegc_cli.state import (
-        StateUnavailable,
-        check_state_dir,
-        load_image_records,
-        save_image_records,
-    )
+    from kubegc_cli.state import check_state_dir, load_image_records, save_image_records
 
     check_state_dir(s.state_dir)
 
@@ -920,8 +915,6 @@ def forget_removed_images(s: Settings, plan: Plan[Any], ui: Ui) -> None:
     """Drop the image records of the images `plan` removed (`state.forget_image_records`, as the
     kubelet's image GC does); a store that cannot be written is a warning (the removals are
     done; the records of images no longer listed go at the next run that saves)."""
-    from kubegc_cli.state import StateUnavailable, forget_image_records
-
     removed = [a.id for a in plan.actions if a.kind == "image" and a.result is Result.REMOVED]
     try:
         forget_image_records(s.state_dir, removed, ui.warn)

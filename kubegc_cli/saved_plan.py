@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli import __version__
-from kubegc_cli.errors import BadInput
+from kubegc_cli.errors import BadInput, SandboxImageUnreadable
 from kubegc_cli.inputs import shown
 from kubegc_cli.model import (
     API_VERSION,
@@ -62,7 +62,9 @@ from kubegc_cli.model import (
     _json_type,
     _text,
     _whole,
+    reference_forms,
 )
+from kubegc_cli.outfile import replace_file
 from kubegc_cli.plan import (
     GONE,
     POD_RULES,
@@ -146,8 +148,6 @@ def save_plan(plan: Plan[Any], path: Path, s: Settings) -> None:
     """Write the saved plan to `path`, mode 0644, replacing it whole
     (`kubegc_cli.outfile.replace_file`: a link planted there is replaced, never followed).
     Raises `BadInput` naming the path when it cannot be written."""
-    from kubegc_cli.outfile import replace_file
-
     text = json.dumps(saved_document(plan, s), indent=2) + "\n"
     try:
         replace_file(path, text, 0o644)
@@ -614,12 +614,10 @@ def apply_plan(
         return plan
 
     from kubegc_cli.cri.client import sandbox_image_from_info
-    from kubegc_cli.errors import SandboxImageUnreadable
     from kubegc_cli.execute import ContainerRemover, ImageRemover, LogRemover, SandboxRemover
     from kubegc_cli.host.kubelet import load_kubelet_config
     from kubegc_cli.host.logs import LogRoots
     from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.model import reference_forms
     from kubegc_cli.observe import observe_node
     from kubegc_cli.pods import against_runtime
     from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
