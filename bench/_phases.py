@@ -33,15 +33,17 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
 
     phases["import kubegc_cli.cli.main (click)"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    import kubegc_cli.app as app
-    import kubegc_cli.execute as execute
-    import kubegc_cli.host.kubelet as kubelet
-    import kubegc_cli.observe as observe
+    import kubegc_cli.commands.session as app
+    import kubegc_cli.node.execute.actions as execute
+    import kubegc_cli.node.host.kubelet as kubelet
+    import kubegc_cli.node.observe as observe
+    import kubegc_cli.node.state as state
     import kubegc_cli.policy.containers as policy
-    import kubegc_cli.render as render
-    import kubegc_cli.state as state
+    import kubegc_cli.render.plan as render
 
-    phases["import kubegc_cli.app, observe, execute, render"] = time.perf_counter() - t1
+    phases["import kubegc_cli.commands.session, observe, execute, render"] = (
+        time.perf_counter() - t1
+    )
     in_main: list[str] = []
 
     def patch(
@@ -75,7 +77,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
                 setattr(module, name, wrapper)
 
     def import_grpc_client() -> None:
-        import kubegc_cli.cri.client  # noqa: F401  (grpc, protobuf, the generated CRI code)
+        import kubegc_cli.node.cri.client  # noqa: F401  (grpc, protobuf, the generated CRI code)
 
     def import_yaml() -> None:
         import yaml  # noqa: F401
@@ -88,7 +90,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     # each action's audit row is written as it completes (inside ContainerRemover.run); the
     # rest (actions never attempted) and the final sync at the end
     patch(state.AuditLog, ("finish",), "AuditLog.finish (sqlite)")
-    # into a pipe the table needs no rich (kubegc_cli.render._Printer); on a terminal, or with
+    # into a pipe the table needs no rich (kubegc_cli.render.plan._Printer); on a terminal, or with
     # FORCE_COLOR, rich's import falls inside this phase
     patch(render, ("render_plan", "render_container_plan"), "render plan (table)")
     patch(render, ("dump_document",), "render plan (json/yaml)")

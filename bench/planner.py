@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubegc_cli.model import Container
+    from kubegc_cli.core.model import Container
 
 TARGET_SECONDS = 1.0
 TARGET_PEAK_MB = 300.0
@@ -76,7 +76,9 @@ S = 1_000_000_000
 IMAGE_VERSIONS = 4  # 500 apps x 3 container names x 4 versions: at most 6,000 images
 NAMESPACES = [f"team-{i:02d}" for i in range(39)] + ["kube-system"]
 CONTAINER_NAMES = ["app", "sidecar", "metrics-exporter"]
-LABEL_POD_NAME = "io.kubernetes.pod.name"  # the kubelet's labels (kubegc_cli.model has them too)
+LABEL_POD_NAME = (
+    "io.kubernetes.pod.name"  # the kubelet's labels (kubegc_cli.core.model has them too)
+)
 LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"
 LABEL_POD_UID = "io.kubernetes.pod.uid"
 LABEL_CONTAINER_NAME = "io.kubernetes.container.name"
@@ -198,8 +200,8 @@ def _annotations(spec: Spec) -> dict[str, str]:
 def _as_observed(listed: list[Container]) -> list[Container]:
     """What ``observe_node`` makes of a listing for ``gc containers``: each dead container gets
     its log path from the kubelet's layout and a log size (synthetic here: no disk is read)."""
-    from kubegc_cli.host.logs import kubelet_log_path
-    from kubegc_cli.model import ContainerState, fill_listed_log
+    from kubegc_cli.core.model import ContainerState, fill_listed_log
+    from kubegc_cli.node.host.logs import kubelet_log_path
 
     for c in listed:
         if c.state is not ContainerState.RUNNING:
@@ -213,7 +215,7 @@ _PB_STATES = {"CREATED": 0, "RUNNING": 1, "EXITED": 2, "UNKNOWN": 3}  # CRI Cont
 
 def _spec_messages(specs: Iterator[Spec], chunk: int) -> Iterator[Any]:
     """The specs as ``ListContainersResponse`` messages of ``chunk`` containers each."""
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     pb: Any = api_pb2
     states = {
@@ -269,7 +271,7 @@ def build_direct(total: int, seed: int) -> list[Container]:
     message (``_message``), then ``_as_observed``. No protobuf reply is alive, so the memory
     figures are kubegc's own; the ``cri`` build measures a real reply's conversion.
     """
-    from kubegc_cli.cri.client import Shared, container_from_pb
+    from kubegc_cli.node.cri.client import Shared, container_from_pb
 
     shared: Shared = {}
     listed = [container_from_pb(_message(s), False, shared) for s in synthetic_specs(total, seed)]
@@ -289,8 +291,8 @@ def build_cri(path: Path) -> tuple[list[Container], dict[str, float]]:
     """Parse a whole serialized reply and convert it as ``kubegc gc containers`` does
     (``CriClient.list_containers(annotations=False)``, then ``_as_observed``). The reply is
     alive while it is converted, as in ``kubegc``."""
-    from kubegc_cli.cri.client import Shared, container_from_pb
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.client import Shared, container_from_pb
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     pb: Any = api_pb2
     times: dict[str, float] = {}
@@ -386,13 +388,13 @@ def _profile(fn: Callable[[], object], top: int = 15) -> list[dict[str, Any]]:
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"rss_interpreter_mb": _rss_now_mb()}
-    from kubegc_cli.model import ContainerState
-    from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
+    from kubegc_cli.core.model import ContainerState
+    from kubegc_cli.core.pods import NO_POD_SOURCE, PodInfo, inventory_of
     from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
     from kubegc_cli.policy.scope import Scope
 
     if args.build == "cri":
-        import kubegc_cli.cri.client  # noqa: F401  (what observing a node imports)
+        import kubegc_cli.node.cri.client  # noqa: F401  (what observing a node imports)
     out["rss_after_imports_mb"] = _rss_now_mb()
 
     began = time.perf_counter()

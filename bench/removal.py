@@ -209,7 +209,7 @@ class Run:
 def _bare(node: LocalNode, ids: list[str], concurrency: int, *, status: bool, unlink: bool) -> Run:
     import grpc
 
-    from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
+    from kubegc_cli.node.cri.v1 import api_pb2, api_pb2_grpc
 
     stubs: Any = api_pb2_grpc  # the generated module is untyped
     channel = grpc.insecure_channel(node.endpoint, options=[("grpc.enable_http_proxy", 0)])
@@ -247,7 +247,7 @@ def _bare(node: LocalNode, ids: list[str], concurrency: int, *, status: bool, un
 
 def _stop_sandboxes(node: LocalNode, namespace: str) -> None:
     """Stop every sandbox of `namespace`: its pods are no longer alive (nor READY)."""
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     for sid in node.list_sandboxes(labels={"io.kubernetes.pod.namespace": namespace}):
         node.runtime.StopPodSandbox(
@@ -270,15 +270,15 @@ def _executor(
     (kubegc before that re-check)."""
     from unittest import mock
 
-    from kubegc_cli import execute
-    from kubegc_cli.cri.client import CriClient
-    from kubegc_cli.cri.endpoint import Endpoint
-    from kubegc_cli.execute import ContainerRemover
-    from kubegc_cli.host.logs import LogRoots
-    from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.observe import observe_node
-    from kubegc_cli.plan import Result
-    from kubegc_cli.pods import NO_POD_SOURCE
+    from kubegc_cli.core.plan import Result
+    from kubegc_cli.core.pods import NO_POD_SOURCE
+    from kubegc_cli.node.cri.client import CriClient
+    from kubegc_cli.node.cri.endpoint import Endpoint
+    from kubegc_cli.node.execute import actions as execute
+    from kubegc_cli.node.execute.actions import ContainerRemover
+    from kubegc_cli.node.host.logs import LogRoots
+    from kubegc_cli.node.host.mounts import MountTable
+    from kubegc_cli.node.observe import observe_node
     from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
     from kubegc_cli.policy.scope import Scope
 
@@ -504,10 +504,10 @@ def _remove_images(
 ) -> dict[str, Any]:
     """Remove the images `ids` over the CRI socket with `ImageRemover` (c=4), its "in use"
     re-check done as `label` says."""
-    from kubegc_cli.cri.client import CriClient
-    from kubegc_cli.cri.endpoint import Endpoint
-    from kubegc_cli.execute import ImageRemover, SharedReading
-    from kubegc_cli.plan import ImageAction, Result
+    from kubegc_cli.core.plan import ImageAction, Result
+    from kubegc_cli.node.cri.client import CriClient
+    from kubegc_cli.node.cri.endpoint import Endpoint
+    from kubegc_cli.node.execute.actions import ImageRemover, SharedReading
     from kubegc_cli.policy.images import image_refs_in_use
 
     client = CriClient(Endpoint(socket, "bench"), max_recv_bytes=1 << 30)

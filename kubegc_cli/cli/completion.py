@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kubegc_cli.cli.options import collected
-from kubegc_cli.inputs import Malformed, decode_json
+from kubegc_cli.core.inputs import Malformed, decode_json
 
 if TYPE_CHECKING:  # click's completion machinery is loaded when a shell asks for completions
     from click.shell_completion import CompletionItem

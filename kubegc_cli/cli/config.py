@@ -39,7 +39,7 @@ import click
 from click.core import ParameterSource
 
 from kubegc_cli.cli.options import GLOBAL_NAMES, collected, global_sources
-from kubegc_cli.errors import BadInput
+from kubegc_cli.core.errors import BadInput
 
 DEFAULT_PATH = "/etc/kubegc/config.yaml"
 ENV_VAR = "KUBEGC_CONFIG"
@@ -81,13 +81,13 @@ def locate(given: str | None, env: Mapping[str, str]) -> tuple[Path | None, str]
         return Path(given), "--config"
     if env.get(ENV_VAR):
         return Path(env[ENV_VAR]), ENV_VAR
-    from kubegc_cli.inputs import present
+    from kubegc_cli.core.inputs import present
 
     default = Path(DEFAULT_PATH)
     return (default, "default") if present(default) else (None, "")
 
 
-def _own_options(cmd: click.Command) -> dict[str, click.Option]:
+def own_options(cmd: click.Command) -> dict[str, click.Option]:
     """A command's configurable options (not the global ones) by long name."""
     return {
         long_name(p): p
@@ -118,8 +118,8 @@ def _expected(param: click.Option) -> str:
 
 def _convert(param: click.Option, value: Any, where: str) -> Any:
     """A YAML value as the option would have it from the command line. Raises `BadInput`."""
-    from kubegc_cli.inputs import shown
-    from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
+    from kubegc_cli.core.inputs import shown
+    from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
 
     def one(v: Any) -> Any:
         if isinstance(v, (dict, list)) or v is None:
@@ -167,7 +167,7 @@ def parse_config(doc: Any, root: click.Group, path: Path, origin: str) -> Config
         raise BadInput(f"config file {path}: expected a mapping of options and commands")
 
     def walk(node: dict[Any, Any], cmd: click.Command, trail: tuple[str, ...]) -> None:
-        options = _own_options(cmd) if trail else global_params(cmd)
+        options = own_options(cmd) if trail else global_params(cmd)
         subs = cmd.commands if isinstance(cmd, click.Group) else {}
         for raw_key, value in node.items():
             # YAML 1.1 reads an unquoted yes/no/on/off key as a boolean
@@ -204,7 +204,7 @@ def parse_config(doc: Any, root: click.Group, path: Path, origin: str) -> Config
 
 def load_config(root: click.Group, given: str | None, env: Mapping[str, str]) -> ConfigFile:
     """Find, read and check the config file (see the module doc). No file → an empty config."""
-    from kubegc_cli.inputs import parse_yaml, read_text
+    from kubegc_cli.core.inputs import parse_yaml, read_text
 
     path, origin = locate(given, env)
     if path is None:

@@ -17,7 +17,7 @@ import click
 from kubegc_cli import __version__
 from kubegc_cli.cli.completion import SHELLS, script
 from kubegc_cli.cli.main import cli
-from kubegc_cli.errors import __doc__ as ERRORS_DOC
+from kubegc_cli.core.errors import __doc__ as ERRORS_DOC
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ def main() -> None:
         return
     import os
 
-    from kubegc_cli import stop
+    from kubegc_cli.core import stop
 
     stop.install()
     try:

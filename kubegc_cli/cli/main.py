@@ -18,7 +18,6 @@ import click
 
 from kubegc_cli import __version__
 from kubegc_cli.cli.completion import complete_namespace, complete_pod
-from kubegc_cli.cli.log import LOG
 from kubegc_cli.cli.operate import apply_cmd, completion_cmd, config_group
 from kubegc_cli.cli.options import (
     GIVEN,
@@ -33,14 +32,15 @@ from kubegc_cli.cli.options import (
     global_options,
     global_sources,
 )
-from kubegc_cli.errors import BadInput, KubegcError, PartialFailure
-from kubegc_cli.gcpause import cyclic_gc_paused
+from kubegc_cli.core.errors import BadInput, KubegcError, PartialFailure
+from kubegc_cli.core.gcpause import cyclic_gc_paused
+from kubegc_cli.core.stop import Terminated, ending, first_stop
+from kubegc_cli.core.units import safe_text
+from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_main, reported_settings
-from kubegc_cli.stop import Terminated, ending, first_stop
-from kubegc_cli.units import safe_text
 
 if TYPE_CHECKING:
-    from kubegc_cli.settings import Settings
+    from kubegc_cli.core.settings import Settings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 MAX_TIMEOUT_SECONDS = 24 * 3600
@@ -49,10 +49,10 @@ MAX_RECV_BYTES = 2**31 - 1
 
 @reported_settings
 def settings_from(ctx: click.Context) -> Settings:
-    """Global option values → `kubegc_cli.settings.Settings`. Raises `BadInput` for bad values."""
-    from kubegc_cli.host.bounded import set_walk_timeout
-    from kubegc_cli.settings import Settings
-    from kubegc_cli.units import parse_bytes, parse_duration, rfc3339_to_ns
+    """Global option values → `core.settings.Settings`. Raises `BadInput` for bad values."""
+    from kubegc_cli.core.settings import Settings
+    from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
+    from kubegc_cli.node.host.bounded import set_walk_timeout
 
     g = collected(ctx)
     LOG.configure(g.get("log_format") or "text", bool(g.get("quiet")))
@@ -110,7 +110,7 @@ def settings_from(ctx: click.Context) -> Settings:
 
 
 class ConsoleUi:
-    """The terminal side of `kubegc_cli.app.Ui`: diagnostics on stderr, prompts on a tty."""
+    """The terminal side of `commands.session.Ui`: diagnostics on stderr, prompts on a tty."""
 
     def __init__(self, verbose: int, output: str, limit: int = 100) -> None:
         self.verbose = verbose
@@ -129,7 +129,7 @@ class ConsoleUi:
         return LOG.progress(total, self.verbose)
 
     def show_plan(self, plan: Any) -> None:
-        from kubegc_cli.render import render_plan
+        from kubegc_cli.render.plan import render_plan
 
         out = sys.stdout if self.output == "table" else sys.stderr
         render_plan(plan, verbose=self.verbose, out=out, limit=self.limit)
@@ -253,8 +253,8 @@ def act_options(opts: dict[str, Any]) -> Any:
     `--plan-out` makes the run a dry run. Raises `BadInput` for `--dry-run` with `--yes`,
     `--plan-out` with `--yes` or an empty path, and a `--max-bytes` that is not a size.
     """
-    from kubegc_cli.app import ActOptions
-    from kubegc_cli.units import parse_bytes
+    from kubegc_cli.commands.session import ActOptions
+    from kubegc_cli.core.units import parse_bytes
 
     if opts["dry_run"] and opts["yes"]:
         raise BadInput("--dry-run and --yes contradict each other; give one")
@@ -319,8 +319,8 @@ def container_policy_options(f: F) -> F:
 
 def container_policy(opts: dict[str, Any]) -> Any:
     """`ContainerGCPolicy` from the container policy options. Raises `BadInput`."""
+    from kubegc_cli.core.units import parse_duration
     from kubegc_cli.policy.containers import ContainerGCPolicy
-    from kubegc_cli.units import parse_duration
 
     return ContainerGCPolicy(
         min_age=parse_duration(
@@ -342,7 +342,7 @@ def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None
     raw_selector = opts.get("selector")
     selector = None
     if raw_selector is not None:
-        from kubegc_cli.selector import parse
+        from kubegc_cli.core.selector import parse
 
         selector = parse(raw_selector)
     scope = Scope(
@@ -363,13 +363,13 @@ def finish(plan: Any, s: Any) -> None:
     ctx = click.get_current_context(silent=True)
     plan_out = ctx.params.get("plan_out") if ctx is not None else None
     if plan_out:
-        from kubegc_cli.saved_plan import save_plan
+        from kubegc_cli.commands.apply import save_plan
 
         save_plan(plan, Path(plan_out), s)
         LOG.emit("warning", f"plan saved to {plan_out}; carry it out with: kubegc apply "
                  f"{plan_out} --yes")  # fmt: skip
     if plan.interrupted:
-        from kubegc_cli.plan import INTERRUPTED
+        from kubegc_cli.core.plan import INTERRUPTED
 
         skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
         why, code = ("terminated", 143) if plan.interrupted == "SIGTERM" else ("interrupted", 130)
@@ -377,7 +377,7 @@ def finish(plan: Any, s: Any) -> None:
     counts = plan.counts()
     failed = counts["failed"]
     if plan.runtime_lost:
-        from kubegc_cli.errors import RuntimeUnavailable
+        from kubegc_cli.core.errors import RuntimeUnavailable
 
         if not counts["removed"] and not _outcome_unknown(plan):
             raise RuntimeUnavailable(
@@ -396,7 +396,7 @@ def finish(plan: Any, s: Any) -> None:
 def _outcome_unknown(plan: Any) -> bool:
     """A call that changes the runtime went unanswered ("outcome unknown"): it may have been
     carried out, so "nothing removed" (exit 3) cannot be said."""
-    from kubegc_cli.execute import OUTCOME_UNKNOWN
+    from kubegc_cli.node.execute.actions import OUTCOME_UNKNOWN
 
     return any(OUTCOME_UNKNOWN in a.error for a in plan.actions if a.error)
 
@@ -428,8 +428,8 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
       kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
     """
-    from kubegc_cli.app import gc_containers as run
-    from kubegc_cli.units import parse_duration
+    from kubegc_cli.commands.session import gc_containers as run
+    from kubegc_cli.core.units import parse_duration
 
     s = settings_from(ctx)
     policy = container_policy(opts)
@@ -457,7 +457,7 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc sandboxes --pods-file pods.json --yes     # also deleted pods' sandboxes
       kubegc gc containers --yes && kubegc gc sandboxes --yes
     """
-    from kubegc_cli.app import gc_sandboxes as run
+    from kubegc_cli.commands.session import gc_sandboxes as run
 
     s = settings_from(ctx)
     scope, act = _scope_and_act(s, opts)
@@ -492,7 +492,7 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc logs --pods-file pods.json --dry-run
       kubegc gc logs --pods-file pods.json --yes -o json
     """
-    from kubegc_cli.app import gc_logs as run
+    from kubegc_cli.commands.session import gc_logs as run
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
@@ -521,7 +521,7 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc all --pods-file pods.json --dry-run
       kubegc gc all --pods-file pods.json --yes -o json > gc-$(date +%F).json
     """
-    from kubegc_cli.app import gc_all as run
+    from kubegc_cli.commands.session import gc_all as run
 
     s = settings_from(ctx)
     policy = container_policy(opts)
@@ -570,7 +570,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc images --image-gc-high-threshold 70 --image-gc-low-threshold 60 --yes
       kubegc gc images --prune-unused --keep 'registry.k8s.io/*' --dry-run
     """
-    from kubegc_cli.app import gc_images as run
+    from kubegc_cli.commands.session import gc_images as run
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
@@ -589,13 +589,13 @@ def _image_gc_options(
     else the kubelet config file, else the default (`ui.info` says which). Raises `BadInput`."""
     from click.core import ParameterSource
 
-    from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.core.units import rfc3339_to_ns
+    from kubegc_cli.node.host.kubelet import load_kubelet_config
     from kubegc_cli.policy.images import (
         IMAGE_GC_SETTINGS,
         ImageGCPolicy,
         resolve_image_gc_settings,
     )
-    from kubegc_cli.units import rfc3339_to_ns
 
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     given = {
@@ -627,8 +627,8 @@ def check_options(path: tuple[str, ...], ctx: click.Context, s: Any) -> None:
     """The checks the command at `path` makes of its option values (in `ctx.params`) before
     it observes anything, made the same way with the same messages — for `config view`, so
     that it refuses what the run would refuse. Raises `BadInput`."""
-    from kubegc_cli.host.kubelet import validate_pod_logs_dir
-    from kubegc_cli.units import parse_bytes, parse_duration
+    from kubegc_cli.core.units import parse_bytes, parse_duration
+    from kubegc_cli.node.host.kubelet import validate_pod_logs_dir
 
     opts = ctx.params
     if path == ("gc", "images"):
@@ -672,7 +672,7 @@ def memory() -> None:
 
 
 def _interval(text: str | None) -> float:
-    from kubegc_cli.units import parse_duration
+    from kubegc_cli.core.units import parse_duration
 
     seconds = parse_duration(text or "2s", flag="--watch")
     if seconds < 0.1:
@@ -724,8 +724,8 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
       kubegc memory available --watch 5s
       kubegc memory available -o json | jq '."memory.available".available'
     """
-    from kubegc_cli.pressure import memory_report
-    from kubegc_cli.units import parse_bytes
+    from kubegc_cli.commands.evict import memory_report
+    from kubegc_cli.core.units import parse_bytes
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
@@ -734,12 +734,12 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
     if interval is not None and s.output != "table":
         raise BadInput("--watch shows a live table; drop it for -o json/yaml (one sample)")
     report = memory_report(s, ui, allocatable=given, top=top)
-    from kubegc_cli import render
+    from kubegc_cli.render import plan as render
 
     if s.output in ("json", "yaml"):
         render.dump_document(report.to_dict(), s.output)
         return
-    from kubegc_cli.render_pressure import memory_renderable, render_memory
+    from kubegc_cli.render.pressure import memory_renderable, render_memory
 
     if interval is None:
         render_memory(report)
@@ -750,7 +750,7 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
         if not sys.stdout.isatty():
             # Into a pipe or file (`| tee log`): one plain frame per sample, each flushed at
             # once, 200 columns wide as every other table written there.
-            from kubegc_cli.units import ns_to_rfc3339
+            from kubegc_cli.core.units import ns_to_rfc3339
 
             while True:
                 print(f"sample at {ns_to_rfc3339(report.captured_at)}", flush=True)
@@ -761,9 +761,9 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
 
         from rich.live import Live
 
-        from kubegc_cli.render import _console
+        from kubegc_cli.render.plan import make_console
 
-        with Live(memory_renderable(report), console=_console(sys.stdout), refresh_per_second=4,
+        with Live(memory_renderable(report), console=make_console(sys.stdout), refresh_per_second=4,
                   screen=False) as live:  # fmt: skip
             while True:
                 time.sleep(interval)
@@ -852,10 +852,10 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
       kubegc evict check --eviction-hard 'memory.available<1Gi,nodefs.available<15%'
       kubegc evict check -o json | jq '.met'
     """
-    from kubegc_cli.eviction.thresholds import raw_from_flags
-    from kubegc_cli.pressure import evict_check as run
-    from kubegc_cli.pressure import kubelet_root
-    from kubegc_cli.units import parse_bytes
+    from kubegc_cli.commands.evict import evict_check as run
+    from kubegc_cli.commands.evict import kubelet_root
+    from kubegc_cli.core.units import parse_bytes
+    from kubegc_cli.policy.eviction.thresholds import raw_from_flags
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
@@ -873,12 +873,12 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
         top=opts["top"],
     )  # fmt: skip
     outcome(report)
-    from kubegc_cli import render
+    from kubegc_cli.render import plan as render
 
     if s.output in ("json", "yaml"):
         render.dump_document(report.to_dict(), s.output)
     else:
-        from kubegc_cli.render_pressure import render_eviction
+        from kubegc_cli.render.pressure import render_eviction
 
         render_eviction(report, verbose=s.verbose)
     sys.exit(report.exit_code())
@@ -918,10 +918,10 @@ def evict_prune(ctx: click.Context, /, **opts: Any) -> None:
       kubegc evict prune --dry-run
       kubegc evict prune --all-nodes --older-than 1h --yes
     """
-    from kubegc_cli.pods.api import node_name
-    from kubegc_cli.pods.evicted import PruneOptions, prune_evicted
-    from kubegc_cli.selector import parse
-    from kubegc_cli.units import parse_duration
+    from kubegc_cli.commands.evicted import PruneOptions, prune_evicted
+    from kubegc_cli.core.selector import parse
+    from kubegc_cli.core.units import parse_duration
+    from kubegc_cli.node.pods.api import node_name
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
@@ -951,7 +951,7 @@ def residue() -> None:
 
 def residue_options(f: F) -> F:
     """What `residue scan` and `residue clean` look at."""
-    from kubegc_cli.residue import TYPES
+    from kubegc_cli.core.residue import TYPES
 
     for decorator in reversed(
         [
@@ -988,7 +988,7 @@ def residue_options(f: F) -> F:
 
 
 def _residue_options(opts: dict[str, Any]) -> Any:
-    from kubegc_cli.residue.scan import ResidueOptions
+    from kubegc_cli.commands.residue import ResidueOptions
 
     return ResidueOptions(
         kinds=frozenset(opts["kinds"]),
@@ -1023,7 +1023,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
       kubegc residue scan --kind leaked-cni-ip --kind leaked-netns
       kubegc residue scan -o json | jq '.totals'
     """
-    from kubegc_cli.residue.scan import residue_scan as run
+    from kubegc_cli.commands.residue import residue_scan as run
 
     s = settings_from(ctx)
     plan = run(s, ConsoleUi(s.verbose, s.output, s.limit), _residue_options(opts))
@@ -1034,7 +1034,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     else:
         emit_plan(plan, s)
     if plan.runtime_error:
-        from kubegc_cli.errors import RuntimeUnavailable
+        from kubegc_cli.core.errors import RuntimeUnavailable
 
         raise RuntimeUnavailable(
             f"{plan.runtime_error}; only the host was scanned (runtime findings missing)"
@@ -1062,7 +1062,7 @@ def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
       kubegc residue clean --pods-file pods.json --dry-run
       kubegc residue clean --pods-file pods.json --kind orphaned-pod-dir --yes
     """
-    from kubegc_cli.residue.scan import residue_clean as run
+    from kubegc_cli.commands.residue import residue_clean as run
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
@@ -1084,8 +1084,8 @@ def history(ctx: click.Context, /, runs: int) -> None:
       kubegc history
       kubegc history --runs 1 -o json
     """
-    from kubegc_cli import render
-    from kubegc_cli.state import read_history
+    from kubegc_cli.node.state import read_history
+    from kubegc_cli.render import plan as render
 
     s = settings_from(ctx)
     items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output, s.limit).warn)
@@ -1112,7 +1112,7 @@ def history(ctx: click.Context, /, runs: int) -> None:
 def emit_plan(plan: Any, s: Any) -> None:
     """Write the plan in the chosen output format to stdout (the cyclic garbage collector
     paused: it would rescan a big plan's objects for every few hundred rows written)."""
-    from kubegc_cli import render
+    from kubegc_cli.render import plan as render
 
     if s.output in ("json", "yaml"):
         render.dump_document(plan.to_dict(rows_as_json=s.output == "json"), s.output)
@@ -1180,7 +1180,7 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
       kubegc df --host-root /host
       kubegc df --no-runtime
     """
-    from kubegc_cli.df import DfOptions, disk_usage
+    from kubegc_cli.commands.df import DfOptions, disk_usage
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
@@ -1190,16 +1190,16 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
         top=opts["top"],
         runtime=not opts["no_runtime"],
     )
-    from kubegc_cli.render_df import walk_progress
+    from kubegc_cli.render.df import walk_progress
 
     with walk_progress(sys.stderr.isatty()) as progress:
         report = disk_usage(s, ui, options, progress=progress)
     if s.output in ("json", "yaml"):
-        from kubegc_cli import render
+        from kubegc_cli.render import plan as render
 
         render.dump_document(report.to_dict(), s.output)
     else:
-        from kubegc_cli.render_df import render_df
+        from kubegc_cli.render.df import render_df
 
         render_df(report, verbose=s.verbose)
     sys.exit(report.exit_code())
@@ -1226,9 +1226,9 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     """
     import io
 
-    from kubegc_cli.app import snapshot_node
-    from kubegc_cli.outfile import replace_file
-    from kubegc_cli.render import dump_document
+    from kubegc_cli.commands.session import snapshot_node
+    from kubegc_cli.node.outfile import replace_file
+    from kubegc_cli.render.plan import dump_document
 
     s = settings_from(ctx)
     snap = snapshot_node(s, ConsoleUi(s.verbose, s.output, s.limit))
@@ -1257,7 +1257,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 def _on_sigterm(signum: int, frame: object) -> None:
     """SIGTERM as `Terminated` (for a `main` called in a process kubegc's console script did
-    not start; the console script installs `kubegc_cli.stop.first_stop` itself)."""
+    not start; the console script installs `kubegc_cli.core.stop.first_stop` itself)."""
     raise Terminated
 
 
@@ -1304,7 +1304,7 @@ def main(argv: list[str] | None = None) -> None:
     except MemoryError:
         _fail("out of memory (an input file too large for this machine?)", 1)
     finally:
-        logs = sys.modules.get("kubegc_cli.host.logs")  # loaded only by runs that pinned
+        logs = sys.modules.get("kubegc_cli.node.host.logs")  # loaded only by runs that pinned
         if logs is not None:
             logs.release_pins()  # the directories held open from plan to removal
     sys.exit(0)

@@ -24,7 +24,7 @@ from kubegc_cli.cli.options import (
     global_options,
     global_sources,
 )
-from kubegc_cli.units import safe_text
+from kubegc_cli.core.units import safe_text
 
 
 @click.command("apply", cls=KubegcCommand)
@@ -62,7 +62,7 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
       kubegc apply /root/gc-plan.json --pods-file pods.json --yes
     """
     from kubegc_cli.cli.main import ConsoleUi, act_options, finish, settings_from
-    from kubegc_cli.saved_plan import apply_plan
+    from kubegc_cli.commands.apply import apply_plan
 
     s = settings_from(ctx)
     act = act_options(opts)
@@ -87,7 +87,7 @@ def _value_text(value: Any) -> Any:
 def _target(root: click.Group, words: list[str]) -> tuple[click.Command, list[str], list[str]]:
     """(command, its path, the rest of the words) for `config view COMMAND... [OPTIONS]`.
     Raises `BadInput` for a path that is not a command."""
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     cmd: click.Command = root
     path: list[str] = []
@@ -138,7 +138,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
       kubegc config view gc containers --maximum-dead-containers-per-container 3
       kubegc --config ./kubegc.yaml config view gc images -o json
     """
-    from kubegc_cli.cli.config import _own_options, global_params, loaded
+    from kubegc_cli.cli.config import global_params, loaded, own_options
     from kubegc_cli.cli.main import settings_from
 
     root = ctx.find_root().command
@@ -167,7 +167,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
         cmd, path, rest = _target(root, list(words))
         sub = _checked(ctx, cmd, tuple(path), rest, s)
         kubelet = _kubelet_values(cmd, s, sub)
-        for key, param in _own_options(cmd).items():
+        for key, param in own_options(cmd).items():
             assert param.name is not None
             src = sub.get_parameter_source(param.name)
             if src is ParameterSource.COMMANDLINE:
@@ -204,7 +204,7 @@ def _checked(
     the same message. Raises `BadInput`."""
     from kubegc_cli.cli.config import annotate, loaded
     from kubegc_cli.cli.main import check_options
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     cfg = loaded(ctx)
     assert cfg is not None
@@ -225,7 +225,7 @@ def _checked(
 def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str, tuple[Any, str]]:
     """Option name → (value, `kubelet config FILE`) for the options of `cmd` the kubelet
     config file sets (image GC settings, the pod log root)."""
-    from kubegc_cli.host.kubelet import load_kubelet_config
+    from kubegc_cli.node.host.kubelet import load_kubelet_config
 
     names = {p.name for p in cmd.params}
     wanted = {"image_gc_high_threshold", "pod_logs_dir"} & names
@@ -240,7 +240,7 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
         if name in names:
             shown = value
             if "threshold" not in name:
-                from kubegc_cli.units import format_go_duration
+                from kubegc_cli.core.units import format_go_duration
 
                 shown = format_go_duration(value)
             out[name] = (shown, source)
@@ -251,8 +251,8 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
 
 def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None) -> None:
     if output in ("json", "yaml"):
-        from kubegc_cli import render
-        from kubegc_cli.model import API_VERSION
+        from kubegc_cli.core.model import API_VERSION
+        from kubegc_cli.render import plan as render
 
         doc = {"kind": "Config", "apiVersion": API_VERSION, "file": str(path) if path else None,
                "values": rows}  # fmt: skip

@@ -422,7 +422,7 @@ class KubegcCommand(click.Command):
 
     def invoke(self, ctx: click.Context) -> Any:
         from kubegc_cli.cli.config import annotate, apply_config
-        from kubegc_cli.errors import BadInput, KubegcError
+        from kubegc_cli.core.errors import BadInput, KubegcError
 
         try:
             apply_config(ctx)
@@ -435,14 +435,14 @@ class KubegcCommand(click.Command):
             raise OutputClosed from None
         except KeyboardInterrupt as exc:  # (click would print an empty line first)
             raise Stopped(getattr(exc, "signal_name", "SIGINT")) from None
-        except Exception:  # one a stop signal's exception became (see `kubegc_cli.stop`)
-            from kubegc_cli import stop
+        except Exception:  # one a stop signal's exception became (see `kubegc_cli.core.stop`)
+            from kubegc_cli.core import stop
 
             if stop.received is None:
                 raise
             raise Stopped(stop.name_of(stop.received)) from None
         finally:
-            from kubegc_cli.state import release_run_lock
+            from kubegc_cli.node.state import release_run_lock
 
             release_run_lock()
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from kubegc_cli.gcpause import cyclic_gc_paused
-from kubegc_cli.model import (
+from kubegc_cli.core.gcpause import cyclic_gc_paused
+from kubegc_cli.core.model import (
     LABEL_CONTAINER_NAME,
     LABEL_POD_NAME,
     LABEL_POD_NAMESPACE,
@@ -39,10 +39,10 @@ from kubegc_cli.model import (
     Container,
     ContainerState,
 )
-from kubegc_cli.plan import MAY_START, ContainerAction, Plan, Result
-from kubegc_cli.pods import PodInventory
+from kubegc_cli.core.plan import MAY_START, ContainerAction, Plan, Result
+from kubegc_cli.core.pods import PodInventory
+from kubegc_cli.core.units import NS_PER_SECOND, format_duration, format_go_duration
 from kubegc_cli.policy.scope import Scope
-from kubegc_cli.units import NS_PER_SECOND, format_duration, format_go_duration
 
 EvictUnit = tuple[str, str]
 

@@ -32,9 +32,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegc_cli.errors import BadInput, GCFailed
-from kubegc_cli.model import Container, Image
-from kubegc_cli.units import NS_PER_SECOND, format_bytes, format_go_duration, ns_to_rfc3339
+from kubegc_cli.core.errors import BadInput, GCFailed
+from kubegc_cli.core.model import Container, Image
+from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_go_duration, ns_to_rfc3339
 
 RULE_MAX_AGE = "max-age"
 RULE_SPACE = "space"
@@ -190,7 +190,7 @@ def image_refs_in_use(containers: Iterable[Container]) -> set[str]:
     `image_id`, the `image_ref` and the image it was created from (`image`, a tag or digest as
     given). An image any of whose ID, tags or digests is among them is used by a container:
     a wider net than `images_in_use` (the kubelet's rule, which plans), for the re-check right
-    before `RemoveImage` (`kubegc_cli.execute.ImageRemover`)."""
+    before `RemoveImage` (`kubegc_cli.node.execute.actions.ImageRemover`)."""
     return {ref for c in containers for ref in (c.image_id, c.image_ref, c.image) if ref}
 
 
@@ -358,7 +358,7 @@ def resolve_image_gc_settings(
     `ImageGCPolicy` defaults: 85%, 80%, 2m, 0s). Validation is left to
     `ImageGCPolicy.validate(settings.names)`. Raises `BadInput` for a flag's duration that
     does not parse."""
-    from kubegc_cli.units import parse_duration
+    from kubegc_cli.core.units import parse_duration
 
     defaults = ImageGCPolicy()
     values: dict[str, Any] = {}

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubegc_cli.model import Container, Sandbox, SandboxState
-from kubegc_cli.plan import Plan, Result, SandboxAction
-from kubegc_cli.pods import PodInventory
+from kubegc_cli.core.model import Container, Sandbox, SandboxState
+from kubegc_cli.core.plan import Plan, Result, SandboxAction
+from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.policy.scope import Scope
 
 RULE_DELETED = "deleted-pod"

@@ -19,11 +19,17 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from kubegc_cli.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Container, Sandbox
-from kubegc_cli.units import format_go_duration
+from kubegc_cli.core.model import (
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+    Sandbox,
+)
+from kubegc_cli.core.units import format_go_duration
 
 if TYPE_CHECKING:
-    from kubegc_cli.selector import Selector  # imported by whoever parses a `-l`
+    from kubegc_cli.core.selector import Selector  # imported by whoever parses a `-l`
 
 #: Labels the kubelet adds to a sandbox besides the pod's own.
 KUBELET_SANDBOX_LABELS = frozenset({LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID})

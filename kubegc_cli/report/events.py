@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.inputs import Malformed, decode_json
-from kubegc_cli.units import format_bytes
+from kubegc_cli.core.inputs import Malformed, decode_json
+from kubegc_cli.core.units import format_bytes
 
 NAMESPACE = "default"
 COMPONENT = "kubegc"
@@ -261,7 +261,7 @@ class RateLimit:
     Used as a context manager: the file is opened and flock'ed on entry (created if
     missing, mode 0600, never through a link), and written back on exit. Raises `OSError` on
     entry when the state directory cannot be used, `BadInput` when it is not one kubegc may
-    use (`kubegc_cli.state.safe_dir`) or the file is a link; callers then post without a
+    use (`kubegc_cli.node.state.safe_dir`) or the file is a link; callers then post without a
     limit (and say so). A file whose content is damaged (`damaged` says how) counts as no
     Event posted yet, and is replaced on exit."""
 
@@ -274,7 +274,7 @@ class RateLimit:
         self._dirty = False
 
     def __enter__(self) -> RateLimit:
-        from kubegc_cli.state import ensure_state_dir, open_in
+        from kubegc_cli.node.state import ensure_state_dir, open_in
 
         real = ensure_state_dir(self.path.parent)
         self._fd = open_in(real, STATE_FILE, os.O_RDWR | os.O_CREAT, 0o600)
@@ -328,7 +328,7 @@ def last_posted(raw: bytes, where: str) -> tuple[dict[str, float], str]:
 
 @contextlib.contextmanager
 def _limits(state_dir: Path, interval: float, warn: Warn) -> Iterator[RateLimit | None]:
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     limit = RateLimit(state_dir, interval)
     try:
@@ -354,7 +354,7 @@ def _refusal(exc: Any) -> str:
     status = int(getattr(exc, "status", 0) or 0)
     if status == 403:
         return "403 Forbidden: kubegc needs permission to create events in namespace default"
-    from kubegc_cli.pods.api import status_message  # (loaded by `record_events` already)
+    from kubegc_cli.node.pods.api import status_message  # (loaded by `record_events` already)
 
     detail = status_message(getattr(exc, "body", "") or "")
     return f"{status} {getattr(exc, 'reason', '') or ''}".strip() + (
@@ -382,8 +382,8 @@ def record_events(
     events = events_for(command, result, exit_code)
     if not events:
         return []
-    from kubegc_cli.errors import BadInput
-    from kubegc_cli.pods.api import ApiSource, _client, find_credentials, node_name
+    from kubegc_cli.core.errors import BadInput
+    from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
 
     creds = find_credentials(s.kubeconfig, s.env)
     if creds is None:
@@ -394,7 +394,7 @@ def record_events(
         return []
     node = node_name(s.node_name)
     try:
-        api, host = _client(ApiSource(creds, s.context, node))
+        api, host = open_api(ApiSource(creds, s.context, node))
     except BadInput as exc:
         warn(f"--events: {exc}; no events recorded")
         return []

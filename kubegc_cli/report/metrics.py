@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.errors import BadInput, KubegcError
-from kubegc_cli.outfile import replace_file
-from kubegc_cli.plan import Result
+from kubegc_cli.core.errors import BadInput, KubegcError
+from kubegc_cli.core.plan import Result
+from kubegc_cli.node.outfile import replace_file
 
 SUFFIX = ".prom"
 LOCK_TIMEOUT_SECONDS = 10.0
@@ -385,7 +385,7 @@ def read_previous(path: Path) -> dict[Key, float]:
 
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text`, mode 0644 (node_exporter runs as another user), as
-    `kubegc_cli.outfile.replace_file` does. Raises `MetricsError`."""
+    `kubegc_cli.node.outfile.replace_file` does. Raises `MetricsError`."""
     try:
         replace_file(path, text, 0o644)
     except OSError as exc:

@@ -45,7 +45,7 @@ C = TypeVar("C")
 class Run:
     """One command run: `started` (seconds since the epoch) and `started_mono` (monotonic
     seconds, for the duration); `command` the subcommand path without the program name
-    (`gc containers`, "" until known); `settings` its `kubegc_cli.app.Settings` (None until
+    (`gc containers`, "" until known); `settings` its `commands.session.Settings` (None until
     known); `result` what it produced (`Plan`, `EvictionReport`, or None); `audit_error` why
     its audit rows could not be written ("" when they were, or there were none)."""
 
@@ -140,7 +140,7 @@ def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
 def _say(level: str, message: str) -> None:
     """One stderr line at `level` (`warning`, `error`), in the run's log format."""
     try:
-        from kubegc_cli.cli.log import LOG
+        from kubegc_cli.render.log import LOG
     except ImportError:  # pragma: no cover - the log module is part of the package
         sys.stderr.write(f"{PROG}: {'error: ' if level == 'error' else ''}{message}\n")
         return

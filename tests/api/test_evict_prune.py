@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import ActOptions, Settings
-from kubegc_cli.plan import Result
-from kubegc_cli.pods.api import ApiUnavailable
-from kubegc_cli.pods.evicted import PruneOptions, prune_evicted
-from kubegc_cli.state import read_history
-from kubegc_cli.units import rfc3339_to_ns
+from kubegc_cli.commands.evicted import PruneOptions, prune_evicted
+from kubegc_cli.commands.session import ActOptions, Settings
+from kubegc_cli.core.plan import Result
+from kubegc_cli.core.units import rfc3339_to_ns
+from kubegc_cli.node.pods.api import ApiUnavailable
+from kubegc_cli.node.state import read_history
 from tests.controlplane import ControlPlane
 from tests.unit.test_evict_prune import FakeUi
 
@@ -199,7 +199,7 @@ def test_namespace_all_nodes_and_selector_are_what_the_server_selects(
     """`--namespace` lists in that namespace only, `--all-nodes` takes every node's Evicted
     pods, `-l` goes to the server as a labelSelector (set-based terms included) and the
     server's answer is what is deleted; `--older-than` counts from the DisruptionTarget time."""
-    from kubegc_cli.selector import parse
+    from kubegc_cli.core.selector import parse
 
     a, b = ns("team-a"), ns("team-b")
     make_pod(core, a, "front", node_name, labels={"app": "web", "tier": "front"})

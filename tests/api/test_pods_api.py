@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import Settings, load_pod_inventory
-from kubegc_cli.pods import api as pods_api
-from kubegc_cli.pods.api import ApiSource, ApiUnavailable, load_api_inventory
+from kubegc_cli.commands.session import Settings, load_pod_inventory
+from kubegc_cli.node.pods import api as pods_api
+from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable, load_api_inventory
 from tests.controlplane import ControlPlane
 
 FINALIZER = "kubegc.test/hold"

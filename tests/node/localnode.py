@@ -54,8 +54,8 @@ from typing import Any, Literal, Self
 
 import grpc
 
-from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
-from kubegc_cli.host.mounts import decode, parse_mount_filesystems, parse_mountinfo
+from kubegc_cli.node.cri.v1 import api_pb2, api_pb2_grpc
+from kubegc_cli.node.host.mounts import decode, parse_mount_filesystems, parse_mountinfo
 
 __all__ = [
     "ANNOTATION_RESTART_COUNT",
@@ -1270,8 +1270,8 @@ def _made_safely(workdir: Path) -> str:
     above it another user can change, or one they made at its name between the look and the
     making (the check after the making sees it; once this user's directory stands in a
     sticky /tmp, nobody else can swap it)."""
-    from kubegc_cli.errors import BadInput
-    from kubegc_cli.state import StateUnavailable, safe_dir
+    from kubegc_cli.core.errors import BadInput
+    from kubegc_cli.node.state import StateUnavailable, safe_dir
 
     try:
         safe_dir(workdir, "the node directory", create=True)

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.cri.client import CriClient
-from kubegc_cli.cri.endpoint import Endpoint
+from kubegc_cli.node.cri.client import CriClient
+from kubegc_cli.node.cri.endpoint import Endpoint
 from tests.node.localnode import LocalNode
 from tests.unit.memorycri import run_cli, use_runtime
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode
 from tests.unit.test_df import assert_adds_up, lines, pods_file, used
 from tests.unit.test_df import fs_with as by_role

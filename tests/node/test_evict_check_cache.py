@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.cri import fscache
+from kubegc_cli.node.cri import fscache
 from tests.node.localnode import LocalNode
 from tests.node.test_faults import kill_containerd, restart_containerd
 

@@ -19,8 +19,8 @@ from typing import Any
 import grpc
 import pytest
 
-from kubegc_cli.cri.v1 import api_pb2
-from kubegc_cli.plan import Result
+from kubegc_cli.core.plan import Result
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode, Pod
 
 
@@ -194,11 +194,11 @@ def test_container_that_starts_between_plan_and_act_is_skipped(
     is skipped, not removed; one still CREATED in its READY sandbox is skipped too (the
     kubelet may start it: a plan file or a race can hold such an action, though a plan made
     now keeps it, `may-start`)."""
-    from kubegc_cli.cri.client import CriClient, Endpoint
-    from kubegc_cli.execute import MAY_START, ContainerRemover
-    from kubegc_cli.host.logs import LogRoots
-    from kubegc_cli.host.mounts import MountTable
-    from kubegc_cli.plan import ContainerAction
+    from kubegc_cli.core.plan import ContainerAction
+    from kubegc_cli.node.cri.client import CriClient, Endpoint
+    from kubegc_cli.node.execute.actions import MAY_START, ContainerRemover
+    from kubegc_cli.node.host.logs import LogRoots
+    from kubegc_cli.node.host.mounts import MountTable
 
     p = node.run_pod("p", namespace=ns)
     c0 = node.add_container(p, "app", attempt=0, state="created")
@@ -543,7 +543,7 @@ def test_log_that_cannot_be_removed_leaves_its_container(
 ) -> None:
     """A read-only podLogsDir: the log cannot be removed, so the container stays too (as the
     kubelet's removeContainer): failed, exit 1, both there for a later run to plan again."""
-    from kubegc_cli.execute import LOG_NOT_REMOVED
+    from kubegc_cli.node.execute.actions import LOG_NOT_REMOVED
 
     p = node.run_pod("p", namespace=ns)
     a0 = node.add_container(p, "a", attempt=0)

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode
 from tests.node.test_gc_containers import kubegc
 
@@ -181,7 +181,7 @@ _PAUSED_RUN = """
 import sys, time
 from pathlib import Path
 
-import kubegc_cli.execute as execute
+import kubegc_cli.node.execute.actions as execute
 
 ready, go = Path(sys.argv[1]), Path(sys.argv[2])
 original = execute.ImageRemover.run
@@ -274,7 +274,7 @@ def test_two_concurrent_yes_runs(tmp_path: Path) -> None:
 
 
 def _image_fs_mountpoint(node: LocalNode) -> str:
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     info = node.images.ImageFsInfo(api_pb2.ImageFsInfoRequest(), timeout=30)
     return str(info.image_filesystems[0].fs_id.mountpoint)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import (
     ANNOTATION_RESTART_COUNT,
     BUSYBOX_IMAGE,
@@ -229,13 +229,13 @@ def test_add_container_rejects_unknown_state(node: LocalNode, ns: str, state: st
 
 def test_runtime_reports_its_sandbox_image(node: LocalNode) -> None:
     """containerd's verbose Status names the sandbox image kubegc must protect."""
-    from kubegc_cli.cri.client import CriClient, sandbox_image_from_info
-    from kubegc_cli.cri.endpoint import Endpoint
+    from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
+    from kubegc_cli.node.cri.endpoint import Endpoint
 
     with CriClient(Endpoint(str(node.socket), "test")) as client:
         assert sandbox_image_from_info(client.status_info()) == "registry.k8s.io/pause:3.9"
         (fs,), _ = client.image_fs_info()
-    from kubegc_cli.host.fs import fs_stats
+    from kubegc_cli.node.host.fs import fs_stats
 
     stats = fs_stats(Path("/"), fs.mountpoint)
     assert stats.capacity > 0 and 0 <= stats.available <= stats.capacity
@@ -243,8 +243,8 @@ def test_runtime_reports_its_sandbox_image(node: LocalNode) -> None:
 
 def test_image_status_and_removal_through_kubegc_client(node: LocalNode) -> None:
     """The client's ImageStatus/RemoveImage wire format against containerd."""
-    from kubegc_cli.cri.client import CriClient
-    from kubegc_cli.cri.endpoint import Endpoint
+    from kubegc_cli.node.cri.client import CriClient
+    from kubegc_cli.node.cri.endpoint import Endpoint
 
     image_id = node.import_image("docker.io/library/kubegc-rm-test:1", pad_bytes=1024, seed="rm")
     with CriClient(Endpoint(str(node.socket), "test")) as client:

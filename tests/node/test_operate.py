@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import BUSYBOX_IMAGE, PAUSE_IMAGE, LocalNode, Pod
 from tests.node.test_gc_containers import write_pods_file
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.cri.v1 import api_pb2
+from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode, Pod
 from tests.node.test_gc_containers import kubegc, write_pods_file
 
@@ -404,8 +404,8 @@ def test_network_namespace_no_sandbox_uses(node: LocalNode, ns: str, tmp_path: P
 def test_pod_appearing_before_removal_is_skipped(node: LocalNode, ns: str, tmp_path: Path) -> None:
     """Re-check before acting: a pod dir planned as orphaned whose pod the runtime has by
     the time of removal (a sandbox created while the operator confirms) is skipped."""
-    from kubegc_cli.app import ActOptions, Settings
-    from kubegc_cli.residue.scan import ResidueOptions, residue_clean
+    from kubegc_cli.commands.residue import ResidueOptions, residue_clean
+    from kubegc_cli.commands.session import ActOptions, Settings
 
     _, pods = live_pod(node, ns, tmp_path)
     root = tmp_path / "kubelet"

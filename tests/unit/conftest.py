@@ -12,6 +12,6 @@ def _run_lock_released() -> Iterator[None]:
     """A test calling a command's core (not the command line, which always lets go) may end
     holding the node-wide run lock; the next test must find it free, as the next run would."""
     yield
-    from kubegc_cli.state import release_run_lock
+    from kubegc_cli.node.state import release_run_lock
 
     release_run_lock()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubegc_cli.model import (
+from kubegc_cli.core.model import (
     LABEL_CONTAINER_NAME,
     LABEL_POD_NAME,
     LABEL_POD_NAMESPACE,
@@ -50,7 +50,7 @@ def owner(cid: str, log_path: str, **kw: object) -> Container:
     (`.../<ns>_<pod>_<uid>/<container>/<restartCount>.log`) the kubelet's path for its log."""
     from dataclasses import replace
 
-    from kubegc_cli.model import ANNOTATION_RESTART_COUNT
+    from kubegc_cli.core.model import ANNOTATION_RESTART_COUNT
 
     pod_dir, name, file = log_path.split("/")[-3:]
     ns, pod, uid = pod_dir.split("_", 2)

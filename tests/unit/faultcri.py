@@ -1,6 +1,6 @@
 """A CRI v1 server for tests that serves a made-up inventory and misbehaves on request.
 
-It speaks kubegc's own protocol stubs (`kubegc_cli.cri.v1`, wire-compatible with
+It speaks kubegc's own protocol stubs (`kubegc_cli.node.cri.v1`, wire-compatible with
 `runtime.v1`) on a unix socket, so kubegc's real client, observer and executors talk to it
 exactly as to containerd. What it serves is an `Inventory` of CRI messages — built by hand,
 or by `synthetic_inventory` for a node of any size — and every call is recorded in `calls`.
@@ -45,7 +45,7 @@ from typing import Any, NoReturn, Self
 
 import grpc
 
-from kubegc_cli.cri.v1 import api_pb2, api_pb2_grpc
+from kubegc_cli.node.cri.v1 import api_pb2, api_pb2_grpc
 
 NOW_NS = 1_800_000_000 * 1_000_000_000  # the same "now" as tests/unit/factories.py
 S = 1_000_000_000

@@ -188,6 +188,6 @@ def write_pid_files(root: Path, *, pid_max: int, threads_max: int, loadavg: str)
 def pod_dirs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let pod directories made a moment ago count as settled (no setup grace period), for
     tests about everything else; the grace period has tests of its own."""
-    from kubegc_cli.residue import host
+    from kubegc_cli.node.host import residue as host
 
     monkeypatch.setattr(host, "POD_DIR_GRACE_SECONDS", 0)

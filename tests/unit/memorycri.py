@@ -3,7 +3,7 @@ against it in-process.
 
 `MemoryCri` lists, answers status and removes containers and sandboxes from dicts and
 records every removal, so a test can say exactly what kubegc removed. `use_runtime(cri)`
-makes `kubegc_cli.app.open_client` hand it out; `run_cli(argv)` runs `kubegc` in-process
+makes `commands.session.open_client` hand it out; `run_cli(argv)` runs `kubegc` in-process
 and returns (exit code, stdout, stderr), failing the test on anything but `SystemExit`.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from unittest import mock
 
-from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.model import (
+from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.model import (
     Container,
     FilesystemUsage,
     Image,
@@ -135,7 +135,7 @@ class MemoryCri:
 def use_runtime(cri: Any) -> contextlib.AbstractContextManager[Any]:
     """Within the block, every command talks to `cri` instead of a socket (`None`: the
     runtime is unreachable, exit 3)."""
-    from kubegc_cli import app
+    from kubegc_cli.commands import session as app
 
     def open_client(*_: Any) -> Any:
         if cri is None:

@@ -18,9 +18,9 @@ from unittest import mock
 
 import pytest
 
-import kubegc_cli.state as state
+import kubegc_cli.node.state as state
+from kubegc_cli.node.state import read_history
 from kubegc_cli.report.run import Run, report_run
-from kubegc_cli.state import read_history
 from tests.unit.factories import ctr
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 

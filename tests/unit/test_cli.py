@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubegc_cli.cli.main import main
-from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.core.model import NodeSnapshot
 from tests.unit.factories import NOW, ctr
 
 
@@ -376,7 +376,7 @@ def test_snapshot_yaml_round_trip(
 ) -> None:
     import yaml
 
-    from kubegc_cli.app import load_snapshot
+    from kubegc_cli.commands.session import load_snapshot
 
     snap = load_snapshot(snapshot_file)
     y = tmp_path / "s.yaml"
@@ -438,12 +438,12 @@ def test_image_gc_settings_come_from_flags_then_kubelet_config(
 def test_after_a_first_stop_signal_the_next_one_exits_at_once(
     first: str, second: str, code: int, said: str
 ) -> None:
-    """The console script's handlers (`kubegc_cli.stop`): the first stop signal is an
+    """The console script's handlers (`kubegc_cli.core.stop`): the first stop signal is an
     exception the run handles; from that moment any other ends the process at once with its
     code and one line, wherever the run is (here: while it handles the first)."""
     program = (
         "import os, signal, sys, time\n"
-        "from kubegc_cli import stop\n"
+        "from kubegc_cli.core import stop\n"
         "stop.install()\n"
         "try:\n"
         f"    os.kill(os.getpid(), signal.{first}); time.sleep(5)\n"

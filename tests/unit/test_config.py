@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kubegc_cli.cli.main import main
-from kubegc_cli.model import NodeSnapshot
+from kubegc_cli.core.model import NodeSnapshot
 from tests.unit.factories import NOW, ctr
 
 KEY = "gc.containers.maximum-dead-containers-per-container"

@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import Settings
-from kubegc_cli.df import DfOptions, DfReport, RuntimeView, disk_usage
-from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import (
+from kubegc_cli.commands.df import DfOptions, DfReport, RuntimeView, disk_usage
+from kubegc_cli.commands.session import Settings
+from kubegc_cli.core.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
     LABEL_POD_NAME,
@@ -33,7 +32,8 @@ from kubegc_cli.model import (
     Sandbox,
     SandboxState,
 )
-from kubegc_cli.render_df import bar, render_df
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.render.df import bar, render_df
 from tests.unit.hostfixtures import pod_dirs_settled
 
 KiB = 1 << 10
@@ -595,7 +595,7 @@ def test_pod_source_without_the_runtime_claims_no_deleted_pod(tmp_path: Path) ->
     """--no-runtime with a pod source listing none of the node's pods: nothing counts as
     deleted or reclaimable, and a note says why. With the runtime read, that source is
     refused (exit 2), in words that fit a read-only command."""
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     write(tmp_path / "var/log/pods/ns_a_uid1/app/0.log", 8 * KiB)
     write(tmp_path / "var/lib/kubelet/pods/uid1/etc-hosts", 4 * KiB)
@@ -675,7 +675,7 @@ def test_bar_draws_eighths() -> None:
 def test_walk_lists_mounts_from_the_mount_table(tmp_path: Path) -> None:
     """A directory the mount table names is not entered even on the same device (a bind
     mount): the walker trusts the table as `tree_usage` does."""
-    from kubegc_cli.df import Walker
+    from kubegc_cli.commands.df import Walker
 
     vol = tmp_path / "pods/uid/volumes/kubernetes.io~empty-dir/bound"
     write(vol / "f", 8 * KiB)

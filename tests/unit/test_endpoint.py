@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.cri.endpoint import resolve_endpoint, socket_path
-from kubegc_cli.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.node.cri.endpoint import resolve_endpoint, socket_path
 
 
 def make_sock(root: Path, path: str) -> None:

@@ -15,10 +15,12 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from kubegc_cli.app import Settings
 from kubegc_cli.cli.main import main
-from kubegc_cli.model import Image
-from kubegc_cli.plan import ContainerAction, ImageAction, LogAction, Plan, Result
+from kubegc_cli.commands.residue import ResiduePlan
+from kubegc_cli.commands.session import Settings
+from kubegc_cli.core.model import Image
+from kubegc_cli.core.plan import ContainerAction, ImageAction, LogAction, Plan, Result
+from kubegc_cli.core.residue import Finding
 from kubegc_cli.report.events import (
     MAX_MESSAGE,
     STATE_FILE,
@@ -27,8 +29,6 @@ from kubegc_cli.report.events import (
     events_for,
     record_events,
 )
-from kubegc_cli.residue import Finding
-from kubegc_cli.residue.scan import ResiduePlan
 from tests.unit.factories import NOW, ctr
 from tests.unit.hostfixtures import (
     MOUNTINFO_V1,
@@ -117,7 +117,7 @@ def test_free_disk_space_failed_when_no_image_is_eligible() -> None:
 
 
 def test_evicted_pods_pruned() -> None:
-    from kubegc_cli.pods.evicted import PodAction
+    from kubegc_cli.commands.evicted import PodAction
 
     def pod(name: str, result: Result) -> PodAction:
         return PodAction("ns", name, "u", "1", "node-a", "", "", 0, "", "evicted", "", result,

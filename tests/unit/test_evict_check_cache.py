@@ -1,5 +1,5 @@
 """`kubegc evict check` remembers the runtime's filesystem mountpoints in the state dir
-(`kubegc_cli.cri.fscache`) and asks the runtime again only when its socket changes."""
+(`kubegc_cli.node.cri.fscache`) and asks the runtime again only when its socket changes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.cri import fscache
+from kubegc_cli.node.cri import fscache
 from tests.unit.faultcri import FaultCri, Inventory
 from tests.unit.test_evict_check import ENV, v1_node
 from tests.unit.test_state import _read_only

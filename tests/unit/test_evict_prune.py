@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import ActOptions, Settings
-from kubegc_cli.errors import BadInput, PartialFailure
-from kubegc_cli.plan import Plan, Result
-from kubegc_cli.pods.api import ApiSource, ApiUnavailable
-from kubegc_cli.pods.evicted import PodAction, PruneOptions, list_evicted, prune_evicted
-from kubegc_cli.render import render_plan
-from kubegc_cli.units import rfc3339_to_ns
+from kubegc_cli.commands.evicted import PodAction, PruneOptions, list_evicted, prune_evicted
+from kubegc_cli.commands.session import ActOptions, Settings
+from kubegc_cli.core.errors import BadInput, PartialFailure
+from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.units import rfc3339_to_ns
+from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable
+from kubegc_cli.render.plan import render_plan
 from tests.unit.recorded_api import RecordedApi, api_pod, serve_recorded_api
 
 NOW = rfc3339_to_ns("2026-11-29T12:00:00Z")
@@ -435,7 +435,7 @@ def test_selector_is_sent_as_label_selector_and_matched_again(
 ) -> None:
     """`-l` is validated here, sent as `labelSelector` in canonical form, and matched again on
     what the API answers (the recorded API ignores it, as a careless server might)."""
-    from kubegc_cli.selector import parse
+    from kubegc_cli.core.selector import parse
 
     recorded, kubeconfig = api
     recorded.pages[0][0]["metadata"]["labels"] = {"app": "web", "tier": "front"}
@@ -516,7 +516,7 @@ def test_prune_needs_no_node_lock_and_no_writable_run(
     host = tmp_path / "host"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from kubegc_cli.state import node_lock\n"
+         "from kubegc_cli.node.state import node_lock\n"
          "with node_lock(Path(sys.argv[1]), host_root=sys.argv[2]):\n"
          " print('held', flush=True); time.sleep(60)", str(tmp_path / "other"), str(host)],
         stdout=subprocess.PIPE, text=True,

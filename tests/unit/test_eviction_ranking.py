@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.eviction.ranking import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.policy.eviction.ranking import (
     PodResources,
     PodStats,
     Ranked,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.eviction import thresholds as th
-from kubegc_cli.eviction.thresholds import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.policy.eviction import thresholds as th
+from kubegc_cli.policy.eviction.thresholds import (
     SOURCE_ALLOCATABLE_COPY,
     SOURCE_DEFAULT,
     SOURCE_MERGED_DEFAULT,

@@ -14,17 +14,17 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.errors import RuntimeUnavailable
-from kubegc_cli.execute import (
+from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.model import LABEL_POD_UID, Container, ContainerState, Sandbox, SandboxState
+from kubegc_cli.core.plan import POD_ALIVE, ContainerAction, Result
+from kubegc_cli.node.execute.actions import (
     LOG_NOT_REMOVED,
     MAY_START,
     UNKNOWN_STOP_GRACE_SECONDS,
     ContainerRemover,
 )
-from kubegc_cli.host.logs import LogRoots
-from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.model import LABEL_POD_UID, Container, ContainerState, Sandbox, SandboxState
-from kubegc_cli.plan import POD_ALIVE, ContainerAction, Result
+from kubegc_cli.node.host.logs import LogRoots
+from kubegc_cli.node.host.mounts import MountTable
 from tests.unit.factories import ctr, owner
 
 
@@ -369,8 +369,8 @@ CTRL_C_SCRIPT = """
 import json, os, signal, sys, time
 from pathlib import Path
 from kubegc_cli.cli.main import _on_sigterm
-from kubegc_cli.execute import Interrupted
-from kubegc_cli.model import ContainerState
+from kubegc_cli.node.execute.actions import Interrupted
+from kubegc_cli.core.model import ContainerState
 from tests.unit.factories import ctr
 from tests.unit.test_execute import ScriptedCri, Status, action, remover
 
@@ -405,7 +405,7 @@ def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path, signam
     import subprocess
     import sys
 
-    from kubegc_cli.plan import INTERRUPTED
+    from kubegc_cli.core.plan import INTERRUPTED
 
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
@@ -427,7 +427,7 @@ def test_ctrl_c_finishes_in_flight_and_starts_nothing_new(tmp_path: Path, signam
 def test_a_runtime_that_stops_answering_halts_the_run(tmp_path: Path, code: str) -> None:
     """After max(3, concurrency) unreachable calls in a row, nothing new is started. A call
     the runtime cut off (CANCELLED: a runtime shutting down with calls in flight) is one."""
-    from kubegc_cli.execute import HALTED
+    from kubegc_cli.node.execute.actions import HALTED
 
     cs = [ctr(f"c{i}", attempt=i) for i in range(50)]
     cri = ScriptedCri(
@@ -512,9 +512,9 @@ def test_a_sandbox_of_a_pod_that_comes_back_alive_is_kept() -> None:
     RUNNING container, right before its removal."""
     from dataclasses import replace
 
-    from kubegc_cli.execute import SandboxRemover
-    from kubegc_cli.model import Sandbox
-    from kubegc_cli.plan import SandboxAction
+    from kubegc_cli.core.model import Sandbox
+    from kubegc_cli.core.plan import SandboxAction
+    from kubegc_cli.node.execute.actions import SandboxRemover
 
     nr = SandboxState.NOTREADY
 
@@ -563,9 +563,9 @@ def test_a_sandbox_of_a_pod_that_comes_back_alive_is_kept() -> None:
 
 
 def test_sandbox_remover_rechecks_and_stops_before_removing() -> None:
-    from kubegc_cli.execute import SandboxRemover
-    from kubegc_cli.model import Sandbox, SandboxState
-    from kubegc_cli.plan import SandboxAction
+    from kubegc_cli.core.model import Sandbox, SandboxState
+    from kubegc_cli.core.plan import SandboxAction
+    from kubegc_cli.node.execute.actions import SandboxRemover
 
     def sbx(sid: str) -> Sandbox:
         return Sandbox(sid, "p", "ns", "u", 0, SandboxState.NOTREADY, 100)
@@ -634,9 +634,9 @@ def _user(cid: str, **image: str) -> Container:
 def test_image_remover_rechecks_use_and_existence() -> None:
     """Each image is re-checked right before its RemoveImage: gone → skipped; used by any
     container the runtime has at that moment (any state; by ID, tag or digest) → skipped."""
-    from kubegc_cli.execute import ImageRemover
-    from kubegc_cli.model import Image
-    from kubegc_cli.plan import ImageAction
+    from kubegc_cli.core.model import Image
+    from kubegc_cli.core.plan import ImageAction
+    from kubegc_cli.node.execute.actions import ImageRemover
 
     images = {
         "free": Image("free", size=10),
@@ -669,9 +669,9 @@ def test_image_remover_rechecks_use_and_existence() -> None:
 def test_an_image_a_container_takes_during_the_stage_is_kept() -> None:
     """A container created with a planned image while the stage runs (after earlier removals)
     protects it: containerd would remove the image of a running container without complaint."""
-    from kubegc_cli.execute import ImageRemover
-    from kubegc_cli.model import Image
-    from kubegc_cli.plan import ImageAction
+    from kubegc_cli.core.model import Image
+    from kubegc_cli.core.plan import ImageAction
+    from kubegc_cli.node.execute.actions import ImageRemover
 
     class Taker(ScriptedImages):
         def remove_image(self, iid: str) -> bool:
@@ -693,7 +693,7 @@ def test_an_image_a_container_takes_during_the_stage_is_kept() -> None:
 def test_a_shared_reading_is_never_older_than_the_asking() -> None:
     """Callers that arrive while a reading is in flight wait for the next one, which they
     share: each gets a reading begun after it asked; many callers, few calls."""
-    from kubegc_cli.execute import SharedReading
+    from kubegc_cli.node.execute.actions import SharedReading
 
     clock = [0]
     began: list[int] = []
@@ -760,7 +760,7 @@ def test_a_stop_signal_while_a_large_run_is_queued_cancels_the_rest(
     """Ctrl-C while the actions are still being handed to the workers: nothing queued after it
     starts, every action not attempted is `skipped`, and `Interrupted` is raised (so the run
     reports and audits what was done)."""
-    from kubegc_cli.execute import Interrupted
+    from kubegc_cli.node.execute.actions import Interrupted
 
     cs = [ctr(f"c{i:04d}") for i in range(200)]
     cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
@@ -783,7 +783,7 @@ def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(
     queued, the rest are cancelled, and the run ends `Interrupted` with every action decided."""
     import signal
 
-    from kubegc_cli.execute import Interrupted
+    from kubegc_cli.node.execute.actions import Interrupted
 
     cs = [ctr(f"c{i:04d}") for i in range(300)]
     cri = ScriptedCri({c.id: Status(c.state, c.created_at) for c in cs})
@@ -804,7 +804,7 @@ def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
     alive at the baseline, or with a container in a sandbox not its own, is asked in full."""
     from dataclasses import replace
 
-    from kubegc_cli.execute import PodLiveness
+    from kubegc_cli.node.execute.actions import PodLiveness
     from tests.unit.memorycri import MemoryCri
 
     def sb(sid: str, uid: str, state: SandboxState) -> Sandbox:

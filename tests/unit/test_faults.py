@@ -466,7 +466,7 @@ def test_locked_state_store_is_exit_4_and_nothing_is_removed(cri: FaultCri, tmp_
     """Another run holds the node lock (its process here): exit 4 before the runtime is read."""
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from kubegc_cli.state import node_lock\n"
+         "from kubegc_cli.node.state import node_lock\n"
          "with node_lock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(60)",
          str(tmp_path)],
         stdout=subprocess.PIPE, text=True,

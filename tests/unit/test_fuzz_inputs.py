@@ -28,8 +28,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.inputs import MAX_NESTING
-from kubegc_cli.model import FilesystemUsage, Image, NodeSnapshot, Sandbox, SandboxState
+from kubegc_cli.core.inputs import MAX_NESTING
+from kubegc_cli.core.model import FilesystemUsage, Image, NodeSnapshot, Sandbox, SandboxState
 from tests.unit.factories import NOW, S, ctr
 from tests.unit.memorycri import MemoryCri, no_runtime, run_cli, use_runtime
 
@@ -872,8 +872,8 @@ def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
     little later; a FIFO nothing writes to within the wait is exit 2, naming it."""
     import threading
 
-    from kubegc_cli import inputs
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core import inputs
+    from kubegc_cli.core.errors import BadInput
 
     monkeypatch.setattr(inputs, "PIPE_WAIT_SECONDS", 0.3)
     fifo = tmp_path / "pods.fifo"
@@ -946,7 +946,7 @@ def test_a_fifo_nothing_writes_to_is_bad_input_not_a_hang(
 def test_yaml_aliases_that_share_a_value_are_read(tmp_path: Path) -> None:
     """Aliases are refused only when they expand past what kubegc reads, or loop: a writer's
     sharing (one anchor used a few times) is read as written."""
-    from kubegc_cli.inputs import parse_yaml
+    from kubegc_cli.core.inputs import parse_yaml
 
     f = tmp_path / "c.yaml"
     text = "base: &b {a: 1, b: [x, y]}\none: *b\ntwo: *b\n"
@@ -1214,7 +1214,7 @@ def test_a_deeply_nested_answer_to_a_deletion_still_counts_the_deletion(
 def test_a_deeply_nested_node_from_the_api_is_no_answer(
     recorded: tuple[Any, Path], text: str
 ) -> None:
-    from kubegc_cli.pods.api import ApiSource, ApiUnavailable, read_node
+    from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable, read_node
 
     api, kubeconfig = recorded
     _api_answers(api, "/api/v1/nodes/node-a", text)
@@ -1234,7 +1234,7 @@ def test_deeply_nested_event_answers_and_rate_limit_files_are_warnings(
     """`--events`: the API's refusal nested too deeply is one warning; an `events.json` in the
     state directory nested too deeply is damaged — one warning, the Event posted, the file
     replaced."""
-    from kubegc_cli.app import Settings
+    from kubegc_cli.commands.session import Settings
     from kubegc_cli.report.events import STATE_FILE, record_events
     from tests.unit.test_events import GC_DONE
 
@@ -1284,9 +1284,9 @@ def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
     info); a sandbox image it names so is unknown too, and then `gc images` takes no image for
     unused on its word: exit 3 with one line saying so — unless the sandbox image is given with
     `--pod-infra-container-image` (a warning, and the run goes on)."""
-    from kubegc_cli.cri.client import CriClient, sandbox_image_from_info
-    from kubegc_cli.cri.endpoint import resolve_endpoint
-    from kubegc_cli.errors import SandboxImageUnreadable
+    from kubegc_cli.core.errors import SandboxImageUnreadable
+    from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
+    from kubegc_cli.node.cri.endpoint import resolve_endpoint
 
     lying_runtime.inventory.status_info = {"config": status}
     lying_runtime.inventory.sandbox_info = {"sb-1": {"info": sandbox}}
@@ -1321,8 +1321,9 @@ def saved_plans(work: Path) -> list[dict[str, Any]]:
     """Plan files as `--plan-out` writes them, of every kind of action `apply` carries out:
     a `gc all` plan (container, sandbox, pod log directory held back, legacy link, a kept
     container) and a `gc images` plan."""
-    from kubegc_cli.app import Settings
-    from kubegc_cli.plan import (
+    from kubegc_cli.commands.apply import saved_document
+    from kubegc_cli.commands.session import Settings
+    from kubegc_cli.core.plan import (
         ContainerAction,
         ImageAction,
         LogAction,
@@ -1330,7 +1331,6 @@ def saved_plans(work: Path) -> list[dict[str, Any]]:
         Result,
         SandboxAction,
     )
-    from kubegc_cli.saved_plan import saved_document
 
     cri = node()
     uid = "66666666-2222-3333-4444-555555555555"
@@ -1384,7 +1384,7 @@ def test_plan_file(work: Path, which: int, data: st.DataObject) -> None:
 def test_the_nesting_limit_is_exact(form: str) -> None:
     """`MAX_NESTING` levels are read, one more is refused with the reason, whatever the
     recursion limit would have allowed."""
-    from kubegc_cli.inputs import Malformed, decode_json, decode_yaml
+    from kubegc_cli.core.inputs import Malformed, decode_json, decode_yaml
 
     def text(levels: int) -> str:
         if form == "json-objects":
@@ -1409,7 +1409,7 @@ def test_a_deeply_nested_runtime_fs_cache_is_damaged_warned_and_replaced(
 ) -> None:
     """`evict check`'s cache in the state dir: one warning naming it, no entry, and the
     next `remember` writes a good file over it."""
-    from kubegc_cli.cri import fscache
+    from kubegc_cli.node.cri import fscache
 
     state = work / "deep-fscache"
     state.mkdir(exist_ok=True)

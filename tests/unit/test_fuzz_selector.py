@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Sandbox
-from kubegc_cli.model import SandboxState as State
+from kubegc_cli.core.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Sandbox
+from kubegc_cli.core.model import SandboxState as State
 from tests.unit.factories import NOW, S, ctr
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from kubegc_cli.gcpause import FREEZE_AFTER, cyclic_gc_paused
+from kubegc_cli.core.gcpause import FREEZE_AFTER, cyclic_gc_paused
 
 
 @cyclic_gc_paused

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.host.kubelet import load_kubelet_config
-from kubegc_cli.host.logs import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.pods import load_pods_file
+from kubegc_cli.node.host.kubelet import load_kubelet_config
+from kubegc_cli.node.host.logs import (
     LogRemovalError,
     LogRoots,
     LogSizer,
@@ -23,8 +24,7 @@ from kubegc_cli.host.logs import (
     remove_container_logs,
     resolve_on_host,
 )
-from kubegc_cli.host.mounts import MountTable, parse_mountinfo
-from kubegc_cli.pods import load_pods_file
+from kubegc_cli.node.host.mounts import MountTable, parse_mountinfo
 from tests.unit.factories import ctr, owner
 
 MOUNTINFO = """\
@@ -264,7 +264,7 @@ def test_kubelet_config(tmp_path: Path) -> None:
 def test_kubelet_config_kind_and_version(doc: object, error: str | None) -> None:
     """A file the kubelet would not decode as a KubeletConfiguration is bad input, naming the
     file and the field; `kind` and `apiVersion` may be left out."""
-    from kubegc_cli.host.kubelet import parse_kubelet_config
+    from kubegc_cli.node.host.kubelet import parse_kubelet_config
 
     if error is None:
         assert parse_kubelet_config(doc, source="k.yaml").source == "k.yaml"
@@ -288,7 +288,7 @@ def test_kubelet_config_kind_and_version(doc: object, error: str | None) -> None
 def test_a_pod_logs_dir_the_kubelet_would_refuse_is_bad_input(value: str, message: str) -> None:
     """podLogsDir as the kubelet validates it (absolute, `filepath.Clean` of itself, ASCII),
     and never the root itself."""
-    from kubegc_cli.host.kubelet import validate_pod_logs_dir
+    from kubegc_cli.node.host.kubelet import validate_pod_logs_dir
 
     with pytest.raises(BadInput) as exc:
         validate_pod_logs_dir(value, source="podLogsDir")
@@ -670,7 +670,7 @@ def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
 def test_kubelet_config_field_errors_show_the_value_as_written(doc: object, error: str) -> None:
     """A field of the wrong type is named with its value as YAML has it (`true`, `null`), and a
     duration must be a string as in a KubeletConfiguration (`metav1.Duration`)."""
-    from kubegc_cli.host.kubelet import parse_kubelet_config
+    from kubegc_cli.node.host.kubelet import parse_kubelet_config
 
     with pytest.raises(BadInput) as exc:
         parse_kubelet_config(doc, source="k.yaml")

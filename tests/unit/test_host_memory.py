@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput, SignalUnavailable
-from kubegc_cli.host import cgroups
-from kubegc_cli.host.cgroups import (
+from kubegc_cli.core.errors import BadInput, SignalUnavailable
+from kubegc_cli.node.host import cgroups
+from kubegc_cli.node.host.cgroups import (
     CgroupLayout,
     CgroupMemory,
     PodCgroupScan,
@@ -24,14 +24,14 @@ from kubegc_cli.host.cgroups import (
     read_cgroup_memory,
     read_pod_cgroups,
 )
-from kubegc_cli.host.memory import (
+from kubegc_cli.node.host.memory import (
     NodeMemory,
     allocatable_memory,
     node_memory,
     pid_available,
     read_meminfo,
 )
-from kubegc_cli.host.mounts import parse_mount_filesystems
+from kubegc_cli.node.host.mounts import parse_mount_filesystems
 from tests.unit.hostfixtures import (
     MOUNTINFO_HYBRID,
     MOUNTINFO_NO_CGROUP,

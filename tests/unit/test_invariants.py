@@ -11,7 +11,7 @@ protected, pod sources known or not — and the rules that must never bend are c
 - the node-wide and per-unit limits hold after the plan;
 - idempotence: planning again on the state the plan leaves plans nothing more;
 - a dry run plans exactly what `--yes` then carries out, when nothing changed in between
-  (`kubegc_cli.app.gc_containers` and `gc_sandboxes` against an in-memory runtime, with the
+  (`commands.session.gc_containers` and `gc_sandboxes` against an in-memory runtime, with the
   real executors).
 """
 
@@ -27,17 +27,17 @@ from typing import Any
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.host.podlogs import LegacyLink, PodLogDir, container_id_from_link
-from kubegc_cli.model import (
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import (
     Container,
     ContainerState,
     Image,
     Sandbox,
     SandboxState,
 )
-from kubegc_cli.plan import Plan, Result
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
+from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
+from kubegc_cli.node.host.podlogs import LegacyLink, PodLogDir, container_id_from_link
 from kubegc_cli.policy.containers import (
     KEEP_GUARD,
     KEEP_MIN_AGE,
@@ -478,7 +478,7 @@ def test_containers_then_sandboxes_as_gc_all_plans_them(
 def log_inputs(draw: st.DrawFn, node: NodeState) -> tuple[list[PodLogDir], list[LegacyLink]]:
     """Pod log directories of known and unknown pods (some with a mount below), and dangling
     legacy links naming a container that exists, one that does not, an ambiguous ID prefix,
-    or no ID at all — as `kubegc_cli.app` builds them."""
+    or no ID at all — as `kubegc_cli.commands.session` builds them."""
     dirs = []
     for uid in (*POD_UIDS[:-1], "u-gone"):
         if draw(st.booleans()):
@@ -658,7 +658,7 @@ class QuietUi:
 
 
 def _settings(tmp: Path, pods: PodInventory) -> Any:
-    from kubegc_cli.app import Settings
+    from kubegc_cli.commands.session import Settings
 
     pods_file = None
     if pods.known:
@@ -704,11 +704,11 @@ _ACTING_NODE = NodeState(
 def test_dry_run_plan_is_the_executed_plan(
     node: NodeState, policy: ContainerGCPolicy, command: str
 ) -> None:
-    from kubegc_cli import app
-    from kubegc_cli.state import read_history
+    from kubegc_cli.commands import session as app
+    from kubegc_cli.node.state import read_history
 
     def run(act: Any, cri: MemoryCri, s: Any) -> Plan[Any]:
-        from kubegc_cli.state import release_run_lock
+        from kubegc_cli.node.state import release_run_lock
 
         try:
             with use_runtime(cri):
@@ -817,8 +817,8 @@ def test_nothing_is_removed_from_an_incomplete_inventory(
     """Whichever inventory call fails — the lists, the statuses `--older-than` reads, the
     re-list right before acting — a `--yes` run stops with `RuntimeUnavailable` (exit 3) and
     removes nothing: a partial inventory is never planned on."""
-    from kubegc_cli import app
-    from kubegc_cli.state import release_run_lock
+    from kubegc_cli.commands import session as app
+    from kubegc_cli.node.state import release_run_lock
 
     policy = replace(policy, include_terminated_pods=False)
     scope = Scope(older_than=older)

@@ -65,7 +65,7 @@ def test_up_refuses_a_directory_below_one_another_user_can_change(
 
 def test_up_makes_missing_parents_private_whatever_the_umask(tmp_path: Path) -> None:
     """Missing parents are made 0755 even under umask 000 (none is left writable by others)."""
-    from kubegc_cli.state import safe_dir
+    from kubegc_cli.node.state import safe_dir
 
     old = os.umask(0)
     try:

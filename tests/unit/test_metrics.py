@@ -20,8 +20,10 @@ from unittest import mock
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubegc_cli.model import NodeSnapshot
-from kubegc_cli.plan import ContainerAction, ImageAction, Plan, Result
+from kubegc_cli.commands.residue import ResiduePlan
+from kubegc_cli.core.model import NodeSnapshot
+from kubegc_cli.core.plan import ContainerAction, ImageAction, Plan, Result
+from kubegc_cli.core.residue import Finding
 from kubegc_cli.report.metrics import (
     METRICS,
     MetricsError,
@@ -33,8 +35,6 @@ from kubegc_cli.report.metrics import (
     series,
     write_metrics,
 )
-from kubegc_cli.residue import Finding
-from kubegc_cli.residue.scan import ResiduePlan
 from tests.unit.factories import NOW, ctr
 from tests.unit.recorded_api import api_pod, serve_recorded_api
 from tests.unit.test_cli import run
@@ -121,7 +121,7 @@ def test_a_dry_run_counts_planned_objects_and_acts_on_none() -> None:
 
 
 def test_image_kind_and_evict_check_thresholds() -> None:
-    from kubegc_cli.model import Image
+    from kubegc_cli.core.model import Image
 
     img = ImageAction(Image(id="sha256:aa", repo_tags=("x:1",), size=5000), 0, 0, "space", "lru",
                       Result.REMOVED)  # fmt: skip
@@ -282,7 +282,7 @@ def test_a_missing_directory_is_a_metrics_error_naming_the_file(tmp_path: Path) 
 def test_check_metrics_path_refuses_what_the_collector_would_not_read(
     value_: str, why: str
 ) -> None:
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     with pytest.raises(BadInput, match=why):
         check_metrics_path(value_)

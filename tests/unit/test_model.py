@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.model import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.model import (
     LABEL_POD_UID,
     SNAPSHOT_KIND,
     Container,
@@ -23,7 +23,7 @@ from kubegc_cli.model import (
     fill_listed_log,
     make_container,
 )
-from kubegc_cli.plan import ContainerAction, Plan, Result
+from kubegc_cli.core.plan import ContainerAction, Plan, Result
 
 TEXT = st.text(max_size=20)
 LABELS = st.dictionaries(TEXT, TEXT, max_size=4)
@@ -137,8 +137,8 @@ KUBELET_LABELS = {
 def test_listed_labels_are_the_runtimes_and_shared_when_equal(labels: dict[str, str]) -> None:
     """`container_from_pb` gives each container exactly the runtime's labels; equal label maps
     in one listing share one dict, different ones never do."""
-    from kubegc_cli.cri.client import Shared, container_from_pb
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.client import Shared, container_from_pb
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     pb: Any = api_pb2
 

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.app import Settings
 from kubegc_cli.cli.main import main
-from kubegc_cli.errors import BadInput, Busy
-from kubegc_cli.model import API_VERSION, NodeSnapshot
-from kubegc_cli.plan import ContainerAction, Plan, Result, apply_caps
-from kubegc_cli.saved_plan import load_saved_plan, this_node
-from kubegc_cli.state import hold_run_lock, node_lock, release_run_lock, run_lock_held
+from kubegc_cli.commands.apply import load_saved_plan, this_node
+from kubegc_cli.commands.session import Settings
+from kubegc_cli.core.errors import BadInput, Busy
+from kubegc_cli.core.model import API_VERSION, NodeSnapshot
+from kubegc_cli.core.plan import ContainerAction, Plan, Result, apply_caps
+from kubegc_cli.node.state import hold_run_lock, node_lock, release_run_lock, run_lock_held
 from tests.unit.factories import NOW, ctr
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -384,7 +384,7 @@ def test_json_log_lines_and_quiet(snap: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_progress_draws_nothing_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    from kubegc_cli.cli.log import LOG
+    from kubegc_cli.render.log import LOG
 
     LOG.configure("text", quiet=False)
     plan = plan_of(10)

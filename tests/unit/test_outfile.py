@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.outfile import replace_file
+from kubegc_cli.node.outfile import replace_file
 from tests.unit.factories import ctr
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 

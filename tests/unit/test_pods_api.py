@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.pods.api import ApiSource, ApiUnavailable, load_api_inventory
+from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable, load_api_inventory
 from tests.unit.recorded_api import RecordedApi, serve_recorded_api
 
 
@@ -81,7 +81,7 @@ def test_fault_an_answer_slower_than_the_timeout_is_unreachable(
     ],
 )
 def test_unusable_kubeconfig_is_one_line_bad_input(tmp_path: Path, text: str, needle: str) -> None:
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     path = tmp_path / "kubeconfig"
     path.write_text(text, encoding="latin-1")
@@ -180,7 +180,7 @@ def test_a_socks_proxy_url_without_pysocks_installed_is_one_line(
     is missing, exit 2, instead of urllib3's ImportError."""
     import sys
 
-    from kubegc_cli.errors import BadInput
+    from kubegc_cli.core.errors import BadInput
 
     monkeypatch.setitem(sys.modules, "socks", None)
     monkeypatch.delitem(sys.modules, "urllib3.contrib.socks", raising=False)

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.model import Container, ContainerState, Sandbox, SandboxState
-from kubegc_cli.plan import Result
-from kubegc_cli.pods import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.model import Container, ContainerState, Sandbox, SandboxState
+from kubegc_cli.core.plan import Result
+from kubegc_cli.core.pods import (
     NO_POD_SOURCE,
     PodInfo,
     PodInventory,

@@ -7,10 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.execute import LogRemover
-from kubegc_cli.host.logs import LogRoots
-from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.host.podlogs import (
+from kubegc_cli.core.model import LABEL_POD_UID, Sandbox, SandboxState
+from kubegc_cli.core.plan import LogAction, Plan, Result
+from kubegc_cli.core.pods import (
+    NO_POD_SOURCE,
+    PodInfo,
+    against_runtime,
+    inventory_from_podlist,
+    inventory_of,
+)
+from kubegc_cli.node.execute.actions import LogRemover
+from kubegc_cli.node.host.logs import LogRoots
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.podlogs import (
     NOT_A_POD,
     LegacyLink,
     LogDirChanged,
@@ -23,16 +32,7 @@ from kubegc_cli.host.podlogs import (
     remove_dangling_link,
     remove_pod_log_dir,
 )
-from kubegc_cli.host.tree import Pin
-from kubegc_cli.model import LABEL_POD_UID, Sandbox, SandboxState
-from kubegc_cli.plan import LogAction, Plan, Result
-from kubegc_cli.pods import (
-    NO_POD_SOURCE,
-    PodInfo,
-    against_runtime,
-    inventory_from_podlist,
-    inventory_of,
-)
+from kubegc_cli.node.host.tree import Pin
 from kubegc_cli.policy.logs import link_state, plan_logs
 from tests.unit.factories import NOW, ctr
 from tests.unit.memorycri import MemoryCri
@@ -204,7 +204,7 @@ def test_dangling_links(tmp_path: Path) -> None:
 def test_dangling_links_resolve_under_the_host_root(tmp_path: Path) -> None:
     """F2 for gc logs: under --host-root a link's target is looked up on the host, never on
     this machine's `/`; removal re-checks the same way (LogRemover with the host root)."""
-    from kubegc_cli.plan import LogAction, Result
+    from kubegc_cli.core.plan import LogAction, Result
 
     host = tmp_path / "host"
     live = f"/var/log/pods/default_web_{LIVE}/nginx/0.log"

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubegc_cli.model import Container, Sandbox, SandboxState
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
+from kubegc_cli.core.model import Container, Sandbox, SandboxState
+from kubegc_cli.core.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from tests.unit.factories import NOW, S, ctr
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTO = "kubegc_cli/cri/v1/api.proto"
+PROTO = "kubegc_cli/node/cri/v1/api.proto"
 GENERATED = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py")
 PINNED_TOOLS = "1.85.1"  # the dev extra in pyproject.toml pins grpcio-tools to this
 
@@ -32,14 +32,14 @@ def test_stubs_are_fresh(tmp_path: Path) -> None:
     )
     assert rc == 0
     for name in GENERATED:
-        fresh = (tmp_path / "kubegc_cli/cri/v1" / name).read_text()
-        committed = (ROOT / "kubegc_cli/cri/v1" / name).read_text()
+        fresh = (tmp_path / "kubegc_cli/node/cri/v1" / name).read_text()
+        committed = (ROOT / "kubegc_cli/node/cri/v1" / name).read_text()
         assert fresh == committed, f"{name} is stale: run scripts/regen-proto"
 
 
 def test_wire_names_match_cri_v1() -> None:
     """Package, services and methods carry CRI v1's real names (what the wire uses)."""
-    from kubegc_cli.cri.v1 import api_pb2
+    from kubegc_cli.node.cri.v1 import api_pb2
 
     d = api_pb2.DESCRIPTOR
     assert d.package == "runtime.v1"

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubegc_cli import render
-from kubegc_cli.plan import ContainerAction, Plan, Result
-from kubegc_cli.render import render_plan
+from kubegc_cli.core.plan import ContainerAction, Plan, Result
+from kubegc_cli.render import plan as render
+from kubegc_cli.render.plan import render_plan
 from tests.unit.factories import NOW, ctr
 from tests.unit.faultcri import FaultCri, synthetic_inventory
 

@@ -13,12 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.host import tree as tree_mod
-from kubegc_cli.host.du import tree_usage
-from kubegc_cli.host.mounts import MountTable, decode, parse_mount_filesystems, parse_mountinfo
-from kubegc_cli.host.tree import Pin, Refused, remove_tree
-from kubegc_cli.plan import Result
-from kubegc_cli.residue import (
+from kubegc_cli.core.plan import Result
+from kubegc_cli.core.residue import (
     DEAD_SANDBOX,
     NETNS,
     POD_CGROUP,
@@ -26,16 +22,20 @@ from kubegc_cli.residue import (
     SHIM,
     Finding,
 )
-from kubegc_cli.residue import clean as clean_mod
-from kubegc_cli.residue import host as host_mod
-from kubegc_cli.residue.clean import ResidueCleaner
-from kubegc_cli.residue.host import (
+from kubegc_cli.node.execute import residue as clean_mod
+from kubegc_cli.node.execute.residue import ResidueCleaner
+from kubegc_cli.node.host import residue as host_mod
+from kubegc_cli.node.host import tree as tree_mod
+from kubegc_cli.node.host.du import tree_usage
+from kubegc_cli.node.host.mounts import MountTable, decode, parse_mount_filesystems, parse_mountinfo
+from kubegc_cli.node.host.residue import (
     scan_cni,
     scan_netns,
     scan_pod_cgroups,
     scan_pod_dirs,
     scan_pod_log_dirs,
 )
+from kubegc_cli.node.host.tree import Pin, Refused, remove_tree
 from tests.unit.hostfixtures import mountinfo_line, pod_dirs_settled, put, write_mountinfo
 from tests.unit.test_residue_host import (
     GONE,

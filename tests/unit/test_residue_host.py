@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.host.du import tree_usage
-from kubegc_cli.host.logs import host_path_of, resolve_on_host
-from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.host.podlogs import NOT_A_POD, is_pod_uid
-from kubegc_cli.residue import (
+from kubegc_cli.core.residue import (
     CNI_IP,
     LOG_LINK,
     NETNS,
@@ -26,8 +22,12 @@ from kubegc_cli.residue import (
     Finding,
     ScanContext,
 )
-from kubegc_cli.residue import host as host_mod
-from kubegc_cli.residue.host import (
+from kubegc_cli.node.host import residue as host_mod
+from kubegc_cli.node.host.du import tree_usage
+from kubegc_cli.node.host.logs import host_path_of, resolve_on_host
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.podlogs import NOT_A_POD, is_pod_uid
+from kubegc_cli.node.host.residue import (
     NEVER_KILL,
     NO_POD_SOURCE,
     NO_PROCESSES,
@@ -721,7 +721,7 @@ def test_shim_args() -> None:
 
 
 def test_cgroup_mounts_visible_only_with_a_cgroup_mount(tmp_path: Path) -> None:
-    from kubegc_cli.host.cgroups import cgroup_mounts_visible
+    from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
     from tests.unit.hostfixtures import MOUNTINFO_NO_CGROUP, MOUNTINFO_V2, write_mountinfo
 
     assert cgroup_mounts_visible(tmp_path) is False  # no mount table at all

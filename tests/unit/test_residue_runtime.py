@@ -12,14 +12,12 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.cri.client import CriClient, netns_from_info
-from kubegc_cli.cri.endpoint import Endpoint
-from kubegc_cli.cri.v1 import api_pb2
-from kubegc_cli.errors import BadInput
-from kubegc_cli.model import Image, Sandbox, SandboxState
-from kubegc_cli.plan import Result
-from kubegc_cli.pods import NO_POD_SOURCE, PodInfo, inventory_of
-from kubegc_cli.residue import (
+from kubegc_cli.commands.residue import ResidueOptions, ResiduePlan, _netns_spellings
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.model import Image, Sandbox, SandboxState
+from kubegc_cli.core.plan import Result
+from kubegc_cli.core.pods import NO_POD_SOURCE, PodInfo, inventory_of
+from kubegc_cli.core.residue import (
     DEAD_CONTAINER,
     DEAD_SANDBOX,
     OVERSIZED_LIST,
@@ -28,7 +26,10 @@ from kubegc_cli.residue import (
     UNUSED_IMAGE,
     Finding,
 )
-from kubegc_cli.residue.runtime import (
+from kubegc_cli.node.cri.client import CriClient, netns_from_info
+from kubegc_cli.node.cri.endpoint import Endpoint
+from kubegc_cli.node.cri.v1 import api_pb2
+from kubegc_cli.policy.residue import (
     GRPC_DEFAULT_LIMIT,
     KUBELET_LIMIT,
     TOO_LARGE,
@@ -36,7 +37,6 @@ from kubegc_cli.residue.runtime import (
     oversized_lists,
     unused_images,
 )
-from kubegc_cli.residue.scan import ResidueOptions, ResiduePlan, _netns_spellings
 from tests.unit.factories import NOW, ctr
 
 MIB = 1024 * 1024
@@ -252,7 +252,7 @@ def test_plan_json_has_findings_and_totals() -> None:
 
 
 def test_table_groups_by_type_with_totals() -> None:
-    from kubegc_cli.render import render_plan
+    from kubegc_cli.render.plan import render_plan
 
     out = io.StringIO()
     render_plan(sample_plan(), out=out)
@@ -270,7 +270,7 @@ def test_table_groups_by_type_with_totals() -> None:
 def test_unsafe_rows_say_clean_does_nothing_and_what_to_run_by_hand() -> None:
     """An unsafe finding's row shows what `residue clean` does with it (nothing), and,
     separately, what an operator could run; a safe one shows the action clean takes."""
-    from kubegc_cli.render import render_plan
+    from kubegc_cli.render.plan import render_plan
 
     plan = sample_plan()
     plan.kept[1].manual = "kubegc gc images --prune-unused"
@@ -290,7 +290,7 @@ def test_unsafe_rows_say_clean_does_nothing_and_what_to_run_by_hand() -> None:
 def test_scan_table_is_not_a_dry_run() -> None:
     """`residue scan` is a report: its sections are not titled "(dry run)"; a `residue clean
     --dry-run` plan's are."""
-    from kubegc_cli.render import render_plan
+    from kubegc_cli.render.plan import render_plan
 
     scan = sample_plan()
     scan.scan_only = True
@@ -303,8 +303,8 @@ def test_scan_table_is_not_a_dry_run() -> None:
 
 
 def test_with_runtime_marks_notready_sandboxes() -> None:
-    from kubegc_cli.residue import ScanContext
-    from kubegc_cli.residue.scan import RuntimeFacts, with_runtime
+    from kubegc_cli.commands.residue import RuntimeFacts, with_runtime
+    from kubegc_cli.core.residue import ScanContext
 
     facts = RuntimeFacts(
         "test", sandboxes=[sandbox("sb-ready", "u1", "READY"), sandbox("sb-dead", "u2")]
@@ -315,7 +315,7 @@ def test_with_runtime_marks_notready_sandboxes() -> None:
 
 
 def test_table_lists_at_most_20_rows_per_type_without_verbose() -> None:
-    from kubegc_cli.render import render_plan
+    from kubegc_cli.render.plan import render_plan
 
     many = [finding(DEAD_CONTAINER, f"{i:064x}", None, False) for i in range(25)]
     plan = ResiduePlan(kind="ResiduePlan", policy={}, now=NOW, kept=many, types=(DEAD_CONTAINER,))

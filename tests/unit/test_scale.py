@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubegc_cli import render
-from kubegc_cli.cri.v1 import api_pb2
-from kubegc_cli.plan import ContainerAction, Plan, Result
-from kubegc_cli.render import PLAN_ROWS, json_text, render_plan
+from kubegc_cli.core.plan import ContainerAction, Plan, Result
+from kubegc_cli.node.cri.v1 import api_pb2
+from kubegc_cli.render import plan as render
+from kubegc_cli.render.plan import PLAN_ROWS, json_text, render_plan
 from tests.unit.factories import NOW, ctr
 from tests.unit.faultcri import FaultCri, synthetic_inventory
 from tests.unit.memorycri import run_cli
@@ -160,8 +160,8 @@ def test_json_text_puts_each_action_on_one_line(big_node: FaultCri, tmp_path: Pa
 def test_the_fake_runtimes_cached_list_follows_removals(tmp_path: Path) -> None:
     """`python -m tests.unit.faultcri` (bench/scale.py's runtime) sends a kept ListContainers
     reply; a removal or stop through CRI makes it list afresh, and filters still apply."""
-    from kubegc_cli.cri.client import CriClient
-    from kubegc_cli.cri.endpoint import resolve_endpoint
+    from kubegc_cli.node.cri.client import CriClient
+    from kubegc_cli.node.cri.endpoint import resolve_endpoint
 
     inv = synthetic_inventory(300, 40, 5, pods=20)
     with FaultCri(tmp_path / "c.sock", inv, cache_lists=True) as cri:
@@ -194,7 +194,7 @@ def test_aligned_table_draws_what_richs_table_draws(rows: list[list[str]]) -> No
     from rich.table import Table
     from rich.text import Text
 
-    from kubegc_cli.render import _AlignedTable
+    from kubegc_cli.render.plan import _AlignedTable
 
     columns = ["CONTAINER", "POD", "NAME", "ATT"]
     table = Table(title="Container GC (dry run)", title_justify="left", title_style="bold",

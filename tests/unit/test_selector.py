@@ -1,4 +1,4 @@
-"""Label selectors (`kubegc_cli.selector`): kubectl's grammar, Kubernetes' key and value rules,
+"""Label selectors (`kubegc_cli.core.selector`): kubectl's grammar, Kubernetes' key and value rules,
 matching, the canonical text; and `Scope` matching pods by the labels on their sandboxes."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Sandbox
-from kubegc_cli.model import SandboxState as State
-from kubegc_cli.plan import Result
-from kubegc_cli.pods import NO_POD_SOURCE
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.model import LABEL_POD_NAME, LABEL_POD_NAMESPACE, LABEL_POD_UID, Sandbox
+from kubegc_cli.core.model import SandboxState as State
+from kubegc_cli.core.plan import Result
+from kubegc_cli.core.pods import NO_POD_SOURCE
+from kubegc_cli.core.selector import Requirement, Selector, parse
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
-from kubegc_cli.selector import Requirement, Selector, parse
 from tests.unit.factories import NOW, S, ctr
 
 # ---- parsing: text → canonical text ----

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.errors import BadInput, Busy
-from kubegc_cli.model import Image
-from kubegc_cli.plan import ImageAction, Result
-from kubegc_cli.policy.images import ImageRecord
-from kubegc_cli.state import (
+from kubegc_cli.core.errors import BadInput, Busy
+from kubegc_cli.core.model import Image
+from kubegc_cli.core.plan import ImageAction, Result
+from kubegc_cli.node.state import (
     StateUnavailable,
     forget_image_records,
     load_image_records,
@@ -26,6 +25,7 @@ from kubegc_cli.state import (
     record_audit,
     save_image_records,
 )
+from kubegc_cli.policy.images import ImageRecord
 
 
 def test_image_records_survive_runs_and_began_is_set_once(tmp_path: Path) -> None:
@@ -102,8 +102,8 @@ def test_history_lists_runs_newest_first(
     import json
 
     from kubegc_cli.cli.main import main
-    from kubegc_cli.model import Image
-    from kubegc_cli.plan import ImageAction, Result
+    from kubegc_cli.core.model import Image
+    from kubegc_cli.core.plan import ImageAction, Result
 
     d = tmp_path / "s"
     first = ImageAction(Image("sha256:aa", size=5), 1, 0, "space", "r", Result.REMOVED)
@@ -201,7 +201,7 @@ def test_damage_found_inside_an_operation_is_moved_aside(
 ) -> None:
     """Damage the opening check misses, found by the operation's own query, is handled the
     same way (the check is turned off here to let the query meet it)."""
-    import kubegc_cli.state as state
+    import kubegc_cli.node.state as state
 
     db = _populated(tmp_path / "s")
     _damage(db)  # page 2: the `meta` table, read by load_image_records
@@ -315,8 +315,8 @@ def test_audit_rows_store_paths_that_are_not_utf8(tmp_path: Path) -> None:
     `os.scandir` gives it) is audited with the byte written `\\xff`; text stays as it is."""
     import os as os_
 
-    from kubegc_cli.plan import LogAction, Result
-    from kubegc_cli.state import storable
+    from kubegc_cli.core.plan import LogAction, Result
+    from kubegc_cli.node.state import storable
 
     odd = os_.fsdecode(b"/var/log/pods/ns\xff_p_9a1b2c3d-0000-1111-2222-333344445555")
     a = LogAction("pod-log-dir", odd, odd, "u", "deleted-pod", "gone \udcfe", 3)
@@ -334,7 +334,7 @@ def test_history_rows_show_a_newline_in_a_name_escaped(
 ) -> None:
     """`history -v`: one line per action, whatever the removed path was named."""
     from kubegc_cli.cli.main import main
-    from kubegc_cli.plan import LogAction, Result
+    from kubegc_cli.core.plan import LogAction, Result
 
     odd = "/var/log/pods/ns_p\nx_9a1b2c3d-0000-1111-2222-333344445555"
     a = LogAction("pod-log-dir", odd, odd, "u", "deleted-pod", "gone", 3)

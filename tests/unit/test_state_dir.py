@@ -18,10 +18,10 @@ from unittest import mock
 
 import pytest
 
-from kubegc_cli.cri import fscache
-from kubegc_cli.errors import BadInput
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.node.cri import fscache
+from kubegc_cli.node.state import read_history
 from kubegc_cli.report.events import _limits
-from kubegc_cli.state import read_history
 from tests.unit.factories import ctr
 from tests.unit.faultcri import FaultCri
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime

@@ -1,5 +1,5 @@
 """Never deleting through a mount: the mount table read as the kernel writes it, and removals
-checked by mount ID as they go (kubegc_cli.host.mounts, kubegc_cli.host.tree), for pod log
+checked by mount ID as they go (kubegc_cli.node.host.mounts, kubegc_cli.node.host.tree), for pod log
 directories (`gc logs`, `residue clean`) and container log files (`gc containers`)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.host.logs import LogRoots, pinned_on_host, release_pins, remove_container_logs
-from kubegc_cli.host.mounts import MountTable, mount_id
-from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
-from kubegc_cli.host.tree import Pin, Refused, remove_tree
+from kubegc_cli.node.host.logs import LogRoots, pinned_on_host, release_pins, remove_container_logs
+from kubegc_cli.node.host.mounts import MountTable, mount_id
+from kubegc_cli.node.host.podlogs import LogDirChanged, remove_pod_log_dir
+from kubegc_cli.node.host.tree import Pin, Refused, remove_tree
 from tests.unit.factories import owner
 from tests.unit.test_residue_host import Mount, mount, needs_root
 

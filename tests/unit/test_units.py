@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubegc_cli.errors import BadInput
-from kubegc_cli.units import (
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.units import (
     format_bytes,
     format_duration,
     format_go_duration,

@@ -1,5 +1,5 @@
 """Walks that size or list stay on their filesystem and cannot hang past `--timeout`
-(kubegc_cli.host.bounded, host.du, host.podlogs, host.logs), against a real mount that never
+(kubegc_cli.node.host.bounded, host.du, host.podlogs, host.logs), against a real mount that never
 answers (tests/unit/hangfs.py: a FUSE filesystem whose daemon never replies, as a stale NFS
 or FUSE mount behaves)."""
 
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kubegc_cli.host.bounded import Stalled, bounded, hung_at, listdir, walk_timeout_of
-from kubegc_cli.host.du import tree_usage
-from kubegc_cli.host.logs import (
+from kubegc_cli.core.pods import PodInventory
+from kubegc_cli.node.host.bounded import Stalled, bounded, hung_at, listdir, walk_timeout_of
+from kubegc_cli.node.host.du import tree_usage
+from kubegc_cli.node.host.logs import (
     LogRemovalError,
     LogRoots,
     LogSizer,
@@ -23,9 +24,8 @@ from kubegc_cli.host.logs import (
     release_pins,
     remove_container_logs,
 )
-from kubegc_cli.host.mounts import MountTable
-from kubegc_cli.host.podlogs import read_pod_log_dirs
-from kubegc_cli.pods import PodInventory
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.podlogs import read_pod_log_dirs
 from kubegc_cli.policy.logs import plan_logs
 from tests.unit.factories import owner
 from tests.unit.hangfs import hung_mount, needs_fuse, returns_within
@@ -210,7 +210,7 @@ def test_a_legacy_link_into_a_hung_mount_is_not_judged_dangling(tmp_path: Path) 
     a mount that gives no answer is not known to dangle (so never removed), and the lookup
     gives up after `--timeout` once (the mount is remembered: the other links into it cost
     nothing more); the other links are still judged."""
-    from kubegc_cli.host.podlogs import dangling_links, legacy_links
+    from kubegc_cli.node.host.podlogs import dangling_links, legacy_links
 
     links = tmp_path / "var/log/containers"
     links.mkdir(parents=True)
@@ -232,8 +232,8 @@ def test_a_legacy_link_into_a_hung_mount_is_not_judged_dangling(tmp_path: Path) 
 def test_a_directory_that_hung_when_sized_is_not_removed(tmp_path: Path, pins: None) -> None:
     """`gc logs`, `apply` and `residue clean` remove a directory with `remove_tree`: one below
     which a walk of this run got no answer is refused at once, untouched."""
-    from kubegc_cli.host.podlogs import LogDirChanged, remove_pod_log_dir
-    from kubegc_cli.host.tree import Pin
+    from kubegc_cli.node.host.podlogs import LogDirChanged, remove_pod_log_dir
+    from kubegc_cli.node.host.tree import Pin
 
     root, pod = _pod_logs(tmp_path)
     hung = pod / "hung"
@@ -267,7 +267,7 @@ def test_df_gives_up_on_a_hung_mount_and_walks_the_rest(tmp_path: Path) -> None:
     """`df`'s walk of the pod log root with a mount made since the table was read that never
     answers: that pod's walk is given up after `--timeout`, the path is counted unreadable and
     listed as mounted, and every other pod is still measured."""
-    from kubegc_cli.df import Walker
+    from kubegc_cli.commands.df import Walker
 
     root, pod = _pod_logs(tmp_path)
     second = "0f0f0f0f-0000-1111-2222-333344445555"

@@ -1,0 +1,1376 @@
+"""`kubegc df`: what fills this node's filesystems, and what kubegc can reclaim of it.
+
+Observe only: nothing here changes the node (no lock, no state store, no removal).
+
+Where each figure comes from, and where it is counted:
+
+- Filesystems: nodefs (the kubelet root, `--root-dir`), imagefs (the first image filesystem
+  of CRI `ImageFsInfo`), containerfs (where writable layers live: CRI's container filesystem
+  when reported apart, else imagefs) and the filesystem of the pod log root. Paths on one
+  device (`st_dev`) are one filesystem with several roles. Capacity, available, inodes: statvfs
+  as the kubelet reads it (`host.fs.fs_stats`), so used = capacity − bavail × frsize and the
+  blocks reserved for root count as used; they are a line of their own.
+- Directory trees (pod log directories; pod directories and their volumes) are measured with
+  `host.du.tree_usage`: allocated blocks, symlinks not followed, a file hard-linked several
+  times counted once across all trees, mount points not entered. A mounted volume (a
+  memory-backed emptyDir, a secret) is listed as mounted and counted nowhere. A tree counts on
+  the filesystem its device belongs to.
+- Images: CRI `ListImages` sizes. In use: used by any container the runtime has, exited ones
+  too (`policy.images.images_in_use`); reclaimable: what `gc images --prune-unused` removes
+  (the image GC planner with MinAge 0: unused, not pinned, not the sandbox image).
+- Writable layers: CRI `ListContainerStats`; reclaimable: the layers of the containers
+  `gc containers` removes, as its planner (`policy.containers.plan_containers`, default
+  policy, this pod source) plans them.
+- Container logs: every pod's log directory, rotated files included. Reclaimable: the log files
+  of those containers as `gc containers` deletes them (`host.logs.deletable_log_files`), and
+  the whole directory of a pod the pod source says is deleted — only when the runtime was read,
+  so that the pod source was checked against the pods running here (`against_runtime`);
+  without it no pod counts as deleted and a note says so.
+- Residue: orphaned pod directories and pod log directories, as `residue scan` finds them; their
+  bytes count there, not again under logs or emptyDir.
+- other = used − every line above, per filesystem, so the lines add up to used exactly. It is
+  negative when CRI sizes overstate (a layer shared by two images counts in both image sizes).
+  What the walk cannot read is in other, and counted in `DfReport.unreadable` with a note.
+- Paths (`--root-dir`, `--pod-logs-dir`) are resolved under the host root, absolute symlink
+  targets included; a kubelet root that is missing or not a directory raises
+  `RuntimeUnavailable`, a pod log root that is neither is a note.
+- Each command shown carries this run's options (`_commands`), so that it acts on what was
+  measured.
+
+Exit code: 3 (`DfReport.exit_code`) when the runtime could not be read, or its image
+filesystem was not found under the host root — host lines are still reported, image and
+writable-layer lines are unknown — unless the runtime was left out on purpose
+(`DfOptions.runtime` False); 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shlex
+import stat
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
+from kubegc_cli.core.pods import PodInventory
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.node.host.bounded import Watch, bounded_each, listdir, stat_of
+from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
+from kubegc_cli.node.host.mounts import MountTable
+
+if TYPE_CHECKING:
+    from kubegc_cli.commands.evict import FsLayout
+    from kubegc_cli.commands.session import Settings, Ui
+    from kubegc_cli.core.residue import Finding
+    from kubegc_cli.node.host.fs import FsStats
+    from kubegc_cli.policy.images import ImageGCSettings
+
+KIND = "DiskUsage"
+EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
+
+#: Progress callback: (what is being walked, entries done, entries in all).
+Progress = Callable[[str, int, int], None]
+
+# Line keys (JSON `key`), in report order. A key with a dot details the line before the dot.
+IMAGES = "images"
+IMAGES_IN_USE = "images.in-use"
+IMAGES_UNUSED = "images.unused"
+LAYERS = "writable-layers"
+LAYERS_RUNNING = "writable-layers.running"
+LAYERS_DEAD = "writable-layers.dead"
+LOGS = "logs"
+LOGS_DEAD = "logs.dead-containers"
+LOGS_DELETED = "logs.deleted-pods"
+EMPTY_DIR = "empty-dir"
+POD_DATA = "pod-dirs"
+RESIDUE = "residue"
+RESIDUE_POD_DIRS = "residue.orphaned-pod-dir"
+RESIDUE_LOG_DIRS = "residue.orphaned-pod-log-dir"
+RESERVED = "reserved"
+OTHER = "other"
+
+LABELS = {
+    IMAGES: "images",
+    IMAGES_IN_USE: "in use",
+    IMAGES_UNUSED: "unused",
+    LAYERS: "writable layers",
+    LAYERS_RUNNING: "running containers",
+    LAYERS_DEAD: "dead containers",
+    LOGS: "container logs",
+    LOGS_DEAD: "of dead containers",
+    LOGS_DELETED: "of deleted pods",
+    EMPTY_DIR: "emptyDir volumes",
+    POD_DATA: "pod directories, other",
+    RESIDUE: "residue",
+    RESIDUE_POD_DIRS: "orphaned pod dirs",
+    RESIDUE_LOG_DIRS: "orphaned pod log dirs",
+    RESERVED: "reserved for root",
+    OTHER: "other",
+}
+ORDER = {k: i for i, k in enumerate(LABELS)}
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+CMD_IMAGES = "kubegc gc images --prune-unused"
+CMD_CONTAINERS = "kubegc gc containers"
+CMD_ALL = "kubegc gc all"
+CMD_RESIDUE = "kubegc residue clean"
+
+# Roles of a filesystem, in display order; "pods" (the kubelet's pods directory) only shows when
+# it is a filesystem of its own.
+ROLE_ORDER = ("nodefs", "imagefs", "containerfs", "logs", "pods")
+
+
+@dataclass(frozen=True, slots=True)
+class DfOptions:
+    """What `kubegc df` reads. `root_dir`: the kubelet root (host path); `pod_logs_dir`: the pod
+    log root (None: the kubelet config's `podLogsDir`); `top`: how many pods to list, largest
+    footprint first (0 = all); `runtime`: False leaves the CRI runtime out (image and
+    writable-layer lines are then not measured, and exit code 3 does not apply)."""
+
+    root_dir: str = DEFAULT_ROOT_DIR
+    pod_logs_dir: str | None = None
+    top: int = 10
+    runtime: bool = True
+
+
+@dataclass(slots=True)
+class Line:
+    """One line of a filesystem's breakdown. `bytes` None = unknown (the runtime was not
+    read). `count`: objects behind it (images, containers, pods, volumes, findings) or None.
+    `reclaimable`: bytes a kubegc command can free (`command`). `parent`: the key of the line
+    this one details ("" for a top-level line; only top-level lines add up to used)."""
+
+    key: str
+    bytes: int | None
+    count: int | None = None
+    reclaimable: int | None = 0
+    command: str = ""
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return LABELS.get(self.key, self.key)
+
+    @property
+    def parent(self) -> str:
+        return self.key.split(".", 1)[0] if "." in self.key else ""
+
+    def to_dict(self, capacity: int) -> dict[str, Any]:
+        share = None if self.bytes is None or capacity <= 0 else self.bytes / capacity
+        return {
+            "key": self.key,
+            "label": self.label,
+            "parent": self.parent or None,
+            "bytes": self.bytes,
+            "count": self.count,
+            "share": share,
+            "reclaimable": self.reclaimable,
+            "command": self.command or None,
+            "note": self.note or None,
+        }
+
+
+@dataclass(slots=True)
+class Filesystem:
+    """One filesystem and what fills it. `roles`: nodefs, imagefs, containerfs, logs, pods;
+    `path`: the host path statvfs read (`stats`: bytes and inodes). `lines` end with
+    `reserved` and `other`, and their top-level `bytes` add up to `used`. `eviction`: the
+    kubelet's eviction thresholds on this filesystem (rows as `threshold_row` makes them);
+    `image_gc`: the image GC thresholds (imagefs only)."""
+
+    roles: list[str]
+    path: str
+    device: int
+    stats: FsStats
+    lines: list[Line] = field(default_factory=list)
+    eviction: list[dict[str, Any]] = field(default_factory=list)
+    image_gc: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def capacity(self) -> int:
+        return self.stats.capacity
+
+    @property
+    def available(self) -> int:
+        return self.stats.available
+
+    @property
+    def used(self) -> int:
+        """capacity − available: the kubelet's view, root's reserve included."""
+        return self.stats.capacity - self.stats.available
+
+    @property
+    def shown_roles(self) -> list[str]:
+        return [r for r in self.roles if r != "pods"] or list(self.roles)
+
+    def line(self, key: str) -> Line | None:
+        return next((ln for ln in self.lines if ln.key == key), None)
+
+    def attributed(self) -> int:
+        """The known bytes of every top-level line but `other`."""
+        return sum(ln.bytes or 0 for ln in self.lines if not ln.parent and ln.key != OTHER)
+
+    def reclaimable(self) -> int:
+        return sum(ln.reclaimable or 0 for ln in self.lines if not ln.parent)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "roles": self.shown_roles,
+            "path": self.path,
+            "device": f"{os.major(self.device)}:{os.minor(self.device)}",
+            "capacity": self.capacity,
+            "used": self.used,
+            "available": self.available,
+            "inodes": self.stats.inodes,
+            "inodes_used": self.stats.inodes - self.stats.inodes_free,
+            "inodes_free": self.stats.inodes_free,
+            "lines": [ln.to_dict(self.capacity) for ln in self.lines],
+            "attributed": self.attributed(),
+            "reclaimable": self.reclaimable(),
+            "eviction": list(self.eviction),
+            "image_gc": self.image_gc,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(slots=True)
+class PodFootprint:
+    """One pod's disk: `logs` (its log directory, rotated files included), `empty_dir` (its
+    emptyDir volumes on disk, `volumes` of them), `writable_layers` of its containers (None:
+    unknown), in bytes; `mounted`: mount points met below its directories, not counted;
+    `deleted`: the pod source says it is gone."""
+
+    uid: str
+    namespace: str = ""
+    name: str = ""
+    logs: int = 0
+    empty_dir: int = 0
+    volumes: int = 0
+    writable_layers: int | None = None
+    mounted: list[str] = field(default_factory=list)
+    deleted: bool = False
+
+    @property
+    def footprint(self) -> int:
+        """logs + emptyDir + writable layers (unknown layers count 0)."""
+        return self.logs + self.empty_dir + (self.writable_layers or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "namespace": self.namespace,
+            "name": self.name,
+            "logs": self.logs,
+            "empty_dir": self.empty_dir,
+            "empty_dir_volumes": self.volumes,
+            "writable_layers": self.writable_layers,
+            "footprint": self.footprint,
+            "mounted": list(self.mounted),
+            "deleted": self.deleted,
+        }
+
+
+@dataclass(slots=True)
+class DfReport:
+    """`kubegc df`: the filesystems with their breakdown, the pods with the largest footprint
+    (`pods`, at most `DfOptions.top`, of `pod_count`), the mount points met and not counted
+    (`mounted`: host path and pod UID), where settings came from, the runtime's endpoint (the
+    one tried when it failed) and why it could not be read (`runtime_error`, "" when it was
+    or was not asked), why images and writable layers are unknown although the runtime was
+    read (`images_unknown`: the image filesystem it names was not found), whether the pod
+    source was checked against the pods running here (`pod_source_checked`: only then does
+    a pod count as deleted), what the walk could not read (`unreadable`: count, first host
+    path, error), the walk's size (`entries`) and duration (`walk_seconds`), notes, and the
+    capture time (ns)."""
+
+    filesystems: list[Filesystem]
+    pods: list[PodFootprint]
+    pod_count: int
+    captured_at: int
+    paths: dict[str, str | None]
+    mounted: list[dict[str, str]] = field(default_factory=list)
+    runtime_endpoint: str = ""
+    runtime_error: str = ""
+    runtime_skipped: bool = False
+    images_unknown: str = ""
+    pod_source: str = "none"
+    pod_source_checked: bool = False
+    image_gc_sources: dict[str, str] = field(default_factory=dict)
+    unreadable: dict[str, Any] | None = None
+    entries: int = 0
+    walk_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def exit_code(self) -> int:
+        """3 when the runtime was asked for and its images and writable layers are unknown
+        (it could not be read, or its image filesystem was not found), else 0."""
+        return 3 if self.runtime_error or self.images_unknown else 0
+
+    def reclaimable(self) -> int:
+        return sum(f.reclaimable() for f in self.filesystems)
+
+    def to_dict(self) -> dict[str, Any]:
+        from kubegc_cli.core.model import API_VERSION
+
+        by_command: dict[str, int] = {}
+        for f in self.filesystems:
+            for ln in f.lines:
+                if ln.parent or not ln.command or not ln.reclaimable:
+                    continue
+                by_command[ln.command] = by_command.get(ln.command, 0) + ln.reclaimable
+        return {
+            "kind": KIND,
+            "apiVersion": API_VERSION,
+            "now": ns_to_rfc3339(self.captured_at),
+            "paths": dict(self.paths),
+            "runtime": {
+                "endpoint": self.runtime_endpoint or None,
+                "read": not self.runtime_error and not self.runtime_skipped,
+                "skipped": self.runtime_skipped,
+                "error": self.runtime_error or None,
+                "images_unknown": self.images_unknown or None,
+            },
+            "pod_source": self.pod_source,
+            "pod_source_checked": self.pod_source_checked,
+            "unreadable": dict(self.unreadable) if self.unreadable else None,
+            "image_gc_sources": dict(self.image_gc_sources),
+            "filesystems": [f.to_dict() for f in self.filesystems],
+            "pods": [p.to_dict() for p in self.pods],
+            "pod_count": self.pod_count,
+            "mounted": [dict(m) for m in self.mounted],
+            "notes": list(self.notes),
+            "summary": {
+                "used": sum(f.used for f in self.filesystems),
+                "reclaimable": self.reclaimable(),
+                "reclaimable_by_command": by_command,
+                "entries_walked": self.entries,
+                "walk_seconds": round(self.walk_seconds, 3),
+            },
+            "exit_code": self.exit_code(),
+        }
+
+
+# --- observation -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RuntimeView:
+    """What the runtime says: containers (dead ones with their log path), sandboxes, images,
+    the image IDs it protects as its sandbox image, `ImageFsInfo`, and writable layers
+    (container ID → (bytes, inodes), each None when not reported)."""
+
+    endpoint: str
+    containers: list[Container]
+    sandboxes: list[Sandbox]
+    images: list[Image]
+    sandbox_images: set[str]
+    image_fs: list[FilesystemUsage]
+    container_fs: list[FilesystemUsage]
+    layers: dict[str, tuple[int | None, int | None]]
+
+
+def read_runtime(s: Settings, ui: Ui, pod_logs_dir: str, mounts: MountTable) -> RuntimeView:
+    """Read everything `df` needs from the CRI runtime in one connection. Raises
+    `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
+    from kubegc_cli.commands.session import open_client
+    from kubegc_cli.node.cri.client import sandbox_image_from_info
+    from kubegc_cli.node.observe import observe_node
+
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(
+            client, s.host_root, statuses="dead", images=True, sandboxes=True,
+            pod_logs_dir=pod_logs_dir, mounts=mounts,
+        )  # fmt: skip
+        pause = sandbox_image_from_info(client.status_info())
+        layers = client.writable_layers()
+    finally:
+        client.close()
+    protected = {i.id for i in snap.images if pause in {i.id, *i.repo_tags, *i.repo_digests}}
+    return RuntimeView(
+        endpoint=snap.endpoint,
+        containers=list(snap.containers),
+        sandboxes=list(snap.sandboxes),
+        images=list(snap.images),
+        sandbox_images=protected,
+        image_fs=list(snap.image_filesystems),
+        container_fs=list(snap.container_filesystems),
+        layers=layers,
+    )
+
+
+class Tally:
+    """Bytes, reclaimable bytes and counts by (device, line key)."""
+
+    def __init__(self) -> None:
+        self.bytes: dict[tuple[int, str], int] = {}
+        self.reclaim: dict[tuple[int, str], int] = {}
+        self.count: dict[tuple[int, str], int] = {}
+
+    def add(self, dev: int, key: str, n: int, *, reclaim: int = 0, count: int = 0) -> None:
+        k = (dev, key)
+        self.bytes[k] = self.bytes.get(k, 0) + n
+        if reclaim:
+            self.reclaim[k] = self.reclaim.get(k, 0) + reclaim
+        if count:
+            self.count[k] = self.count.get(k, 0) + count
+
+    def devices(self) -> set[int]:
+        return {d for d, _ in self.bytes}
+
+
+class Walker:
+    """Measures the pod log root and the kubelet's pods directory into a `Tally` and per-pod
+    footprints. `skip` holds the (device, inode) of directories counted elsewhere (residue).
+    Entries it cannot read (permission denied, a path beyond PATH_MAX) are counted in
+    `unreadable`, the first with why in `first_unreadable` (local path, reason): what they
+    hold is in no line (so it ends up in `other`)."""
+
+    def __init__(
+        self,
+        mounts: MountTable,
+        skip: frozenset[tuple[int, int]] = frozenset(),
+        progress: Progress | None = None,
+    ) -> None:
+        self.mounts = mounts
+        self.skip = skip
+        self.progress = progress
+        self.seen: set[tuple[int, int]] = set()
+        self.tally = Tally()
+        self.pods: dict[str, PodFootprint] = {}
+        self.mounted: list[tuple[str, str]] = []  # (local path, pod UID)
+        self.entries = 0
+        self.unreadable = 0
+        self.first_unreadable: tuple[str, str] | None = None
+
+    def _cannot_read(self, path: str, exc: OSError, n: int = 1) -> None:
+        """Count `n` entries that could not be read (not one that vanished meanwhile)."""
+        if exc.errno in VANISHED:
+            return
+        self.unreadable += n
+        if self.first_unreadable is None:
+            self.first_unreadable = (path, exc.strerror or str(exc))
+
+    def pod(self, uid: str) -> PodFootprint:
+        p = self.pods.get(uid)
+        if p is None:
+            p = self.pods[uid] = PodFootprint(uid)
+        return p
+
+    def _mounted(self, path: str, uid: str) -> None:
+        self.mounted.append((path, uid))
+        if uid:
+            self.pod(uid).mounted.append(path)
+
+    def entry(self, path: str, dev: int, uid: str = "") -> int | None:
+        """Allocated bytes of the tree (or file) at local `path` on device `dev`; None when it
+        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`; one the
+        mount table names is not touched: a stale mount would hang)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
+        try:
+            st = stat_of(path)
+        except OSError as exc:
+            self._cannot_read(path, exc)
+            return None
+        if (st.st_dev, st.st_ino) in self.skip:
+            return None
+        if stat.S_ISDIR(st.st_mode) and (st.st_dev != dev or self.mounts.is_mount_point(path)):
+            self._mounted(path, uid)
+            return None
+        t = tree_usage(path, self.mounts, self.seen)
+        self.entries += t.inodes
+        if t.unreadable:
+            self.unreadable += t.unreadable
+            if self.first_unreadable is None:
+                self.first_unreadable = (t.first_unreadable, t.first_reason)
+        for m in t.mounts:
+            self._mounted(m, uid)
+        return t.bytes
+
+    def _children(self, path: str) -> list[os.DirEntry[str]]:
+        try:
+            return listdir(path)
+        except OSError as exc:
+            self._cannot_read(path, exc)
+            return []
+
+    def _root(self, root: str, key: str) -> tuple[int, list[os.DirEntry[str]]]:
+        """The device and entries of a walk's root; its own blocks count under `key`. Raises
+        `OSError` when the root cannot be read (`NotADirectoryError` when it is not a
+        directory: then nothing of it is counted)."""
+        top = stat_of(root, follow_symlinks=True)
+        entries = listdir(root)
+        self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
+        return top.st_dev, entries
+
+    def _each(
+        self,
+        entries: list[os.DirEntry[str]],
+        what: str,
+        one: Callable[[os.DirEntry[str], Watch], None],
+    ) -> None:
+        """`one(entry, watch)` for each of `entries`, telling `progress` how far the walk of
+        `what` is, in bounded walks (`host.bounded.bounded_each`: one worker thread while
+        nothing hangs): an entry whose walk gets no answer within `--timeout` is given up, and
+        the path it hung at is counted unreadable (the note names it) and listed as mounted."""
+        total = len(entries)
+
+        def step(item: tuple[int, os.DirEntry[str]], watch: Watch) -> None:
+            if self.progress is not None:
+                self.progress(what, item[0], total)
+            one(item[1], watch)
+
+        for _, exc in bounded_each(list(enumerate(entries)), step):
+            self._cannot_read(exc.filename, exc)
+            self._mounted(exc.filename, "")
+        if self.progress is not None:
+            self.progress(what, total, total)
+
+    def pod_logs(self, root: str, deleted: Callable[[str], bool]) -> int:
+        """Walk the pod log root (a real local path): each `<ns>_<pod>_<uid>` directory counts
+        as its pod's logs, all of it reclaimable when `deleted(uid)`. Returns the device."""
+        from kubegc_cli.node.host.podlogs import pod_uid_from_dir
+
+        dev, entries = self._root(root, LOGS)
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
+            is_dir = e.is_dir(follow_symlinks=False)
+            uid = pod_uid_from_dir(e.name) if is_dir else ""
+            n = self.entry(e.path, dev, uid)
+            watch.at(e.path)  # (a walk given up since counts nothing more)
+            if n is None:
+                return
+            if not is_dir:
+                self.tally.add(dev, LOGS, n)
+                return
+            p = self.pod(uid)
+            p.logs += n
+            parts = e.name.split("_")
+            if len(parts) == 3 and not p.name:
+                p.namespace, p.name = parts[0], parts[1]
+            self.tally.add(dev, LOGS, n, reclaim=n if deleted(uid) else 0, count=1)
+            if deleted(uid):
+                self.tally.add(dev, LOGS_DELETED, n, reclaim=n, count=1)
+
+        self._each(entries, "pod logs", one)
+        return dev
+
+    def pod_dirs(self, root: str) -> int:
+        """Walk the kubelet's pods directory (a real local path): `<uid>/volumes/
+        kubernetes.io~empty-dir/<volume>` counts as the pod's emptyDir, everything else in the
+        pod's directory as other pod data. Returns the device."""
+        dev, entries = self._root(root, POD_DATA)
+
+        def one(e: os.DirEntry[str], watch: Watch) -> None:
+            if not e.is_dir(follow_symlinks=False):
+                n = self.entry(e.path, dev) or 0
+                watch.at(e.path)
+                self.tally.add(dev, POD_DATA, n)
+                return
+            self._pod_dir(e.path, e.name, dev, watch)
+
+        self._each(entries, "pod directories", one)
+        return dev
+
+    def _dir_here(self, path: str, dev: int, uid: str) -> int | None:
+        """The allocated bytes of the directory inode at `path` itself, or None when it is
+        not a directory on `dev` to enter (a mount point is listed)."""
+        if self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
+        try:
+            st = stat_of(path)
+        except OSError as exc:
+            self._cannot_read(path, exc)
+            return None
+        if (st.st_dev, st.st_ino) in self.skip or not stat.S_ISDIR(st.st_mode):
+            return None
+        if st.st_dev != dev or self.mounts.is_mount_point(path):
+            self._mounted(path, uid)
+            return None
+        self.entries += 1
+        return st.st_blocks * BLOCK
+
+    def _pod_dir(self, path: str, uid: str, dev: int, watch: Watch) -> None:
+        own = self._dir_here(path, dev, uid)
+        if own is None:
+            return
+        p = self.pod(uid)
+        data = own
+        for child in self._children(path):
+            if child.name == "volumes" and child.is_dir(follow_symlinks=False):
+                vols = self._dir_here(child.path, dev, uid)
+                if vols is None:
+                    continue
+                data += vols
+                for plugin in self._children(child.path):
+                    data += self._plugin(plugin, dev, p)
+                continue
+            data += self.entry(child.path, dev, uid) or 0
+        watch.at(path)  # (a walk given up since counts nothing more)
+        self.tally.add(dev, POD_DATA, data, count=1)
+
+    def _plugin(self, plugin: os.DirEntry[str], dev: int, p: PodFootprint) -> int:
+        """Measure one `volumes/<plugin>` directory; returns the bytes that are not emptyDir."""
+        if not plugin.is_dir(follow_symlinks=False):
+            return self.entry(plugin.path, dev, p.uid) or 0
+        own = self._dir_here(plugin.path, dev, p.uid)
+        if own is None:
+            return 0
+        other = own
+        for vol in self._children(plugin.path):
+            n = self.entry(vol.path, dev, p.uid)
+            if n is None:
+                continue
+            if plugin.name == EMPTY_DIR_PLUGIN:
+                p.empty_dir += n
+                p.volumes += 1
+                self.tally.add(dev, EMPTY_DIR, n, count=1)
+            else:
+                other += n
+        return other
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
+    """Each reclaiming command (`CMD_*`) as this run would run it, so that it acts on what was
+    measured: the same host root, runtime endpoint and kubelet config; the same pod source
+    (not for `gc images`, which reads none); the kubelet root (`residue clean`) and pod log
+    root (`gc all`, `residue clean`) when given. Values are shell-quoted."""
+    common: list[str] = []
+    if os.path.normpath(str(s.host_root)) != "/":
+        common += ["--host-root", str(s.host_root)]
+    if s.runtime_endpoint:
+        common += ["-r", s.runtime_endpoint]
+    if s.kubelet_config is not None:
+        common += ["--kubelet-config", str(s.kubelet_config)]
+    pods: list[str] = []
+    if s.pods_file is not None:
+        pods += ["--pods-file", str(s.pods_file)]
+    else:
+        if s.pod_source:
+            pods += ["--pod-source", s.pod_source]
+        for flag, value in (
+            ("--kubeconfig", s.kubeconfig), ("--context", s.context), ("--node-name", s.node_name)
+        ):  # fmt: skip
+            if value:
+                pods += [flag, value]
+    logs = [] if opts.pod_logs_dir is None else ["--pod-logs-dir", opts.pod_logs_dir]
+    root = [] if opts.root_dir == DEFAULT_ROOT_DIR else ["--root-dir", opts.root_dir]
+
+    def line(base: str, *args: str) -> str:
+        return " ".join([base, *(shlex.quote(a) for a in args)])
+
+    return {
+        CMD_IMAGES: line(CMD_IMAGES, *common),
+        CMD_CONTAINERS: line(CMD_CONTAINERS, *common, *pods),
+        CMD_ALL: line(CMD_ALL, *common, *pods, *logs),
+        CMD_RESIDUE: line(CMD_RESIDUE, *common, *pods, *root, *logs),
+    }
+
+
+def _real(s: Settings, host_path: str) -> str:
+    """The local path of `host_path`, every symlink in it resolved under the host root (an
+    absolute link target starts again at `--host-root`). Raises `OSError` (ELOOP)."""
+    from kubegc_cli.node.host.logs import resolve_on_host
+
+    return resolve_on_host(s.host_root, host_path)
+
+
+def _host_real(s: Settings, host_path: str) -> str:
+    """`host_path` with every symlink in it resolved under the host root, as a host path."""
+    from pathlib import Path
+
+    from kubegc_cli.node.host.logs import host_path_of
+
+    return host_path_of(Path(os.path.realpath(s.host_root)), _real(s, host_path))
+
+
+RuntimeReader = Callable[["Settings", "Ui", str, MountTable], RuntimeView]
+
+
+def disk_usage(
+    s: Settings,
+    ui: Ui,
+    opts: DfOptions,
+    *,
+    progress: Progress | None = None,
+    reader: RuntimeReader = read_runtime,
+) -> DfReport:
+    """`kubegc df`: the node's filesystems, what fills each, and what kubegc can reclaim.
+
+    Paths in `opts` are host paths read under `s.host_root` (symlinks in them resolved there).
+    `progress` is called while the directory trees are walked; `reader` reads the runtime
+    (`read_runtime`, over CRI). Raises `BadInput` for bad options, pod source or kubelet
+    config (exit 2), `RuntimeUnavailable` when the kubelet root cannot be read or is not a
+    directory (exit 3). An unreachable runtime does not raise: the report's `runtime_error`
+    says why (exit 3 once printed). The rules are in this module's docstring.
+    """
+    from kubegc_cli.commands.evict import kubelet_root
+    from kubegc_cli.commands.session import load_pod_inventory
+    from kubegc_cli.core.pods import against_runtime
+    from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+    from kubegc_cli.node.host.logs import host_path_of
+
+    if s.snapshot is not None:
+        raise BadInput("df measures the node's filesystems; --snapshot holds none")
+    if opts.top < 0:
+        raise BadInput(f"invalid value for --top: {opts.top} must be 0 or more")
+    given_root = kubelet_root(opts.root_dir)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    given_logs = (
+        validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
+        if opts.pod_logs_dir is not None
+        else kcfg.pod_logs_dir
+    )
+    gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source)
+    eviction = _eviction_config(s, ui)
+    pods = load_pod_inventory(s, ui)
+    now = time.time_ns()
+    mounts = MountTable.read()
+    commands = _commands(s, opts)
+
+    try:
+        root_dir = _host_real(s, given_root)
+        if not stat.S_ISDIR(stat_of(_real(s, root_dir), follow_symlinks=True).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    except OSError as exc:
+        under = "" if os.path.normpath(s.host_root) == "/" else f" under {s.host_root}"
+        raise RuntimeUnavailable(
+            f"cannot read the kubelet root {given_root}{under}: {exc.strerror or exc}"
+        ) from None
+    logs_dir = _host_real_or_given(s, given_logs)
+
+    rt: RuntimeView | None = None
+    runtime_error = ""
+    endpoint = ""
+    if opts.runtime:
+        try:
+            rt = reader(s, ui, logs_dir, mounts)
+        except RuntimeUnavailable as exc:
+            runtime_error = str(exc)
+            endpoint = _endpoint_tried(s)
+            ui.warn(f"{exc}; images and writable layers are unknown (exit 3 after the report)")
+        else:
+            endpoint = rt.endpoint
+            pods = against_runtime(
+                pods,
+                rt.containers,
+                rt.sandboxes,
+                consequence="df needs this node's pods, or no pod source",
+            )
+    # Without the runtime the pod source cannot be checked against the pods running here
+    # (the check every gc command makes): no pod counts as deleted then.
+    checked = pods.known and rt is not None
+    deleted = pods.is_deleted if checked else _never
+
+    report = DfReport(
+        filesystems=[],
+        pods=[],
+        pod_count=0,
+        captured_at=now,
+        paths={
+            "root_dir": given_root,
+            "pod_logs_dir": given_logs,
+            "imagefs": None,
+            "containerfs": None,
+        },
+        runtime_endpoint=endpoint,
+        runtime_error=runtime_error,
+        runtime_skipped=not opts.runtime,
+        pod_source=pods.source,
+        pod_source_checked=checked,
+        image_gc_sources=dict(gc_settings.origins),
+    )
+    layout = _layout(s, rt, root_dir, report)
+    removed = _container_gc(rt, pods, now) if rt is not None else frozenset()
+
+    residue, skip = _residue(s, ui, root_dir, logs_dir, pods, rt, mounts)
+    walker = Walker(mounts, skip, progress)
+    began = time.perf_counter()
+    logs_dev = _walk(walker, s, root_dir, logs_dir, deleted, report)
+    report.walk_seconds = time.perf_counter() - began
+    report.entries = walker.entries
+    if rt is not None and logs_dev is not None:
+        kubelet_logs = _host_real_or_given(s, kcfg.pod_logs_dir)
+        _dead_container_logs(
+            walker, s, kubelet_logs, rt, deleted, removed, logs_dev, mounts
+        )  # fmt: skip
+
+    roles = [("nodefs", root_dir), ("pods", f"{root_dir.rstrip('/')}/pods"), ("logs", logs_dir)]
+    if layout is not None:
+        roles[1:1] = [("imagefs", layout.imagefs),
+                      ("containerfs", layout.containerfs or layout.imagefs)]  # fmt: skip
+    systems = _filesystems(s, roles, report)
+    for finding in residue:
+        _count_finding(s, finding, walker.tally, report)
+    _attribute(s, systems, walker, rt, removed, now, commands, report)
+    _thresholds(systems, eviction, layout, report)
+    _image_gc(systems, gc_settings, report)
+    report.filesystems = systems
+    _rank(walker, pods, deleted, rt, opts.top, report)
+    report.mounted += [
+        {"path": host_path_of(s.host_root, path), "pod_uid": uid}
+        for path, uid in sorted(walker.mounted)
+    ]
+    for p in walker.pods.values():
+        p.mounted = sorted(host_path_of(s.host_root, m) for m in p.mounted)
+    if walker.unreadable and walker.first_unreadable is not None:
+        path, why = walker.first_unreadable
+        report.unreadable = {
+            "count": walker.unreadable,
+            "first": host_path_of(s.host_root, path),
+            "error": why,
+        }
+    _notes(report, pods, rt, walker)
+    return report
+
+
+def _host_real_or_given(s: Settings, host_path: str) -> str:
+    """`_host_real`, or `host_path` as given when it cannot be resolved (a symlink loop: the
+    walk then says it cannot be read)."""
+    try:
+        return _host_real(s, host_path)
+    except OSError:
+        return host_path
+
+
+def _never(uid: str) -> bool:
+    return False
+
+
+def _endpoint_tried(s: Settings) -> str:
+    """The runtime endpoint kubegc tried ("" when none could be resolved)."""
+    from kubegc_cli.core.errors import KubegcError
+    from kubegc_cli.node.cri.endpoint import resolve_endpoint
+
+    try:
+        return resolve_endpoint(
+            s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source
+        ).display
+    except KubegcError:
+        return ""
+
+
+def _container_gc(rt: RuntimeView, pods: PodInventory, now: int) -> frozenset[str]:
+    """The IDs of the containers `gc containers` removes with its default policy and this
+    pod source: the container GC planner itself, so reclaimable is what it frees."""
+    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+
+    plan = plan_containers(rt.containers, ContainerGCPolicy(), pods, now)
+    return frozenset(a.container.id for a in plan.actions)
+
+
+def _attribute(
+    s: Settings,
+    systems: list[Filesystem],
+    walker: Walker,
+    rt: RuntimeView | None,
+    removed: frozenset[str],
+    now: int,
+    commands: Mapping[str, str],
+    report: DfReport,
+) -> None:
+    """Fill each filesystem's lines: what the walk and residue counted on its device, images
+    on imagefs, writable layers on containerfs (`removed`: the containers `gc containers`
+    removes), unknown lines on nodefs when the runtime was not read or its image filesystem
+    was not found (`report.images_unknown`, exit 3), then root's reserve and `other`."""
+    by_dev = {f.device: f for f in systems}
+    tally = walker.tally
+    for dev in sorted(tally.devices() - by_dev.keys()):
+        lost = sum(v for (d, key), v in tally.bytes.items() if d == dev and "." not in key)
+        report.notes.append(
+            f"{format_bytes(lost)} on device {os.major(dev)}:{os.minor(dev)} belong to none "
+            "of the filesystems shown"
+        )
+    for f in systems:
+        _lines(f, tally, commands)
+    image_fs = next((f for f in systems if "imagefs" in f.roles), None)
+    layer_fs = next((f for f in systems if "containerfs" in f.roles), None)
+    if rt is not None and image_fs is not None and layer_fs is not None:
+        image_fs.lines += _image_lines(rt, now, commands[CMD_IMAGES])
+        layer_fs.lines += _layer_lines(rt, walker, removed, commands[CMD_CONTAINERS])
+    else:
+        if report.runtime_skipped:
+            why = "not read (--no-runtime)"
+        elif report.runtime_error:
+            why = f"unknown: the runtime could not be read ({report.runtime_error})"
+        else:
+            if not report.images_unknown:
+                paths = {report.paths.get("imagefs"), report.paths.get("containerfs")}
+                where = ", ".join(sorted(p for p in paths if p))
+                report.images_unknown = (
+                    f"the image filesystem the runtime reports ({where}) was not found under "
+                    f"--host-root {s.host_root}"
+                )
+            why = f"unknown: {report.images_unknown}"
+        systems[0].lines += [
+            Line(IMAGES, None, reclaimable=None, note=why),
+            Line(LAYERS, None, reclaimable=None, note=why),
+        ]
+    for f in systems:
+        f.lines.sort(key=lambda ln: ORDER.get(ln.key, len(ORDER)))
+        _close(f)
+        if "logs" in f.roles and not {"nodefs", "imagefs", "containerfs"} & set(f.roles):
+            f.notes.append("no kubelet eviction signal watches this filesystem")
+
+
+def _rank(
+    walker: Walker,
+    pods: PodInventory,
+    deleted: Callable[[str], bool],
+    rt: RuntimeView | None,
+    top: int,
+    report: DfReport,
+) -> None:
+    """Name the pods (pod source, else their log directory, else the runtime's sandbox), mark
+    those that count as `deleted`, and keep the `top` largest footprints (0 = all)."""
+    for uid, p in walker.pods.items():
+        p.deleted = deleted(uid)
+        info = pods.pods.get(uid)
+        if info is not None:
+            p.namespace, p.name = info.namespace, info.name
+    for sb in rt.sandboxes if rt else []:
+        known = walker.pods.get(sb.uid)
+        if known is not None and not known.name:
+            known.namespace, known.name = sb.namespace, sb.name
+    ranked = sorted(walker.pods.values(), key=lambda p: (-p.footprint, p.uid))
+    ranked = [p for p in ranked if p.footprint or p.mounted]
+    report.pod_count = len(ranked)
+    report.pods = ranked[:top] if top > 0 else ranked
+
+
+def _image_gc_settings(config: Mapping[str, Any], source: str) -> ImageGCSettings:
+    """The image GC thresholds as `gc images` resolves them without flags: the kubelet config
+    file, else the kubelet's defaults. Raises `BadInput` for values the kubelet rejects."""
+    from kubegc_cli.policy.images import ImageGCPolicy, resolve_image_gc_settings
+
+    settings = resolve_image_gc_settings({}, config, source)
+    ImageGCPolicy(**settings.values).validate(settings.names)
+    return settings
+
+
+def _eviction_config(s: Settings, ui: Ui) -> Any:
+    """The eviction thresholds as `evict check` reads them without flags."""
+    from kubegc_cli.commands.evict import eviction_config
+    from kubegc_cli.policy.eviction.thresholds import RawEviction
+
+    return eviction_config(s, ui, RawEviction())
+
+
+def _layout(
+    s: Settings, rt: RuntimeView | None, root_dir: str, report: DfReport
+) -> FsLayout | None:
+    from kubegc_cli.commands.evict import fs_layout
+
+    if rt is None:
+        return None
+    try:
+        layout = fs_layout(s.host_root, root_dir, rt.image_fs, rt.container_fs)
+    except RuntimeUnavailable as exc:
+        report.images_unknown = str(exc)
+        report.notes.append(f"{exc}: images and writable layers are not attributed (exit 3)")
+        return None
+    report.paths["imagefs"] = layout.imagefs
+    report.paths["containerfs"] = layout.containerfs or layout.imagefs
+    return layout
+
+
+def _walk(
+    w: Walker,
+    s: Settings,
+    root_dir: str,
+    logs_dir: str,
+    deleted: Callable[[str], bool],
+    report: DfReport,
+) -> int | None:
+    """Walk the pod log root and the pods directory (symlinks in their paths resolved as the
+    host resolves them); returns the log root's device (None when there is no log root). A
+    root that is not a directory is no root: a note, and nothing of it is counted."""
+    from kubegc_cli.node.host.logs import resolve_on_host
+
+    logs_dev: int | None = None
+    try:
+        logs_dev = w.pod_logs(resolve_on_host(s.host_root, logs_dir), deleted)
+    except FileNotFoundError:
+        report.notes.append(f"no pod log directory at {logs_dir}")
+    except NotADirectoryError:
+        report.notes.append(f"no pod log directory at {logs_dir}: not a directory")
+    except OSError as exc:
+        report.notes.append(f"cannot read the pod log root {logs_dir}: {exc.strerror or exc}")
+    pods_dir = f"{root_dir.rstrip('/')}/pods"
+    try:
+        w.pod_dirs(resolve_on_host(s.host_root, pods_dir))
+    except FileNotFoundError:
+        report.notes.append(f"no pods directory at {pods_dir}")
+    except NotADirectoryError:
+        report.notes.append(f"no pods directory at {pods_dir}: not a directory")
+    except OSError as exc:
+        report.notes.append(f"cannot read the pods directory {pods_dir}: {exc.strerror or exc}")
+    return logs_dev
+
+
+def _dead_container_logs(
+    w: Walker,
+    s: Settings,
+    kubelet_logs_dir: str,
+    rt: RuntimeView,
+    deleted: Callable[[str], bool],
+    removed: frozenset[str],
+    logs_dev: int,
+    mounts: MountTable,
+) -> None:
+    """The log files of the dead containers (rotated ones too), on the log filesystem; those
+    of the containers `gc containers` removes (`removed`) are reclaimable, as far as it may
+    delete them (inside the kubelet config's podLogsDir `kubelet_logs_dir`, which is what
+    `gc containers` reads). A deleted pod's logs are already counted with its whole
+    directory; a pod whose directory is residue is not walked here."""
+    from kubegc_cli.node.host.logs import (
+        LogRoots,
+        deletable_log_files,
+        foreign_log,
+        log_files,
+        on_host,
+    )
+
+    roots = LogRoots(s.host_root, kubelet_logs_dir)
+    counted: set[tuple[int, int]] = set()
+    total = back = dead = 0
+    for c in rt.containers:
+        if c.state is ContainerState.RUNNING or not c.log_path or deleted(c.pod_uid):
+            continue
+        if c.pod_uid not in w.pods:
+            continue  # its log directory was not walked (residue, or elsewhere)
+        own = not foreign_log(kubelet_logs_dir, c, c.log_path)
+        # the kubelet's own log: listed where `gc containers` lists it (never through a link)
+        files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
+        may_go = {(st.st_dev, st.st_ino) for _, st in files}
+        for _, st in files if own else log_files(on_host(s.host_root, c.log_path)):
+            key = (st.st_dev, st.st_ino)
+            if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
+                counted.add(key)
+                total += st.st_blocks * BLOCK
+                if c.id in removed and key in may_go:
+                    back += st.st_blocks * BLOCK
+        dead += 1
+    if dead:
+        w.tally.add(logs_dev, LOGS, 0, reclaim=back)
+        w.tally.add(logs_dev, LOGS_DEAD, total, reclaim=back, count=dead)
+
+
+def _residue(
+    s: Settings,
+    ui: Ui,
+    root_dir: str,
+    logs_dir: str,
+    pods: PodInventory,
+    rt: RuntimeView | None,
+    mounts: MountTable,
+) -> tuple[list[Finding], frozenset[tuple[int, int]]]:
+    """Orphaned pod and pod log directories (`residue scan`'s scanners), and the (device,
+    inode) of each, which the walk then leaves to the residue lines.
+
+    Without the runtime nothing is residue here: `residue scan` would then report every pod
+    directory (none is known to a runtime that was not read), which says nothing about disk.
+    The log directory scanner (which sizes every log directory) runs only when some log
+    directory's pod is unknown."""
+    from kubegc_cli.core.model import LABEL_POD_UID
+    from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR, ScanContext
+    from kubegc_cli.node.host import residue as scanners
+    from kubegc_cli.node.host.logs import on_host
+    from kubegc_cli.node.host.podlogs import pod_uid_from_dir
+
+    if rt is None:
+        return [], frozenset()
+    uids = {c.pod_uid for c in rt.containers} | {sb.uid for sb in rt.sandboxes}
+    uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in rt.sandboxes}
+    ctx = ScanContext(
+        host_root=s.host_root,
+        root_dir=root_dir,
+        pod_logs_dir=logs_dir,
+        pods_known=pods.known,
+        pod_uids=frozenset(pods.pods),
+        runtime_known=True,
+        runtime_pod_uids=frozenset(u for u in uids if u),
+        sandbox_ids=frozenset(sb.id for sb in rt.sandboxes),
+        container_ids=frozenset(c.id for c in rt.containers),
+        mounts=mounts,
+    )
+    scans: list[tuple[Callable[[ScanContext], list[Finding]], str]] = [
+        (scanners.scan_pod_dirs, POD_DIR)
+    ]
+    try:
+        names = [e.name for e in listdir(on_host(s.host_root, logs_dir))]
+    except OSError:
+        names = []
+    if any(scanners._pod_unknown(ctx, pod_uid_from_dir(n)) for n in names):
+        scans.append((scanners.scan_pod_log_dirs, POD_LOG_DIR))
+    findings: list[Finding] = []
+    for scan, kind in scans:
+        try:
+            findings += [f for f in scan(ctx) if f.type == kind]
+        except OSError as exc:
+            ui.warn(f"residue ({kind}): cannot read the host: {exc}")
+    skip: set[tuple[int, int]] = set()
+    for f in findings:
+        try:
+            st = stat_of(on_host(s.host_root, f.target))
+        except OSError:
+            continue
+        skip.add((st.st_dev, st.st_ino))
+    return findings, frozenset(skip)
+
+
+def _count_finding(s: Settings, f: Finding, tally: Tally, report: DfReport) -> None:
+    from kubegc_cli.core.residue import POD_DIR
+    from kubegc_cli.node.host.logs import on_host
+
+    try:
+        dev = stat_of(on_host(s.host_root, f.target)).st_dev
+    except OSError:
+        return
+    n = f.bytes or 0
+    back = n if f.safe else 0
+    key = RESIDUE_POD_DIRS if f.type == POD_DIR else RESIDUE_LOG_DIRS
+    tally.add(dev, RESIDUE, n, reclaim=back, count=1)
+    tally.add(dev, key, n, reclaim=back, count=1)
+    for m in f.details.get("mounts_below", ()):
+        report.mounted.append({"path": str(m), "pod_uid": str(f.details.get("uid", ""))})
+
+
+def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) -> list[Filesystem]:
+    """One `Filesystem` per device among the role paths (host paths, symlinks resolved under
+    the host root), in role order (nodefs first). Raises `RuntimeUnavailable` when nodefs
+    cannot be statvfs'd; another role's failure is a note (the pod log root and the pods
+    directory are no role when they are not directories: the walk says so)."""
+    from kubegc_cli.node.host.fs import fs_stats
+
+    out: dict[int, Filesystem] = {}
+    for role, path in roles:
+        try:
+            local = _real(s, path)
+            st_dev = stat_of(local, follow_symlinks=True)
+        except OSError as exc:
+            if role == "nodefs":
+                raise RuntimeUnavailable(
+                    f"cannot read the kubelet root {path}: {exc.strerror or exc}"
+                ) from None
+            if role not in ("pods", "logs"):  # the walk says when those are missing
+                report.notes.append(f"{role} {path}: {exc.strerror or exc}; not shown")
+            continue
+        if role in ("pods", "logs") and not stat.S_ISDIR(st_dev.st_mode):
+            continue
+        dev = st_dev.st_dev
+        if dev in out:
+            out[dev].roles.append(role)
+            continue
+        try:
+            st: FsStats = fs_stats(s.host_root, _host_real(s, path))
+        except RuntimeUnavailable as exc:
+            if role == "nodefs":
+                raise
+            report.notes.append(f"{role}: {exc}; not shown")
+            continue
+        out[dev] = Filesystem(roles=[role], path=path, device=dev, stats=st)
+    return list(out.values())
+
+
+def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
+    """The walked and residue lines of `f` from the tally, with the commands that reclaim
+    them (`_commands`: carrying this run's options)."""
+    gc_all, clean = commands[CMD_ALL], commands[CMD_RESIDUE]
+    by_key = {LOGS: gc_all, LOGS_DEAD: commands[CMD_CONTAINERS], LOGS_DELETED: gc_all,
+              RESIDUE: clean, RESIDUE_POD_DIRS: clean, RESIDUE_LOG_DIRS: clean}  # fmt: skip
+    for (dev, key), n in tally.bytes.items():
+        if dev != f.device:
+            continue
+        back = tally.reclaim.get((dev, key), 0)
+        count = tally.count.get((dev, key))
+        cmd = by_key.get(key, "") if back else ""
+        f.lines.append(Line(key, n, count, back, cmd))
+
+
+def _image_lines(rt: RuntimeView, now: int, command: str) -> list[Line]:
+    """images (total), in use, unused; reclaimable = what `gc images --prune-unused` removes."""
+    from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy, plan_images
+
+    plan = plan_images(
+        rt.images, rt.containers, {}, ImageGCPolicy(min_age=0, prune_unused=True), now,
+        began=now, protected=rt.sandbox_images,
+    )  # fmt: skip
+    every = [d.image for d in [*plan.remove, *plan.kept]]
+    in_use = [d.image for d in plan.kept if d.rule == KEEP_IN_USE]
+    unused = [d.image for d in [*plan.remove, *plan.kept] if d.rule != KEEP_IN_USE]
+    back = sum(d.image.size for d in plan.remove)
+    kept = len(unused) - len(plan.remove)
+    note = f"{kept} unused kept: pinned or the sandbox image" if kept else ""
+    return [
+        Line(IMAGES, sum(i.size for i in every), len(every), back, command if back else ""),
+        Line(IMAGES_IN_USE, sum(i.size for i in in_use), len(in_use)),
+        Line(IMAGES_UNUSED, sum(i.size for i in unused), len(unused), back,
+             command if back else "", note),
+    ]  # fmt: skip
+
+
+def _layer_lines(rt: RuntimeView, w: Walker, removed: frozenset[str], command: str) -> list[Line]:
+    """writable layers (total), of running and of dead containers; reclaimable: the layers of
+    the containers `gc containers` removes (`removed`). Each pod's share goes to its
+    footprint."""
+    running = [c for c in rt.containers if c.state is ContainerState.RUNNING]
+    dead = [c for c in rt.containers if c.state is not ContainerState.RUNNING]
+
+    def size(cs: Iterable[Container]) -> int:
+        return sum(rt.layers.get(c.id, (None, None))[0] or 0 for c in cs)
+
+    for c in rt.containers:
+        if c.pod_uid:
+            p = w.pod(c.pod_uid)
+            p.writable_layers = (p.writable_layers or 0) + size([c])
+    back = size(c for c in dead if c.id in removed)
+    kept = sum(1 for c in dead if c.id not in removed)
+    note = (
+        f"{kept} kept: gc containers (default policy, this pod source) keeps the newest dead "
+        "container of each container of a pod not known to be deleted (MaxPerPodContainer 1)"
+        if kept
+        else ""
+    )
+    cmd = command if back else ""
+    return [
+        Line(LAYERS, size(rt.containers), len(rt.containers), back, cmd),
+        Line(LAYERS_RUNNING, size(running), len(running)),
+        Line(LAYERS_DEAD, size(dead), len(dead), back, cmd, note),
+    ]
+
+
+def _close(f: Filesystem) -> None:
+    """Append root's reserve and `other` (used − everything else), so the lines add up."""
+    reserved = max(0, f.stats.free - f.stats.available)
+    if reserved:
+        f.lines.append(Line(RESERVED, reserved, note="counted as used, as the kubelet does"))
+    other = f.used - f.attributed()
+    note = "not Kubernetes': the OS, other programs, filesystem metadata"
+    if other < 0:
+        note = (
+            "negative: the lines above overstate (CRI image sizes count a layer shared by "
+            "several images once per image)"
+        )
+    if any(ln.bytes is None for ln in f.lines):
+        note += "; includes what is unknown above"
+    f.lines.append(Line(OTHER, other, note=note))
+
+
+def threshold_row(r: Any) -> dict[str, Any]:
+    """One eviction `ThresholdResult` as a JSON-ready row (bytes, or inodes for inodesFree)."""
+    t = r.threshold
+    return {
+        "signal": t.signal,
+        "threshold": t.text,
+        "threshold_quantity": r.threshold_quantity,
+        "observed": r.observation.available,
+        "margin": r.margin,
+        "met": r.met,
+        "hard": t.hard,
+        "grace_period_seconds": t.grace_period,
+        "source": t.source,
+    }
+
+
+def _thresholds(
+    systems: list[Filesystem], config: Any, layout: FsLayout | None, report: DfReport
+) -> None:
+    """The kubelet's disk eviction thresholds, each on the filesystem its signal observes."""
+    from kubegc_cli.commands.evict import disk_observations
+    from kubegc_cli.policy.eviction.thresholds import evaluate
+
+    obs: dict[str, Any] = {}
+    for f in systems:
+        for family in ("nodefs", "imagefs", "containerfs"):
+            if family in f.roles:
+                obs.update(disk_observations(family, f.stats, f.path)[0])
+    results = evaluate(
+        config, obs, dedicated_imagefs=bool(layout and layout.dedicated_imagefs),
+        split=bool(layout and layout.split),
+    )  # fmt: skip
+    unknown: list[str] = []
+    for r in results:
+        family = r.threshold.signal.split(".", 1)[0]
+        if family not in ("nodefs", "imagefs", "containerfs"):
+            continue
+        home = next((f for f in systems if family in f.roles), None)
+        if home is None or r.observation is None:
+            unknown.append(r.threshold.expression)
+            continue
+        home.eviction.append(threshold_row(r))
+    if unknown:
+        report.notes.append(f"{', '.join(unknown)}: not shown, their filesystem is unknown")
+
+
+def _image_gc(systems: list[Filesystem], settings: ImageGCSettings, report: DfReport) -> None:
+    """The image GC thresholds on the image filesystem, with its usage in the kubelet's
+    integer arithmetic (`policy.images.usage`)."""
+    from kubegc_cli.core.errors import GCFailed
+    from kubegc_cli.core.units import format_go_duration
+    from kubegc_cli.policy.images import ImageGCPolicy, usage
+
+    policy = ImageGCPolicy(**settings.values)
+    for f in systems:
+        if "imagefs" not in f.roles:
+            continue
+        try:
+            pct: int | None = usage(f.capacity, f.available, f.path)[0]
+        except GCFailed as exc:
+            pct = None
+            f.notes.append(str(exc))
+        f.image_gc = {
+            "high_threshold": policy.high_threshold,
+            "low_threshold": policy.low_threshold,
+            "minimum_image_ttl_duration": format_go_duration(policy.min_age),
+            "image_maximum_gc_age": format_go_duration(policy.max_age),
+            "usage_percent": pct,
+            "above_high": pct is not None and pct >= policy.high_threshold,
+            "disabled": policy.threshold_gc_disabled,
+        }
+
+
+def _notes(report: DfReport, pods: PodInventory, rt: RuntimeView | None, w: Walker) -> None:
+    if not pods.known:
+        report.notes.append(
+            "no pod source (--pods-file or the API): no pod counts as deleted, so the logs of "
+            "deleted pods and orphaned directories are not told apart"
+        )
+    elif not report.pod_source_checked:
+        gone = [p for uid, p in w.pods.items() if pods.is_deleted(uid)]
+        why = "--no-runtime" if report.runtime_skipped else "the runtime could not be read"
+        report.notes.append(
+            f"pod source {pods.source} not checked against the pods running on this node "
+            f"({why}; gc refuses a source that lists none of them): no pod counts as deleted, "
+            f"so the logs of the {len(gone)} pod(s) it does not list "
+            f"({format_bytes(sum(p.logs for p in gone))}) are not counted reclaimable"
+        )
+    if rt is not None:
+        report.notes.append(
+            "reclaimable is at most: gc images keeps images first seen less than MinAge "
+            "(minimumImageTTLDuration) ago"
+        )
+    if report.mounted:
+        report.notes.append(
+            f"{len(report.mounted)} mount point(s) below pod directories are not counted "
+            "(memory-backed emptyDir, secrets, other volumes): listed with -v, and under "
+            "mounted in -o json"
+        )
+    if report.unreadable:
+        u = report.unreadable
+        report.notes.append(
+            f"{u['count']} entr{'y' if u['count'] == 1 else 'ies'} below the pod directories "
+            f"and pod logs could not be read (first: {u['first']}: {u['error']}): what they "
+            "hold is in no line above but in other"
+        )

@@ -1,0 +1,594 @@
+"""`kubegc residue scan` and `kubegc residue clean`: observe the node, run every scanner,
+turn the findings into one plan, and (clean) act on the safe ones.
+
+Observation order matters for safety: the pod source is read first, then the runtime's lists,
+then the host — so an object created meanwhile is at worst reported, and cleaning re-checks
+every finding (the runtime asked again, the pod source read again) right before acting.
+
+Runtime unreachable: `residue scan` still reports host residue, marks nothing safe whose
+safety depends on the runtime (`ScanContext.runtime_known` False), and its plan carries the
+error (`ResiduePlan.runtime_error`) so the command can exit 3 after printing. `residue clean`
+raises `RuntimeUnavailable` (exit 3) before acting: nothing is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kubegc_cli.commands.session import (
+    ActOptions,
+    Settings,
+    Stage,
+    Ui,
+    carry_out,
+    decide_mode,
+    load_pod_inventory,
+    may_act,
+    open_client,
+)
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import (
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+    Image,
+    Sandbox,
+    SandboxState,
+    reference_forms,
+)
+from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.pods import PodInventory, against_runtime
+from kubegc_cli.core.residue import (
+    CNI_IP,
+    DEAD_CONTAINER,
+    DEAD_SANDBOX,
+    LOG_LINK,
+    NETNS,
+    OVERSIZED_LIST,
+    POD_CGROUP,
+    POD_DIR,
+    POD_LOG_DIR,
+    SHIM,
+    TYPES,
+    UNUSED_IMAGE,
+    Finding,
+    ScanContext,
+)
+from kubegc_cli.core.units import format_bytes
+from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
+    from kubegc_cli.node.host.mounts import MountTable
+
+DEFAULT_ROOT_DIR = "/var/lib/kubelet"
+DEFAULT_CNI_DIR = "/var/lib/cni"
+PLAN_KIND = "ResiduePlan"
+
+#: Host scanners (in `kubegc_cli.node.host.residue`) and the finding types each produces.
+HOST_SCANNERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("scan_pod_dirs", (POD_DIR,)),
+    ("scan_pod_log_dirs", (POD_LOG_DIR, LOG_LINK)),
+    ("scan_netns", (NETNS,)),
+    ("scan_cni", (CNI_IP,)),
+    ("scan_pod_cgroups", (POD_CGROUP,)),
+    ("scan_shims", (SHIM,)),
+)
+RUNTIME_TYPES = (DEAD_SANDBOX, DEAD_CONTAINER, OVERSIZED_LIST, UNUSED_IMAGE)
+NETNS_UNKNOWN = "the runtime does not report the network namespaces of {n} sandbox(es) (verbose "
+NETNS_UNKNOWN += "PodSandboxStatus), so a namespace in use cannot be told from a leaked one"
+
+
+@dataclass(frozen=True, slots=True)
+class ResidueOptions:
+    """What to scan. `kinds`: finding types (empty = all of `TYPES`); `root_dir`: the
+    kubelet's root directory (default `/var/lib/kubelet`); `pod_logs_dir`: the pod log root
+    (default the kubelet config's `podLogsDir`); `cni_dir`: the CNI state root holding
+    `networks/<net>/` (default `/var/lib/cni`). Paths are host paths (under `--host-root`)."""
+
+    kinds: frozenset[str] = frozenset()
+    root_dir: str | None = None
+    pod_logs_dir: str | None = None
+    cni_dir: str | None = None
+
+    def selected(self) -> tuple[str, ...]:
+        """The chosen types in report order. Raises `BadInput` naming an unknown one."""
+        for k in sorted(self.kinds):
+            if k not in TYPES:
+                raise BadInput(f"unknown --kind {k!r} (one of: {', '.join(TYPES)})")
+        return tuple(t for t in TYPES if not self.kinds or t in self.kinds)
+
+
+@dataclass(slots=True)
+class ResiduePlan(Plan[Any]):
+    """The plan of `residue scan`/`clean`: `actions` are the safe findings (what cleaning acts
+    on), `kept` the others (each with its `unsafe_reason`); both hold `Finding`s (typed `Any`:
+    `Finding` exposes `rule` and `reason` read-only, the `Action` protocol declares them as
+    plain attributes). `types` are the finding types scanned; `runtime_error` says why the
+    runtime could not be read ("" when it was); `scan_only` marks the plan of `residue scan`
+    (a report, not a dry run of `residue clean`)."""
+
+    types: tuple[str, ...] = ()
+    runtime_error: str = ""
+    scan_only: bool = False
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes`."""
+        out = {t: {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0} for t in self.types}
+        for f in [*self.actions, *self.kept]:
+            row = out.setdefault(f.type, {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0})
+            row["count"] += 1
+            row["bytes"] += f.bytes or 0
+            if f.safe:
+                row["safe"] += 1
+                row["safe_bytes"] += f.bytes or 0
+        return out
+
+    def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
+        doc = Plan.to_dict(self, rows_as_json=rows_as_json)
+        doc["totals"] = self.totals()
+        doc["runtime"] = {"known": not self.runtime_error, "error": self.runtime_error or None}
+        return doc
+
+
+@dataclass
+class RuntimeFacts:
+    """What the runtime said: its lists (with dead containers' statuses when dead objects are
+    scanned), reply sizes by call (encoded bytes, items), images and sandbox image (when
+    images are scanned; `images_unknown` says why no image was listed when the sandbox image
+    could not be read), the sandboxes' network namespace paths (both `/run` and `/var/run`
+    spellings; only asked when a `cni-*` namespace exists on the host) and how many
+    sandboxes did not say."""
+
+    endpoint: str
+    containers: list[Container] = field(default_factory=list)
+    sandboxes: list[Sandbox] = field(default_factory=list)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    images: list[Image] = field(default_factory=list)
+    sandbox_image: str | None = None
+    images_unknown: str = ""
+    netns: frozenset[str] = frozenset()
+    netns_unknown: int = 0
+
+
+def host_dir(value: str, flag: str) -> str:
+    """A host directory option: absolute, clean, never `/`. Raises `BadInput`."""
+    if not value.startswith("/"):
+        raise BadInput(f"invalid value for {flag}: {value!r} must be an absolute path")
+    clean = os.path.normpath(value)
+    if clean == "/" or clean == "//":
+        raise BadInput(f"invalid value for {flag}: '/' would let kubegc delete anywhere")
+    return clean
+
+
+def _netns_spellings(path: str) -> set[str]:
+    """`path` and its twin under the `/var/run` → `/run` symlink."""
+    path = os.path.normpath(path)
+    out = {path}
+    if path.startswith("/var/run/"):
+        out.add(path.removeprefix("/var"))
+    elif path.startswith("/run/"):
+        out.add("/var" + path)
+    return out
+
+
+def _netns_on_host(host_root: Path, dirs: Iterable[str]) -> bool:
+    """Whether any `cni-*` entry exists in the host's netns directories: only then are the
+    sandboxes' network namespaces asked for (one verbose status call per sandbox)."""
+    from kubegc_cli.node.host.logs import on_host
+    from kubegc_cli.node.host.residue import NETNS_PREFIX
+
+    for d in dirs:
+        try:
+            with os.scandir(on_host(host_root, d)) as it:
+                if any(e.name.startswith(NETNS_PREFIX) for e in it):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def observe_runtime(
+    client: CriClient,
+    s: Settings,
+    types: Iterable[str],
+    pod_logs_dir: str,
+    mounts: MountTable,
+) -> RuntimeFacts:
+    """Read what the scanners of `types` need from the runtime. Every list is read in full
+    (the IDs it yields decide safety); statuses, images and netns paths only when a chosen
+    type needs them. Raises `RuntimeUnavailable` when any call fails."""
+    from dataclasses import replace
+
+    from kubegc_cli.core.errors import SandboxImageUnreadable
+    from kubegc_cli.node.cri.client import sandbox_image_from_info
+    from kubegc_cli.node.host.logs import LogRoots, foreign_log, log_bytes
+
+    wanted = set(types)
+    client.check()
+    containers, c_size = client.list_containers_sized()
+    sandboxes, s_size = client.list_sandboxes_sized()
+    facts = RuntimeFacts(
+        client.endpoint.display,
+        containers,
+        sandboxes,
+        {
+            "ListPodSandbox": (s_size, len(sandboxes)),
+            "ListContainers": (c_size, len(containers)),
+        },
+    )
+    if wanted & {DEAD_CONTAINER, DEAD_SANDBOX}:
+        dead = [c.id for c in containers if c.state is not ContainerState.RUNNING]
+        roots = LogRoots(s.host_root, pod_logs_dir)
+        found = dict(client.container_statuses(dead))
+        facts.containers = []
+        for c in containers:
+            if c.id not in found:
+                facts.containers.append(c)
+                continue
+            st = found[c.id]
+            if st is None:
+                continue  # gone since the list
+            own = not foreign_log(pod_logs_dir, c, st.log_path)
+            size = log_bytes(roots, st.log_path, mounts) if own or not st.log_path else 0
+            facts.containers.append(
+                replace(c, state=st.state, finished_at=st.finished_at, log_path=st.log_path,
+                        exit_code=st.exit_code, log_bytes=size)
+            )  # fmt: skip
+    if UNUSED_IMAGE in wanted:
+        try:
+            facts.sandbox_image = sandbox_image_from_info(client.status_info())
+            facts.images = client.list_images()
+        except SandboxImageUnreadable as exc:  # no image can be called unused: none listed
+            facts.images_unknown = exc.why
+    if NETNS in wanted and _netns_on_host(s.host_root, ScanContext(s.host_root).netns_dirs):
+        paths: set[str] = set()
+        for _sid, path in client.sandbox_netns([sb.id for sb in sandboxes]):
+            if path is None:
+                facts.netns_unknown += 1
+            elif path:
+                paths |= _netns_spellings(path)
+        facts.netns = frozenset(paths)
+    return facts
+
+
+def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
+    """`ctx` with what the runtime knows: every sandbox and container ID (and which
+    sandboxes are not READY), the pod UIDs of every sandbox (metadata and label) and
+    container, and the sandboxes' netns paths."""
+    from dataclasses import replace
+
+    uids = {sb.uid for sb in facts.sandboxes}
+    uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in facts.sandboxes}
+    uids |= {c.pod_uid for c in facts.containers}
+    uids.discard("")
+    return replace(
+        ctx,
+        runtime_known=True,
+        runtime_pod_uids=frozenset(uids),
+        sandbox_ids=frozenset(sb.id for sb in facts.sandboxes),
+        notready_sandbox_ids=frozenset(
+            sb.id for sb in facts.sandboxes if sb.state is not SandboxState.READY
+        ),
+        container_ids=frozenset(c.id for c in facts.containers),
+        sandbox_netns=facts.netns,
+    )
+
+
+def _runtime_findings(
+    facts: RuntimeFacts, pods: PodInventory, now: int, types: tuple[str, ...], gc_command: str
+) -> list[Finding]:
+    from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
+
+    out: list[Finding] = []
+    if DEAD_CONTAINER in types or DEAD_SANDBOX in types:
+        found = dead_objects(facts.containers, facts.sandboxes, pods, now, command=gc_command)
+        out += [f for f in found if f.type in types]
+    if OVERSIZED_LIST in types:
+        out += oversized_lists(facts.sizes)
+    if UNUSED_IMAGE in types:
+        protected = sorted(reference_forms(facts.sandbox_image)) if facts.sandbox_image else []
+        out += unused_images(facts.images, facts.containers, protected)
+    return out
+
+
+def _gc_command(s: Settings) -> str:
+    """`kubegc gc all` with the pod source options of this run, for unsafe findings' action."""
+    parts = ["kubegc gc all"]
+    if s.pods_file is not None:
+        parts.append(f"--pods-file {s.pods_file}")
+    elif s.pod_source:
+        parts.append(f"--pod-source {s.pod_source}")
+    return " ".join(parts)
+
+
+@dataclass
+class _Scan:
+    plan: ResiduePlan
+    client: CriClient | None
+    pods: PodInventory
+
+
+def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _Scan:
+    """Observe and scan; with `keep_client` the open client is returned (the caller closes it)
+    and an unreachable runtime raises instead of degrading."""
+    from kubegc_cli.node.host.kubelet import (
+        CONTAINER_LOGS_DIR,
+        load_kubelet_config,
+        validate_pod_logs_dir,
+    )
+    from kubegc_cli.node.host.mounts import MountTable
+
+    if s.snapshot is not None:
+        raise BadInput("residue reads the node's directories and runtime; --snapshot holds none")
+    types = opts.selected()
+    root_dir = host_dir(DEFAULT_ROOT_DIR if opts.root_dir is None else opts.root_dir, "--root-dir")
+    cni_dir = host_dir(DEFAULT_CNI_DIR if opts.cni_dir is None else opts.cni_dir, "--cni-dir")
+    if opts.pod_logs_dir is not None:
+        pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
+    else:
+        pod_logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    pods = load_pod_inventory(s, ui)
+    now = s.now if s.now is not None else time.time_ns()
+    mounts = MountTable.read()
+
+    client: CriClient | None = None
+    facts: RuntimeFacts | None = None
+    runtime_error = ""
+    try:
+        client = open_client(s, ui)
+        facts = observe_runtime(client, s, types, pod_logs_dir, mounts)
+    except RuntimeUnavailable as exc:
+        if client is not None:
+            client.close()
+            client = None
+        if keep_client:
+            raise RuntimeUnavailable(
+                f"{exc}; residue clean needs the runtime to tell leftovers from live objects: "
+                "nothing was removed",
+                exc.code,
+            ) from None
+        runtime_error = str(exc)
+        ui.info(f"{exc}; scanning the host only, nothing that depends on the runtime is safe")
+    try:
+        ctx = ScanContext(
+            host_root=s.host_root,
+            root_dir=root_dir,
+            pod_logs_dir=pod_logs_dir,
+            container_logs_dir=CONTAINER_LOGS_DIR,
+            cni_dir=cni_dir,
+            pods_known=pods.known,
+            pod_uids=frozenset(pods.pods),
+            mounts=mounts,
+        )
+        if facts is not None:
+            pods = against_runtime(pods, facts.containers, facts.sandboxes)
+            ctx = with_runtime(ctx, facts)
+        socket = ""
+        if client is not None:
+            from kubegc_cli.node.host.logs import host_path_of
+
+            socket = host_path_of(s.host_root, client.endpoint.path)
+        findings = _host_findings(ctx, types, ui, runtime_socket=socket)
+        if facts is not None:
+            findings += _runtime_findings(facts, pods, now, types, _gc_command(s))
+            if facts.netns_unknown:
+                why = NETNS_UNKNOWN.format(n=facts.netns_unknown)
+                for f in findings:
+                    if f.type == NETNS and f.safe:
+                        f.safe, f.unsafe_reason = False, why
+        plan = _plan(findings, types, pods, ctx, now, facts, runtime_error)
+    except BaseException:
+        if client is not None:
+            client.close()
+        raise
+    if client is not None and not keep_client:
+        client.close()
+        client = None
+    ui.info(
+        f"residue: {len(plan.actions) + len(plan.kept)} finding(s), {len(plan.actions)} safe; "
+        f"pod source {pods.source}; kubelet root {root_dir}, pod logs {pod_logs_dir}, "
+        f"CNI {cni_dir}"
+    )
+    return _Scan(plan, client, pods)
+
+
+def _host_findings(
+    ctx: ScanContext, types: tuple[str, ...], ui: Ui, *, runtime_socket: str = ""
+) -> list[Finding]:
+    """Run the host scanners the chosen types need; a scanner that cannot read the host
+    (`OSError`) is reported and the others go on. `runtime_socket` (the runtime's socket as
+    the host names it) keeps shims of other containerd instances out."""
+    from kubegc_cli.node.host import residue as host
+
+    out: list[Finding] = []
+    for name, produces in HOST_SCANNERS:
+        if not set(produces) & set(types):
+            continue
+        scanner: Callable[..., list[Finding]] = getattr(host, name)
+        kwargs = {"address": runtime_socket} if name == "scan_shims" else {}
+        try:
+            found = scanner(ctx, **kwargs)
+        except OSError as exc:
+            ui.warn(f"{name.removeprefix('scan_').replace('_', ' ')}: cannot read the host: {exc}")
+            continue
+        out += [f for f in found if f.type in types]
+    return out
+
+
+def _plan(
+    findings: list[Finding],
+    types: tuple[str, ...],
+    pods: PodInventory,
+    ctx: ScanContext,
+    now: int,
+    facts: RuntimeFacts | None,
+    runtime_error: str,
+) -> ResiduePlan:
+    from kubegc_cli.node.host.residue import sees_host_processes
+
+    order = {t: i for i, t in enumerate(TYPES)}
+    findings.sort(key=lambda f: (order.get(f.type, len(order)), f.target))
+    for f in findings:
+        if not f.safe:
+            f.result = Result.KEPT
+    plan = ResiduePlan(
+        kind=PLAN_KIND,
+        policy={
+            "kinds": list(types),
+            "host_root": str(ctx.host_root),
+            "root_dir": ctx.root_dir,
+            "pod_logs_dir": ctx.pod_logs_dir,
+            "container_logs_dir": ctx.container_logs_dir,
+            "cni_dir": ctx.cni_dir,
+            "pod_source": pods.source,
+        },
+        now=now,
+        actions=[f for f in findings if f.safe],
+        kept=[f for f in findings if not f.safe],
+        source=facts.endpoint if facts else "",
+        types=types,
+        runtime_error=runtime_error,
+    )
+    notes = plan.notes
+    if not ctx.mounts.known and {POD_DIR, POD_LOG_DIR} & set(types):
+        notes.append(
+            f"No directory is safe to clean: {ctx.mounts.error} (kubegc reads its own "
+            "/proc/self/mountinfo)."
+        )
+    if {NETNS, SHIM} & set(types) and not sees_host_processes(ctx.host_root):
+        notes.append(
+            "kubegc trusts its process table to be the host's only with --host-root /: with "
+            f"--host-root {ctx.host_root} no network namespace is safe to clean and shims are not "
+            "looked for (run kubegc on the host for those)."
+        )
+    if POD_CGROUP in types and not cgroup_mounts_visible(ctx.host_root):
+        notes.append(
+            f"Pod cgroups were not looked for: no cgroup filesystem is listed in "
+            f"{ctx.host_root}/proc/1/mountinfo or {ctx.host_root}/proc/self/mountinfo."
+        )
+    notes.extend(_hung_roots(ctx, types))
+    if not pods.known:
+        notes.append(
+            "No pod source: nothing whose residue-ness depends on the pod being gone is marked "
+            "safe (give --pods-file, or reach the API)."
+        )
+    if runtime_error:
+        notes.append(
+            f"The runtime could not be read ({runtime_error}): runtime findings are missing and "
+            "nothing whose residue-ness depends on the runtime not knowing it is marked safe."
+        )
+    if facts is not None and facts.images_unknown and UNUSED_IMAGE in types:
+        notes.append(
+            f"No image is listed as unused: {facts.images_unknown}, so the sandbox image the "
+            "runtime protects is unknown."
+        )
+    if facts is not None and facts.netns_unknown and NETNS in types:
+        notes.append(NETNS_UNKNOWN.format(n=facts.netns_unknown).capitalize() + ".")
+    if CNI_IP in types:
+        from kubegc_cli.node.host.residue import cni_summary
+
+        for net, (leaked, reserved) in sorted(cni_summary(findings).items()):
+            notes.append(f"CNI network {net}: {leaked} of {reserved} reserved address(es) leaked.")
+    for t, row in plan.totals().items():
+        if row["count"]:
+            notes.append(
+                f"{t}: {row['count']} finding(s), {format_bytes(row['bytes'])}; {row['safe']} "
+                f"safe to clean ({format_bytes(row['safe_bytes'])})."
+            )
+    return plan
+
+
+def _hung_roots(ctx: ScanContext, types: Iterable[str]) -> list[str]:
+    """A note for each directory the scanned `types` start from (the kubelet's pods
+    directory, podLogsDir, the legacy log link directory) that gave no answer within
+    `--timeout` when it was resolved and opened (`host.logs.pinned_on_host`, cached: asking
+    again costs nothing): nothing below it was looked at."""
+    from kubegc_cli.node.host.logs import pinned_on_host
+
+    roots = (
+        (POD_DIR, "the kubelet's pod directory", f"{ctx.root_dir.rstrip('/')}/pods"),
+        (POD_LOG_DIR, "podLogsDir", ctx.pod_logs_dir),
+        (LOG_LINK, "the legacy log link directory", ctx.container_logs_dir.rstrip("/")),
+    )
+    scanned = set(types)
+    return [
+        f"{what} {why}: nothing below it was looked at or is safe to clean."
+        for kind, what, host_dir in roots
+        if kind in scanned
+        for why in [pinned_on_host(ctx.host_root, host_dir).stalled]
+        if why
+    ]
+
+
+def residue_scan(s: Settings, ui: Ui, opts: ResidueOptions) -> ResiduePlan:
+    """`kubegc residue scan`: every finding, nothing changed.
+
+    Returns the plan (a dry run). Raises `BadInput` for bad options, a pod source that lists
+    none of the pods running here, or `--snapshot`. An unreachable runtime does not raise:
+    the plan's `runtime_error` says why, host findings are still reported and nothing whose
+    safety depends on the runtime is safe.
+    """
+    plan = _scan(s, ui, opts, keep_client=False).plan
+    plan.scan_only = True
+    return plan
+
+
+def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) -> ResiduePlan:
+    """`kubegc residue clean`: scan, show, then (if allowed) act on the safe findings.
+
+    The cleaner re-checks each finding right before acting: an ID (CNI reservation) must still
+    be unknown to the runtime (`PodSandboxStatus` and `ContainerStatus` both NotFound), a pod
+    must still be gone (absent from the pod source, read once more before acting, and from the
+    runtime's sandboxes and containers, asked per finding). Raises `BadInput` as
+    `residue_scan`, `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be
+    read. Returns the plan with results.
+    """
+    from kubegc_cli.node.execute.residue import ResidueCleaner
+
+    mode = decide_mode(s, act, ui)
+    scan = _scan(s, ui, opts, keep_client=True)
+    plan, client = scan.plan, scan.client
+    assert client is not None
+    try:
+        if may_act(mode, plan, ui, "finding", act):
+            fresh: dict[str, PodInventory] = {"pods": scan.pods}
+
+            def reread_pods() -> None:
+                fresh["pods"] = load_pod_inventory(s, ui)
+
+            def still_unknown(object_id: str) -> bool:
+                """Neither a sandbox nor a container of the runtime has this ID now."""
+                return (
+                    client.pod_sandbox_status(object_id) is None
+                    and client.container_status(object_id) is None
+                )
+
+            def pod_still_gone(uid: str) -> bool:
+                """The pod source (read again) and the runtime (asked now) still lack `uid`."""
+                pods = fresh["pods"]
+                if pods.may_exist(uid):
+                    return False
+                if client.list_containers(labels={LABEL_POD_UID: uid}):
+                    return False
+                return not any(
+                    sb.uid == uid or sb.labels.get(LABEL_POD_UID) == uid
+                    for sb in client.list_sandboxes()
+                )
+
+            cleaner = ResidueCleaner(
+                client,
+                host_root=s.host_root,
+                still_unknown=still_unknown,
+                pod_still_gone=pod_still_gone,
+                concurrency=act.concurrency,
+            )
+            carry_out(s, plan, [Stage(cleaner, ("finding",), reread_pods)], "residue clean", ui)
+        return plan
+    finally:
+        client.close()

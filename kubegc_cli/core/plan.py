@@ -1,0 +1,430 @@
+"""The `Plan`: what a command will do, why, and (after acting) what happened.
+
+One `Plan` object is both the dry-run output and the executor's work list, so a dry run is
+exactly what `--yes` executes. Planners (`kubegc_cli.policy`) build plans without I/O; the
+executor (`kubegc_cli.node.execute.actions`) fills in `result`, `error` and `bytes_freed`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from json.encoder import encode_basestring_ascii as _json_str  # json's own (C) encoder
+from typing import Any, Generic, Protocol, TypeVar
+
+from kubegc_cli.core.model import (
+    API_VERSION,
+    LABEL_CONTAINER_NAME,
+    LABEL_POD_NAME,
+    LABEL_POD_NAMESPACE,
+    LABEL_POD_UID,
+    Container,
+    Image,
+    Sandbox,
+)
+from kubegc_cli.core.units import ns_to_rfc3339
+
+INTERRUPTED = "interrupted before removal"
+GONE = "gone before removal"  # an object already gone when its turn came: skipped
+# Why a CREATED container in a READY sandbox stays (the plan's `may-start`, the executor's skip).
+MAY_START = "CREATED in a READY sandbox: the kubelet may be about to start it"
+#: The rules that remove what a pod left because the pod is gone (deleted) or has finished
+#: (terminated); such a removal waits for no pod that is alive on the node.
+POD_RULES = ("deleted-pod", "terminated-pod")
+# Why a removal planned for a deleted or terminated pod is skipped: the pod has a READY
+# sandbox or a RUNNING container now (the kubelet keeps its records until it terminates it).
+POD_ALIVE = "the pod is alive now"
+
+
+class Result(StrEnum):
+    """What became of an action. `kept` is used for objects the plan deliberately leaves;
+    `held-back` for removals a blast-radius cap (`--max-delete`, `--max-bytes`) stopped."""
+
+    PLANNED = "planned"
+    REMOVED = "removed"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    HELD_BACK = "held-back"
+    KEPT = "kept"
+
+
+class RawJSON(str):
+    """Text that is already one JSON value (`render.json_text` writes it as it is)."""
+
+    __slots__ = ()  # (no instance dict: not tracked by the cyclic collector)
+
+
+def _json_row(item: Any, shared: dict[Any, str]) -> RawJSON:
+    """One item of a plan's lists as JSON text: its own `json_row` if it has one (given
+    `shared`, one dict per list written)."""
+    row = getattr(item, "json_row", None)
+    return row(shared) if row is not None else RawJSON(json.dumps(item.to_dict()))
+
+
+@dataclass(slots=True)
+class ContainerAction:
+    """Remove one container (or, in `Plan.kept`, why it stays).
+
+    `rule` is a short stable code for the rule that selected or kept it (`deleted-pod`,
+    `max-per-pod-container`, `max-containers`, `guard-newest-record`, ...); `reason` the same
+    in words. `stop_first` is set for UNKNOWN containers, which the kubelet stops before removing.
+    `bytes_freed` counts log bytes actually removed (0 until acted on).
+    """
+
+    container: Container
+    rule: str
+    reason: str
+    result: Result = Result.PLANNED
+    error: str = ""
+    stop_first: bool = False
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "container"
+
+    @property
+    def id(self) -> str:
+        return self.container.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.container.log_bytes or 0
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.container
+        labels = c.labels  # (the Container properties, inlined: one call per action)
+        return {
+            "kind": self.kind,
+            "id": c.id,
+            "pod_uid": labels.get(LABEL_POD_UID, ""),
+            "pod_namespace": labels.get(LABEL_POD_NAMESPACE, ""),
+            "pod_name": labels.get(LABEL_POD_NAME, ""),
+            "pod_sandbox_id": c.pod_sandbox_id,
+            "name": labels.get(LABEL_CONTAINER_NAME) or c.name,
+            "attempt": c.attempt,
+            "state": c.state.value,
+            "created_at": ns_to_rfc3339(c.created_at),
+            "finished_at": ns_to_rfc3339(c.finished_at) if c.finished_at else None,
+            "image": c.image,
+            "log_path": c.log_path,
+            "log_bytes": c.log_bytes,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+            "log_note": self.log_note,
+        }
+
+    def json_row(self, shared: dict[Any, str] | None = None) -> RawJSON:
+        """`json.dumps(self.to_dict())`, written directly (a plan can hold 100,000 of them:
+        this takes a fraction of the time of building the dict and encoding it). The state
+        and result enums are `StrEnum`s: encoded as the strings they are.
+
+        `shared` (one dict for the rows written together, while their containers are alive)
+        keeps what many rows repeat, encoded once: the pod fields by labels object (the
+        attempts of a container share one labels dict), each sandbox ID, name and image by
+        its text, and the rule-to-log_note tail by its values."""
+        if shared is None:
+            shared = {}
+        c = self.container
+        labels = c.labels
+        e = _json_str
+        pod = shared.get(id(labels))
+        if pod is None:
+            pod = shared[id(labels)] = (
+                f'"pod_uid": {e(labels.get(LABEL_POD_UID, ""))}, '
+                f'"pod_namespace": {e(labels.get(LABEL_POD_NAMESPACE, ""))}, '
+                f'"pod_name": {e(labels.get(LABEL_POD_NAME, ""))}, '
+            )
+        said = (self.rule, self.reason, self.result, self.error, self.bytes_freed, self.log_note)
+        tail = shared.get(said)
+        if tail is None:
+            tail = shared[said] = (
+                f'"rule": {e(self.rule)}, "reason": {e(self.reason)}, '
+                f'"result": {e(self.result)}, "error": {e(self.error)}, '
+                f'"bytes_freed": {int(self.bytes_freed)}, "log_note": {e(self.log_note)}}}'
+            )
+        name = labels.get(LABEL_CONTAINER_NAME) or c.name
+        sandbox, image = c.pod_sandbox_id, c.image
+        fin = f'"{ns_to_rfc3339(c.finished_at)}"' if c.finished_at else "null"
+        size = "null" if c.log_bytes is None else str(int(c.log_bytes))
+        return RawJSON(
+            f'{{"kind": "container", "id": {e(c.id)}, {pod}'
+            f'"pod_sandbox_id": {shared.get(sandbox) or _encoded(shared, sandbox)}, '
+            f'"name": {shared.get(name) or _encoded(shared, name)}, '
+            f'"attempt": {int(c.attempt)}, "state": {e(c.state)}, '
+            f'"created_at": "{ns_to_rfc3339(c.created_at)}", "finished_at": {fin}, '
+            f'"image": {shared.get(image) or _encoded(shared, image)}, '
+            f'"log_path": {e(c.log_path)}, "log_bytes": {size}, {tail}'
+        )
+
+
+def _encoded(shared: dict[Any, str], text: str) -> str:
+    """`text` as a JSON string, kept in `shared` under itself (for `ContainerAction.json_row`)."""
+    out = shared[text] = _json_str(text)
+    return out
+
+
+@dataclass(slots=True)
+class SandboxAction:
+    """Remove one pod sandbox (StopPodSandbox, then RemovePodSandbox), or why it stays.
+
+    `container_count` is how many containers the runtime lists in it at planning time.
+    """
+
+    sandbox: Sandbox
+    rule: str
+    reason: str
+    container_count: int = 0
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "sandbox"
+
+    @property
+    def id(self) -> str:
+        return self.sandbox.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.sandbox
+        return {
+            "kind": self.kind,
+            "id": s.id,
+            "pod_uid": s.uid,
+            "pod_namespace": s.namespace,
+            "pod_name": s.name,
+            "attempt": s.attempt,
+            "state": s.state.value,
+            "created_at": ns_to_rfc3339(s.created_at),
+            "container_count": self.container_count,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class LogAction:
+    """Remove a pod log directory (`kind` "pod-log-dir") or a dangling legacy log symlink
+    (`kind` "log-symlink"), or why it stays. `path` is the host path; `local_path` the same
+    under `--host-root`; `bytes` what the directory holds (0 for a link)."""
+
+    kind: str
+    path: str
+    local_path: str
+    pod_uid: str
+    rule: str
+    reason: str
+    bytes: int = 0
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.path
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.path,
+            "path": self.path,
+            "pod_uid": self.pod_uid,
+            "bytes": self.bytes,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+        }
+
+
+@dataclass(slots=True)
+class ImageAction:
+    """Remove one image (`RemoveImage`), or why it stays. `first_detected` and `last_used` are
+    nanoseconds since the epoch (`last_used` 0 = never seen in use)."""
+
+    image: Image
+    first_detected: int
+    last_used: int
+    rule: str
+    reason: str
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "image"
+
+    @property
+    def id(self) -> str:
+        return self.image.id
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.image.size
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.image.id,
+            "repo_tags": list(self.image.repo_tags),
+            "size": self.image.size,
+            "pinned": self.image.pinned,
+            "first_detected": ns_to_rfc3339(self.first_detected),
+            "last_used": ns_to_rfc3339(self.last_used) if self.last_used else None,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "bytes_freed": self.bytes_freed,
+        }
+
+
+class Action(Protocol):
+    """What every kind of action has (`ContainerAction`, `SandboxAction`)."""
+
+    kind: str
+    rule: str
+    reason: str
+    result: Result
+    error: str
+    bytes_freed: int
+    log_note: str
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def planned_bytes(self) -> int: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+A = TypeVar("A", bound=Action)
+
+
+@dataclass(slots=True)
+class Plan(Generic[A]):
+    """A command's plan. `now` is the planning time in nanoseconds since the epoch.
+
+    `actions` are the removals (always a list, possibly empty); `kept` the garbage candidates
+    deliberately left, each with its reason; `notes` human lines explaining the plan as a whole.
+    `out_of_scope` counts removals the policy selected that scope filters dropped.
+    """
+
+    kind: str
+    policy: dict[str, Any]
+    now: int
+    actions: list[A] = field(default_factory=list)
+    kept: list[A] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    out_of_scope: int = 0
+    dry_run: bool = True
+    source: str = ""
+    interrupted: str = ""  # the signal that stopped the run: "SIGINT", "SIGTERM" or ""
+    runtime_lost: str = ""  # why the run took the runtime to have stopped answering
+    declined: bool = False
+    shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
+    filesystem: dict[str, Any] | None = None  # the filesystem a space target is measured on
+
+    def counts(self) -> dict[str, int]:
+        """Counts of actions by result, every result present (0 when none)."""
+        c = Counter(a.result.value for a in self.actions)
+        return {r.value: c.get(r.value, 0) for r in Result if r is not Result.KEPT}
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "total": len(self.actions),
+            "by_result": self.counts(),
+            "kept": len(self.kept),
+            "kept_by_rule": dict(sorted(Counter(k.rule for k in self.kept).items())),
+            "out_of_scope": self.out_of_scope,
+            "bytes_planned": sum(
+                a.planned_bytes for a in self.actions if a.result is not Result.HELD_BACK
+            ),
+            "bytes_held_back": sum(
+                a.planned_bytes for a in self.actions if a.result is Result.HELD_BACK
+            ),
+            "bytes_freed": sum(a.bytes_freed for a in self.actions),
+            "shortfall": self.shortfall,
+        }
+
+    def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
+        """The plan as the JSON/YAML document. `rows_as_json`: the items of `actions` and
+        `kept` as `RawJSON` text (for `render.json_text`) instead of dicts."""
+        shared: dict[Any, str] = {}  # (for `json_row`: alive only while the rows are made)
+        item: Any = (lambda a: _json_row(a, shared)) if rows_as_json else (lambda a: a.to_dict())
+        return {
+            "kind": self.kind,
+            "apiVersion": API_VERSION,
+            "now": ns_to_rfc3339(self.now),
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "interrupted": bool(self.interrupted),
+            "policy": self.policy,
+            "actions": [item(a) for a in self.actions],
+            "kept": [item(k) for k in self.kept],
+            "notes": list(self.notes),
+            "summary": self.summary(),
+            **({"filesystem": self.filesystem} if self.filesystem is not None else {}),
+        }
+
+
+def skip_planned(actions: Iterable[Action], why: str) -> None:
+    """Mark every action of `actions` still `planned` `skipped` with `why` (a run that stops
+    short: interrupted, or the runtime stopped answering)."""
+    for a in actions:
+        if a.result is Result.PLANNED:
+            a.result, a.error = Result.SKIPPED, why
+
+
+def apply_caps(plan: Plan[Any], max_delete: int | None, max_bytes: int | None) -> int:
+    """Hold back the planned actions beyond a blast-radius cap; returns how many.
+
+    Actions are taken in plan order (the order the rules rank them) while both caps allow:
+    at most `max_delete` actions and at most `max_bytes` planned bytes (`planned_bytes`). The
+    first action that would pass a cap and every one after it become `held-back`, with the
+    cap named in `error` (`held back by --max-delete 5`). A note says what was held back.
+    """
+    taken = 0
+    size = 0
+    held = 0
+    why = ""
+    for a in plan.actions:
+        if a.result is not Result.PLANNED:
+            continue
+        if not why:
+            if max_delete is not None and taken + 1 > max_delete:
+                why = f"held back by --max-delete {max_delete}"
+            elif max_bytes is not None and size + a.planned_bytes > max_bytes:
+                why = f"held back by --max-bytes {max_bytes}"
+        if why:
+            a.result, a.error = Result.HELD_BACK, why
+            held += 1
+        else:
+            taken += 1
+            size += a.planned_bytes
+    if held:
+        cap = why.removeprefix("held back by ")
+        plan.notes.append(
+            f"{held} removal(s) held back by {cap}: the cap lets {taken} of "
+            f"{taken + held} go in this run."
+        )
+    return held

@@ -1,0 +1,43 @@
+"""`Settings`: the global options, parsed — what every command hands the core.
+
+Kept apart from `commands.session` so that a command that needs only these (`evict check`,
+`memory available`) does not import the planners with it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_STATE_DIR = "/var/lib/kubegc"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Global options, already parsed. Durations in seconds, sizes in bytes, `now` in ns."""
+
+    runtime_endpoint: str | None = None
+    # Where `runtime_endpoint` came from, as errors name it: the flag or the config file's key.
+    runtime_endpoint_source: str = "--runtime-endpoint"
+    timeout: float = 10.0
+    max_recv_size: int = 256 * 1024 * 1024
+    host_root: Path = Path("/")
+    output: str = "table"
+    verbose: int = 0
+    quiet: bool = False
+    limit: int = 100  # --limit: rows a plan table lists per section (0 = all)
+    pod_source: str | None = None
+    pods_file: Path | None = None
+    state_dir: Path = Path(DEFAULT_STATE_DIR)
+    snapshot: Path | None = None
+    now: int | None = None
+    kubelet_config: Path | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    node_name: str | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    lock_timeout: float = 0.0  # seconds a changing run waits for another run's node lock
+    metrics_file: Path | None = None  # --metrics-file: node_exporter textfile written after
+    events: bool = False  # --events: Kubernetes Events on the Node (kubegc_cli.report.events)

@@ -1,0 +1,223 @@
+"""`kubegc df` as rich tables, and its progress indicator on a terminal's stderr."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, TYPE_CHECKING, Any
+
+from kubegc_cli.core.units import format_bytes, safe_text
+from kubegc_cli.render.plan import make_console
+from kubegc_cli.render.pressure import bytes_cell, rows_table
+
+if TYPE_CHECKING:
+    from kubegc_cli.commands.df import DfReport, Filesystem, Line, Progress
+
+BAR_WIDTH = 20
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(share: float, width: int = BAR_WIDTH) -> str:
+    """`share` (0–1, clamped) as a bar of `width` cells drawn in eighths of a cell."""
+    share = min(1.0, max(0.0, share))
+    eighths = round(share * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_EIGHTHS[part] if part else "")
+    return text.ljust(width, "·")
+
+
+@contextmanager
+def walk_progress(enabled: bool) -> Iterator[Progress | None]:
+    """A transient rich progress display on stderr while the trees are walked, or None when
+    not `enabled` (stderr is not a terminal): yields the callback `disk_usage` takes."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("walking {task.description}"), BarColumn(), MofNCompleteColumn(),
+        console=console, transient=True,
+    ) as shown:  # fmt: skip
+        tasks: dict[str, Any] = {}
+
+        def update(what: str, done: int, total: int) -> None:
+            task = tasks.get(what)
+            if task is None:
+                task = tasks[what] = shown.add_task(what, total=total)
+            shown.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _header(f: Filesystem) -> str:
+    st = f.stats
+    pct = f"{f.used * 100 / f.capacity:.0f}%" if f.capacity else "-"
+    inodes_used = st.inodes - st.inodes_free
+    ipct = f" ({inodes_used * 100 / st.inodes:.0f}%)" if st.inodes else ""
+    return (
+        f"{' + '.join(f.shown_roles)}  {safe_text(f.path)}: {format_bytes(f.capacity)} capacity, "
+        f"{format_bytes(f.used)} used ({pct}), {format_bytes(f.available)} available; "
+        f"inodes {inodes_used:,} of {st.inodes:,} used{ipct}"
+    )
+
+
+def _threshold_text(row: dict[str, Any]) -> str:
+    inodes = row["signal"].endswith("inodesFree")
+
+    def fmt(n: int) -> str:
+        return f"{n:,}" if inodes else bytes_cell(n)
+
+    kind = "hard" if row["hard"] else f"soft, {row['grace_period_seconds']:g}s grace"
+    state = "[bold red]MET[/]" if row["met"] else f"margin {fmt(row['margin'])}"
+    return (
+        f"{row['signal']}<{safe_text(row['threshold'])} = {fmt(row['threshold_quantity'])} "
+        f"({kind}): observed {fmt(row['observed'])}, {state}"
+    )
+
+
+def _image_gc_text(gc: dict[str, Any]) -> str:
+    if gc["disabled"]:
+        return "image GC: disabled (high threshold 100% and MaxAge 0, as the kubelet)"
+    pct = gc["usage_percent"]
+    where = "unknown" if pct is None else f"{pct}%"
+    state = (
+        "[bold red]at or above high: the kubelet's image GC frees down to low[/]"
+        if gc["above_high"]
+        else "below high: the kubelet's image GC frees nothing"
+    )
+    return (
+        f"image GC: usage {where} (kubelet arithmetic), high {gc['high_threshold']}%, "
+        f"low {gc['low_threshold']}%, MinAge {gc['minimum_image_ttl_duration']}: {state}"
+    )
+
+
+#: What a line's count counts (singular), by line key, else by the key before its dot.
+NOUNS = {"images": "image", "writable-layers": "container", "logs": "pod",
+         "logs.dead-containers": "container", "empty-dir": "volume", "pod-dirs": "pod",
+         "residue": "dir"}  # fmt: skip
+
+
+def _counted(ln: Line) -> str:
+    noun = NOUNS.get(ln.key) or NOUNS.get(ln.key.split(".", 1)[0], "")
+    if not noun or ln.count is None:
+        return "" if ln.count is None else f" ({ln.count:,})"
+    return f" ({ln.count:,} {noun}{'' if ln.count == 1 else 's'})"
+
+
+def _row(ln: Line, capacity: int) -> list[str]:
+    label = ("  " + ln.label) if ln.parent else ln.label
+    label += _counted(ln)
+    if ln.bytes is None:
+        return [label, "unknown", "", "", "-", ""]
+    share = ln.bytes / capacity if capacity else 0.0
+    drawn = "" if ln.parent else bar(share)
+    back = "-" if ln.reclaimable is None else bytes_cell(ln.reclaimable) if ln.reclaimable else ""
+    return [
+        label,
+        bytes_cell(ln.bytes),
+        drawn,
+        f"{share * 100:.1f}%",
+        back,
+        short_command(ln.command),
+    ]
+
+
+def short_command(command: str) -> str:
+    """`command` without the options df added to it ("…" stands for them): the table stays
+    narrow; `render_df` prints each full command once below."""
+    from kubegc_cli.commands.df import CMD_ALL, CMD_CONTAINERS, CMD_IMAGES, CMD_RESIDUE
+
+    for base in (CMD_IMAGES, CMD_CONTAINERS, CMD_ALL, CMD_RESIDUE):
+        if command.startswith(base + " "):
+            return base + " …"
+    return command
+
+
+def _filesystem(console: Any, f: Filesystem, verbose: int) -> None:
+    from rich.text import Text
+
+    console.print(Text(_header(f), style="bold"))
+    for row in f.eviction:
+        console.print("  eviction: " + _threshold_text(row), highlight=False)
+    if f.image_gc is not None:
+        console.print("  " + _image_gc_text(f.image_gc), highlight=False)
+    t = rows_table(
+        "",
+        [("", False), ("BYTES", True), ("SHARE OF CAPACITY", False), ("", True),
+         ("RECLAIMABLE", True), ("RECLAIM WITH", False)],
+    )  # fmt: skip
+    for ln in f.lines:
+        if ln.parent and not verbose and not ln.bytes and not ln.reclaimable:
+            continue
+        t.add_row(*_row(ln, f.capacity), style="bold" if ln.key == "other" else None)
+    t.add_row("used", bytes_cell(f.used), bar(f.used / f.capacity if f.capacity else 0.0),
+              f"{f.used * 100 / f.capacity:.1f}%" if f.capacity else "",
+              bytes_cell(f.reclaimable()), "", style="bold")  # fmt: skip
+    console.print(t)
+    for ln in f.lines:
+        if ln.note and (verbose or ln.bytes is None or ln.key == "other"):
+            console.print(Text(f"  {ln.label}: {safe_text(ln.note)}", style="dim"))
+    for note in f.notes:
+        console.print(Text("  note: " + safe_text(note), style="yellow"))
+    console.print()
+
+
+def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None) -> None:
+    """Print `kubegc df`: per filesystem its figures, thresholds and breakdown (a bar per
+    line), then the pods with the largest footprint, the mount points not counted (all of
+    them with `verbose`) and the notes."""
+    from rich.text import Text
+
+    console = make_console(out or sys.stdout)
+    for f in report.filesystems:
+        _filesystem(console, f, verbose)
+    if report.pods:
+        title = f"Pods by footprint (top {len(report.pods)} of {report.pod_count})"
+        pt = rows_table(title, [
+            ("NAMESPACE", False), ("POD", False), ("LOGS", True), ("EMPTYDIR", True),
+            ("WRITABLE LAYERS", True), ("FOOTPRINT", True), ("MOUNTS", True), ("", False),
+        ])  # fmt: skip
+        for p in report.pods:
+            pt.add_row(
+                safe_text(p.namespace or "?"), safe_text(p.name or p.uid), bytes_cell(p.logs),
+                bytes_cell(p.empty_dir), "unknown" if p.writable_layers is None else
+                bytes_cell(p.writable_layers), bytes_cell(p.footprint), str(len(p.mounted)),
+                "deleted" if p.deleted else "",
+            )  # fmt: skip
+        console.print(pt)
+        console.print()
+    full = dict.fromkeys(
+        ln.command for f in report.filesystems for ln in f.lines
+        if ln.command and short_command(ln.command) != ln.command
+    )  # fmt: skip
+    if full:
+        console.print(Text("Reclaim with (… = the options that act on what was measured):",
+                           style="bold"))  # fmt: skip
+        for command in full:
+            console.print(Text("  " + safe_text(command)), soft_wrap=True)
+        console.print()
+    if report.mounted and verbose:
+        console.print(Text("Mounted below pod directories, not counted:", style="bold"))
+        for m in report.mounted:
+            console.print(Text(f"  {safe_text(m['path'])}  (pod {m['pod_uid'] or '?'})"))
+    for note in report.notes:
+        console.print(Text("note: " + safe_text(note), style="yellow"))
+    if verbose:
+        console.print(
+            Text(
+                f"walked {report.entries:,} entries in {report.walk_seconds:.2f}s; "
+                f"pod source {report.pod_source}",
+                style="dim",
+            )
+        )
+    total = report.reclaimable()
+    line = f"reclaimable: {format_bytes(total)}"
+    if report.runtime_error:
+        line += "; the runtime could not be read (exit 3)"
+    elif report.images_unknown:
+        line += "; images and writable layers are unknown (exit 3)"
+    console.print(Text(line, style="bold"))
