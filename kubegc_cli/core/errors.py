@@ -19,17 +19,32 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit code kubegc ends with: the one list that decides them (the README's table)."""
+
+    OK = 0  # done, or nothing to do
+    FAILED = 1  # some actions failed; GC cannot run; `evict check`: a threshold is met
+    BAD_INPUT = 2  # usage or input kubegc cannot use; nothing was changed
+    UNAVAILABLE = 3  # the runtime, the inventory or an eviction signal cannot be read
+    BUSY = 4  # another kubegc run holds the node lock
+    INTERRUPTED = 130  # SIGINT (128 + 2)
+    BROKEN_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE)
+    TERMINATED = 143  # SIGTERM (128 + 15)
+
 
 class KubegcError(Exception):
     """Base class: `str(err)` is the one-line message, `exit_code` the process exit code."""
 
-    exit_code = 1
+    exit_code: ExitCode = ExitCode.FAILED
 
 
 class BadInput(KubegcError):
     """Input kubegc cannot use (a flag value, a file). Exit code 2; nothing was changed."""
 
-    exit_code = 2
+    exit_code = ExitCode.BAD_INPUT
 
 
 #: gRPC status codes of a call the runtime left unanswered: it could not be reached, did not
@@ -47,7 +62,7 @@ class RuntimeUnavailable(KubegcError):
     from one that refused one object (`NOT_FOUND`, `FAILED_PRECONDITION`, ...).
     """
 
-    exit_code = 3
+    exit_code = ExitCode.UNAVAILABLE
 
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(message)
@@ -69,13 +84,13 @@ class SignalUnavailable(RuntimeUnavailable):
 class Busy(KubegcError):
     """Another kubegc run holds this node's lock. Exit code 4."""
 
-    exit_code = 4
+    exit_code = ExitCode.BUSY
 
 
 class PartialFailure(KubegcError):
     """Some planned actions failed; the others were carried out. Exit code 1."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 class GCFailed(KubegcError):
@@ -83,7 +98,7 @@ class GCFailed(KubegcError):
     (an image filesystem with capacity 0: the kubelet's InvalidDiskCapacity). Exit code 1;
     nothing was removed."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 class SandboxImageUnreadable(RuntimeUnavailable):

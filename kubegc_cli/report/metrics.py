@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.core.errors import BadInput, KubegcError
+from kubegc_cli.core.errors import BadInput, ExitCode, KubegcError
 from kubegc_cli.core.plan import Result
 from kubegc_cli.node.outfile import replace_file
 
@@ -119,7 +119,7 @@ Key = tuple[str, Labels]
 class MetricsError(KubegcError):
     """The metrics file could not be written (or the previous one read). Exit code 1."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 @dataclass(frozen=True, slots=True)
