@@ -504,11 +504,11 @@ def _remove_images(
 ) -> dict[str, Any]:
     """Remove the images `ids` over the CRI socket with `ImageRemover` (c=4), its "in use"
     re-check done as `label` says."""
+    from kubegc_cli.core.model import image_refs_in_use
     from kubegc_cli.core.plan import ImageAction, Result
     from kubegc_cli.node.cri.client import CriClient
     from kubegc_cli.node.cri.endpoint import Endpoint
     from kubegc_cli.node.execute.actions import ImageRemover, SharedReading
-    from kubegc_cli.policy.images import image_refs_in_use
 
     client = CriClient(Endpoint(socket, "bench"), max_recv_bytes=1 << 30)
     try:

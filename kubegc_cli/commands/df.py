@@ -1084,10 +1084,11 @@ def _residue(
     The log directory scanner (which sizes every log directory) runs only when some log
     directory's pod is unknown."""
     from kubegc_cli.core.model import LABEL_POD_UID
-    from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR, ScanContext
+    from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR
     from kubegc_cli.node.host import residue as scanners
     from kubegc_cli.node.host.logs import on_host
     from kubegc_cli.node.host.podlogs import pod_uid_from_dir
+    from kubegc_cli.node.host.scan import ScanContext
 
     if rt is None:
         return [], frozenset()

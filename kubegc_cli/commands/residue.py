@@ -57,10 +57,10 @@ from kubegc_cli.core.residue import (
     TYPES,
     UNUSED_IMAGE,
     Finding,
-    ScanContext,
 )
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
+from kubegc_cli.node.host.scan import ScanContext
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient

@@ -844,7 +844,7 @@ def gc_images(
                 records, began = {}, now
         stored, stored_began = dict(records), began  # as read (see save_image_records' loaded)
         if assume_detected_at is not None:
-            from kubegc_cli.policy.images import ImageRecord
+            from kubegc_cli.core.model import ImageRecord
 
             for i in snap.images:
                 records.setdefault(i.id, ImageRecord(assume_detected_at))

@@ -256,6 +256,7 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     files, as JSON is read), a mapping with one key twice (which one counts?). Without it a
     later key wins, as the YAML readers of the kubelet, crictl and kubectl have it. A merge
     key's (`<<`) values that the mapping overrides are no key given twice."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     import yaml
 
     try:
@@ -297,6 +298,7 @@ class _KeyTwice(Exception):
 
 def _unique_key_loader() -> Any:
     """The safe loader, refusing (`_KeyTwice`) a key given twice in one mapping."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):

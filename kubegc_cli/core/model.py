@@ -8,7 +8,7 @@ since the Unix epoch, sizes as integer bytes. The JSON form (`to_dict` / `from_d
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -576,3 +576,20 @@ def reference_forms(ref: str) -> set[str]:
         tag = "latest"
     full = name + (f":{tag}" if tag else "") + (f"@{digest}" if digest else "")
     return {ref, full}
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRecord:
+    """What is remembered of an image: nanoseconds since the epoch; `last_used` 0 = never."""
+
+    first_detected: int
+    last_used: int = 0
+
+
+def image_refs_in_use(containers: Iterable[Container]) -> set[str]:
+    """Every name by which a container the runtime has (any state) refers to its image: the
+    `image_id`, the `image_ref` and the image it was created from (`image`, a tag or digest as
+    given). An image any of whose ID, tags or digests is among them is used by a container:
+    a wider net than `policy.images.images_in_use` (the kubelet's rule, which plans), for the
+    re-check right before `RemoveImage` (`node.execute.actions.ImageRemover`)."""
+    return {ref for c in containers for ref in (c.image_id, c.image_ref, c.image) if ref}

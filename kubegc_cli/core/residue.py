@@ -8,11 +8,10 @@ it holds on disk, whether `kubegc residue clean` may remove it (`safe`) and, whe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-if TYPE_CHECKING:
-    from kubegc_cli.core.residue_model import Finding as Finding
-    from kubegc_cli.core.residue_model import ScanContext as ScanContext
+from kubegc_cli.core.plan import Result
 
 # Finding types (JSON `type`), in report order.
 POD_DIR = "orphaned-pod-dir"
@@ -45,11 +44,75 @@ TYPES = (
 NOTHING = "nothing"
 
 
-def __getattr__(name: str) -> Any:
-    """`Finding` and `ScanContext` load on first use, so that the command line can read the
-    finding types without importing the plan machinery."""
-    if name in ("Finding", "ScanContext"):
-        from kubegc_cli.core import residue_model as model
+@dataclass(slots=True)
+class Finding:
+    """One leftover. Satisfies the plan `Action` protocol, so `residue clean` runs findings
+    through the same plan/confirm/act machinery as the gc commands.
 
-        return getattr(model, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    `type` is one of `TYPES`; `target` the object: a host path (directories, files, netns,
+    cgroups) or an ID (sandbox, container, image, shim PID as `pid:<n>`). `evidence` says why it
+    is residue. `bytes` is what it holds on disk (allocated blocks; None when not measured or
+    not applicable). `safe` marks what `residue clean` may act on; `unsafe_reason` says why not
+    (a mount below it, processes inside, no pod source, left to another command). `action` is
+    the exact action cleaning takes on a safe finding, in words an operator can repeat (`rm -r
+    ... (one filesystem, no symlinks followed)`, `umount + unlink`, `rmdir`); cleaning takes
+    none on an unsafe one, so `clean_action` (what is shown) is then `NOTHING`. `manual` is
+    what an operator could run by hand instead ("" when kubegc has nothing to suggest): the
+    command that owns the object (`kubegc gc all`, `kubegc gc images`), the check and `kill`
+    for a shim, the mounts to release first. `details` holds type-specific facts for JSON
+    (network name, IP, pod UID, mount points below, process count, ...).
+    """
+
+    type: str
+    target: str
+    evidence: str
+    bytes: int | None
+    safe: bool
+    action: str
+    unsafe_reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    manual: str = ""
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "finding"
+
+    @property
+    def id(self) -> str:
+        return self.target
+
+    @property
+    def rule(self) -> str:
+        return self.type
+
+    @property
+    def reason(self) -> str:
+        return self.evidence if self.safe else f"{self.evidence}; not safe: {self.unsafe_reason}"
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.bytes or 0
+
+    @property
+    def clean_action(self) -> str:
+        """What `residue clean` does with it: `action` when safe, else `NOTHING`."""
+        return self.action if self.safe else NOTHING
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "finding",
+            "type": self.type,
+            "id": self.target,
+            "evidence": self.evidence,
+            "bytes": self.bytes,
+            "safe_to_clean": self.safe,
+            "unsafe_reason": self.unsafe_reason or None,
+            "action": self.clean_action,
+            "manual_action": self.manual or None,
+            "details": dict(self.details),
+            "result": self.result.value,
+            "error": self.error or None,
+            "bytes_freed": self.bytes_freed,
+        }

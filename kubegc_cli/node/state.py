@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubegc_cli.core.errors import BadInput, Busy
+from kubegc_cli.core.model import ImageRecord
 from kubegc_cli.core.plan import Action
 from kubegc_cli.core.settings import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from kubegc_cli.core.units import escaped_char, ns_to_rfc3339
@@ -64,7 +65,6 @@ from kubegc_cli.core.units import escaped_char, ns_to_rfc3339
 if TYPE_CHECKING:
     import sqlite3
 
-    from kubegc_cli.policy.images import ImageRecord
 
 DB_NAME = "state.db"
 BUSY_TIMEOUT_SECONDS = 10
@@ -904,7 +904,6 @@ def load_image_records(
     cannot be written (or, `read_only`, read), `BadInput` for a state dir or file of the wrong
     type.
     """
-    from kubegc_cli.policy.images import ImageRecord
 
     def load(con: sqlite3.Connection) -> tuple[dict[str, ImageRecord], int]:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}

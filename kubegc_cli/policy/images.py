@@ -33,8 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput, GCFailed
-from kubegc_cli.core.model import Container, Image
-from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_go_duration, ns_to_rfc3339
+from kubegc_cli.core.model import Container, Image, ImageRecord
+from kubegc_cli.core.units import (
+    NS_PER_SECOND,
+    format_bytes,
+    format_go_duration,
+    ns_to_rfc3339,
+    parse_duration,
+)
 
 RULE_MAX_AGE = "max-age"
 RULE_SPACE = "space"
@@ -52,14 +58,6 @@ SETTING_FLAGS = {
     "min_age": "--minimum-image-ttl-duration",
     "max_age": "--image-maximum-gc-age",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ImageRecord:
-    """What is remembered of an image: nanoseconds since the epoch; `last_used` 0 = never."""
-
-    first_detected: int
-    last_used: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,15 +181,6 @@ def detect_images(
         last = now if img.id in used else (old.last_used if old else 0)
         out[img.id] = ImageRecord(first, last)
     return out
-
-
-def image_refs_in_use(containers: Iterable[Container]) -> set[str]:
-    """Every name by which a container the runtime has (any state) refers to its image: the
-    `image_id`, the `image_ref` and the image it was created from (`image`, a tag or digest as
-    given). An image any of whose ID, tags or digests is among them is used by a container:
-    a wider net than `images_in_use` (the kubelet's rule, which plans), for the re-check right
-    before `RemoveImage` (`kubegc_cli.node.execute.actions.ImageRemover`)."""
-    return {ref for c in containers for ref in (c.image_id, c.image_ref, c.image) if ref}
 
 
 def usage(capacity: int, available: int, filesystem: str = "") -> tuple[int, int]:
@@ -358,7 +347,6 @@ def resolve_image_gc_settings(
     `ImageGCPolicy` defaults: 85%, 80%, 2m, 0s). Validation is left to
     `ImageGCPolicy.validate(settings.names)`. Raises `BadInput` for a flag's duration that
     does not parse."""
-    from kubegc_cli.core.units import parse_duration
 
     defaults = ImageGCPolicy()
     values: dict[str, Any] = {}

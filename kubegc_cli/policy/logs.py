@@ -24,8 +24,8 @@ from collections.abc import Iterable
 
 from kubegc_cli.core.model import Container, ContainerState
 from kubegc_cli.core.plan import LogAction, Plan, Result
+from kubegc_cli.core.podlogs import NOT_A_POD, LegacyLink, PodLogDir, is_pod_uid
 from kubegc_cli.core.pods import PodInventory
-from kubegc_cli.node.host.podlogs import NOT_A_POD, LegacyLink, PodLogDir, is_pod_uid
 from kubegc_cli.policy.scope import Scope
 
 RULE_DELETED = "deleted-pod"

@@ -45,8 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.inputs import Malformed, decode_json
 from kubegc_cli.core.units import format_bytes
+from kubegc_cli.node.pods.api import (
+    ApiSource,
+    find_credentials,
+    node_name,
+    open_api,
+    status_message,
+)
+from kubegc_cli.node.state import ensure_state_dir, open_in
 
 NAMESPACE = "default"
 COMPONENT = "kubegc"
@@ -274,7 +283,6 @@ class RateLimit:
         self._dirty = False
 
     def __enter__(self) -> RateLimit:
-        from kubegc_cli.node.state import ensure_state_dir, open_in
 
         real = ensure_state_dir(self.path.parent)
         self._fd = open_in(real, STATE_FILE, os.O_RDWR | os.O_CREAT, 0o600)
@@ -328,7 +336,6 @@ def last_posted(raw: bytes, where: str) -> tuple[dict[str, float], str]:
 
 @contextlib.contextmanager
 def _limits(state_dir: Path, interval: float, warn: Warn) -> Iterator[RateLimit | None]:
-    from kubegc_cli.core.errors import BadInput
 
     limit = RateLimit(state_dir, interval)
     try:
@@ -354,7 +361,6 @@ def _refusal(exc: Any) -> str:
     status = int(getattr(exc, "status", 0) or 0)
     if status == 403:
         return "403 Forbidden: kubegc needs permission to create events in namespace default"
-    from kubegc_cli.node.pods.api import status_message  # (loaded by `record_events` already)
 
     detail = status_message(getattr(exc, "body", "") or "")
     return f"{status} {getattr(exc, 'reason', '') or ''}".strip() + (
@@ -382,8 +388,6 @@ def record_events(
     events = events_for(command, result, exit_code)
     if not events:
         return []
-    from kubegc_cli.core.errors import BadInput
-    from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
 
     creds = find_credentials(s.kubeconfig, s.env)
     if creds is None:
@@ -398,6 +402,7 @@ def record_events(
     except BadInput as exc:
         warn(f"--events: {exc}; no events recorded")
         return []
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 

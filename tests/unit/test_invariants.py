@@ -32,6 +32,7 @@ from kubegc_cli.core.model import (
     Container,
     ContainerState,
     Image,
+    ImageRecord,
     Sandbox,
     SandboxState,
 )
@@ -47,7 +48,7 @@ from kubegc_cli.policy.containers import (
     Scope,
     plan_containers,
 )
-from kubegc_cli.policy.images import ImageGCPolicy, ImageRecord, plan_images
+from kubegc_cli.policy.images import ImageGCPolicy, plan_images
 from kubegc_cli.policy.logs import link_state, plan_logs
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from tests.unit.factories import NOW, S, ctr

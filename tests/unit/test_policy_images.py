@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubegc_cli.core.errors import BadInput, GCFailed
-from kubegc_cli.core.model import Container, Image
-from kubegc_cli.policy.images import ImageGCPolicy, ImageRecord, plan_images, usage
+from kubegc_cli.core.model import Container, Image, ImageRecord
+from kubegc_cli.policy.images import ImageGCPolicy, plan_images, usage
 from tests.unit.factories import NOW, S, ctr
 
 MI = 1024 * 1024

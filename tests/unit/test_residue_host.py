@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kubegc_cli.core.podlogs import NOT_A_POD, is_pod_uid
 from kubegc_cli.core.residue import (
     CNI_IP,
     LOG_LINK,
@@ -20,13 +21,11 @@ from kubegc_cli.core.residue import (
     POD_LOG_DIR,
     SHIM,
     Finding,
-    ScanContext,
 )
 from kubegc_cli.node.host import residue as host_mod
 from kubegc_cli.node.host.du import tree_usage
 from kubegc_cli.node.host.logs import host_path_of, resolve_on_host
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import NOT_A_POD, is_pod_uid
 from kubegc_cli.node.host.residue import (
     NEVER_KILL,
     NO_POD_SOURCE,
@@ -44,6 +43,7 @@ from kubegc_cli.node.host.residue import (
     scan_shims,
     shim_args,
 )
+from kubegc_cli.node.host.scan import ScanContext
 from tests.unit.hostfixtures import (
     MOUNTINFO_NO_CGROUP,
     MOUNTINFO_V1,

@@ -304,7 +304,7 @@ def test_scan_table_is_not_a_dry_run() -> None:
 
 def test_with_runtime_marks_notready_sandboxes() -> None:
     from kubegc_cli.commands.residue import RuntimeFacts, with_runtime
-    from kubegc_cli.core.residue import ScanContext
+    from kubegc_cli.node.host.scan import ScanContext
 
     facts = RuntimeFacts(
         "test", sandboxes=[sandbox("sb-ready", "u1", "READY"), sandbox("sb-dead", "u2")]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubegc_cli.core.errors import BadInput, Busy
-from kubegc_cli.core.model import Image
+from kubegc_cli.core.model import Image, ImageRecord
 from kubegc_cli.core.plan import ImageAction, Result
 from kubegc_cli.node.state import (
     StateUnavailable,
@@ -25,7 +25,6 @@ from kubegc_cli.node.state import (
     record_audit,
     save_image_records,
 )
-from kubegc_cli.policy.images import ImageRecord
 
 
 def test_image_records_survive_runs_and_began_is_set_once(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.inputs import parse_yaml, present, read_text
+from kubegc_cli.node.host.logs import on_host
 
 ENV_VAR = "CONTAINER_RUNTIME_ENDPOINT"
 UNIX_PATH_MAX = 107  # sun_path is 108 bytes with the terminating NUL
@@ -76,7 +77,6 @@ def socket_path(value: str, *, what: str) -> str:
 def under_root(host_root: Path, host_path: str) -> str:
     """A host absolute path as seen from here, under `host_root` (`..` never leaves it):
     `kubegc_cli.node.host.logs.on_host`."""
-    from kubegc_cli.node.host.logs import on_host
 
     return on_host(host_root, host_path)
 

@@ -29,7 +29,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.inputs import Malformed, decode_json
+from kubegc_cli.node.host.bounded import stat_of
+from kubegc_cli.node.state import ensure_state_dir, open_in, safe_dir
 
 CACHE_NAME = "runtime-fs.json"
 DAMAGED = ", ignored"  # the end of a reason for a file or an entry kubegc does not read
@@ -70,8 +73,6 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     """The cache file's `runtimes` mapping, and why it is empty ("" when read); a reason
     that ends in `DAMAGED` is a file whose content kubegc does not read. A link is not
     followed (nor is a state dir kubegc may not use read: `kubegc_cli.node.state.safe_dir`)."""
-    from kubegc_cli.core.errors import BadInput
-    from kubegc_cli.node.state import open_in, safe_dir
 
     try:
         real = safe_dir(path.parent)
@@ -158,7 +159,6 @@ def _lookup(
             f"the socket changed since ({describe_identity((sock[0], sock[1], sock[2]))} "
             f"then, {describe_identity(ident)} now): the runtime restarted"
         )
-    from kubegc_cli.node.host.bounded import stat_of
 
     for mount in (*images, *containers):
         try:  # bounded: a hung mount there is never waited on
@@ -193,8 +193,6 @@ def remember(
     raises."""
     if _paths(list(images)) is None or _paths(list(containers)) is None or not images:
         return "the runtime named a mountpoint that is not an absolute path"
-    from kubegc_cli.core.errors import BadInput
-    from kubegc_cli.node.state import ensure_state_dir
 
     try:
         real = ensure_state_dir(state_dir)  # created as every command that writes there does

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kubegc_cli.core.errors import UNANSWERED_CODES, RuntimeUnavailable
-from kubegc_cli.core.model import LABEL_POD_UID, Container, ContainerState, SandboxState
+from kubegc_cli.core.model import (
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+    SandboxState,
+    image_refs_in_use,
+)
 from kubegc_cli.core.plan import (
     GONE,
     INTERRUPTED,
@@ -562,7 +568,6 @@ class ImageRemover(Executor[ImageAction]):
     _refs: SharedReading[frozenset[str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        from kubegc_cli.policy.images import image_refs_in_use
 
         self._refs = SharedReading(
             lambda: frozenset(image_refs_in_use(self.client.list_containers(annotations=False)))

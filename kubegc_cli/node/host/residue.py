@@ -49,7 +49,6 @@ from kubegc_cli.core.residue import (
     POD_LOG_DIR,
     SHIM,
     Finding,
-    ScanContext,
 )
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, listdir, stat_of
 from kubegc_cli.node.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
@@ -68,6 +67,7 @@ from kubegc_cli.node.host.podlogs import (
     is_pod_uid,
     read_pod_log_dirs,
 )
+from kubegc_cli.node.host.scan import ScanContext
 
 SETUP_GRACE_SECONDS = 600
 """Objects younger than this (seconds) may belong to a sandbox still being set up: the

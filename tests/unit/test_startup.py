@@ -1,0 +1,46 @@
+"""What a plain run loads: a dry run whose table goes into a pipe, with no pod source, loads
+none of the heavy packages it does not use. The imports kubegc defers to functions for this
+name these tests (`# deferred: ...`; tests/unit/test_layers.py checks that they do)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.faultcri import FaultCri, synthetic_inventory
+
+PROBE = (
+    "import sys, runpy; sys.argv = ['kubegc', *sys.argv[1:]]\n"
+    "try:\n    runpy.run_module('kubegc_cli', run_name='__main__')\n"
+    "finally:\n    sys.stderr.write('loaded: %s\\n' % ' '.join(sorted({m.split('.')[0] "
+    "for m in sys.modules})))\n"
+)
+
+
+def loaded_by(argv: list[str]) -> tuple[int, str, set[str]]:
+    """Run kubegc in a fresh interpreter; (exit code, stdout, top-level packages loaded)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("loaded: "))
+    return proc.returncode, proc.stdout, set(line.removeprefix("loaded: ").split())
+
+
+def test_a_plain_dry_run_loads_no_heavy_package(tmp_path: Path) -> None:
+    inv = synthetic_inventory(60, 10, 5, pods=10)
+    with FaultCri(tmp_path / "c.sock", inv) as cri:
+        argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--pod-source", "none",
+                "gc", "containers", "--dry-run"]  # fmt: skip
+        code, out, loaded = loaded_by(argv)
+    assert code == 0, out
+    assert "Container GC (dry run)" in out and "to remove" in out
+    assert "grpc" in loaded  # the probe sees what the run loaded
+    for heavy in ("kubernetes", "urllib3", "yaml", "rich", "psutil"):
+        assert heavy not in loaded, f"a dry run loaded {heavy}"
