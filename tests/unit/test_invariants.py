@@ -658,7 +658,7 @@ class QuietUi:
 
 
 def _settings(tmp: Path, pods: PodInventory) -> Any:
-    from kubegc_cli.commands.session import Settings
+    from kubegc_cli.core.settings import Settings
 
     pods_file = None
     if pods.known:
