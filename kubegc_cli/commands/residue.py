@@ -14,24 +14,23 @@ raises `RuntimeUnavailable` (exit 3) before acting: nothing is removed.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.session import (
     ActOptions,
-    Settings,
     Stage,
     Ui,
     carry_out,
     decide_mode,
+    edges,
     load_pod_inventory,
     may_act,
     open_client,
 )
-from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -59,12 +58,27 @@ from kubegc_cli.core.residue import (
     Finding,
     ScanContext,
 )
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
+from kubegc_cli.node.host.kubelet import (
+    CONTAINER_LOGS_DIR,
+    load_kubelet_config,
+    validate_pod_logs_dir,
+)
+from kubegc_cli.node.host.logs import (
+    LogRoots,
+    foreign_log,
+    host_path_of,
+    log_bytes,
+    on_host,
+    pinned_on_host,
+)
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
-    from kubegc_cli.node.host.mounts import MountTable
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 DEFAULT_CNI_DIR = "/var/lib/cni"
@@ -180,7 +194,7 @@ def _netns_spellings(path: str) -> set[str]:
 def _netns_on_host(host_root: Path, dirs: Iterable[str]) -> bool:
     """Whether any `cni-*` entry exists in the host's netns directories: only then are the
     sandboxes' network namespaces asked for (one verbose status call per sandbox)."""
-    from kubegc_cli.node.host.logs import on_host
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
     from kubegc_cli.node.host.residue import NETNS_PREFIX
 
     for d in dirs:
@@ -203,11 +217,8 @@ def observe_runtime(
     """Read what the scanners of `types` need from the runtime. Every list is read in full
     (the IDs it yields decide safety); statuses, images and netns paths only when a chosen
     type needs them. Raises `RuntimeUnavailable` when any call fails."""
-    from dataclasses import replace
-
-    from kubegc_cli.core.errors import SandboxImageUnreadable
+    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
     from kubegc_cli.node.cri.client import sandbox_image_from_info
-    from kubegc_cli.node.host.logs import LogRoots, foreign_log, log_bytes
 
     wanted = set(types)
     client.check()
@@ -261,8 +272,6 @@ def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
     """`ctx` with what the runtime knows: every sandbox and container ID (and which
     sandboxes are not READY), the pod UIDs of every sandbox (metadata and label) and
     container, and the sandboxes' netns paths."""
-    from dataclasses import replace
-
     uids = {sb.uid for sb in facts.sandboxes}
     uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in facts.sandboxes}
     uids |= {c.pod_uid for c in facts.containers}
@@ -283,8 +292,6 @@ def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
 def _runtime_findings(
     facts: RuntimeFacts, pods: PodInventory, now: int, types: tuple[str, ...], gc_command: str
 ) -> list[Finding]:
-    from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
-
     out: list[Finding] = []
     if DEAD_CONTAINER in types or DEAD_SANDBOX in types:
         found = dead_objects(facts.containers, facts.sandboxes, pods, now, command=gc_command)
@@ -317,13 +324,6 @@ class _Scan:
 def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _Scan:
     """Observe and scan; with `keep_client` the open client is returned (the caller closes it)
     and an unreachable runtime raises instead of degrading."""
-    from kubegc_cli.node.host.kubelet import (
-        CONTAINER_LOGS_DIR,
-        load_kubelet_config,
-        validate_pod_logs_dir,
-    )
-    from kubegc_cli.node.host.mounts import MountTable
-
     if s.snapshot is not None:
         raise BadInput("residue reads the node's directories and runtime; --snapshot holds none")
     types = opts.selected()
@@ -334,7 +334,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
     else:
         pod_logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
     pods = load_pod_inventory(s, ui)
-    now = s.now if s.now is not None else time.time_ns()
+    now = s.now if s.now is not None else edges().clock()
     mounts = MountTable.read()
 
     client: CriClient | None = None
@@ -371,8 +371,6 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
             ctx = with_runtime(ctx, facts)
         socket = ""
         if client is not None:
-            from kubegc_cli.node.host.logs import host_path_of
-
             socket = host_path_of(s.host_root, client.endpoint.path)
         findings = _host_findings(ctx, types, ui, runtime_socket=socket)
         if facts is not None:
@@ -404,6 +402,7 @@ def _host_findings(
     """Run the host scanners the chosen types need; a scanner that cannot read the host
     (`OSError`) is reported and the others go on. `runtime_socket` (the runtime's socket as
     the host names it) keeps shims of other containerd instances out."""
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
     from kubegc_cli.node.host import residue as host
 
     out: list[Finding] = []
@@ -430,7 +429,8 @@ def _plan(
     facts: RuntimeFacts | None,
     runtime_error: str,
 ) -> ResiduePlan:
-    from kubegc_cli.node.host.residue import sees_host_processes
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
+    from kubegc_cli.node.host.residue import cni_summary, sees_host_processes
 
     order = {t: i for i, t in enumerate(TYPES)}
     findings.sort(key=lambda f: (order.get(f.type, len(order)), f.target))
@@ -491,8 +491,6 @@ def _plan(
     if facts is not None and facts.netns_unknown and NETNS in types:
         notes.append(NETNS_UNKNOWN.format(n=facts.netns_unknown).capitalize() + ".")
     if CNI_IP in types:
-        from kubegc_cli.node.host.residue import cni_summary
-
         for net, (leaked, reserved) in sorted(cni_summary(findings).items()):
             notes.append(f"CNI network {net}: {leaked} of {reserved} reserved address(es) leaked.")
     for t, row in plan.totals().items():
@@ -509,8 +507,6 @@ def _hung_roots(ctx: ScanContext, types: Iterable[str]) -> list[str]:
     directory, podLogsDir, the legacy log link directory) that gave no answer within
     `--timeout` when it was resolved and opened (`host.logs.pinned_on_host`, cached: asking
     again costs nothing): nothing below it was looked at."""
-    from kubegc_cli.node.host.logs import pinned_on_host
-
     roots = (
         (POD_DIR, "the kubelet's pod directory", f"{ctx.root_dir.rstrip('/')}/pods"),
         (POD_LOG_DIR, "podLogsDir", ctx.pod_logs_dir),
@@ -549,6 +545,7 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     `residue_scan`, `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be
     read. Returns the plan with results.
     """
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
     from kubegc_cli.node.execute.residue import ResidueCleaner
 
     mode = decide_mode(s, act, ui)
