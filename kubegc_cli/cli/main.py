@@ -428,7 +428,7 @@ def gc_containers(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc containers --pods-file pods.json --yes    # also deleted pods' containers
       kubegc gc containers -n ci --maximum-dead-containers-per-container 0 -o json
     """
-    from kubegc_cli.commands.session import gc_containers as run
+    from kubegc_cli.commands.gc import gc_containers as run
     from kubegc_cli.core.units import parse_duration
 
     s = settings_from(ctx)
@@ -457,7 +457,7 @@ def gc_sandboxes(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc sandboxes --pods-file pods.json --yes     # also deleted pods' sandboxes
       kubegc gc containers --yes && kubegc gc sandboxes --yes
     """
-    from kubegc_cli.commands.session import gc_sandboxes as run
+    from kubegc_cli.commands.gc import gc_sandboxes as run
 
     s = settings_from(ctx)
     scope, act = _scope_and_act(s, opts)
@@ -492,7 +492,7 @@ def gc_logs(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc logs --pods-file pods.json --dry-run
       kubegc gc logs --pods-file pods.json --yes -o json
     """
-    from kubegc_cli.commands.session import gc_logs as run
+    from kubegc_cli.commands.gc import gc_logs as run
 
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:
@@ -521,7 +521,7 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc all --pods-file pods.json --dry-run
       kubegc gc all --pods-file pods.json --yes -o json > gc-$(date +%F).json
     """
-    from kubegc_cli.commands.session import gc_all as run
+    from kubegc_cli.commands.gc import gc_all as run
 
     s = settings_from(ctx)
     policy = container_policy(opts)
@@ -570,7 +570,7 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
       kubegc gc images --image-gc-high-threshold 70 --image-gc-low-threshold 60 --yes
       kubegc gc images --prune-unused --keep 'registry.k8s.io/*' --dry-run
     """
-    from kubegc_cli.commands.session import gc_images as run
+    from kubegc_cli.commands.gc import gc_images as run
 
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
@@ -1226,7 +1226,7 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     """
     import io
 
-    from kubegc_cli.commands.session import snapshot_node
+    from kubegc_cli.commands.gc import snapshot_node
     from kubegc_cli.node.outfile import replace_file
     from kubegc_cli.render.plan import dump_document
 

@@ -1,5 +1,6 @@
 """`kubegc residue scan` and `kubegc residue clean`: observe the node, run every scanner,
-turn the findings into one plan, and (clean) act on the safe ones.
+turn the findings into one plan, and (clean) act on the safe ones. What the runtime says is
+read by `kubegc_cli.node.residue_runtime`, the host by the scanners of `node.host.residue`.
 
 Observation order matters for safety: the pod source is read first, then the runtime's lists,
 then the host — so an object created meanwhile is at worst reported, and cleaning re-checks
@@ -14,19 +15,17 @@ raises `RuntimeUnavailable` (exit 3) before acting: nothing is removed.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.session import (
     ActOptions,
-    Settings,
     Stage,
     Ui,
     carry_out,
     decide_mode,
+    edges,
     load_pod_inventory,
     may_act,
     open_client,
@@ -34,11 +33,6 @@ from kubegc_cli.commands.session import (
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
-    Container,
-    ContainerState,
-    Image,
-    Sandbox,
-    SandboxState,
     reference_forms,
 )
 from kubegc_cli.core.plan import Plan, Result
@@ -58,13 +52,25 @@ from kubegc_cli.core.residue import (
     UNUSED_IMAGE,
     Finding,
 )
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
+from kubegc_cli.node.host.kubelet import (
+    CONTAINER_LOGS_DIR,
+    load_kubelet_config,
+    validate_pod_logs_dir,
+)
+from kubegc_cli.node.host.logs import (
+    host_path_of,
+    pinned_on_host,
+)
+from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
+from kubegc_cli.node.residue_runtime import RuntimeFacts, observe_runtime, with_runtime
+from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
-    from kubegc_cli.node.host.mounts import MountTable
 
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
 DEFAULT_CNI_DIR = "/var/lib/cni"
@@ -136,26 +142,6 @@ class ResiduePlan(Plan[Any]):
         return doc
 
 
-@dataclass
-class RuntimeFacts:
-    """What the runtime said: its lists (with dead containers' statuses when dead objects are
-    scanned), reply sizes by call (encoded bytes, items), images and sandbox image (when
-    images are scanned; `images_unknown` says why no image was listed when the sandbox image
-    could not be read), the sandboxes' network namespace paths (both `/run` and `/var/run`
-    spellings; only asked when a `cni-*` namespace exists on the host) and how many
-    sandboxes did not say."""
-
-    endpoint: str
-    containers: list[Container] = field(default_factory=list)
-    sandboxes: list[Sandbox] = field(default_factory=list)
-    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
-    images: list[Image] = field(default_factory=list)
-    sandbox_image: str | None = None
-    images_unknown: str = ""
-    netns: frozenset[str] = frozenset()
-    netns_unknown: int = 0
-
-
 def host_dir(value: str, flag: str) -> str:
     """A host directory option: absolute, clean, never `/`. Raises `BadInput`."""
     if not value.startswith("/"):
@@ -166,125 +152,9 @@ def host_dir(value: str, flag: str) -> str:
     return clean
 
 
-def _netns_spellings(path: str) -> set[str]:
-    """`path` and its twin under the `/var/run` → `/run` symlink."""
-    path = os.path.normpath(path)
-    out = {path}
-    if path.startswith("/var/run/"):
-        out.add(path.removeprefix("/var"))
-    elif path.startswith("/run/"):
-        out.add("/var" + path)
-    return out
-
-
-def _netns_on_host(host_root: Path, dirs: Iterable[str]) -> bool:
-    """Whether any `cni-*` entry exists in the host's netns directories: only then are the
-    sandboxes' network namespaces asked for (one verbose status call per sandbox)."""
-    from kubegc_cli.node.host.logs import on_host
-    from kubegc_cli.node.host.residue import NETNS_PREFIX
-
-    for d in dirs:
-        try:
-            with os.scandir(on_host(host_root, d)) as it:
-                if any(e.name.startswith(NETNS_PREFIX) for e in it):
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def observe_runtime(
-    client: CriClient,
-    s: Settings,
-    types: Iterable[str],
-    pod_logs_dir: str,
-    mounts: MountTable,
-) -> RuntimeFacts:
-    """Read what the scanners of `types` need from the runtime. Every list is read in full
-    (the IDs it yields decide safety); statuses, images and netns paths only when a chosen
-    type needs them. Raises `RuntimeUnavailable` when any call fails."""
-    from dataclasses import replace
-
-    from kubegc_cli.core.errors import SandboxImageUnreadable
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-    from kubegc_cli.node.host.logs import LogRoots, foreign_log, log_bytes
-
-    wanted = set(types)
-    client.check()
-    containers, c_size = client.list_containers_sized()
-    sandboxes, s_size = client.list_sandboxes_sized()
-    facts = RuntimeFacts(
-        client.endpoint.display,
-        containers,
-        sandboxes,
-        {
-            "ListPodSandbox": (s_size, len(sandboxes)),
-            "ListContainers": (c_size, len(containers)),
-        },
-    )
-    if wanted & {DEAD_CONTAINER, DEAD_SANDBOX}:
-        dead = [c.id for c in containers if c.state is not ContainerState.RUNNING]
-        roots = LogRoots(s.host_root, pod_logs_dir)
-        found = dict(client.container_statuses(dead))
-        facts.containers = []
-        for c in containers:
-            if c.id not in found:
-                facts.containers.append(c)
-                continue
-            st = found[c.id]
-            if st is None:
-                continue  # gone since the list
-            own = not foreign_log(pod_logs_dir, c, st.log_path)
-            size = log_bytes(roots, st.log_path, mounts) if own or not st.log_path else 0
-            facts.containers.append(
-                replace(c, state=st.state, finished_at=st.finished_at, log_path=st.log_path,
-                        exit_code=st.exit_code, log_bytes=size)
-            )  # fmt: skip
-    if UNUSED_IMAGE in wanted:
-        try:
-            facts.sandbox_image = sandbox_image_from_info(client.status_info())
-            facts.images = client.list_images()
-        except SandboxImageUnreadable as exc:  # no image can be called unused: none listed
-            facts.images_unknown = exc.why
-    if NETNS in wanted and _netns_on_host(s.host_root, ScanContext(s.host_root).netns_dirs):
-        paths: set[str] = set()
-        for _sid, path in client.sandbox_netns([sb.id for sb in sandboxes]):
-            if path is None:
-                facts.netns_unknown += 1
-            elif path:
-                paths |= _netns_spellings(path)
-        facts.netns = frozenset(paths)
-    return facts
-
-
-def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
-    """`ctx` with what the runtime knows: every sandbox and container ID (and which
-    sandboxes are not READY), the pod UIDs of every sandbox (metadata and label) and
-    container, and the sandboxes' netns paths."""
-    from dataclasses import replace
-
-    uids = {sb.uid for sb in facts.sandboxes}
-    uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in facts.sandboxes}
-    uids |= {c.pod_uid for c in facts.containers}
-    uids.discard("")
-    return replace(
-        ctx,
-        runtime_known=True,
-        runtime_pod_uids=frozenset(uids),
-        sandbox_ids=frozenset(sb.id for sb in facts.sandboxes),
-        notready_sandbox_ids=frozenset(
-            sb.id for sb in facts.sandboxes if sb.state is not SandboxState.READY
-        ),
-        container_ids=frozenset(c.id for c in facts.containers),
-        sandbox_netns=facts.netns,
-    )
-
-
 def _runtime_findings(
     facts: RuntimeFacts, pods: PodInventory, now: int, types: tuple[str, ...], gc_command: str
 ) -> list[Finding]:
-    from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
-
     out: list[Finding] = []
     if DEAD_CONTAINER in types or DEAD_SANDBOX in types:
         found = dead_objects(facts.containers, facts.sandboxes, pods, now, command=gc_command)
@@ -317,13 +187,6 @@ class _Scan:
 def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _Scan:
     """Observe and scan; with `keep_client` the open client is returned (the caller closes it)
     and an unreachable runtime raises instead of degrading."""
-    from kubegc_cli.node.host.kubelet import (
-        CONTAINER_LOGS_DIR,
-        load_kubelet_config,
-        validate_pod_logs_dir,
-    )
-    from kubegc_cli.node.host.mounts import MountTable
-
     if s.snapshot is not None:
         raise BadInput("residue reads the node's directories and runtime; --snapshot holds none")
     types = opts.selected()
@@ -334,7 +197,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
     else:
         pod_logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
     pods = load_pod_inventory(s, ui)
-    now = s.now if s.now is not None else time.time_ns()
+    now = s.now if s.now is not None else edges().clock()
     mounts = MountTable.read()
 
     client: CriClient | None = None
@@ -371,8 +234,6 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
             ctx = with_runtime(ctx, facts)
         socket = ""
         if client is not None:
-            from kubegc_cli.node.host.logs import host_path_of
-
             socket = host_path_of(s.host_root, client.endpoint.path)
         findings = _host_findings(ctx, types, ui, runtime_socket=socket)
         if facts is not None:
@@ -404,6 +265,7 @@ def _host_findings(
     """Run the host scanners the chosen types need; a scanner that cannot read the host
     (`OSError`) is reported and the others go on. `runtime_socket` (the runtime's socket as
     the host names it) keeps shims of other containerd instances out."""
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
     from kubegc_cli.node.host import residue as host
 
     out: list[Finding] = []
@@ -430,7 +292,8 @@ def _plan(
     facts: RuntimeFacts | None,
     runtime_error: str,
 ) -> ResiduePlan:
-    from kubegc_cli.node.host.residue import sees_host_processes
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
+    from kubegc_cli.node.host.residue import cni_summary, sees_host_processes
 
     order = {t: i for i, t in enumerate(TYPES)}
     findings.sort(key=lambda f: (order.get(f.type, len(order)), f.target))
@@ -491,8 +354,6 @@ def _plan(
     if facts is not None and facts.netns_unknown and NETNS in types:
         notes.append(NETNS_UNKNOWN.format(n=facts.netns_unknown).capitalize() + ".")
     if CNI_IP in types:
-        from kubegc_cli.node.host.residue import cni_summary
-
         for net, (leaked, reserved) in sorted(cni_summary(findings).items()):
             notes.append(f"CNI network {net}: {leaked} of {reserved} reserved address(es) leaked.")
     for t, row in plan.totals().items():
@@ -509,8 +370,6 @@ def _hung_roots(ctx: ScanContext, types: Iterable[str]) -> list[str]:
     directory, podLogsDir, the legacy log link directory) that gave no answer within
     `--timeout` when it was resolved and opened (`host.logs.pinned_on_host`, cached: asking
     again costs nothing): nothing below it was looked at."""
-    from kubegc_cli.node.host.logs import pinned_on_host
-
     roots = (
         (POD_DIR, "the kubelet's pod directory", f"{ctx.root_dir.rstrip('/')}/pods"),
         (POD_LOG_DIR, "podLogsDir", ctx.pod_logs_dir),
@@ -549,6 +408,7 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     `residue_scan`, `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be
     read. Returns the plan with results.
     """
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
     from kubegc_cli.node.execute.residue import ResidueCleaner
 
     mode = decide_mode(s, act, ui)

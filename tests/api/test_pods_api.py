@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.session import Settings, load_pod_inventory
+from kubegc_cli.commands.session import load_pod_inventory
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.pods import api as pods_api
 from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable, load_api_inventory
 from tests.controlplane import ControlPlane

@@ -405,7 +405,8 @@ def test_pod_appearing_before_removal_is_skipped(node: LocalNode, ns: str, tmp_p
     """Re-check before acting: a pod dir planned as orphaned whose pod the runtime has by
     the time of removal (a sandbox created while the operator confirms) is skipped."""
     from kubegc_cli.commands.residue import ResidueOptions, residue_clean
-    from kubegc_cli.commands.session import ActOptions, Settings
+    from kubegc_cli.commands.session import ActOptions
+    from kubegc_cli.core.settings import Settings
 
     _, pods = live_pod(node, ns, tmp_path)
     root = tmp_path / "kubelet"

@@ -1234,7 +1234,7 @@ def test_deeply_nested_event_answers_and_rate_limit_files_are_warnings(
     """`--events`: the API's refusal nested too deeply is one warning; an `events.json` in the
     state directory nested too deeply is damaged — one warning, the Event posted, the file
     replaced."""
-    from kubegc_cli.commands.session import Settings
+    from kubegc_cli.core.settings import Settings
     from kubegc_cli.report.events import STATE_FILE, record_events
     from tests.unit.test_events import GC_DONE
 
@@ -1321,8 +1321,6 @@ def saved_plans(work: Path) -> list[dict[str, Any]]:
     """Plan files as `--plan-out` writes them, of every kind of action `apply` carries out:
     a `gc all` plan (container, sandbox, pod log directory held back, legacy link, a kept
     container) and a `gc images` plan."""
-    from kubegc_cli.commands.apply import saved_document
-    from kubegc_cli.commands.session import Settings
     from kubegc_cli.core.plan import (
         ContainerAction,
         ImageAction,
@@ -1331,6 +1329,8 @@ def saved_plans(work: Path) -> list[dict[str, Any]]:
         Result,
         SandboxAction,
     )
+    from kubegc_cli.core.settings import Settings
+    from kubegc_cli.node.planfile import saved_document
 
     cri = node()
     uid = "66666666-2222-3333-4444-555555555555"

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from kubegc_cli.cli.main import main
-from kubegc_cli.commands.apply import load_saved_plan, this_node
-from kubegc_cli.commands.session import Settings
 from kubegc_cli.core.errors import BadInput, Busy
 from kubegc_cli.core.model import API_VERSION, NodeSnapshot
 from kubegc_cli.core.plan import ContainerAction, Plan, Result, apply_caps
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.node.planfile import load_saved_plan, this_node
 from kubegc_cli.node.state import hold_run_lock, node_lock, release_run_lock, run_lock_held
 from tests.unit.factories import NOW, ctr
 

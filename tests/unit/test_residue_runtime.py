@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.residue import ResidueOptions, ResiduePlan, _netns_spellings
+from kubegc_cli.commands.residue import ResidueOptions, ResiduePlan
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, Sandbox, SandboxState
 from kubegc_cli.core.plan import Result
@@ -29,6 +29,7 @@ from kubegc_cli.core.residue import (
 from kubegc_cli.node.cri.client import CriClient, netns_from_info
 from kubegc_cli.node.cri.endpoint import Endpoint
 from kubegc_cli.node.cri.v1 import api_pb2
+from kubegc_cli.node.residue_runtime import _netns_spellings
 from kubegc_cli.policy.residue import (
     GRPC_DEFAULT_LIMIT,
     KUBELET_LIMIT,
@@ -303,8 +304,8 @@ def test_scan_table_is_not_a_dry_run() -> None:
 
 
 def test_with_runtime_marks_notready_sandboxes() -> None:
-    from kubegc_cli.commands.residue import RuntimeFacts, with_runtime
     from kubegc_cli.node.host.scan import ScanContext
+    from kubegc_cli.node.residue_runtime import RuntimeFacts, with_runtime
 
     facts = RuntimeFacts(
         "test", sandboxes=[sandbox("sb-ready", "u1", "READY"), sandbox("sb-dead", "u2")]
