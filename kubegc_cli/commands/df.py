@@ -63,10 +63,10 @@ from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.node.host.mounts import MountTable
 
 if TYPE_CHECKING:
-    from kubegc_cli.commands.evict import FsLayout
     from kubegc_cli.commands.session import Settings, Ui
     from kubegc_cli.core.residue import Finding
     from kubegc_cli.node.host.fs import FsStats
+    from kubegc_cli.node.imagefs import FsLayout
     from kubegc_cli.policy.images import ImageGCSettings
 
 KIND = "DiskUsage"
@@ -970,7 +970,7 @@ def _eviction_config(s: Settings, ui: Ui) -> Any:
 def _layout(
     s: Settings, rt: RuntimeView | None, root_dir: str, report: DfReport
 ) -> FsLayout | None:
-    from kubegc_cli.commands.evict import fs_layout
+    from kubegc_cli.node.imagefs import fs_layout
 
     if rt is None:
         return None
@@ -1288,7 +1288,7 @@ def _thresholds(
     systems: list[Filesystem], config: Any, layout: FsLayout | None, report: DfReport
 ) -> None:
     """The kubelet's disk eviction thresholds, each on the filesystem its signal observes."""
-    from kubegc_cli.commands.evict import disk_observations
+    from kubegc_cli.node.signals import disk_observations
     from kubegc_cli.policy.eviction.thresholds import evaluate
 
     obs: dict[str, Any] = {}

@@ -9,7 +9,8 @@ from kubegc_cli.core.units import format_bytes, safe_text
 from kubegc_cli.render.plan import make_console
 
 if TYPE_CHECKING:
-    from kubegc_cli.commands.evict import EvictionReport, MemoryReport
+    from kubegc_cli.commands.evict import EvictionReport
+    from kubegc_cli.commands.memory import MemoryReport
 
 
 def bytes_cell(n: int | None) -> str:
