@@ -41,19 +41,22 @@ from typing import Any
 from kubegc_cli.commands import session
 from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
 from kubegc_cli.commands.memory import memory_report as memory_report  # (as cli imports it)
-from kubegc_cli.commands.session import Ui
+from kubegc_cli.commands.session import ActOptions, Stage, Ui, carry_out, decide_mode, may_act
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION
+from kubegc_cli.core.plan import Plan, PodAction
 from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
 from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG, load_kubelet_config
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
-from kubegc_cli.node.pods.api import node_name
+from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
+from kubegc_cli.node.pods.evicted import close_api, list_failed
 from kubegc_cli.node.signals import (
     DISK_FAMILIES,
     families,
@@ -61,6 +64,7 @@ from kubegc_cli.node.signals import (
     observe_signals,
     writable_layers_by_pod,
 )
+from kubegc_cli.policy.evicted import PruneOptions, plan_evicted
 from kubegc_cli.policy.eviction.ranking import (
     PodResources,
     PodStats,
@@ -448,3 +452,99 @@ def _writable_layers(s: Settings, ui: Ui, uids: set[str]) -> tuple[dict[str, tup
             client.close()
     except (RuntimeUnavailable, BadInput) as exc:
         return {}, str(exc)
+
+
+# --- evict prune -------------------------------------------------------------------------------
+
+PLAN_KIND = "EvictedPodPlan"
+COMMAND = "evict prune"
+
+
+def _list_failed(api: Any, host: str, opts: PruneOptions, timeout: float) -> list[Any]:
+    """The raw Failed pods (`fieldSelector` as `opts` says), every page. `ApiUnavailable`."""
+    return list_failed(
+        api,
+        host,
+        timeout,
+        field_selector=opts.field_selector(),
+        label_selector=None if opts.selector is None else str(opts.selector),
+        namespace=opts.namespace,
+        what=f"listing Failed pods of {opts.describe()}",
+    )
+
+
+def list_evicted(
+    src: ApiSource, opts: PruneOptions, timeout: float, *, now: int | None = None
+) -> tuple[list[PodAction], list[PodAction]]:
+    """The Evicted pods `opts` selects, as (planned deletions, kept), each sorted by
+    (namespace, name). `timeout` is seconds per request; `now` ns since the epoch (default:
+    the clock) is what `opts.older_than` is measured from; `opts.node` (not `src.node`) picks
+    the node.
+
+    Raises `ApiUnavailable` when the list cannot be read to the end, `BadInput` for unusable
+    credentials or options.
+    """
+    opts.validate()
+    api, host = open_api(src)
+    try:
+        items = _list_failed(api, host, opts, timeout)
+    finally:
+        close_api(api)
+    planned, kept, _ = plan_evicted(items, opts, time.time_ns() if now is None else now)
+    return planned, kept
+
+
+def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> Plan[PodAction]:
+    """`kubegc evict prune`: plan the deletion of Evicted pod shells, then (if allowed) delete.
+
+    Uses `s.kubeconfig`, `s.context` and `s.env` (credentials as kubectl finds them),
+    `s.timeout` (seconds per API request), `s.now` (ns; default the clock) for ages,
+    `s.state_dir` (run lock and audit rows), and `act` (`dry_run`, `yes`, `concurrency`).
+
+    Raises `BadInput` (exit 2) with `--snapshot`, for bad options, or when no credentials are
+    found or they are unusable; `ApiUnavailable` (exit 3) when the pod list cannot be read to
+    the end — nothing is deleted in either case; `Busy` (exit 4) when another run holds the
+    lock. Returns the plan (kind `EvictedPodPlan`) with results filled in: a pod the API
+    refused to delete is `failed`, which the caller turns into `PartialFailure` (exit 1).
+    """
+    if s.snapshot is not None:
+        raise BadInput("evict prune reads pods from the Kubernetes API; --snapshot holds none")
+    opts.validate()
+    creds = find_credentials(s.kubeconfig, s.env)
+    if creds is None:
+        raise BadInput(
+            "evict prune needs the Kubernetes API: give --kubeconfig, set KUBECONFIG, "
+            "create ~/.kube/config, or run in a pod with a service account"
+        )
+    mode = decide_mode(s, act, ui, node_wide=False)  # it changes the API, not this node
+    api, host = open_api(ApiSource(creds, s.context, opts.node))
+    try:
+        now = time.time_ns() if s.now is None else s.now
+        ui.info(f"Kubernetes API {host} ({creds}): Failed pods of {opts.describe()}")
+        items = _list_failed(api, host, opts, s.timeout)
+        planned, kept, others = plan_evicted(items, opts, now)
+        labels = f" and labelSelector {opts.selector}" if opts.selector is not None else ""
+        notes = [
+            f"{len(items)} pod(s) listed with fieldSelector {opts.field_selector()}{labels}; "
+            f"{len(planned) + len(kept)} evicted"
+        ]
+        if others:
+            notes.append(f"{others} Failed pod(s) not evicted are left alone")
+        notes.append(
+            "each pod is deleted only if its uid and resourceVersion still match this plan"
+        )
+        plan: Plan[PodAction] = Plan(
+            kind=PLAN_KIND,
+            policy=opts.to_dict(),
+            now=now,
+            actions=planned,
+            kept=kept,
+            notes=notes,
+            source=f"api:{host} {opts.describe()}",
+        )
+        if may_act(mode, plan, ui, "evicted pod", act):
+            deleter = PodDeleter(api, concurrency=act.concurrency, host=host, timeout=s.timeout)
+            carry_out(s, plan, [Stage(deleter, (PodAction.kind,))], COMMAND, ui)
+        return plan
+    finally:
+        close_api(api)
