@@ -559,16 +559,15 @@ def apply_plan(
     `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when another run holds
     the lock. Returns the plan with results (all as re-checked for a dry run).
     """
+    from kubegc_cli.commands.gc import forget_removed_images, pod_logs_root_of
     from kubegc_cli.commands.session import (
         Stage,
         carry_out,
         decide_mode,
-        forget_removed_images,
         load_pod_inventory,
         log_stages,
         may_act,
         open_client,
-        pod_logs_root_of,
     )
 
     if s.snapshot is not None:

@@ -17,12 +17,15 @@ The command-line wrapper (`kubegc_cli.cli.main`) uses these from here:
 - `audit_unwritten(message)`: a run that acted could not write its audit rows (a full disk
   under `--state-dir`). Reported as one error line after the command's own output, and exit
   0 becomes 1 (a failing exit code is kept), before the metrics and Events see the code.
+  `reported_main` puts it in the commands' edges (`commands.edges.using`) while the command
+  runs: commands say it there, and never import this module.
 
 A run that fails before its command parsed its global options (a bad `--timeout`, a bad
 `--metrics-file`) writes no metrics: alert on a stale `kubegc_last_run_timestamp_seconds`.
 
-This module imports only the standard library at load time: `--help` and `--version` stay
-free of grpc and the Kubernetes client. The reporters are imported when a run asks for them.
+This module imports only the standard library and `commands.edges` (itself standard library
+only) at load time: `--help` and `--version` stay free of grpc and the Kubernetes client.
+The reporters are imported when a run asks for them.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, TypeVar
+
+from kubegc_cli.commands.edges import using
 
 PROG = "kubegc"
 
@@ -122,7 +127,8 @@ def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
         run = Run(started=time.time(), started_mono=time.monotonic())
         token = _current.set(run)
         try:
-            fn(argv)
+            with using(audit_unwritten=audit_unwritten):
+                fn(argv)
             code = 0
         except SystemExit as exc:
             code = exit_code_of(exc.code)

@@ -3,8 +3,9 @@ against it in-process.
 
 `MemoryCri` lists, answers status and removes containers and sandboxes from dicts and
 records every removal, so a test can say exactly what kubegc removed. `use_runtime(cri)`
-makes `commands.session.open_client` hand it out; `run_cli(argv)` runs `kubegc` in-process
-and returns (exit code, stdout, stderr), failing the test on anything but `SystemExit`.
+makes the commands' edges (`commands.edges`) hand it out; `run_cli(argv)` runs `kubegc`
+in-process and returns (exit code, stdout, stderr), failing the test on anything but
+`SystemExit`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from unittest import mock
 
+from kubegc_cli.commands.edges import using
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import (
     Container,
@@ -134,15 +136,14 @@ class MemoryCri:
 
 def use_runtime(cri: Any) -> contextlib.AbstractContextManager[Any]:
     """Within the block, every command talks to `cri` instead of a socket (`None`: the
-    runtime is unreachable, exit 3)."""
-    from kubegc_cli.commands import session as app
+    runtime is unreachable, exit 3): the commands' edges (`commands.edges.using`) name it."""
 
     def open_client(*_: Any) -> Any:
         if cri is None:
             raise RuntimeUnavailable("no CRI runtime (test)", "UNAVAILABLE")
         return cri
 
-    return mock.patch.object(app, "open_client", open_client)
+    return using(cri=open_client)
 
 
 #: Warnings Python does not print by default outside `__main__`.

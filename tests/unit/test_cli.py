@@ -376,7 +376,7 @@ def test_snapshot_yaml_round_trip(
 ) -> None:
     import yaml
 
-    from kubegc_cli.commands.session import load_snapshot
+    from kubegc_cli.commands.gc import load_snapshot
 
     snap = load_snapshot(snapshot_file)
     y = tmp_path / "s.yaml"

@@ -11,7 +11,7 @@ protected, pod sources known or not — and the rules that must never bend are c
 - the node-wide and per-unit limits hold after the plan;
 - idempotence: planning again on the state the plan leaves plans nothing more;
 - a dry run plans exactly what `--yes` then carries out, when nothing changed in between
-  (`commands.session.gc_containers` and `gc_sandboxes` against an in-memory runtime, with the
+  (`commands.gc.gc_containers` and `gc_sandboxes` against an in-memory runtime, with the
   real executors).
 """
 
@@ -478,7 +478,7 @@ def test_containers_then_sandboxes_as_gc_all_plans_them(
 def log_inputs(draw: st.DrawFn, node: NodeState) -> tuple[list[PodLogDir], list[LegacyLink]]:
     """Pod log directories of known and unknown pods (some with a mount below), and dangling
     legacy links naming a container that exists, one that does not, an ambiguous ID prefix,
-    or no ID at all — as `kubegc_cli.commands.session` builds them."""
+    or no ID at all — as `kubegc_cli.commands.gc` builds them."""
     dirs = []
     for uid in (*POD_UIDS[:-1], "u-gone"):
         if draw(st.booleans()):
@@ -704,7 +704,7 @@ _ACTING_NODE = NodeState(
 def test_dry_run_plan_is_the_executed_plan(
     node: NodeState, policy: ContainerGCPolicy, command: str
 ) -> None:
-    from kubegc_cli.commands import session as app
+    from kubegc_cli.commands import gc as app
     from kubegc_cli.node.state import read_history
 
     def run(act: Any, cri: MemoryCri, s: Any) -> Plan[Any]:
@@ -817,7 +817,7 @@ def test_nothing_is_removed_from_an_incomplete_inventory(
     """Whichever inventory call fails — the lists, the statuses `--older-than` reads, the
     re-list right before acting — a `--yes` run stops with `RuntimeUnavailable` (exit 3) and
     removes nothing: a partial inventory is never planned on."""
-    from kubegc_cli.commands import session as app
+    from kubegc_cli.commands import gc as app
     from kubegc_cli.node.state import release_run_lock
 
     policy = replace(policy, include_terminated_pods=False)

@@ -1,0 +1,673 @@
+"""`kubegc gc containers|sandboxes|logs|all|images` and `kubegc snapshot`: observe the node (or
+read a snapshot), plan with the kubelet's rules, then show and — if allowed — act through the
+session (`kubegc_cli.commands.session`).
+
+The runtime, the pod source and the clock are reached only through the session's edges.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kubegc_cli.commands.session import (
+    ActOptions,
+    Mode,
+    Stage,
+    Ui,
+    carry_out,
+    decide_mode,
+    edges,
+    load_pod_inventory,
+    log_stages,
+    may_act,
+    open_client,
+)
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable, SandboxImageUnreadable
+from kubegc_cli.core.inputs import parse_json, parse_yaml, read_text
+from kubegc_cli.core.model import (
+    ContainerState,
+    NodeSnapshot,
+    Sandbox,
+    SandboxState,
+    reference_forms,
+)
+from kubegc_cli.core.plan import (
+    ContainerAction,
+    ImageAction,
+    LogAction,
+    Plan,
+    Result,
+    SandboxAction,
+)
+from kubegc_cli.core.pods import PodInventory, against_runtime
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import ns_to_rfc3339
+from kubegc_cli.node.execute.actions import (
+    ContainerRemover,
+    ImageRemover,
+    LogRemover,
+    SandboxRemover,
+)
+from kubegc_cli.node.host.fs import fs_stats
+from kubegc_cli.node.host.kubelet import (
+    CONTAINER_LOGS_DIR,
+    load_kubelet_config,
+    validate_pod_logs_dir,
+)
+from kubegc_cli.node.host.logs import LogRoots, LogSizer
+from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.podlogs import LegacyLink, legacy_links, read_pod_log_dirs
+from kubegc_cli.node.host.podlogs import container_id_from_link as container_id_of
+from kubegc_cli.node.observe import observe_node
+from kubegc_cli.node.state import (
+    StateUnavailable,
+    check_state_dir,
+    forget_image_records,
+    load_image_records,
+    save_image_records,
+)
+from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
+from kubegc_cli.policy.images import ImageRecord, detect_images, plan_images
+from kubegc_cli.policy.logs import link_state, plan_logs
+from kubegc_cli.policy.sandboxes import plan_sandboxes
+from kubegc_cli.policy.scope import Scope
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
+
+
+def _now(s: Settings, snap: NodeSnapshot) -> int:
+    """Planning time: `--now`, else when the snapshot was taken (ns since the epoch)."""
+    return s.now if s.now is not None else snap.captured_at
+
+
+def load_snapshot(path: Path) -> NodeSnapshot:
+    """Read a `kubegc snapshot` file (JSON, or YAML from `-o yaml`). Raises `BadInput`."""
+    text = read_text(path, "snapshot")
+    if text.lstrip().startswith(("{", "[")):
+        doc = parse_json(text, path, "snapshot")
+    else:
+        doc = parse_yaml(text, path, "snapshot", unique_keys=True)
+    return NodeSnapshot.from_dict(doc, source=f"snapshot {path}")
+
+
+def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
+    """`kubegc snapshot`: everything kubegc observes, with status for every container."""
+
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    client = open_client(s, ui)
+    try:
+        return observe_node(
+            client,
+            s.host_root,
+            statuses="all",
+            images=True,
+            sandboxes=True,
+            pod_logs_dir=kcfg.pod_logs_dir,
+            clock=edges().clock,
+        )
+    finally:
+        client.close()
+
+
+def _observe_for_containers(
+    client: CriClient,
+    s: Settings,
+    scope: Scope,
+    pod_logs_dir: str,
+    mounts: MountTable,
+    *,
+    sandboxes: bool,
+    sizer: LogSizer | None = None,
+) -> NodeSnapshot:
+    """The node as a container GC plan needs it: `ListContainers` alone, with status calls only
+    when the plan needs finish times (`--older-than`); dead containers' log paths from the
+    kubelet's layout (the executor re-reads each status before removing); the restart count of
+    the annotations; the sandboxes when `sandboxes`, or when a container is CREATED (whether
+    its sandbox is READY decides if it may be removed: `plan_containers`). `sizer` measures
+    the logs (`observe_node`)."""
+
+    snap = observe_node(
+        client,
+        s.host_root,
+        statuses="dead" if scope.older_than is not None else "none",
+        log_layout=True,
+        annotations=False,
+        sandboxes=sandboxes,
+        pod_logs_dir=pod_logs_dir,
+        mounts=mounts,
+        clock=edges().clock,
+        sizer=sizer,
+    )
+    if not sandboxes and any(c.state is ContainerState.CREATED for c in snap.containers):
+        snap = replace(snap, sandboxes=tuple(client.list_sandboxes()))
+    return snap
+
+
+def _note_logs_left(plan: Plan[Any], sizer: LogSizer) -> None:
+    """Give each planned container removal whose log may not be removed where the kubelet
+    puts it (its directory a symlink, not a directory, a mount point, or one that gave no
+    answer in time: `LogSizer.note_for`) that note, so a dry run says what `--yes` would
+    leave; and say in the plan's notes which log directories gave no answer (their sizes
+    are unknown)."""
+    for a in plan.actions:
+        if a.kind == "container" and a.result is Result.PLANNED and not a.log_note:
+            a.log_note = sizer.note_for(a.container.log_path)
+    if sizer.stalled:
+        shown = ", ".join(sizer.stalled[:5])
+        plan.notes.append(
+            f"{len(sizer.stalled)} container log directory(ies) gave no answer within "
+            f"--timeout (a hung mount?): {shown}; the sizes of their logs are unknown."
+        )
+
+
+def _ready(sandboxes: Iterable[Sandbox]) -> frozenset[str]:
+    """The IDs of the READY sandboxes among `sandboxes`."""
+    return frozenset(sb.id for sb in sandboxes if sb.state is SandboxState.READY)
+
+
+def gc_containers(
+    s: Settings, policy: ContainerGCPolicy, scope: Scope, act: ActOptions, ui: Ui
+) -> Plan[ContainerAction]:
+    """`kubegc gc containers`: plan the kubelet's container GC, then (if allowed) carry it out.
+
+    Raises `BadInput` (bad pod source, snapshot) before touching the runtime and
+    `RuntimeUnavailable` if the inventory cannot be read; nothing is removed in either case.
+    Returns the plan with results filled in (all `planned` for a dry run).
+    """
+    pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
+    mode = decide_mode(s, act, ui)
+
+    def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
+        here = against_runtime(pods, snap.containers, snap.sandboxes)
+        bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+        plan = plan_containers(
+            snap.containers, policy, here, _now(s, snap), bound,
+            ready_sandboxes=_ready(snap.sandboxes),
+        )  # fmt: skip
+        plan.source = source
+        return plan
+
+    if s.snapshot is not None:
+        offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
+        return offline
+
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    client = open_client(s, ui)
+    try:
+        mounts = MountTable.read()
+        sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
+        # -l matches the pod labels the sandboxes carry; READY ones keep their pods alive.
+        snap = _observe_for_containers(
+            client, s, scope, kcfg.pod_logs_dir, mounts,
+            sandboxes=scope.selector is not None or pods.known, sizer=sizer,
+        )  # fmt: skip
+        ui.info(
+            f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
+            f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
+        )
+        plan = plan_from(snap, snap.endpoint)
+        _note_logs_left(plan, sizer)
+        if may_act(mode, plan, ui, "container", act):
+            remover = ContainerRemover(
+                client,
+                concurrency=act.concurrency,
+                log_roots=LogRoots(s.host_root, kcfg.pod_logs_dir),
+                mounts=mounts,
+            )
+            guard = lambda: recheck_guard(plan, client.list_containers(), policy)  # noqa: E731
+            carry_out(s, plan, [Stage(remover, ("container",), guard)], "gc containers", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def gc_sandboxes(
+    s: Settings, include_terminated_pods: bool, scope: Scope, act: ActOptions, ui: Ui
+) -> Plan[SandboxAction]:
+    """`kubegc gc sandboxes`: plan the kubelet's sandbox GC, then (if allowed) carry it out.
+
+    Errors as `gc_containers`. Returns the plan with results filled in.
+    """
+    pods = load_pod_inventory(s, ui, needs_source=include_terminated_pods)
+    mode = decide_mode(s, act, ui)
+
+    def plan_from(snap: NodeSnapshot, source: str) -> Plan[SandboxAction]:
+        here = against_runtime(pods, snap.containers, snap.sandboxes)
+        plan = plan_sandboxes(
+            snap.sandboxes, snap.containers, here, _now(s, snap),
+            include_terminated_pods=include_terminated_pods, scope=scope,
+        )  # fmt: skip
+        plan.source = source
+        return plan
+
+    if s.snapshot is not None:
+        offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
+        return offline
+
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(
+            client, s.host_root, statuses="none", sandboxes=True, clock=edges().clock
+        )
+        ui.info(
+            f"{snap.runtime.name} {snap.runtime.version}: {len(snap.sandboxes)} sandboxes, "
+            f"{len(snap.containers)} containers listed; pod source {pods.source}"
+        )
+        plan = plan_from(snap, snap.endpoint)
+        if may_act(mode, plan, ui, "sandbox", act):
+            remover = SandboxRemover(client, concurrency=act.concurrency)
+            carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def pod_logs_root_of(s: Settings, pod_logs_dir: str | None) -> str:
+
+    if pod_logs_dir is not None:
+        return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+    return load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+
+
+def _observe_logs(
+    s: Settings, root: str, pods: PodInventory, containers: list[Any], mounts: Any, ui: Ui
+) -> tuple[list[Any], list[Any]]:
+    """(pod log dirs, dangling legacy links) on the host. Dirs only with a known pod source.
+
+    Raises `RuntimeUnavailable` when the pod log root exists but cannot be read.
+    """
+
+    local_root = root
+    try:
+        local_root = LogRoots(s.host_root, root).real_pod_logs_dir  # resolved as on the host
+        if not local_root:
+            raise BadInput(
+                f"pod log root {root} resolves to the host's / (or loops) under --host-root "
+                f"{s.host_root}; refusing to look for pod log directories there"
+            )
+        dirs = read_pod_log_dirs(local_root, mounts) if pods.known else []
+    except FileNotFoundError:
+        dirs = []
+        ui.warn(f"no pod log directory at {local_root}")
+    except OSError as exc:
+        raise RuntimeUnavailable(
+            f"cannot read pod log root {local_root}: {exc.strerror or exc}"
+        ) from None
+    links_pin = LogRoots(s.host_root, root, CONTAINER_LOGS_DIR).links_pin
+    if links_pin.stalled:
+        raise RuntimeUnavailable(f"cannot read the legacy log links: {links_pin.stalled}")
+    links_dir = links_pin.path
+    pod_dirs = {os.path.join(root, d.name) for d in dirs}
+    found = legacy_links(links_dir, CONTAINER_LOGS_DIR, s.host_root, pod_dirs) if links_dir else []
+    links = [
+        LegacyLink(name, path, cid, link_state(cid, containers) if cid else "", into)
+        for name, path, into in found
+        for cid in [container_id_of(name)]
+    ]
+    return dirs, links
+
+
+def _minus_container_logs(dirs: list[Any], removals: list[ContainerAction], root: str) -> list[Any]:
+    """Pod log directories as the container stage will leave them: without the bytes of the
+    container logs it removes (so a combined plan counts no byte twice)."""
+
+    freed: dict[str, int] = {}
+    prefix = root.rstrip("/") + "/"
+    for a in removals:
+        path = a.container.log_path
+        if path.startswith(prefix) and a.container.log_bytes:
+            name = path[len(prefix) :].split("/", 1)[0]
+            freed[name] = freed.get(name, 0) + a.container.log_bytes
+    return [replace(d, bytes=max(0, d.bytes - freed.get(d.name, 0))) for d in dirs]
+
+
+def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> Plan[LogAction]:
+    """`kubegc gc logs`: pod log directories of deleted pods and dangling legacy symlinks.
+
+    `pod_logs_dir` (a host path) overrides the kubelet config's podLogsDir. Raises `BadInput`
+    with `--snapshot` (a snapshot holds no log directories) and `RuntimeUnavailable` when the
+    runtime or the pod log root cannot be read.
+    """
+    if s.snapshot is not None:
+        raise BadInput("gc logs reads the node's log directories; --snapshot holds none")
+    pods = load_pod_inventory(s, ui)
+    mode = decide_mode(s, act, ui)
+
+    root = pod_logs_root_of(s, pod_logs_dir)
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(
+            client, s.host_root, statuses="none", sandboxes=pods.known, clock=edges().clock
+        )
+        pods = against_runtime(pods, snap.containers, snap.sandboxes)
+        mounts = MountTable.read()
+        dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
+        now = _now(s, snap)
+        plan = plan_logs(
+            dirs, links, snap.containers, pods, now,
+            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
+        )  # fmt: skip
+        plan.source = snap.endpoint
+        if may_act(mode, plan, ui, "log path", act):
+            remover = LogRemover(
+                client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root,
+                roots=LogRoots(s.host_root, root),
+            )  # fmt: skip
+            carry_out(s, plan, log_stages(remover), "gc logs", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def gc_all(
+    s: Settings,
+    policy: ContainerGCPolicy,
+    scope: Scope,
+    pod_logs_dir: str | None,
+    act: ActOptions,
+    ui: Ui,
+) -> Plan[Any]:
+    """`kubegc gc all`: containers, then sandboxes, then logs — the kubelet's order — as one
+    plan with one confirmation.
+
+    Later stages plan on the state the earlier ones leave: a sandbox whose last dead container
+    is removed in this run is removable in this run, and so is that pod's log directory. The
+    executors still re-check every object right before acting. Errors as the single commands.
+    """
+    if s.snapshot is not None:
+        raise BadInput("gc all reads the node's log directories; --snapshot holds none")
+    pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
+    mode = decide_mode(s, act, ui)
+
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    root = pod_logs_root_of(s, pod_logs_dir)
+    client = open_client(s, ui)
+    try:
+        mounts = MountTable.read()
+        sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
+        snap = _observe_for_containers(
+            client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True, sizer=sizer
+        )
+        pods = against_runtime(pods, snap.containers, snap.sandboxes)
+        now = _now(s, snap)
+        scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+        pc = plan_containers(
+            snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
+        )
+        _note_logs_left(pc, sizer)
+        going = {a.id for a in pc.actions}
+        left = [c for c in snap.containers if c.id not in going]
+        ps = plan_sandboxes(
+            snap.sandboxes, left, pods, now,
+            include_terminated_pods=policy.include_terminated_pods, scope=scope,
+        )  # fmt: skip
+        dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
+        dirs = _minus_container_logs(dirs, pc.actions, root)
+        links = [
+            lk
+            for lk in links
+            if not (lk.container_id and any(g.startswith(lk.container_id) for g in going))
+        ]  # (the container stage removes the links of the containers it removes)
+        pl = plan_logs(
+            dirs, links, left, pods, now,
+            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
+        )  # fmt: skip
+        plan: Plan[Any] = Plan(
+            kind="GCPlan",
+            policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},
+            now=now,
+            actions=[*pc.actions, *ps.actions, *pl.actions],
+            kept=[*pc.kept, *ps.kept, *pl.kept],
+            notes=[*pc.notes, *(n for n in ps.notes + pl.notes if n not in pc.notes)],
+            out_of_scope=pc.out_of_scope,
+            source=snap.endpoint,
+        )
+        if may_act(mode, plan, ui, "object", act):
+            n = act.concurrency
+            log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
+            stages = [
+                Stage(
+                    ContainerRemover(client, concurrency=n, log_roots=log_roots, mounts=mounts),
+                    ("container",),
+                    lambda: recheck_guard(pc, client.list_containers(), policy),
+                ),
+                Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
+                *log_stages(
+                    LogRemover(
+                        client,
+                        concurrency=n,
+                        mounts=mounts,
+                        host_root=s.host_root,
+                        roots=LogRoots(s.host_root, root),
+                    )
+                ),
+            ]
+            carry_out(s, plan, stages, "gc all", ui)
+        return plan
+    finally:
+        client.close()
+
+
+def gc_images(
+    s: Settings,
+    policy: Any,
+    act: ActOptions,
+    ui: Ui,
+    *,
+    pod_infra_image: str | None = None,
+    assume_detected_at: int | None = None,
+) -> Plan[ImageAction]:
+    """`kubegc gc images`: the kubelet's image GC with first-detected/last-used remembered in
+    the state store across runs.
+
+    `pod_infra_image` is protected besides the runtime's own sandbox image;
+    `assume_detected_at` (ns since the epoch) is used as first-detected time for images without
+    a record (instead of now); it may not be later than now (`--now`, else the clock) plus 5
+    minutes of clock skew.
+
+    Records are what a run on the wall clock saw (first sighting, last use), saved by dry runs
+    too; a run with `--now` saves none, and the assumed first-detected times are saved only by
+    a run that acts (a note says which). A state store kubegc cannot write (read-only, permission
+    denied) only warns in a dry run (records are read if possible, not saved); a run that may
+    remove (`--yes`, or asking on a terminal) raises `StateUnavailable` (exit 2) before
+    anything is removed, since its lock and audit log live there. A full disk does not stop a
+    removing run: the records are not saved, and the audit rows are tried again afterwards.
+
+    Raises `BadInput` for a bad policy or time, with `--snapshot`, or a state dir or file of
+    the wrong type; `GCFailed` (exit 1) when the image filesystem reports capacity 0;
+    `RuntimeUnavailable` when the runtime or the image filesystem cannot be read;
+    `SandboxImageUnreadable` (exit 3) when the runtime names its sandbox image in a form kubegc
+    cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
+
+    if s.snapshot is not None:
+        raise BadInput(
+            "gc images cannot plan from a snapshot: it reads and updates the node's image "
+            "records in the state store (drop --snapshot)"
+        )
+    policy.validate()
+    max_ns = 2**63 - 1  # the state store keeps times as SQLite (64-bit) integers
+    if s.now is not None and s.now > max_ns:
+        raise BadInput(
+            f"invalid --now: {ns_to_rfc3339(s.now)} is beyond 2262-04-11, the latest time "
+            "gc images can record"
+        )
+    if assume_detected_at is not None:
+        ref = s.now if s.now is not None else edges().clock()
+        if assume_detected_at > ref + 5 * 60 * 1_000_000_000:
+            raise BadInput(
+                f"invalid --assume-detected-at: {ns_to_rfc3339(assume_detected_at)} is later "
+                f"than now ({ns_to_rfc3339(ref)}); an image cannot be first detected in the future"
+            )
+    mode = decide_mode(s, act, ui)
+    may_remove = mode in (Mode.ACT, Mode.ASK)
+
+    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
+    from kubegc_cli.node.cri.client import sandbox_image_from_info
+
+    check_state_dir(s.state_dir)
+
+    def store_unusable(exc: StateUnavailable) -> None:
+        """Raise for a run that may remove (unless the disk is full); warn otherwise."""
+        if may_remove and exc.full:
+            # A full disk is when image GC is needed most: the removals go ahead; the audit
+            # rows are tried again after them (exit 1 if they still cannot be written). Records
+            # not saved only make the next run see these images as newly detected (safer).
+            ui.warn(f"{exc}; image records are not saved; removals go ahead")
+            return
+        if may_remove:
+            raise StateUnavailable(
+                f"{exc}; a run that removes needs a writable --state-dir for its lock and "
+                "audit log; nothing was removed (--dry-run plans without it)"
+            ) from None
+        ui.warn(f"{exc}; dry run goes on, image records are not saved")
+
+    client = open_client(s, ui)
+    try:
+        snap = observe_node(client, s.host_root, statuses="none", images=True, clock=edges().clock)
+        now = _now(s, snap)
+        if not snap.image_filesystems:
+            raise RuntimeUnavailable(f"{snap.endpoint} reports no image filesystem")
+        fs = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+        try:
+            pause = sandbox_image_from_info(client.status_info())
+        except SandboxImageUnreadable as exc:
+            if not pod_infra_image:
+                raise
+            ui.warn(f"{exc.why}; the sandbox image protected is --pod-infra-container-image's")
+            pause = None
+        keep_refs = {f for r in (pause, pod_infra_image) if r for f in reference_forms(r) | {r}}
+        protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
+        # Only a run on the wall clock records (first sighting, last use): one with --now
+        # reads the records and stores nothing, so a simulated time never reaches a later run.
+        writable = s.now is None
+        try:
+            records, began = load_image_records(s.state_dir, now, ui.warn, read_only=not writable)
+        except StateUnavailable as exc:
+            if writable:
+                store_unusable(exc)
+            writable = False
+            try:
+                records, began = load_image_records(s.state_dir, now, ui.warn, read_only=True)
+            except StateUnavailable as again:
+                ui.warn(f"{again}; planning as on a first run")
+                records, began = {}, now
+        stored, stored_began = dict(records), began  # as read (see save_image_records' loaded)
+        if assume_detected_at is not None:
+            for i in snap.images:
+                records.setdefault(i.id, ImageRecord(assume_detected_at))
+            began = min(began, assume_detected_at)
+        ip = plan_images(
+            snap.images, snap.containers, records, policy, now,
+            began=began, capacity=fs.capacity, available=fs.available, protected=protected,
+            filesystem=snap.image_filesystems[0].mountpoint,
+        )  # fmt: skip
+
+        def save(acting: bool) -> bool:
+            """Store what this run observed: with --assume-detected-at, the assumed times
+            only when it acts (a dry run's plan uses them, a later run never sees them).
+            True when stored."""
+            if not writable:
+                return False
+            kept = ip.records
+            if assume_detected_at is not None and not acting:
+                kept = detect_images(snap.images, snap.containers, stored, now)
+            try:
+                save_image_records(s.state_dir, kept, ui.warn, began=stored_began, loaded=stored)
+            except StateUnavailable as exc:
+                store_unusable(exc)
+                return False
+            return True
+
+        def action(d: Any, result: Result) -> ImageAction:
+            r = d.record
+            return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
+
+        plan: Plan[ImageAction] = Plan(
+            kind="ImageGCPlan",
+            policy={
+                **policy.to_dict(),
+                "sandbox_image": pause or "",
+                "pod_infra_container_image": pod_infra_image or "",
+            },
+            now=now,
+            actions=[action(d, Result.PLANNED) for d in ip.remove],
+            kept=[action(d, Result.KEPT) for d in ip.kept],
+            notes=[
+                f"image filesystem {fs.path}: {ip.usage_percent}% used "
+                f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
+                *ip.notes,
+            ],
+            source=snap.endpoint,
+        )
+        plan.shortfall = ip.shortfall
+        plan.filesystem = {
+            "path": fs.path,
+            "capacity": fs.capacity,
+            "available": fs.available,
+            "usage_percent": ip.usage_percent,
+            "bytes_to_free": ip.bytes_to_free,
+            "available_after": None,
+            "regained": None,
+        }
+        acting = may_act(mode, plan, ui, "image", act)
+        told = acting or mode is Mode.ACT  # --yes, or a person said yes: the run acts
+        kept_assumed = save(told) and told
+        plan.notes.extend(_records_notes(s.now, assume_detected_at, kept_assumed, records, stored))
+        if acting:
+            remover = ImageRemover(client, concurrency=act.concurrency)
+            carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
+            forget_removed_images(s, plan, ui)
+            after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+            regained = max(0, after.available - fs.available)
+            plan.filesystem.update(available_after=after.available, regained=regained)
+            plan.notes.append(f"the image filesystem regained {regained} bytes")
+        return plan
+    finally:
+        client.close()
+
+
+def forget_removed_images(s: Settings, plan: Plan[Any], ui: Ui) -> None:
+    """Drop the image records of the images `plan` removed (`state.forget_image_records`, as the
+    kubelet's image GC does); a store that cannot be written is a warning (the removals are
+    done; the records of images no longer listed go at the next run that saves)."""
+    removed = [a.id for a in plan.actions if a.kind == "image" and a.result is Result.REMOVED]
+    try:
+        forget_image_records(s.state_dir, removed, ui.warn)
+    except StateUnavailable as exc:
+        ui.warn(f"{exc}; the records of the images removed are kept until the next run")
+
+
+def _records_notes(
+    now: int | None,
+    assume_detected_at: int | None,
+    assumed_stored: bool,
+    records: dict[str, Any],
+    stored: dict[str, Any],
+) -> list[str]:
+    """The notes of `gc images` on what it stored: nothing with --now (`now` given); with
+    `assume_detected_at` (ns since the epoch), whether it was stored (`assumed_stored`) for
+    the images without a record (`records` the planned ones, `stored` those read from the
+    state store)."""
+
+    notes = []
+    if now is not None:
+        notes.append("--now given: image records were read, none stored (only a run on the "
+                     "wall clock records what it sees)")  # fmt: skip
+    if assume_detected_at is not None:
+        fresh = len(records.keys() - stored.keys())
+        shown = ns_to_rfc3339(assume_detected_at)
+        if assumed_stored:
+            notes.append(f"--assume-detected-at {shown} stored as the first-detected time of "
+                         f"{fresh} image(s) kubegc had no record of")  # fmt: skip
+        else:
+            notes.append(f"--assume-detected-at {shown} used for this plan only, stored for no "
+                         "image (only a run that acts, on the wall clock, with a writable "
+                         "--state-dir stores it)")  # fmt: skip
+    return notes
