@@ -51,9 +51,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegc_cli.commands import session
 from kubegc_cli.commands.evict import eviction_config, kubelet_root
-from kubegc_cli.commands.session import Ui
+from kubegc_cli.commands.session import Ui, edges, load_pod_inventory, open_client
 from kubegc_cli.core.errors import BadInput, GCFailed, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION, Container, ContainerState
 from kubegc_cli.core.pods import PodInventory, against_runtime
@@ -346,7 +345,7 @@ class DfReport:
 def read_runtime(s: Settings, ui: Ui, pod_logs_dir: str, mounts: MountTable) -> RuntimeView:
     """Read everything `df` needs from the CRI runtime in one connection. Raises
     `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
-    client = session.open_client(s, ui)
+    client = open_client(s, ui)
     try:
         return read_runtime_view(client, s.host_root, pod_logs_dir, mounts)
     finally:
@@ -426,8 +425,8 @@ def disk_usage(
     )
     gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source)
     eviction = _eviction_config(s, ui)
-    pods = session.load_pod_inventory(s, ui)
-    now = time.time_ns()
+    pods = load_pod_inventory(s, ui)
+    now = edges().clock()
     mounts = MountTable.read()
     commands = _commands(s, opts)
 

@@ -33,15 +33,22 @@ and writes the audit rows there, like every other acting command.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubegc_cli.commands import session
 from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
 from kubegc_cli.commands.memory import memory_report as memory_report  # (as cli imports it)
-from kubegc_cli.commands.session import ActOptions, Stage, Ui, carry_out, decide_mode, may_act
+from kubegc_cli.commands.session import (
+    ActOptions,
+    Stage,
+    Ui,
+    carry_out,
+    decide_mode,
+    edges,
+    may_act,
+    open_client,
+)
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION
@@ -229,8 +236,16 @@ def observe(
         {t.signal for t in config.thresholds},
         root_dir=root_dir,
         allocatable=allocatable,
-        filesystems=lambda: runtime_filesystems(s, ui.info, ui.warn),
+        filesystems=lambda: _runtime_filesystems(s, ui),
     )
+
+
+def _runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
+    """The runtime's filesystem mountpoints (`node.imagefs.runtime_filesystems`), asking the
+    runtime the edges name (`edges().cri`) when they name one."""
+    cri = edges().cri
+    connect = None if cri is None else (lambda ep: cri(s, ui))
+    return runtime_filesystems(s, ui.info, ui.warn, connect=connect)
 
 
 def evict_check(
@@ -254,7 +269,7 @@ def evict_check(
     pods = load_pods(s, ui) if explicit_pod_source(s) else None
     obs, unread, fs = observe(s, ui, config, root_dir=root_dir, allocatable=allocatable)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
-    report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
+    report = EvictionReport(config, results, obs, unread, fs, edges().clock())
     report.notes.extend(config.notes)
     if (not fs.imagefs or not fs.layout_known) and any(
         f in DISK_FAMILIES for f in _families(config)
@@ -445,7 +460,7 @@ def _writable_layers(s: Settings, ui: Ui, uids: set[str]) -> tuple[dict[str, tup
     """Pod UID → (bytes, inodes) of its containers' writable layers (CRI ContainerStats), and
     why they could not be read ("" when they were)."""
     try:
-        client = session.open_client(s, ui)
+        client = open_client(s, ui)
         try:
             return writable_layers_by_pod(client, uids), ""
         finally:
@@ -478,7 +493,7 @@ def list_evicted(
 ) -> tuple[list[PodAction], list[PodAction]]:
     """The Evicted pods `opts` selects, as (planned deletions, kept), each sorted by
     (namespace, name). `timeout` is seconds per request; `now` ns since the epoch (default:
-    the clock) is what `opts.older_than` is measured from; `opts.node` (not `src.node`) picks
+    the edges' clock) is what `opts.older_than` is measured from; `opts.node` (not `src.node`) picks
     the node.
 
     Raises `ApiUnavailable` when the list cannot be read to the end, `BadInput` for unusable
@@ -490,7 +505,7 @@ def list_evicted(
         items = _list_failed(api, host, opts, timeout)
     finally:
         close_api(api)
-    planned, kept, _ = plan_evicted(items, opts, time.time_ns() if now is None else now)
+    planned, kept, _ = plan_evicted(items, opts, edges().clock() if now is None else now)
     return planned, kept
 
 
@@ -498,7 +513,7 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
     """`kubegc evict prune`: plan the deletion of Evicted pod shells, then (if allowed) delete.
 
     Uses `s.kubeconfig`, `s.context` and `s.env` (credentials as kubectl finds them),
-    `s.timeout` (seconds per API request), `s.now` (ns; default the clock) for ages,
+    `s.timeout` (seconds per API request), `s.now` (ns; default the edges' clock) for ages,
     `s.state_dir` (run lock and audit rows), and `act` (`dry_run`, `yes`, `concurrency`).
 
     Raises `BadInput` (exit 2) with `--snapshot`, for bad options, or when no credentials are
@@ -519,7 +534,7 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
     mode = decide_mode(s, act, ui, node_wide=False)  # it changes the API, not this node
     api, host = open_api(ApiSource(creds, s.context, opts.node))
     try:
-        now = time.time_ns() if s.now is None else s.now
+        now = s.now if s.now is not None else edges().clock()
         ui.info(f"Kubernetes API {host} ({creds}): Failed pods of {opts.describe()}")
         items = _list_failed(api, host, opts, s.timeout)
         planned, kept, others = plan_evicted(items, opts, now)

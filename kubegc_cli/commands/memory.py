@@ -8,13 +8,11 @@ Node object of the pod source or the API, else the kubepods cgroup's limit.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from kubegc_cli.commands import session
-from kubegc_cli.commands.session import Ui
+from kubegc_cli.commands.session import Ui, edges, load_pod_inventory, open_client
 from kubegc_cli.core.errors import BadInput, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory
@@ -188,7 +186,7 @@ def pod_names(
     if not missing:
         return names
     try:
-        client = session.open_client(s, ui)
+        client = open_client(s, ui)
         try:
             for sb in client.list_sandboxes():
                 if sb.uid and sb.uid not in names:
@@ -204,7 +202,7 @@ def load_pods(s: Settings, ui: Ui) -> PodInventory:
     """The pod source; none when it cannot be read, unless the operator named one
     (`explicit_pod_source`: then its error is raised)."""
     try:
-        return session.load_pod_inventory(s, ui)
+        return load_pod_inventory(s, ui)
     except KubegcError:
         if explicit_pod_source(s):
             raise
@@ -245,7 +243,7 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
         pods=[_pod_memory(c, names) for c in shown],
         pod_count=len(scan.pods),
         layout=layout,
-        captured_at=time.time_ns(),
+        captured_at=edges().clock(),
         without_stats=[_without_stats(u, names) for u in scan.unreadable],
     )
     report.notes.extend(memory_notes(node, alloc, alloc_source, layout))

@@ -12,15 +12,18 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import FilesystemUsage
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.cri import fscache
-from kubegc_cli.node.cri.endpoint import resolve_endpoint
+from kubegc_cli.node.cri.endpoint import Endpoint, resolve_endpoint
 from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.logs import on_host
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
 
 
 @dataclass(slots=True)
@@ -60,7 +63,11 @@ def image_filesystem(mountpoints: Sequence[str], runtime: str = "the runtime") -
 
 
 def runtime_filesystems(
-    s: Settings, info: Callable[[str], None], warn: Callable[[str], None]
+    s: Settings,
+    info: Callable[[str], None],
+    warn: Callable[[str], None],
+    *,
+    connect: Callable[[Endpoint], CriClient] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The runtime's image and container filesystem mountpoints (host paths, as CRI
     `ImageFsInfo` names them). Remembered in the state dir while the runtime's socket stays
@@ -68,7 +75,8 @@ def runtime_filesystems(
     runtime is asked and the answer remembered. With `--snapshot` the runtime is always asked
     and nothing is remembered. `info` says which. Raises `RuntimeUnavailable` when the runtime
     cannot be reached, `BadInput` for a malformed endpoint. `info` and `warn` take one line
-    each (diagnostics, as `-v` shows them; warnings)."""
+    each (diagnostics, as `-v` shows them; warnings). `connect` opens the client that asks
+    the runtime at the endpoint resolved (default: a gRPC `CriClient` to it)."""
     ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
     info(f"runtime endpoint {ep.display} (from {ep.source})")
     where = fscache.cache_path(s.state_dir)
@@ -88,10 +96,13 @@ def runtime_filesystems(
                 f"the one it was asked on ({fscache.describe_identity(ident)})"
             )
             return found
-    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
-    from kubegc_cli.node.cri.client import CriClient
+    if connect is None:
+        # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
+        from kubegc_cli.node.cri.client import CriClient
 
-    client = CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
+        client = CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
+    else:
+        client = connect(ep)
     try:
         image_fs, container_fs = client.image_fs_info()
     finally:
