@@ -9,8 +9,9 @@ runtime's view of images and writable layers — for `kubegc df`.
   the filesystem its device belongs to.
 - Paths are host paths resolved under the host root, absolute symlink targets included
   (`real_path`, `host_real`).
-- Byte counts are kept by (device, line key) in a `Tally`; the keys are `commands.df`'s line
-  keys.
+- Byte counts are kept by (device, line key) in a `Tally`; the keys of the lines measured
+  here (logs, emptyDir, pod directories, residue) are defined here, the others in
+  `commands.df`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import (
@@ -33,7 +34,7 @@ from kubegc_cli.core.model import (
 )
 from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR, Finding, ScanContext
-from kubegc_cli.node.cri.client import sandbox_image_from_info
+from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
 from kubegc_cli.node.host import residue as scanners
 from kubegc_cli.node.host.bounded import Watch, bounded_each, listdir, stat_of
 from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
@@ -51,15 +52,12 @@ from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import pod_uid_from_dir
 from kubegc_cli.node.observe import observe_node
 
-if TYPE_CHECKING:
-    from kubegc_cli.node.cri.client import CriClient
-
 EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
 
 #: Progress callback: (what is being walked, entries done, entries in all).
 Progress = Callable[[str, int, int], None]
 
-# The line keys (`commands.df`) the walk counts under.
+# The keys (JSON `key` of a `kubegc df` line) of what is measured here.
 LOGS = "logs"
 LOGS_DEAD = "logs.dead-containers"
 LOGS_DELETED = "logs.deleted-pods"
