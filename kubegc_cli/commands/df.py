@@ -10,11 +10,8 @@ Where each figure comes from, and where it is counted:
   device (`st_dev`) are one filesystem with several roles. Capacity, available, inodes: statvfs
   as the kubelet reads it (`host.fs.fs_stats`), so used = capacity − bavail × frsize and the
   blocks reserved for root count as used; they are a line of their own.
-- Directory trees (pod log directories; pod directories and their volumes) are measured with
-  `host.du.tree_usage`: allocated blocks, symlinks not followed, a file hard-linked several
-  times counted once across all trees, mount points not entered. A mounted volume (a
-  memory-backed emptyDir, a secret) is listed as mounted and counted nowhere. A tree counts on
-  the filesystem its device belongs to.
+- Directory trees (pod log directories; pod directories and their volumes) are measured as
+  `node.diskusage` says: allocated blocks, each file once, mount points listed, not counted.
 - Images: CRI `ListImages` sizes. In use: used by any container the runtime has, exited ones
   too (`policy.images.images_in_use`); reclaimable: what `gc images --prune-unused` removes
   (the image GC planner with MinAge 0: unused, not pinned, not the sandbox image).
@@ -52,29 +49,63 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.core.model import Container, ContainerState, FilesystemUsage, Image, Sandbox
-from kubegc_cli.core.pods import PodInventory
-from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
-from kubegc_cli.node.host.bounded import Watch, bounded_each, listdir, stat_of
-from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
+from kubegc_cli.commands.evict import eviction_config, kubelet_root
+from kubegc_cli.commands.session import Ui, edges, load_pod_inventory, open_client
+from kubegc_cli.core.errors import BadInput, GCFailed, KubegcError, RuntimeUnavailable
+from kubegc_cli.core.model import API_VERSION, Container, ContainerState
+from kubegc_cli.core.pods import PodInventory, against_runtime
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import format_bytes, format_go_duration, ns_to_rfc3339
+from kubegc_cli.node.cri.endpoint import resolve_endpoint
+from kubegc_cli.node.diskusage import (
+    EMPTY_DIR,
+    LOGS,
+    LOGS_DEAD,
+    LOGS_DELETED,
+    POD_DATA,
+    RESIDUE,
+    RESIDUE_LOG_DIRS,
+    RESIDUE_POD_DIRS,
+    PodFootprint,
+    Progress,
+    RuntimeView,
+    Tally,
+    Walker,
+    count_finding,
+    dead_container_logs,
+    host_real,
+    host_real_or_given,
+    read_runtime_view,
+    real_path,
+    residue_dirs,
+    role_filesystems,
+    walk_roots,
+)
+from kubegc_cli.node.host.bounded import stat_of
+from kubegc_cli.node.host.fs import FsStats
+from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.node.host.logs import host_path_of
 from kubegc_cli.node.host.mounts import MountTable
-
-if TYPE_CHECKING:
-    from kubegc_cli.commands.evict import FsLayout
-    from kubegc_cli.commands.session import Settings, Ui
-    from kubegc_cli.core.residue import Finding
-    from kubegc_cli.node.host.fs import FsStats
-    from kubegc_cli.policy.images import ImageGCSettings
+from kubegc_cli.node.imagefs import FsLayout, fs_layout
+from kubegc_cli.node.signals import disk_observations
+from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+from kubegc_cli.policy.eviction.thresholds import (
+    EvictionConfig,
+    RawEviction,
+    evaluate,
+)
+from kubegc_cli.policy.images import (
+    KEEP_IN_USE,
+    ImageGCPolicy,
+    ImageGCSettings,
+    plan_images,
+    resolve_image_gc_settings,
+    usage,
+)
 
 KIND = "DiskUsage"
-EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
-
-#: Progress callback: (what is being walked, entries done, entries in all).
-Progress = Callable[[str, int, int], None]
-
 # Line keys (JSON `key`), in report order. A key with a dot details the line before the dot.
 IMAGES = "images"
 IMAGES_IN_USE = "images.in-use"
@@ -82,14 +113,6 @@ IMAGES_UNUSED = "images.unused"
 LAYERS = "writable-layers"
 LAYERS_RUNNING = "writable-layers.running"
 LAYERS_DEAD = "writable-layers.dead"
-LOGS = "logs"
-LOGS_DEAD = "logs.dead-containers"
-LOGS_DELETED = "logs.deleted-pods"
-EMPTY_DIR = "empty-dir"
-POD_DATA = "pod-dirs"
-RESIDUE = "residue"
-RESIDUE_POD_DIRS = "residue.orphaned-pod-dir"
-RESIDUE_LOG_DIRS = "residue.orphaned-pod-log-dir"
 RESERVED = "reserved"
 OTHER = "other"
 
@@ -239,43 +262,6 @@ class Filesystem:
 
 
 @dataclass(slots=True)
-class PodFootprint:
-    """One pod's disk: `logs` (its log directory, rotated files included), `empty_dir` (its
-    emptyDir volumes on disk, `volumes` of them), `writable_layers` of its containers (None:
-    unknown), in bytes; `mounted`: mount points met below its directories, not counted;
-    `deleted`: the pod source says it is gone."""
-
-    uid: str
-    namespace: str = ""
-    name: str = ""
-    logs: int = 0
-    empty_dir: int = 0
-    volumes: int = 0
-    writable_layers: int | None = None
-    mounted: list[str] = field(default_factory=list)
-    deleted: bool = False
-
-    @property
-    def footprint(self) -> int:
-        """logs + emptyDir + writable layers (unknown layers count 0)."""
-        return self.logs + self.empty_dir + (self.writable_layers or 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "uid": self.uid,
-            "namespace": self.namespace,
-            "name": self.name,
-            "logs": self.logs,
-            "empty_dir": self.empty_dir,
-            "empty_dir_volumes": self.volumes,
-            "writable_layers": self.writable_layers,
-            "footprint": self.footprint,
-            "mounted": list(self.mounted),
-            "deleted": self.deleted,
-        }
-
-
-@dataclass(slots=True)
 class DfReport:
     """`kubegc df`: the filesystems with their breakdown, the pods with the largest footprint
     (`pods`, at most `DfOptions.top`, of `pod_count`), the mount points met and not counted
@@ -315,8 +301,6 @@ class DfReport:
         return sum(f.reclaimable() for f in self.filesystems)
 
     def to_dict(self) -> dict[str, Any]:
-        from kubegc_cli.core.model import API_VERSION
-
         by_command: dict[str, int] = {}
         for f in self.filesystems:
             for ln in f.lines:
@@ -358,284 +342,14 @@ class DfReport:
 # --- observation -------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class RuntimeView:
-    """What the runtime says: containers (dead ones with their log path), sandboxes, images,
-    the image IDs it protects as its sandbox image, `ImageFsInfo`, and writable layers
-    (container ID → (bytes, inodes), each None when not reported)."""
-
-    endpoint: str
-    containers: list[Container]
-    sandboxes: list[Sandbox]
-    images: list[Image]
-    sandbox_images: set[str]
-    image_fs: list[FilesystemUsage]
-    container_fs: list[FilesystemUsage]
-    layers: dict[str, tuple[int | None, int | None]]
-
-
 def read_runtime(s: Settings, ui: Ui, pod_logs_dir: str, mounts: MountTable) -> RuntimeView:
     """Read everything `df` needs from the CRI runtime in one connection. Raises
     `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
-    from kubegc_cli.commands.session import open_client
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-    from kubegc_cli.node.observe import observe_node
-
     client = open_client(s, ui)
     try:
-        snap = observe_node(
-            client, s.host_root, statuses="dead", images=True, sandboxes=True,
-            pod_logs_dir=pod_logs_dir, mounts=mounts,
-        )  # fmt: skip
-        pause = sandbox_image_from_info(client.status_info())
-        layers = client.writable_layers()
+        return read_runtime_view(client, s.host_root, pod_logs_dir, mounts)
     finally:
         client.close()
-    protected = {i.id for i in snap.images if pause in {i.id, *i.repo_tags, *i.repo_digests}}
-    return RuntimeView(
-        endpoint=snap.endpoint,
-        containers=list(snap.containers),
-        sandboxes=list(snap.sandboxes),
-        images=list(snap.images),
-        sandbox_images=protected,
-        image_fs=list(snap.image_filesystems),
-        container_fs=list(snap.container_filesystems),
-        layers=layers,
-    )
-
-
-class Tally:
-    """Bytes, reclaimable bytes and counts by (device, line key)."""
-
-    def __init__(self) -> None:
-        self.bytes: dict[tuple[int, str], int] = {}
-        self.reclaim: dict[tuple[int, str], int] = {}
-        self.count: dict[tuple[int, str], int] = {}
-
-    def add(self, dev: int, key: str, n: int, *, reclaim: int = 0, count: int = 0) -> None:
-        k = (dev, key)
-        self.bytes[k] = self.bytes.get(k, 0) + n
-        if reclaim:
-            self.reclaim[k] = self.reclaim.get(k, 0) + reclaim
-        if count:
-            self.count[k] = self.count.get(k, 0) + count
-
-    def devices(self) -> set[int]:
-        return {d for d, _ in self.bytes}
-
-
-class Walker:
-    """Measures the pod log root and the kubelet's pods directory into a `Tally` and per-pod
-    footprints. `skip` holds the (device, inode) of directories counted elsewhere (residue).
-    Entries it cannot read (permission denied, a path beyond PATH_MAX) are counted in
-    `unreadable`, the first with why in `first_unreadable` (local path, reason): what they
-    hold is in no line (so it ends up in `other`)."""
-
-    def __init__(
-        self,
-        mounts: MountTable,
-        skip: frozenset[tuple[int, int]] = frozenset(),
-        progress: Progress | None = None,
-    ) -> None:
-        self.mounts = mounts
-        self.skip = skip
-        self.progress = progress
-        self.seen: set[tuple[int, int]] = set()
-        self.tally = Tally()
-        self.pods: dict[str, PodFootprint] = {}
-        self.mounted: list[tuple[str, str]] = []  # (local path, pod UID)
-        self.entries = 0
-        self.unreadable = 0
-        self.first_unreadable: tuple[str, str] | None = None
-
-    def _cannot_read(self, path: str, exc: OSError, n: int = 1) -> None:
-        """Count `n` entries that could not be read (not one that vanished meanwhile)."""
-        if exc.errno in VANISHED:
-            return
-        self.unreadable += n
-        if self.first_unreadable is None:
-            self.first_unreadable = (path, exc.strerror or str(exc))
-
-    def pod(self, uid: str) -> PodFootprint:
-        p = self.pods.get(uid)
-        if p is None:
-            p = self.pods[uid] = PodFootprint(uid)
-        return p
-
-    def _mounted(self, path: str, uid: str) -> None:
-        self.mounted.append((path, uid))
-        if uid:
-            self.pod(uid).mounted.append(path)
-
-    def entry(self, path: str, dev: int, uid: str = "") -> int | None:
-        """Allocated bytes of the tree (or file) at local `path` on device `dev`; None when it
-        is gone, counted elsewhere (`skip`) or a mount point (then listed under `uid`; one the
-        mount table names is not touched: a stale mount would hang)."""
-        if self.mounts.is_mount_point(path):
-            self._mounted(path, uid)
-            return None
-        try:
-            st = stat_of(path)
-        except OSError as exc:
-            self._cannot_read(path, exc)
-            return None
-        if (st.st_dev, st.st_ino) in self.skip:
-            return None
-        if stat.S_ISDIR(st.st_mode) and (st.st_dev != dev or self.mounts.is_mount_point(path)):
-            self._mounted(path, uid)
-            return None
-        t = tree_usage(path, self.mounts, self.seen)
-        self.entries += t.inodes
-        if t.unreadable:
-            self.unreadable += t.unreadable
-            if self.first_unreadable is None:
-                self.first_unreadable = (t.first_unreadable, t.first_reason)
-        for m in t.mounts:
-            self._mounted(m, uid)
-        return t.bytes
-
-    def _children(self, path: str) -> list[os.DirEntry[str]]:
-        try:
-            return listdir(path)
-        except OSError as exc:
-            self._cannot_read(path, exc)
-            return []
-
-    def _root(self, root: str, key: str) -> tuple[int, list[os.DirEntry[str]]]:
-        """The device and entries of a walk's root; its own blocks count under `key`. Raises
-        `OSError` when the root cannot be read (`NotADirectoryError` when it is not a
-        directory: then nothing of it is counted)."""
-        top = stat_of(root, follow_symlinks=True)
-        entries = listdir(root)
-        self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
-        return top.st_dev, entries
-
-    def _each(
-        self,
-        entries: list[os.DirEntry[str]],
-        what: str,
-        one: Callable[[os.DirEntry[str], Watch], None],
-    ) -> None:
-        """`one(entry, watch)` for each of `entries`, telling `progress` how far the walk of
-        `what` is, in bounded walks (`host.bounded.bounded_each`: one worker thread while
-        nothing hangs): an entry whose walk gets no answer within `--timeout` is given up, and
-        the path it hung at is counted unreadable (the note names it) and listed as mounted."""
-        total = len(entries)
-
-        def step(item: tuple[int, os.DirEntry[str]], watch: Watch) -> None:
-            if self.progress is not None:
-                self.progress(what, item[0], total)
-            one(item[1], watch)
-
-        for _, exc in bounded_each(list(enumerate(entries)), step):
-            self._cannot_read(exc.filename, exc)
-            self._mounted(exc.filename, "")
-        if self.progress is not None:
-            self.progress(what, total, total)
-
-    def pod_logs(self, root: str, deleted: Callable[[str], bool]) -> int:
-        """Walk the pod log root (a real local path): each `<ns>_<pod>_<uid>` directory counts
-        as its pod's logs, all of it reclaimable when `deleted(uid)`. Returns the device."""
-        from kubegc_cli.node.host.podlogs import pod_uid_from_dir
-
-        dev, entries = self._root(root, LOGS)
-
-        def one(e: os.DirEntry[str], watch: Watch) -> None:
-            is_dir = e.is_dir(follow_symlinks=False)
-            uid = pod_uid_from_dir(e.name) if is_dir else ""
-            n = self.entry(e.path, dev, uid)
-            watch.at(e.path)  # (a walk given up since counts nothing more)
-            if n is None:
-                return
-            if not is_dir:
-                self.tally.add(dev, LOGS, n)
-                return
-            p = self.pod(uid)
-            p.logs += n
-            parts = e.name.split("_")
-            if len(parts) == 3 and not p.name:
-                p.namespace, p.name = parts[0], parts[1]
-            self.tally.add(dev, LOGS, n, reclaim=n if deleted(uid) else 0, count=1)
-            if deleted(uid):
-                self.tally.add(dev, LOGS_DELETED, n, reclaim=n, count=1)
-
-        self._each(entries, "pod logs", one)
-        return dev
-
-    def pod_dirs(self, root: str) -> int:
-        """Walk the kubelet's pods directory (a real local path): `<uid>/volumes/
-        kubernetes.io~empty-dir/<volume>` counts as the pod's emptyDir, everything else in the
-        pod's directory as other pod data. Returns the device."""
-        dev, entries = self._root(root, POD_DATA)
-
-        def one(e: os.DirEntry[str], watch: Watch) -> None:
-            if not e.is_dir(follow_symlinks=False):
-                n = self.entry(e.path, dev) or 0
-                watch.at(e.path)
-                self.tally.add(dev, POD_DATA, n)
-                return
-            self._pod_dir(e.path, e.name, dev, watch)
-
-        self._each(entries, "pod directories", one)
-        return dev
-
-    def _dir_here(self, path: str, dev: int, uid: str) -> int | None:
-        """The allocated bytes of the directory inode at `path` itself, or None when it is
-        not a directory on `dev` to enter (a mount point is listed)."""
-        if self.mounts.is_mount_point(path):
-            self._mounted(path, uid)
-            return None
-        try:
-            st = stat_of(path)
-        except OSError as exc:
-            self._cannot_read(path, exc)
-            return None
-        if (st.st_dev, st.st_ino) in self.skip or not stat.S_ISDIR(st.st_mode):
-            return None
-        if st.st_dev != dev or self.mounts.is_mount_point(path):
-            self._mounted(path, uid)
-            return None
-        self.entries += 1
-        return st.st_blocks * BLOCK
-
-    def _pod_dir(self, path: str, uid: str, dev: int, watch: Watch) -> None:
-        own = self._dir_here(path, dev, uid)
-        if own is None:
-            return
-        p = self.pod(uid)
-        data = own
-        for child in self._children(path):
-            if child.name == "volumes" and child.is_dir(follow_symlinks=False):
-                vols = self._dir_here(child.path, dev, uid)
-                if vols is None:
-                    continue
-                data += vols
-                for plugin in self._children(child.path):
-                    data += self._plugin(plugin, dev, p)
-                continue
-            data += self.entry(child.path, dev, uid) or 0
-        watch.at(path)  # (a walk given up since counts nothing more)
-        self.tally.add(dev, POD_DATA, data, count=1)
-
-    def _plugin(self, plugin: os.DirEntry[str], dev: int, p: PodFootprint) -> int:
-        """Measure one `volumes/<plugin>` directory; returns the bytes that are not emptyDir."""
-        if not plugin.is_dir(follow_symlinks=False):
-            return self.entry(plugin.path, dev, p.uid) or 0
-        own = self._dir_here(plugin.path, dev, p.uid)
-        if own is None:
-            return 0
-        other = own
-        for vol in self._children(plugin.path):
-            n = self.entry(vol.path, dev, p.uid)
-            if n is None:
-                continue
-            if plugin.name == EMPTY_DIR_PLUGIN:
-                p.empty_dir += n
-                p.volumes += 1
-                self.tally.add(dev, EMPTY_DIR, n, count=1)
-            else:
-                other += n
-        return other
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -678,23 +392,6 @@ def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
     }
 
 
-def _real(s: Settings, host_path: str) -> str:
-    """The local path of `host_path`, every symlink in it resolved under the host root (an
-    absolute link target starts again at `--host-root`). Raises `OSError` (ELOOP)."""
-    from kubegc_cli.node.host.logs import resolve_on_host
-
-    return resolve_on_host(s.host_root, host_path)
-
-
-def _host_real(s: Settings, host_path: str) -> str:
-    """`host_path` with every symlink in it resolved under the host root, as a host path."""
-    from pathlib import Path
-
-    from kubegc_cli.node.host.logs import host_path_of
-
-    return host_path_of(Path(os.path.realpath(s.host_root)), _real(s, host_path))
-
-
 RuntimeReader = Callable[["Settings", "Ui", str, MountTable], RuntimeView]
 
 
@@ -715,12 +412,6 @@ def disk_usage(
     directory (exit 3). An unreachable runtime does not raise: the report's `runtime_error`
     says why (exit 3 once printed). The rules are in this module's docstring.
     """
-    from kubegc_cli.commands.evict import kubelet_root
-    from kubegc_cli.commands.session import load_pod_inventory
-    from kubegc_cli.core.pods import against_runtime
-    from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
-    from kubegc_cli.node.host.logs import host_path_of
-
     if s.snapshot is not None:
         raise BadInput("df measures the node's filesystems; --snapshot holds none")
     if opts.top < 0:
@@ -735,20 +426,21 @@ def disk_usage(
     gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source)
     eviction = _eviction_config(s, ui)
     pods = load_pod_inventory(s, ui)
-    now = time.time_ns()
+    now = edges().clock()
     mounts = MountTable.read()
     commands = _commands(s, opts)
 
     try:
-        root_dir = _host_real(s, given_root)
-        if not stat.S_ISDIR(stat_of(_real(s, root_dir), follow_symlinks=True).st_mode):
+        root_dir = host_real(s.host_root, given_root)
+        local_root = real_path(s.host_root, root_dir)
+        if not stat.S_ISDIR(stat_of(local_root, follow_symlinks=True).st_mode):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
     except OSError as exc:
         under = "" if os.path.normpath(s.host_root) == "/" else f" under {s.host_root}"
         raise RuntimeUnavailable(
             f"cannot read the kubelet root {given_root}{under}: {exc.strerror or exc}"
         ) from None
-    logs_dir = _host_real_or_given(s, given_logs)
+    logs_dir = host_real_or_given(s.host_root, given_logs)
 
     rt: RuntimeView | None = None
     runtime_error = ""
@@ -794,25 +486,28 @@ def disk_usage(
     layout = _layout(s, rt, root_dir, report)
     removed = _container_gc(rt, pods, now) if rt is not None else frozenset()
 
-    residue, skip = _residue(s, ui, root_dir, logs_dir, pods, rt, mounts)
+    residue, skip = residue_dirs(s.host_root, ui.warn, root_dir, logs_dir, pods, rt, mounts)
     walker = Walker(mounts, skip, progress)
     began = time.perf_counter()
-    logs_dev = _walk(walker, s, root_dir, logs_dir, deleted, report)
+    logs_dev = walk_roots(walker, s.host_root, root_dir, logs_dir, deleted, report.notes)
     report.walk_seconds = time.perf_counter() - began
     report.entries = walker.entries
     if rt is not None and logs_dev is not None:
-        kubelet_logs = _host_real_or_given(s, kcfg.pod_logs_dir)
-        _dead_container_logs(
-            walker, s, kubelet_logs, rt, deleted, removed, logs_dev, mounts
+        kubelet_logs = host_real_or_given(s.host_root, kcfg.pod_logs_dir)
+        dead_container_logs(
+            walker, s.host_root, kubelet_logs, rt, deleted, removed, logs_dev, mounts
         )  # fmt: skip
 
     roles = [("nodefs", root_dir), ("pods", f"{root_dir.rstrip('/')}/pods"), ("logs", logs_dir)]
     if layout is not None:
         roles[1:1] = [("imagefs", layout.imagefs),
                       ("containerfs", layout.containerfs or layout.imagefs)]  # fmt: skip
-    systems = _filesystems(s, roles, report)
+    systems = [
+        Filesystem(roles=f.roles, path=f.path, device=f.device, stats=f.stats)
+        for f in role_filesystems(s.host_root, roles, report.notes)
+    ]
     for finding in residue:
-        _count_finding(s, finding, walker.tally, report)
+        report.mounted += count_finding(s.host_root, finding, walker.tally)
     _attribute(s, systems, walker, rt, removed, now, commands, report)
     _thresholds(systems, eviction, layout, report)
     _image_gc(systems, gc_settings, report)
@@ -835,24 +530,12 @@ def disk_usage(
     return report
 
 
-def _host_real_or_given(s: Settings, host_path: str) -> str:
-    """`_host_real`, or `host_path` as given when it cannot be resolved (a symlink loop: the
-    walk then says it cannot be read)."""
-    try:
-        return _host_real(s, host_path)
-    except OSError:
-        return host_path
-
-
 def _never(uid: str) -> bool:
     return False
 
 
 def _endpoint_tried(s: Settings) -> str:
     """The runtime endpoint kubegc tried ("" when none could be resolved)."""
-    from kubegc_cli.core.errors import KubegcError
-    from kubegc_cli.node.cri.endpoint import resolve_endpoint
-
     try:
         return resolve_endpoint(
             s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source
@@ -864,8 +547,6 @@ def _endpoint_tried(s: Settings) -> str:
 def _container_gc(rt: RuntimeView, pods: PodInventory, now: int) -> frozenset[str]:
     """The IDs of the containers `gc containers` removes with its default policy and this
     pod source: the container GC planner itself, so reclaimable is what it frees."""
-    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
-
     plan = plan_containers(rt.containers, ContainerGCPolicy(), pods, now)
     return frozenset(a.container.id for a in plan.actions)
 
@@ -952,26 +633,19 @@ def _rank(
 def _image_gc_settings(config: Mapping[str, Any], source: str) -> ImageGCSettings:
     """The image GC thresholds as `gc images` resolves them without flags: the kubelet config
     file, else the kubelet's defaults. Raises `BadInput` for values the kubelet rejects."""
-    from kubegc_cli.policy.images import ImageGCPolicy, resolve_image_gc_settings
-
     settings = resolve_image_gc_settings({}, config, source)
     ImageGCPolicy(**settings.values).validate(settings.names)
     return settings
 
 
-def _eviction_config(s: Settings, ui: Ui) -> Any:
+def _eviction_config(s: Settings, ui: Ui) -> EvictionConfig:
     """The eviction thresholds as `evict check` reads them without flags."""
-    from kubegc_cli.commands.evict import eviction_config
-    from kubegc_cli.policy.eviction.thresholds import RawEviction
-
     return eviction_config(s, ui, RawEviction())
 
 
 def _layout(
     s: Settings, rt: RuntimeView | None, root_dir: str, report: DfReport
 ) -> FsLayout | None:
-    from kubegc_cli.commands.evict import fs_layout
-
     if rt is None:
         return None
     try:
@@ -983,206 +657,6 @@ def _layout(
     report.paths["imagefs"] = layout.imagefs
     report.paths["containerfs"] = layout.containerfs or layout.imagefs
     return layout
-
-
-def _walk(
-    w: Walker,
-    s: Settings,
-    root_dir: str,
-    logs_dir: str,
-    deleted: Callable[[str], bool],
-    report: DfReport,
-) -> int | None:
-    """Walk the pod log root and the pods directory (symlinks in their paths resolved as the
-    host resolves them); returns the log root's device (None when there is no log root). A
-    root that is not a directory is no root: a note, and nothing of it is counted."""
-    from kubegc_cli.node.host.logs import resolve_on_host
-
-    logs_dev: int | None = None
-    try:
-        logs_dev = w.pod_logs(resolve_on_host(s.host_root, logs_dir), deleted)
-    except FileNotFoundError:
-        report.notes.append(f"no pod log directory at {logs_dir}")
-    except NotADirectoryError:
-        report.notes.append(f"no pod log directory at {logs_dir}: not a directory")
-    except OSError as exc:
-        report.notes.append(f"cannot read the pod log root {logs_dir}: {exc.strerror or exc}")
-    pods_dir = f"{root_dir.rstrip('/')}/pods"
-    try:
-        w.pod_dirs(resolve_on_host(s.host_root, pods_dir))
-    except FileNotFoundError:
-        report.notes.append(f"no pods directory at {pods_dir}")
-    except NotADirectoryError:
-        report.notes.append(f"no pods directory at {pods_dir}: not a directory")
-    except OSError as exc:
-        report.notes.append(f"cannot read the pods directory {pods_dir}: {exc.strerror or exc}")
-    return logs_dev
-
-
-def _dead_container_logs(
-    w: Walker,
-    s: Settings,
-    kubelet_logs_dir: str,
-    rt: RuntimeView,
-    deleted: Callable[[str], bool],
-    removed: frozenset[str],
-    logs_dev: int,
-    mounts: MountTable,
-) -> None:
-    """The log files of the dead containers (rotated ones too), on the log filesystem; those
-    of the containers `gc containers` removes (`removed`) are reclaimable, as far as it may
-    delete them (inside the kubelet config's podLogsDir `kubelet_logs_dir`, which is what
-    `gc containers` reads). A deleted pod's logs are already counted with its whole
-    directory; a pod whose directory is residue is not walked here."""
-    from kubegc_cli.node.host.logs import (
-        LogRoots,
-        deletable_log_files,
-        foreign_log,
-        log_files,
-        on_host,
-    )
-
-    roots = LogRoots(s.host_root, kubelet_logs_dir)
-    counted: set[tuple[int, int]] = set()
-    total = back = dead = 0
-    for c in rt.containers:
-        if c.state is ContainerState.RUNNING or not c.log_path or deleted(c.pod_uid):
-            continue
-        if c.pod_uid not in w.pods:
-            continue  # its log directory was not walked (residue, or elsewhere)
-        own = not foreign_log(kubelet_logs_dir, c, c.log_path)
-        # the kubelet's own log: listed where `gc containers` lists it (never through a link)
-        files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
-        may_go = {(st.st_dev, st.st_ino) for _, st in files}
-        for _, st in files if own else log_files(on_host(s.host_root, c.log_path)):
-            key = (st.st_dev, st.st_ino)
-            if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
-                counted.add(key)
-                total += st.st_blocks * BLOCK
-                if c.id in removed and key in may_go:
-                    back += st.st_blocks * BLOCK
-        dead += 1
-    if dead:
-        w.tally.add(logs_dev, LOGS, 0, reclaim=back)
-        w.tally.add(logs_dev, LOGS_DEAD, total, reclaim=back, count=dead)
-
-
-def _residue(
-    s: Settings,
-    ui: Ui,
-    root_dir: str,
-    logs_dir: str,
-    pods: PodInventory,
-    rt: RuntimeView | None,
-    mounts: MountTable,
-) -> tuple[list[Finding], frozenset[tuple[int, int]]]:
-    """Orphaned pod and pod log directories (`residue scan`'s scanners), and the (device,
-    inode) of each, which the walk then leaves to the residue lines.
-
-    Without the runtime nothing is residue here: `residue scan` would then report every pod
-    directory (none is known to a runtime that was not read), which says nothing about disk.
-    The log directory scanner (which sizes every log directory) runs only when some log
-    directory's pod is unknown."""
-    from kubegc_cli.core.model import LABEL_POD_UID
-    from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR
-    from kubegc_cli.node.host import residue as scanners
-    from kubegc_cli.node.host.logs import on_host
-    from kubegc_cli.node.host.podlogs import pod_uid_from_dir
-    from kubegc_cli.node.host.scan import ScanContext
-
-    if rt is None:
-        return [], frozenset()
-    uids = {c.pod_uid for c in rt.containers} | {sb.uid for sb in rt.sandboxes}
-    uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in rt.sandboxes}
-    ctx = ScanContext(
-        host_root=s.host_root,
-        root_dir=root_dir,
-        pod_logs_dir=logs_dir,
-        pods_known=pods.known,
-        pod_uids=frozenset(pods.pods),
-        runtime_known=True,
-        runtime_pod_uids=frozenset(u for u in uids if u),
-        sandbox_ids=frozenset(sb.id for sb in rt.sandboxes),
-        container_ids=frozenset(c.id for c in rt.containers),
-        mounts=mounts,
-    )
-    scans: list[tuple[Callable[[ScanContext], list[Finding]], str]] = [
-        (scanners.scan_pod_dirs, POD_DIR)
-    ]
-    try:
-        names = [e.name for e in listdir(on_host(s.host_root, logs_dir))]
-    except OSError:
-        names = []
-    if any(scanners._pod_unknown(ctx, pod_uid_from_dir(n)) for n in names):
-        scans.append((scanners.scan_pod_log_dirs, POD_LOG_DIR))
-    findings: list[Finding] = []
-    for scan, kind in scans:
-        try:
-            findings += [f for f in scan(ctx) if f.type == kind]
-        except OSError as exc:
-            ui.warn(f"residue ({kind}): cannot read the host: {exc}")
-    skip: set[tuple[int, int]] = set()
-    for f in findings:
-        try:
-            st = stat_of(on_host(s.host_root, f.target))
-        except OSError:
-            continue
-        skip.add((st.st_dev, st.st_ino))
-    return findings, frozenset(skip)
-
-
-def _count_finding(s: Settings, f: Finding, tally: Tally, report: DfReport) -> None:
-    from kubegc_cli.core.residue import POD_DIR
-    from kubegc_cli.node.host.logs import on_host
-
-    try:
-        dev = stat_of(on_host(s.host_root, f.target)).st_dev
-    except OSError:
-        return
-    n = f.bytes or 0
-    back = n if f.safe else 0
-    key = RESIDUE_POD_DIRS if f.type == POD_DIR else RESIDUE_LOG_DIRS
-    tally.add(dev, RESIDUE, n, reclaim=back, count=1)
-    tally.add(dev, key, n, reclaim=back, count=1)
-    for m in f.details.get("mounts_below", ()):
-        report.mounted.append({"path": str(m), "pod_uid": str(f.details.get("uid", ""))})
-
-
-def _filesystems(s: Settings, roles: list[tuple[str, str]], report: DfReport) -> list[Filesystem]:
-    """One `Filesystem` per device among the role paths (host paths, symlinks resolved under
-    the host root), in role order (nodefs first). Raises `RuntimeUnavailable` when nodefs
-    cannot be statvfs'd; another role's failure is a note (the pod log root and the pods
-    directory are no role when they are not directories: the walk says so)."""
-    from kubegc_cli.node.host.fs import fs_stats
-
-    out: dict[int, Filesystem] = {}
-    for role, path in roles:
-        try:
-            local = _real(s, path)
-            st_dev = stat_of(local, follow_symlinks=True)
-        except OSError as exc:
-            if role == "nodefs":
-                raise RuntimeUnavailable(
-                    f"cannot read the kubelet root {path}: {exc.strerror or exc}"
-                ) from None
-            if role not in ("pods", "logs"):  # the walk says when those are missing
-                report.notes.append(f"{role} {path}: {exc.strerror or exc}; not shown")
-            continue
-        if role in ("pods", "logs") and not stat.S_ISDIR(st_dev.st_mode):
-            continue
-        dev = st_dev.st_dev
-        if dev in out:
-            out[dev].roles.append(role)
-            continue
-        try:
-            st: FsStats = fs_stats(s.host_root, _host_real(s, path))
-        except RuntimeUnavailable as exc:
-            if role == "nodefs":
-                raise
-            report.notes.append(f"{role}: {exc}; not shown")
-            continue
-        out[dev] = Filesystem(roles=[role], path=path, device=dev, stats=st)
-    return list(out.values())
 
 
 def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
@@ -1202,8 +676,6 @@ def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
 
 def _image_lines(rt: RuntimeView, now: int, command: str) -> list[Line]:
     """images (total), in use, unused; reclaimable = what `gc images --prune-unused` removes."""
-    from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy, plan_images
-
     plan = plan_images(
         rt.images, rt.containers, {}, ImageGCPolicy(min_age=0, prune_unused=True), now,
         began=now, protected=rt.sandbox_images,
@@ -1286,12 +758,9 @@ def threshold_row(r: Any) -> dict[str, Any]:
 
 
 def _thresholds(
-    systems: list[Filesystem], config: Any, layout: FsLayout | None, report: DfReport
+    systems: list[Filesystem], config: EvictionConfig, layout: FsLayout | None, report: DfReport
 ) -> None:
     """The kubelet's disk eviction thresholds, each on the filesystem its signal observes."""
-    from kubegc_cli.commands.evict import disk_observations
-    from kubegc_cli.policy.eviction.thresholds import evaluate
-
     obs: dict[str, Any] = {}
     for f in systems:
         for family in ("nodefs", "imagefs", "containerfs"):
@@ -1318,10 +787,6 @@ def _thresholds(
 def _image_gc(systems: list[Filesystem], settings: ImageGCSettings, report: DfReport) -> None:
     """The image GC thresholds on the image filesystem, with its usage in the kubelet's
     integer arithmetic (`policy.images.usage`)."""
-    from kubegc_cli.core.errors import GCFailed
-    from kubegc_cli.core.units import format_go_duration
-    from kubegc_cli.policy.images import ImageGCPolicy, usage
-
     policy = ImageGCPolicy(**settings.values)
     for f in systems:
         if "imagefs" not in f.roles:

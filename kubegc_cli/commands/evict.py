@@ -1,324 +1,95 @@
-"""What the node's eviction signals say now: `kubegc memory available` and `kubegc evict check`.
+"""`kubegc evict check` and `kubegc evict prune`: the kubelet's node-pressure eviction.
 
-Observe only: nothing here changes the node. Host figures come from files under `--host-root`
-(cgroups, /proc, statvfs); the image filesystem from CRI `ImageFsInfo`; pod names and
-requests from the pod source, else from the runtime's sandbox labels.
+`evict check` observes only: the thresholds in force (kubegc's flags, the running kubelet's
+command line, its config file, its defaults) against the signals read now (`node.signals`:
+cgroups, /proc, statvfs; the image filesystem from `node.imagefs`), and, with a pod source,
+the pods the kubelet would evict first (`policy.eviction.ranking`).
+
+`evict prune` deletes the Evicted pod shells left in the API after node-pressure eviction.
+When the kubelet evicts a pod it sets `status.phase` Failed and `status.reason` Evicted; the
+pod object stays in the API (a ReplicaSet just creates a replacement) until the controller
+manager's PodGC reaches `--terminated-pod-gc-threshold` (12500 by default), so on a node that
+was under pressure `kubectl get pods` fills up with Evicted shells. It follows the flow of
+every kubegc command (observe → plan → show → act → report):
+
+- Observe: pods listed with the official `kubernetes` client, in pages (`limit`/`continue`),
+  with `fieldSelector=status.phase=Failed` plus `spec.nodeName=<node>` (unless all nodes),
+  namespaced when a namespace is given, with `labelSelector` when `-l` is given (validated
+  here first, and matched here again). A list that cannot be read to the end raises
+  `ApiUnavailable` (exit 3): nothing is deleted from a partial list (`node.pods.evicted`).
+- Plan: only pods whose `status.phase` is Failed and `status.reason` is Evicted (checked
+  again here, so a server that ignores the field selector changes nothing); with an age limit,
+  pods evicted more recently (or at an unknown time) are kept, each with its reason
+  (`policy.evicted`).
+- Act: each pod is deleted with its planned `uid` and `resourceVersion` as preconditions, so
+  the API server itself refuses a pod that changed since the plan (409 Conflict → skipped).
+  That precondition is the re-check: it is atomic with the deletion, which a separate read
+  before deleting would not be (`node.execute.pods`).
+
+Deleting in the API is cluster-side; kubegc still runs it under its run lock in `--state-dir`
+and writes the audit rows there, like every other acting command.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from kubegc_cli.core.errors import BadInput, KubegcError, RuntimeUnavailable
-from kubegc_cli.core.model import API_VERSION as API_VERSION
-from kubegc_cli.core.units import ns_to_rfc3339, parse_bytes
-from kubegc_cli.node.host.bounded import stat_of
-from kubegc_cli.node.host.cgroups import (
-    CgroupLayout,
-    PodCgroup,
-    PodCgroupScan,
-    UnreadablePodCgroup,
-    detect_layout,
-    read_pod_cgroups,
+from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
+from kubegc_cli.commands.memory import memory_report as memory_report  # (as cli imports it)
+from kubegc_cli.commands.session import (
+    ActOptions,
+    Stage,
+    Ui,
+    carry_out,
+    decide_mode,
+    edges,
+    may_act,
+    open_client,
 )
-from kubegc_cli.node.host.memory import (
-    AllocatableMemory,
-    NodeMemory,
-    allocatable_memory,
-    node_memory,
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.inputs import parse_yaml, present, read_text
+from kubegc_cli.core.model import API_VERSION
+from kubegc_cli.core.plan import Plan, PodAction
+from kubegc_cli.core.pods import PodInventory
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.signals import Observation
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.node.execute.pods import PodDeleter
+from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
+from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG, load_kubelet_config
+from kubegc_cli.node.host.processes import find_kubelet_cmdline
+from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
+from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
+from kubegc_cli.node.pods.evicted import close_api, list_failed
+from kubegc_cli.node.signals import (
+    DISK_FAMILIES,
+    families,
+    local_disk_usage,
+    observe_signals,
+    writable_layers_by_pod,
 )
-
-if TYPE_CHECKING:
-    from kubegc_cli.commands.session import Settings, Ui
-    from kubegc_cli.core.pods import PodInventory
-
-
-@dataclass(frozen=True, slots=True)
-class PodMemory:
-    """One pod's memory from its cgroup (bytes): `working_set` = max(0, usage − inactive_file),
-    as the kubelet ranks pods for memory eviction. `namespace`/`name` are "" when unknown."""
-
-    uid: str
-    namespace: str
-    name: str
-    qos: str
-    usage: int
-    inactive_file: int
-    active_file: int
-    working_set: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # (every field, in order: plain strings and ints)
-
-
-@dataclass(frozen=True, slots=True)
-class PodWithoutStats:
-    """A pod whose cgroup was found but could not be read: no figures. `namespace`/`name`
-    are "" when unknown; `cgroup` is the host path, `reason` the file and why."""
-
-    uid: str
-    namespace: str
-    name: str
-    qos: str
-    cgroup: str
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # (every field, in order: plain strings and ints)
-
-
-@dataclass(slots=True)
-class MemoryReport:
-    """`kubegc memory available`: the node's `memory.available` with its breakdown, the pods
-    cgroup's `allocatableMemory.available` (None when there is no kubepods cgroup or no limit),
-    the pods with the largest working sets (`pods`, at most --top of the `pod_count` pods
-    read), the pods whose cgroup could not be read (`without_stats`), and notes.
-    `captured_at` in ns since the epoch."""
-
-    node: NodeMemory
-    allocatable: AllocatableMemory | None
-    pods: list[PodMemory]
-    pod_count: int
-    layout: CgroupLayout
-    captured_at: int
-    notes: list[str] = field(default_factory=list)
-    without_stats: list[PodWithoutStats] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        n = self.node
-        alloc = self.allocatable
-        return {
-            "kind": "MemoryAvailable",
-            "apiVersion": API_VERSION,
-            "now": ns_to_rfc3339(self.captured_at),
-            "cgroup": {
-                "version": self.layout.version,
-                "driver": self.layout.driver,
-                "memory_root": self.layout.memory_root,
-                "pods_cgroup": self.layout.pods_cgroup,
-            },
-            "memory.available": {
-                "available": n.available,
-                "capacity": n.capacity,
-                "usage": n.usage,
-                "active_file": n.active_file,
-                "inactive_file": n.inactive_file,
-                "working_set": n.working_set,
-                "mem_available": n.mem_available,
-                "active_file_drags_available": n.active_file_drags_available,
-                "sources": dict(n.sources),
-            },
-            "allocatableMemory.available": None
-            if alloc is None
-            else {
-                "available": alloc.available,
-                "allocatable": alloc.allocatable,
-                "allocatable_source": alloc.allocatable_source,
-                "cgroup": alloc.cgroup,
-                "cgroup_limit": alloc.cgroup_limit,
-                "usage": alloc.usage,
-                "active_file": alloc.active_file,
-                "inactive_file": alloc.inactive_file,
-                "working_set": alloc.working_set,
-            },
-            "pods": [p.to_dict() for p in self.pods],
-            "pod_count": self.pod_count,
-            "pods_without_stats": [p.to_dict() for p in self.without_stats],
-            "notes": list(self.notes),
-        }
-
-
-def _node_allocatable(node: Mapping[str, Any], source: str) -> int | None:
-    status = node.get("status")
-    alloc = status.get("allocatable") if isinstance(status, Mapping) else None
-    value = alloc.get("memory") if isinstance(alloc, Mapping) else None
-    if value is None:
-        return None
-    return parse_bytes(str(value), flag=f"{source}: status.allocatable.memory")
-
-
-def resolve_allocatable(
-    s: Settings, ui: Ui, given: int | None, pods: PodInventory
-) -> tuple[int | None, str]:
-    """Node allocatable memory (bytes) and where it came from: `given` (`--allocatable`), else
-    the Node object the pods file carries (`kubectl get pods,nodes -o json`) or the API
-    serves, else (None, "") — the kubepods cgroup's own limit is then used.
-
-    Raises `BadInput` for a Node object whose allocatable memory is not a quantity."""
-    if given is not None:
-        return given, "--allocatable"
-    from kubegc_cli.node.pods.api import node_name
-
-    name = node_name(s.node_name)
-    node = pods.nodes.get(name)
-    if node is None and len(pods.nodes) == 1 and not s.node_name:
-        name, node = next(iter(pods.nodes.items()))
-    elif node is None and pods.nodes:
-        ui.warn(
-            f"the pod source holds Node(s) {', '.join(sorted(pods.nodes))} but not {name} "
-            "(--node-name): allocatable from the kubepods cgroup limit"
-        )
-    if node is not None:
-        value = _node_allocatable(node, pods.source)
-        if value is not None:
-            return value, f"Node {name} status.allocatable ({pods.source})"
-    if pods.source.startswith("api:"):
-        from kubegc_cli.node.pods.api import ApiSource, find_credentials, read_node
-
-        creds = find_credentials(s.kubeconfig, s.env)
-        if creds is not None:
-            try:
-                doc = read_node(ApiSource(creds, s.context, name), s.timeout)
-            except RuntimeUnavailable as exc:
-                ui.info(f"{exc}; using the kubepods cgroup limit as allocatable")
-            else:
-                value = _node_allocatable(doc, "API")
-                if value is not None:
-                    return value, f"Node {name} status.allocatable (API)"
-    return None, ""
-
-
-def pod_names(
-    s: Settings, ui: Ui, pods: PodInventory, uids: Iterable[str]
-) -> dict[str, tuple[str, str]]:
-    """Pod UID → (namespace, name): from the pod source, else from the runtime's sandbox
-    labels (io.kubernetes.pod.*). An unreachable runtime only leaves names out (-v says why)."""
-    names = {u: (p.namespace, p.name) for u, p in pods.pods.items()}
-    missing = [u for u in uids if u not in names]
-    if not missing:
-        return names
-    from kubegc_cli.commands.session import open_client
-
-    try:
-        client = open_client(s, ui)
-        try:
-            for sb in client.list_sandboxes():
-                if sb.uid and sb.uid not in names:
-                    names[sb.uid] = (sb.namespace, sb.name)
-        finally:
-            client.close()
-    except (RuntimeUnavailable, BadInput) as exc:
-        ui.info(f"pod names from the runtime: {exc}")
-    return names
-
-
-def _load_pods(s: Settings, ui: Ui) -> PodInventory:
-    from kubegc_cli.commands.session import load_pod_inventory
-    from kubegc_cli.core.pods import NO_POD_SOURCE
-
-    try:
-        return load_pod_inventory(s, ui)
-    except KubegcError:
-        if explicit_pod_source(s):
-            raise
-        return NO_POD_SOURCE
-
-
-def explicit_pod_source(s: Settings) -> bool:
-    """The operator named a pod source (--pod-source, --pods-file, --kubeconfig): a source
-    that cannot be read is then an error, not a quiet fallback to none."""
-    return bool(s.pod_source or s.pods_file or s.kubeconfig)
-
-
-def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> MemoryReport:
-    """`kubegc memory available`: one sample of the kubelet's memory signals (bytes).
-
-    `allocatable` (bytes) overrides the node allocatable; `top` limits the pod list (0 = all).
-    A pod cgroup that cannot be read makes only that pod's figures unknown (listed in
-    `without_stats`, with a note). Raises `SignalUnavailable` (exit 3) when a node-level file
-    (meminfo, the root or kubepods memory cgroup, the mount table) cannot be read, `BadInput`
-    for a bad pod source or allocatable.
-    """
-    host = s.host_root
-    layout = detect_layout(host)
-    node = node_memory(host, layout)
-    pods = _load_pods(s, ui)
-    alloc_bytes, alloc_source = resolve_allocatable(s, ui, allocatable, pods)
-    alloc = allocatable_memory(host, layout, alloc_bytes)
-    if alloc is not None and alloc_source:
-        alloc = replace(alloc, allocatable_source=alloc_source)
-    scan = read_pod_cgroups(host, layout) if layout.pods_cgroup else PodCgroupScan()
-    ranked = sorted(scan.pods, key=lambda c: (-c.memory.working_set, c.uid))
-    shown = ranked[:top] if top > 0 else ranked
-    uids = [c.uid for c in shown] + [u.uid for u in scan.unreadable]
-    names = pod_names(s, ui, pods, uids) if uids else {}
-    report = MemoryReport(
-        node=node,
-        allocatable=alloc,
-        pods=[_pod_memory(c, names) for c in shown],
-        pod_count=len(scan.pods),
-        layout=layout,
-        captured_at=time.time_ns(),
-        without_stats=[_without_stats(u, names) for u in scan.unreadable],
-    )
-    report.notes.extend(memory_notes(node, alloc, alloc_source, layout))
-    report.notes.extend(pod_cgroup_notes(scan, names))
-    return report
-
-
-def _without_stats(u: UnreadablePodCgroup, names: Mapping[str, tuple[str, str]]) -> PodWithoutStats:
-    ns, name = names.get(u.uid, ("", ""))
-    return PodWithoutStats(u.uid, ns, name, u.qos, u.path, u.reason)
-
-
-def pod_label(uid: str, names: Mapping[str, tuple[str, str]]) -> str:
-    """`namespace/name (uid)` of a pod, or `uid <uid>` when its name is unknown."""
-    ns, name = names.get(uid, ("", ""))
-    return f"{ns}/{name} ({uid})" if name else f"uid {uid}"
-
-
-def pod_cgroup_notes(scan: PodCgroupScan, names: Mapping[str, tuple[str, str]]) -> list[str]:
-    """One line per pod cgroup that could not be read (naming the pod and the file) and per
-    directory of pod cgroups that could not be listed: those pods have no stats, which the
-    kubelet's eviction ranking puts first."""
-    notes = [
-        f"pod {pod_label(u.uid, names)} has no stats: {u.reason} "
-        "(the kubelet ranks a pod without stats first)"
-        for u in scan.unreadable
-    ]
-    notes += [f"pod cgroups not listed, their pods have no stats: {why}" for why in scan.unlisted]
-    return notes
-
-
-def _pod_memory(c: PodCgroup, names: Mapping[str, tuple[str, str]]) -> PodMemory:
-    ns, name = names.get(c.uid, ("", ""))
-    m = c.memory
-    return PodMemory(c.uid, ns, name, c.qos, m.usage, m.inactive_file, m.active_file, m.working_set)
-
-
-def memory_notes(
-    node: NodeMemory, alloc: AllocatableMemory | None, alloc_source: str, layout: CgroupLayout
-) -> list[str]:
-    """Human lines explaining the memory figures (the #43916 page-cache case among them)."""
-    from kubegc_cli.core.units import format_bytes
-
-    notes = []
-    if node.active_file_drags_available:
-        notes.append(
-            f"active page cache ({format_bytes(node.active_file)}) counts as used: the kubelet's "
-            f"memory.available is {format_bytes(node.available)} while the kernel's MemAvailable "
-            f"(what `free` shows) is {format_bytes(node.mem_available or 0)}. The kubelet may "
-            "evict here although the kernel could reclaim that cache (kubernetes#43916); give "
-            "I/O-heavy containers equal memory requests and limits."
-        )
-    if layout.pods_cgroup is None:
-        notes.append("no kubepods cgroup on this host: allocatableMemory.available not observed")
-    elif alloc is None:
-        notes.append(
-            "the kubepods cgroup has no memory limit and no allocatable was given "
-            "(--allocatable, or a Node object in --pods-file / the API): "
-            "allocatableMemory.available not observed"
-        )
-    if alloc is not None and alloc.available < 0:
-        notes.append(
-            f"the pods' working set exceeds allocatable memory by {format_bytes(-alloc.available)}"
-        )
-    return notes
+from kubegc_cli.policy.evicted import PruneOptions, plan_evicted
+from kubegc_cli.policy.eviction.ranking import (
+    PodResources,
+    PodStats,
+    Ranked,
+    pod_resources,
+    rank_disk,
+    rank_memory,
+    rank_pid,
+)
+from kubegc_cli.policy.eviction.thresholds import (
+    EvictionConfig,
+    RawEviction,
+    ThresholdResult,
+    evaluate,
+    raw_from_kubelet_cmdline,
+    raw_from_kubelet_config,
+    resolve,
+)
 
 
 def kubelet_root(root_dir: str) -> str:
@@ -328,37 +99,6 @@ def kubelet_root(root_dir: str) -> str:
     return os.path.normpath(root_dir)
 
 
-# --- evict check -------------------------------------------------------------------------------
-
-DISK_FAMILIES = ("nodefs", "imagefs", "containerfs")
-
-
-@dataclass(slots=True)
-class FsLayout:
-    """The filesystems behind the disk signals (host paths): `nodefs` (the kubelet root dir),
-    `imagefs` (the CRI image filesystem mountpoint, "" when unknown), `containerfs` (CRI's
-    container filesystem when reported apart, else ""); `dedicated_imagefs` when the image
-    filesystem is another device than nodefs; `split` when images and writable layers are on
-    different filesystems too; `layout_known` False when either filesystem could not be
-    stat'ed (then one filesystem is assumed)."""
-
-    nodefs: str
-    imagefs: str = ""
-    containerfs: str = ""
-    dedicated_imagefs: bool = False
-    split: bool = False
-    layout_known: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "nodefs": self.nodefs,
-            "imagefs": self.imagefs or None,
-            "containerfs": self.containerfs or None,
-            "dedicated_imagefs": self.dedicated_imagefs,
-            "split": self.split,
-        }
-
-
 @dataclass(slots=True)
 class EvictionReport:
     """`kubegc evict check`: the thresholds in force (`config`), one result per threshold,
@@ -366,9 +106,9 @@ class EvictionReport:
     why), the pods the kubelet would evict first per met signal (`ranking`: signal → rows),
     notes, and the capture time (ns since the epoch)."""
 
-    config: Any  # kubegc_cli.policy.eviction.thresholds.EvictionConfig
-    results: list[Any]  # ThresholdResult
-    observations: dict[str, Any]  # signal → Observation
+    config: EvictionConfig
+    results: list[ThresholdResult]
+    observations: dict[str, Observation]
     unread: dict[str, str]
     fs: FsLayout
     captured_at: int
@@ -455,20 +195,11 @@ class EvictionReport:
         }
 
 
-def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
+def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
     running kubelet's command line (from /proc, only when --host-root is /), else its
     config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
     path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
-    from kubegc_cli.core.inputs import parse_yaml, present, read_text
-    from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG
-    from kubegc_cli.policy.eviction.thresholds import (
-        find_kubelet_cmdline,
-        raw_from_kubelet_cmdline,
-        raw_from_kubelet_config,
-        resolve,
-    )
-
     layers = [flags]
     config_path = s.kubelet_config
     found = find_kubelet_cmdline(s.host_root)
@@ -491,230 +222,40 @@ def eviction_config(s: Settings, ui: Ui, flags: Any) -> Any:
     return resolve(layers)
 
 
-def _families(config: Any) -> set[str]:
-    fams = {t.signal.split(".", 1)[0] for t in config.thresholds}
-    if "containerfs" in fams:
-        fams |= {"nodefs", "imagefs"}
-    return fams
+def _families(config: EvictionConfig) -> set[str]:
+    return families(t.signal for t in config.thresholds)
 
 
-def observe_signals(
-    s: Settings, ui: Ui, config: Any, *, root_dir: str, allocatable: int | None
-) -> tuple[dict[str, Any], dict[str, str], FsLayout]:
-    """Observe the signals `config`'s thresholds need: (observations by signal, unread signal
-    → why, the filesystem layout). Every failure to read is recorded, never raised: the
-    report says which signals are unknown."""
-    from kubegc_cli.core.errors import RuntimeUnavailable as Unreadable
-    from kubegc_cli.node.host.fs import fs_stats
-    from kubegc_cli.policy.eviction.thresholds import Observation
-
-    obs: dict[str, Any] = {}
-    unread: dict[str, str] = {}
-    fams = _families(config)
-    signals = {t.signal for t in config.thresholds}
-    host = s.host_root
-    fs = FsLayout(nodefs=root_dir)
-
-    if signals & {"memory.available", "allocatableMemory.available"}:
-        # Each memory signal is read on its own: the root cgroup (memory.available) and the
-        # kubepods cgroup (allocatableMemory.available) fail independently.
-        try:
-            layout: CgroupLayout | None = detect_layout(host)
-        except Unreadable as exc:
-            layout = None
-            unread["memory.available"] = unread["allocatableMemory.available"] = str(exc)
-        if layout is not None:
-            try:
-                node = node_memory(host, layout)
-                obs["memory.available"] = Observation(
-                    "memory.available", node.available, node.available + node.working_set,
-                    f"MemTotal − working set of the root memory cgroup (v{layout.version})",
-                )  # fmt: skip
-            except Unreadable as exc:
-                unread["memory.available"] = str(exc)
-            try:
-                alloc = allocatable_memory(host, layout, allocatable)
-            except Unreadable as exc:
-                unread["allocatableMemory.available"] = str(exc)
-            else:
-                if alloc is not None:
-                    obs["allocatableMemory.available"] = Observation(
-                        "allocatableMemory.available", alloc.available,
-                        alloc.available + alloc.working_set,
-                        f"{alloc.allocatable_source} − working set of {alloc.cgroup}",
-                    )  # fmt: skip
-                # else: no kubepods cgroup with a limit: the signal does not exist on this
-                # host (not an unreadable one); its thresholds are not met, as the kubelet
-                # skips them
-
-    def disk(family: str, path: str) -> None:
-        try:
-            st = fs_stats(host, path)
-        except Unreadable as exc:
-            unread[f"{family}.available"] = unread[f"{family}.inodesFree"] = str(exc)
-            return
-        seen, missing = disk_observations(family, st, path)
-        obs.update(seen)
-        unread.update(missing)
-
-    if fams & set(DISK_FAMILIES):
-        disk("nodefs", root_dir)
-    if fams & set(DISK_FAMILIES):  # the layout decides what containerfs and reclaim mean
-        try:
-            images, containers = runtime_filesystems(s, ui)
-            fs = layout_of(host, root_dir, images, containers)
-        except (Unreadable, BadInput) as exc:
-            why = f"image filesystem unknown ({exc})"
-            for fam in ("imagefs", "containerfs"):
-                unread[f"{fam}.available"] = unread[f"{fam}.inodesFree"] = why
-        else:
-            disk("imagefs", fs.imagefs)
-            if fs.split:
-                disk("containerfs", fs.containerfs)
-            else:
-                obs.update(containerfs_copies(obs, fs))
-    if "pid.available" in signals:
-        from kubegc_cli.node.host.memory import pid_available
-
-        try:
-            p = pid_available(host)
-            obs["pid.available"] = Observation(
-                "pid.available", p.available, p.max_pid,
-                "min(pid_max, threads-max) − tasks in /proc/loadavg",
-            )  # fmt: skip
-        except Unreadable as exc:
-            unread["pid.available"] = str(exc)
-    return obs, unread, fs
-
-
-def runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
-    """The runtime's image and container filesystem mountpoints (host paths, as CRI
-    `ImageFsInfo` names them). Remembered in the state dir while the runtime's socket stays
-    the same file (`kubegc_cli.node.cri.fscache`): then no gRPC client is even loaded. Otherwise the
-    runtime is asked and the answer remembered. With `--snapshot` the runtime is always asked
-    and nothing is remembered. `-v` says which. Raises `RuntimeUnavailable` when the runtime
-    cannot be reached, `BadInput` for a malformed endpoint."""
-    from kubegc_cli.node.cri import fscache
-    from kubegc_cli.node.cri.endpoint import resolve_endpoint
-
-    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
-    ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
-    where = fscache.cache_path(s.state_dir)
-    ident = None
-    if s.snapshot is not None:
-        why = "not used with --snapshot"
-    elif not os.access(ep.path, os.R_OK | os.W_OK):
-        why = f"no access to the socket {ep.path}"
-    else:
-        ident = fscache.socket_identity(ep.path)
-        why = f"{ep.path} is not a socket"
-    if ident is not None:
-        found, why = fscache.lookup(s.state_dir, ep.address, ident, s.host_root, ui.warn)
-        if found is not None:
-            ui.info(
-                f"image filesystem from the cache {where}: the runtime's socket {ep.path} is "
-                f"the one it was asked on ({fscache.describe_identity(ident)})"
-            )
-            return found
-    from kubegc_cli.node.cri.client import CriClient
-
-    client = CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
-    try:
-        image_fs, container_fs = client.image_fs_info()
-    finally:
-        client.close()
-    images = [f.mountpoint for f in image_fs]
-    containers = [f.mountpoint for f in container_fs]
-    ui.info(f"image filesystem from the runtime (CRI ImageFsInfo); cache {where}: {why}")
-    if ident is not None and images:
-        # a runtime restarted during the call may have answered on another socket
-        if fscache.socket_identity(ep.path) != ident:
-            ui.info("not remembered: the runtime's socket changed during the call")
-        else:
-            why_not = fscache.remember(s.state_dir, ep.address, ident, images, containers)
-            ui.info(f"not remembered: {why_not}" if why_not else f"remembered in {where}")
-    return images, containers
-
-
-def _device(local: str) -> int:
-    """The device of `local`, or -1 when it cannot be read or gives no answer within
-    `--timeout` (`host.bounded.stat_of`: a hung mount is never waited on)."""
-    try:
-        return stat_of(local, follow_symlinks=True).st_dev
-    except OSError:
-        return -1
-
-
-def fs_layout(
-    host_root: Path, root_dir: str, images: Sequence[Any], containers: Sequence[Any]
-) -> FsLayout:
-    """The filesystem layout from CRI `ImageFsInfo` (`images`, `containers`: its
-    `FilesystemUsage` lists) and the kubelet root `root_dir` (host paths, read under
-    `host_root`): imagefs is the first image filesystem's mountpoint, dedicated when its
-    device differs from the root dir's; containerfs is set when the runtime reports a container
-    filesystem elsewhere, and the layout is split when imagefs is dedicated too (kubelet
-    eviction: the layout detection at the first synchronize). Raises `RuntimeUnavailable`
-    when the runtime reports no image filesystem."""
-    return layout_of(
-        host_root, root_dir, [f.mountpoint for f in images], [f.mountpoint for f in containers]
+def observe(
+    s: Settings, ui: Ui, config: EvictionConfig, *, root_dir: str, allocatable: int | None
+) -> tuple[dict[str, Observation], dict[str, str], FsLayout]:
+    """Observe the signals `config`'s thresholds need (`node.signals.observe_signals`), the
+    image filesystem located by `node.imagefs.runtime_filesystems`."""
+    return observe_signals(
+        s.host_root,
+        {t.signal for t in config.thresholds},
+        root_dir=root_dir,
+        allocatable=allocatable,
+        filesystems=lambda: _runtime_filesystems(s, ui),
     )
 
 
-def layout_of(
-    host_root: Path, root_dir: str, images: Sequence[str], containers: Sequence[str]
-) -> FsLayout:
-    """`fs_layout` from the mountpoints alone (host paths): `images` and `containers` are
-    the image and container filesystems' mountpoints, in the runtime's order."""
-    from kubegc_cli.node.host.logs import on_host
-
-    if not images:
-        raise RuntimeUnavailable("the runtime reports no image filesystem")
-    fs = FsLayout(nodefs=root_dir, imagefs=images[0])
-    image_dev = _device(on_host(host_root, fs.imagefs))
-    root_dev = _device(on_host(host_root, root_dir))
-    fs.layout_known = image_dev != -1 and root_dev != -1
-    fs.dedicated_imagefs = fs.layout_known and image_dev != root_dev
-    if containers and containers[0] not in ("", fs.imagefs):
-        fs.containerfs = containers[0]
-        fs.split = fs.dedicated_imagefs
-    return fs
-
-
-def disk_observations(family: str, st: Any, path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The `<family>.available` and `<family>.inodesFree` observations (signal →
-    `Observation`) of one filesystem's `FsStats` `st`, statvfs'd at the host path `path`:
-    available = bavail, inodes free = files free, each against its capacity; and the signals
-    that cannot be observed (signal → why: a filesystem reporting no inodes)."""
-    from kubegc_cli.policy.eviction.thresholds import Observation
-
-    obs: dict[str, Any] = {
-        f"{family}.available": Observation(
-            f"{family}.available", st.available, st.capacity, f"statvfs {path} (bavail)"
-        )
-    }
-    if st.inodes > 0:
-        obs[f"{family}.inodesFree"] = Observation(
-            f"{family}.inodesFree", st.inodes_free, st.inodes, f"statvfs {path} (files)"
-        )
-        return obs, {}
-    return obs, {f"{family}.inodesFree": f"statvfs {path} reports no inodes"}
-
-
-def containerfs_copies(obs: Mapping[str, Any], fs: FsLayout) -> dict[str, Any]:
-    """The `containerfs.*` observations when writable layers share a filesystem with nodefs
-    or imagefs (not split): copies of the imagefs ones with a dedicated imagefs, else of the
-    nodefs ones (signal → `Observation`; absent when the base was not observed)."""
-    base = "imagefs" if fs.dedicated_imagefs else "nodefs"
-    out: dict[str, Any] = {}
-    for kind in ("available", "inodesFree"):
-        o = obs.get(f"{base}.{kind}")
-        if o is not None:
-            out[f"containerfs.{kind}"] = replace(o, signal=f"containerfs.{kind}")
-    return out
+def _runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
+    """The runtime's filesystem mountpoints (`node.imagefs.runtime_filesystems`), asking the
+    runtime the edges name (`edges().cri`) when they name one."""
+    cri = edges().cri
+    connect = None if cri is None else (lambda ep: cri(s, ui))
+    return runtime_filesystems(s, ui.info, ui.warn, connect=connect)
 
 
 def evict_check(
-    s: Settings, ui: Ui, flags: Any, *, root_dir: str, allocatable: int | None, top: int
+    s: Settings,
+    ui: Ui,
+    flags: RawEviction,
+    *,
+    root_dir: str,
+    allocatable: int | None,
+    top: int,
 ) -> EvictionReport:
     """`kubegc evict check`: every threshold in force against the signals observed now, and,
     with a pod source, the pods the kubelet would evict first for each met signal.
@@ -723,14 +264,12 @@ def evict_check(
     (host path); `allocatable` (bytes) replaces the kubepods cgroup limit; `top` limits each
     ranking (0 = all). Raises `BadInput` for bad thresholds or files; unreadable signals are
     reported in the result (exit 3 when nothing is met)."""
-    from kubegc_cli.policy.eviction.thresholds import evaluate
-
     config = eviction_config(s, ui, flags)
     # A named pod source is read up front: a bad one is exit 2 whether or not anything is met.
-    pods = _load_pods(s, ui) if explicit_pod_source(s) else None
-    obs, unread, fs = observe_signals(s, ui, config, root_dir=root_dir, allocatable=allocatable)
+    pods = load_pods(s, ui) if explicit_pod_source(s) else None
+    obs, unread, fs = observe(s, ui, config, root_dir=root_dir, allocatable=allocatable)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
-    report = EvictionReport(config, results, obs, unread, fs, time.time_ns())
+    report = EvictionReport(config, results, obs, unread, fs, edges().clock())
     report.notes.extend(config.notes)
     if (not fs.imagefs or not fs.layout_known) and any(
         f in DISK_FAMILIES for f in _families(config)
@@ -762,18 +301,8 @@ def rank_met(
 ) -> None:
     """Fill `report.ranking` for each met signal (needs a pod source; a note otherwise).
     `pods` is the pod source already read, if any."""
-    from kubegc_cli.node.pods.api import node_name
-    from kubegc_cli.policy.eviction.ranking import (
-        PodResources,
-        PodStats,
-        pod_resources,
-        rank_disk,
-        rank_memory,
-        rank_pid,
-    )
-
     if pods is None:
-        pods = _load_pods(s, ui)
+        pods = load_pods(s, ui)
     if not pods.known:
         report.notes.append(
             "no pod source (--pods-file or the API): pods are not ranked for eviction"
@@ -825,10 +354,8 @@ def _signal_order(signal: str) -> tuple[int, str]:
     return (0 if signal.split(".", 1)[0] in MEMORY_FAMILIES else 1, signal)
 
 
-def _ranked_row(r: Any, signal: str) -> dict[str, Any]:
+def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
     """One ranked pod as a JSON-ready row with display texts."""
-    from kubegc_cli.core.units import format_bytes
-
     pod, st = r.pod, r.stats
     family = signal.split(".", 1)[0]
     if family in MEMORY_FAMILIES:
@@ -873,14 +400,12 @@ def _pod_stats(
     *,
     disk: bool,
     pods: PodInventory,
-) -> dict[tuple[str, str], Any]:
+) -> dict[tuple[str, str], PodStats]:
     """(signal family, pod UID) → `PodStats`: working set and processes from the pod cgroups
     (a pod whose cgroup cannot be read has none, and a note names it); with `disk`, disk
     usage and inodes per the filesystem layout (kubelet eviction: logs and local volumes on
     nodefs, writable layers on the filesystem that holds them). `pods` names the pods."""
-    from kubegc_cli.policy.eviction.ranking import PodStats
-
-    out: dict[tuple[str, str], Any] = {}
+    out: dict[tuple[str, str], PodStats] = {}
     try:
         layout = detect_layout(s.host_root)
     except RuntimeUnavailable as exc:
@@ -907,7 +432,8 @@ def _pod_stats(
         out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
     if not disk:
         return out
-    local = _local_disk_usage(s, ui, root_dir, set(uids))
+    logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    local = local_disk_usage(s.host_root, logs_dir, root_dir, set(uids))
     layers, why = _writable_layers(s, ui, set(uids))
     if why:
         report.notes.append(f"writable layers not counted in disk ranking: {why}")
@@ -930,75 +456,110 @@ def _pod_stats(
     return out
 
 
-LOCAL_VOLUME_PLUGINS = (
-    "kubernetes.io~empty-dir",
-    "kubernetes.io~configmap",
-    "kubernetes.io~git-repo",
-)
-
-
-def _local_disk_usage(
-    s: Settings, ui: Ui, root_dir: str, uids: set[str]
-) -> dict[str, tuple[int, int]]:
-    """Pod UID → (bytes, inodes) of its container logs (`podLogsDir`) and local ephemeral
-    volumes (emptyDir on disk, configMap, gitRepo under the kubelet root); mounted volumes
-    (memory-backed emptyDir) are not entered."""
-    from kubegc_cli.node.host.bounded import listdir
-    from kubegc_cli.node.host.du import tree_usage
-    from kubegc_cli.node.host.kubelet import load_kubelet_config
-    from kubegc_cli.node.host.logs import on_host
-    from kubegc_cli.node.host.mounts import MountTable
-    from kubegc_cli.node.host.podlogs import pod_uid_from_dir
-
-    mounts = MountTable.read()
-    usage: dict[str, list[int]] = {u: [0, 0] for u in uids}
-    logs_root = on_host(
-        s.host_root, load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
-    )
-    try:
-        entries = listdir(logs_root)  # (bounded: a hung mount never stops the check)
-    except OSError:
-        entries = []
-    for e in entries:
-        uid = pod_uid_from_dir(e.name)
-        if uid in usage and e.is_dir(follow_symlinks=False):
-            t = tree_usage(e.path, mounts)
-            usage[uid][0] += t.bytes
-            usage[uid][1] += t.inodes
-    for uid in uids:
-        volumes = on_host(s.host_root, f"{root_dir}/pods/{uid}/volumes")
-        for plugin in LOCAL_VOLUME_PLUGINS:
-            try:
-                vols = listdir(os.path.join(volumes, plugin))
-            except OSError:
-                continue
-            for v in vols:
-                if v.is_dir(follow_symlinks=False):
-                    t = tree_usage(v.path, mounts)
-                    usage[uid][0] += t.bytes
-                    usage[uid][1] += t.inodes
-    return {u: (b, i) for u, (b, i) in usage.items()}
-
-
 def _writable_layers(s: Settings, ui: Ui, uids: set[str]) -> tuple[dict[str, tuple[int, int]], str]:
     """Pod UID → (bytes, inodes) of its containers' writable layers (CRI ContainerStats), and
     why they could not be read ("" when they were)."""
-    from kubegc_cli.commands.session import open_client
-
-    out: dict[str, list[int]] = {}
     try:
         client = open_client(s, ui)
         try:
-            owner = {c.id: c.pod_uid for c in client.list_containers()}
-            layers = client.writable_layers()
+            return writable_layers_by_pod(client, uids), ""
         finally:
             client.close()
     except (RuntimeUnavailable, BadInput) as exc:
         return {}, str(exc)
-    for cid, (b, i) in layers.items():
-        uid = owner.get(cid, "")
-        if uid in uids:
-            acc = out.setdefault(uid, [0, 0])
-            acc[0] += b or 0
-            acc[1] += i or 0
-    return {u: (b, i) for u, (b, i) in out.items()}, ""
+
+
+# --- evict prune -------------------------------------------------------------------------------
+
+PLAN_KIND = "EvictedPodPlan"
+COMMAND = "evict prune"
+
+
+def _list_failed(api: Any, host: str, opts: PruneOptions, timeout: float) -> list[Any]:
+    """The raw Failed pods (`fieldSelector` as `opts` says), every page. `ApiUnavailable`."""
+    return list_failed(
+        api,
+        host,
+        timeout,
+        field_selector=opts.field_selector(),
+        label_selector=None if opts.selector is None else str(opts.selector),
+        namespace=opts.namespace,
+        what=f"listing Failed pods of {opts.describe()}",
+    )
+
+
+def list_evicted(
+    src: ApiSource, opts: PruneOptions, timeout: float, *, now: int | None = None
+) -> tuple[list[PodAction], list[PodAction]]:
+    """The Evicted pods `opts` selects, as (planned deletions, kept), each sorted by
+    (namespace, name). `timeout` is seconds per request; `now` ns since the epoch (default:
+    the edges' clock) is what `opts.older_than` is measured from; `opts.node` (not `src.node`) picks
+    the node.
+
+    Raises `ApiUnavailable` when the list cannot be read to the end, `BadInput` for unusable
+    credentials or options.
+    """
+    opts.validate()
+    api, host = open_api(src)
+    try:
+        items = _list_failed(api, host, opts, timeout)
+    finally:
+        close_api(api)
+    planned, kept, _ = plan_evicted(items, opts, edges().clock() if now is None else now)
+    return planned, kept
+
+
+def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> Plan[PodAction]:
+    """`kubegc evict prune`: plan the deletion of Evicted pod shells, then (if allowed) delete.
+
+    Uses `s.kubeconfig`, `s.context` and `s.env` (credentials as kubectl finds them),
+    `s.timeout` (seconds per API request), `s.now` (ns; default the edges' clock) for ages,
+    `s.state_dir` (run lock and audit rows), and `act` (`dry_run`, `yes`, `concurrency`).
+
+    Raises `BadInput` (exit 2) with `--snapshot`, for bad options, or when no credentials are
+    found or they are unusable; `ApiUnavailable` (exit 3) when the pod list cannot be read to
+    the end — nothing is deleted in either case; `Busy` (exit 4) when another run holds the
+    lock. Returns the plan (kind `EvictedPodPlan`) with results filled in: a pod the API
+    refused to delete is `failed`, which the caller turns into `PartialFailure` (exit 1).
+    """
+    if s.snapshot is not None:
+        raise BadInput("evict prune reads pods from the Kubernetes API; --snapshot holds none")
+    opts.validate()
+    creds = find_credentials(s.kubeconfig, s.env)
+    if creds is None:
+        raise BadInput(
+            "evict prune needs the Kubernetes API: give --kubeconfig, set KUBECONFIG, "
+            "create ~/.kube/config, or run in a pod with a service account"
+        )
+    mode = decide_mode(s, act, ui, node_wide=False)  # it changes the API, not this node
+    api, host = open_api(ApiSource(creds, s.context, opts.node))
+    try:
+        now = s.now if s.now is not None else edges().clock()
+        ui.info(f"Kubernetes API {host} ({creds}): Failed pods of {opts.describe()}")
+        items = _list_failed(api, host, opts, s.timeout)
+        planned, kept, others = plan_evicted(items, opts, now)
+        labels = f" and labelSelector {opts.selector}" if opts.selector is not None else ""
+        notes = [
+            f"{len(items)} pod(s) listed with fieldSelector {opts.field_selector()}{labels}; "
+            f"{len(planned) + len(kept)} evicted"
+        ]
+        if others:
+            notes.append(f"{others} Failed pod(s) not evicted are left alone")
+        notes.append(
+            "each pod is deleted only if its uid and resourceVersion still match this plan"
+        )
+        plan: Plan[PodAction] = Plan(
+            kind=PLAN_KIND,
+            policy=opts.to_dict(),
+            now=now,
+            actions=planned,
+            kept=kept,
+            notes=notes,
+            source=f"api:{host} {opts.describe()}",
+        )
+        if may_act(mode, plan, ui, "evicted pod", act):
+            deleter = PodDeleter(api, concurrency=act.concurrency, host=host, timeout=s.timeout)
+            carry_out(s, plan, [Stage(deleter, (PodAction.kind,))], COMMAND, ui)
+        return plan
+    finally:
+        close_api(api)

@@ -297,6 +297,64 @@ class ImageAction:
         }
 
 
+@dataclass(slots=True)
+class PodAction:
+    """Delete one Evicted pod from the API (or, in `Plan.kept`, why it stays).
+
+    `evicted_at` is nanoseconds since the epoch (0 = unknown): the pod's DisruptionTarget
+    condition's lastTransitionTime, else its Ready condition's, else `status.startTime`.
+    `message` is the pod's `status.message` (what the kubelet said when evicting it).
+    `owner_kind`/`owner_name` are the controller owner reference ("" for a bare pod).
+    Pods hold no node bytes, so `planned_bytes` and `bytes_freed` are 0.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    node: str
+    owner_kind: str
+    owner_name: str
+    evicted_at: int
+    message: str
+    rule: str
+    reason: str
+    result: Result = Result.PLANNED
+    error: str = ""
+    bytes_freed: int = 0
+    log_note: str = ""
+
+    kind = "pod"
+
+    @property
+    def id(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def planned_bytes(self) -> int:
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "resource_version": self.resource_version,
+            "node": self.node,
+            "owner_kind": self.owner_kind,
+            "owner_name": self.owner_name,
+            "evicted_at": ns_to_rfc3339(self.evicted_at) if self.evicted_at else None,
+            "message": self.message,
+            "rule": self.rule,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "log_note": self.log_note,
+        }
+
+
 class Action(Protocol):
     """What every kind of action has (`ContainerAction`, `SandboxAction`)."""
 

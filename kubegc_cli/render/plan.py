@@ -25,7 +25,7 @@ from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration
 from kubegc_cli.core.units import safe_text as safe_text  # (was defined here: still importable)
 
 if TYPE_CHECKING:
-    from kubegc_cli.commands.evicted import PodAction
+    from kubegc_cli.core.plan import PodAction
     from kubegc_cli.core.residue import Finding
 
 RESULT_STYLE = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.df import DfOptions, DfReport, RuntimeView, disk_usage
+from kubegc_cli.commands.df import DfOptions, DfReport, disk_usage
 from kubegc_cli.commands.session import Settings
 from kubegc_cli.core.model import (
     ANNOTATION_RESTART_COUNT,
@@ -32,6 +32,7 @@ from kubegc_cli.core.model import (
     Sandbox,
     SandboxState,
 )
+from kubegc_cli.node.diskusage import RuntimeView
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.render.df import bar, render_df
 from tests.unit.hostfixtures import pod_dirs_settled
@@ -675,7 +676,7 @@ def test_bar_draws_eighths() -> None:
 def test_walk_lists_mounts_from_the_mount_table(tmp_path: Path) -> None:
     """A directory the mount table names is not entered even on the same device (a bind
     mount): the walker trusts the table as `tree_usage` does."""
-    from kubegc_cli.commands.df import Walker
+    from kubegc_cli.node.diskusage import Walker
 
     vol = tmp_path / "pods/uid/volumes/kubernetes.io~empty-dir/bound"
     write(vol / "f", 8 * KiB)

@@ -117,7 +117,7 @@ def test_free_disk_space_failed_when_no_image_is_eligible() -> None:
 
 
 def test_evicted_pods_pruned() -> None:
-    from kubegc_cli.commands.evicted import PodAction
+    from kubegc_cli.core.plan import PodAction
 
     def pod(name: str, result: Result) -> PodAction:
         return PodAction("ns", name, "u", "1", "node-a", "", "", 0, "", "evicted", "", result,

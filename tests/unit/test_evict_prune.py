@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.evicted import PodAction, PruneOptions, list_evicted, prune_evicted
+from kubegc_cli.commands.evict import list_evicted, prune_evicted
 from kubegc_cli.commands.session import ActOptions, Settings
 from kubegc_cli.core.errors import BadInput, PartialFailure
-from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.plan import Plan, PodAction, Result
 from kubegc_cli.core.units import rfc3339_to_ns
 from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable
+from kubegc_cli.policy.evicted import PruneOptions
 from kubegc_cli.render.plan import render_plan
 from tests.unit.recorded_api import RecordedApi, api_pod, serve_recorded_api
 

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.node.host import processes
+from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.policy.eviction import thresholds as th
 from kubegc_cli.policy.eviction.thresholds import (
     SOURCE_ALLOCATABLE_COPY,
@@ -23,7 +25,6 @@ from kubegc_cli.policy.eviction.thresholds import (
     condition_of,
     containerfs_thresholds,
     evaluate,
-    find_kubelet_cmdline,
     parse_grace_period,
     parse_kv_map,
     parse_min_reclaim,
@@ -637,16 +638,16 @@ def test_find_kubelet_cmdline(
     expected: tuple[int, list[str]] | None,
 ) -> None:
     table = [(p["pid"], p["name"], p["cmdline"]) for p in procs]
-    monkeypatch.setattr(th, "process_table", lambda: iter(table))
+    monkeypatch.setattr(processes, "process_table", lambda: iter(table))
     assert find_kubelet_cmdline("/") == expected
     assert find_kubelet_cmdline("/host") is None  # another host's processes are not visible
 
 
 def test_find_kubelet_cmdline_access_denied(monkeypatch: pytest.MonkeyPatch) -> None:
-    def denied() -> Iterator[th.Process]:
+    def denied() -> Iterator[processes.Process]:
         raise PermissionError(13, "Permission denied", "/proc")
 
-    monkeypatch.setattr(th, "process_table", denied)
+    monkeypatch.setattr(processes, "process_table", denied)
     assert find_kubelet_cmdline("/") is None
 
 
@@ -673,7 +674,7 @@ def test_process_table_reads_comm_and_cmdline_as_psutil_does(tmp_path: Path) -> 
     (tmp_path / "13" / "cmdline").mkdir()  # unreadable as a file: argv unknown
     (tmp_path / "self").mkdir()
     (tmp_path / "sys").mkdir()
-    assert list(th.process_table(str(tmp_path))) == [
+    assert list(processes.process_table(str(tmp_path))) == [
         (7, "chrome", ["chrome", "--type=renderer", "--x"]),
         (8, "title", ["worker:", "main", "loop"]),
         (9, "zombie", []),
@@ -687,7 +688,7 @@ def test_process_table_reads_comm_and_cmdline_as_psutil_does(tmp_path: Path) -> 
 def test_process_table_agrees_with_psutil_on_this_machine() -> None:
     import psutil
 
-    for pid, name, argv in th.process_table():
+    for pid, name, argv in processes.process_table():
         if pid not in (1, os.getpid()):
             continue
         p = psutil.Process(pid)

@@ -267,7 +267,7 @@ def test_df_gives_up_on_a_hung_mount_and_walks_the_rest(tmp_path: Path) -> None:
     """`df`'s walk of the pod log root with a mount made since the table was read that never
     answers: that pod's walk is given up after `--timeout`, the path is counted unreadable and
     listed as mounted, and every other pod is still measured."""
-    from kubegc_cli.commands.df import Walker
+    from kubegc_cli.node.diskusage import Walker
 
     root, pod = _pod_logs(tmp_path)
     second = "0f0f0f0f-0000-1111-2222-333344445555"

@@ -163,14 +163,6 @@ def _unsafe(reasons: list[str]) -> tuple[bool, str]:
     return (not reasons), "; ".join(reasons)
 
 
-def _pod_unknown(ctx: ScanContext, uid: str) -> bool:
-    """A pod directory is residue when the runtime has nothing of the pod and the pod source
-    (when read) does not list it."""
-    if uid in ctx.runtime_pod_uids:
-        return False
-    return not (ctx.pods_known and uid in ctx.pod_uids)
-
-
 def _pod_gone_reasons(ctx: ScanContext, uid: str) -> list[str]:
     """Why kubegc cannot treat pod `uid` as gone (empty when `ctx.pod_is_gone(uid)` and `uid`
     is spelled like a pod UID; a name that is not is never a gone pod's)."""
@@ -325,7 +317,7 @@ def scan_pod_dirs(ctx: ScanContext) -> list[Finding]:
         return []
     findings: list[Finding] = []
     for uid, local in entries:
-        if not _pod_unknown(ctx, uid):
+        if not ctx.pod_unknown(uid):
             continue
         if not ctx.mounts.is_mount_point(local):  # (a mount point is a directory: not stat'ed)
             try:
@@ -398,7 +390,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
     except OSError:
         dirs = []
     for d in dirs:
-        if not _pod_unknown(ctx, d.uid):
+        if not ctx.pod_unknown(d.uid):
             continue
         host = f"{ctx.pod_logs_dir.rstrip('/')}/{d.name}"
         facts = _dir_facts(ctx, d.path)
@@ -787,7 +779,7 @@ def scan_pod_cgroups(ctx: ScanContext) -> list[Finding]:
         except SignalUnavailable:
             continue
         for ref in refs:
-            if _pod_unknown(ctx, ref.uid):
+            if ctx.pod_unknown(ref.uid):
                 groups[ref.uid].append((ref.qos, ref.path))
     findings: list[Finding] = []
     for uid, entries in groups.items():

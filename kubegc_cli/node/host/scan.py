@@ -55,3 +55,10 @@ class ScanContext:
             and uid not in self.runtime_pod_uids
             and not is_static_pod_uid(uid)
         )
+
+    def pod_unknown(self, uid: str) -> bool:
+        """A pod directory is residue when the runtime has nothing of the pod and the pod
+        source (when read) does not list it."""
+        if uid in self.runtime_pod_uids:
+            return False
+        return not (self.pods_known and uid in self.pod_uids)

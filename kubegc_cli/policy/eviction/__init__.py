@@ -7,8 +7,8 @@
 - `kubegc_cli.policy.eviction.ranking`: pod requests as the kubelet computes them and its ranking of
   pods for eviction under memory, PID and disk pressure.
 
-Nothing here reads a clock, a socket or a file, except `thresholds.find_kubelet_cmdline`, which
-looks at the host's process table.
+Nothing here reads a clock, a socket or a file: the signals are observed by `node.signals`, the
+running kubelet's command line is read by `node.host.processes`.
 """
 
 from __future__ import annotations

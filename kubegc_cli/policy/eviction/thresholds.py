@@ -27,16 +27,15 @@ value came from (a flag, a file and key, the kubelet's command line) and the val
 from __future__ import annotations
 
 import math
-import os
 import re
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.signals import Observation as Observation
 from kubegc_cli.core.units import MAX_QUANTITY_DIGITS, parse_duration, parse_quantity
 
 MEMORY_AVAILABLE = "memory.available"
@@ -646,67 +645,6 @@ def raw_from_kubelet_cmdline(argv: Sequence[str], source: str) -> tuple[RawEvict
     return raw, config
 
 
-#: A process as `process_table` yields it: (pid, name, argv — None when it cannot be read).
-Process = tuple[int, str, list[str] | None]
-
-
-def _argv(data: bytes) -> list[str]:
-    """`/proc/<pid>/cmdline` → argv, as psutil splits it: on NUL bytes, or on spaces when a
-    process rewrote its title without NULs (setproctitle); empty for a zombie."""
-    text = os.fsdecode(data)
-    if not text:
-        return []
-    sep = "\0" if text.endswith("\0") else " "
-    text = text.removesuffix(sep)
-    argv = text.split(sep)
-    if sep == "\0" and len(argv) == 1 and " " in text:
-        argv = text.split(" ")
-    return argv
-
-
-def process_table(proc: str = "/proc") -> Iterator[Process]:
-    """The processes under the procfs at `proc`, lowest pid first: (pid, name from `comm`,
-    argv from `cmdline` or None when it cannot be read). A process that ends while read is
-    left out. Raises `OSError` when `proc` cannot be listed."""
-    pids = sorted(int(e) for e in os.listdir(proc) if e.isdigit())
-    for pid in pids:
-        try:
-            with open(f"{proc}/{pid}/comm", "rb") as f:
-                name = os.fsdecode(f.read().removesuffix(b"\n"))
-        except OSError:
-            continue  # gone (or not a process directory)
-        try:
-            with open(f"{proc}/{pid}/cmdline", "rb") as f:
-                argv: list[str] | None = _argv(f.read())
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        except OSError:
-            argv = None
-        yield pid, name, argv
-
-
-def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
-    """The running kubelet's pid and argv, from the process table (`/proc`), or None.
-
-    A process counts when its name or the basename of its `argv[0]` is `kubelet`; the lowest
-    pid wins. Only when `host_root` is `/`: from inside a container the host's processes are
-    not ours to see. None as well when no kubelet runs or its command line cannot be read
-    (permission denied, the process went away).
-    """
-    if Path(host_root).resolve() != Path("/"):
-        return None
-    try:
-        for pid, name, argv in process_table():
-            first = os.path.basename(argv[0]) if argv else ""
-            if name == "kubelet" or first == "kubelet":
-                if not argv:
-                    return None
-                return pid, argv
-    except OSError:
-        return None
-    return None
-
-
 # --- resolution -------------------------------------------------------------------------------
 
 
@@ -950,20 +888,6 @@ def containerfs_thresholds(
 
 
 # --- evaluation -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """One observed signal: `available` and `capacity` in bytes (or inodes, PIDs).
-
-    `source` says where the figures came from (`statvfs /var/lib/kubelet`, `/proc/meminfo and
-    the root cgroup`, ...).
-    """
-
-    signal: str
-    available: int
-    capacity: int
-    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

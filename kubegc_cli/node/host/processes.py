@@ -1,0 +1,68 @@
+"""The host's processes, read from procfs: the running kubelet's command line, whose flags
+are eviction and image GC settings in force."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+#: A process as `process_table` yields it: (pid, name, argv — None when it cannot be read).
+Process = tuple[int, str, list[str] | None]
+
+
+def _argv(data: bytes) -> list[str]:
+    """`/proc/<pid>/cmdline` → argv, as psutil splits it: on NUL bytes, or on spaces when a
+    process rewrote its title without NULs (setproctitle); empty for a zombie."""
+    text = os.fsdecode(data)
+    if not text:
+        return []
+    sep = "\0" if text.endswith("\0") else " "
+    text = text.removesuffix(sep)
+    argv = text.split(sep)
+    if sep == "\0" and len(argv) == 1 and " " in text:
+        argv = text.split(" ")
+    return argv
+
+
+def process_table(proc: str = "/proc") -> Iterator[Process]:
+    """The processes under the procfs at `proc`, lowest pid first: (pid, name from `comm`,
+    argv from `cmdline` or None when it cannot be read). A process that ends while read is
+    left out. Raises `OSError` when `proc` cannot be listed."""
+    pids = sorted(int(e) for e in os.listdir(proc) if e.isdigit())
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/comm", "rb") as f:
+                name = os.fsdecode(f.read().removesuffix(b"\n"))
+        except OSError:
+            continue  # gone (or not a process directory)
+        try:
+            with open(f"{proc}/{pid}/cmdline", "rb") as f:
+                argv: list[str] | None = _argv(f.read())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        except OSError:
+            argv = None
+        yield pid, name, argv
+
+
+def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
+    """The running kubelet's pid and argv, from the process table (`/proc`), or None.
+
+    A process counts when its name or the basename of its `argv[0]` is `kubelet`; the lowest
+    pid wins. Only when `host_root` is `/`: from inside a container the host's processes are
+    not ours to see. None as well when no kubelet runs or its command line cannot be read
+    (permission denied, the process went away).
+    """
+    if Path(host_root).resolve() != Path("/"):
+        return None
+    try:
+        for pid, name, argv in process_table():
+            first = os.path.basename(argv[0]) if argv else ""
+            if name == "kubelet" or first == "kubelet":
+                if not argv:
+                    return None
+                return pid, argv
+    except OSError:
+        return None
+    return None
