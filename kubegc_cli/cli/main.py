@@ -2,7 +2,8 @@
 on stderr and its exit code (`kubegc_cli.core.errors.ExitCode`).
 
 Each command group is a module of its own (`kubegc_cli.cli.gc`, `.evict`, `.memory`,
-`.residue`, ...), added to the root here in the order of the original command tree.
+`.residue`, ...), added to the root here.
+
 Start-up is part of the product: these modules import only click and kubegc's light modules;
 grpc, the Kubernetes client and rich are imported where they are used.
 """
