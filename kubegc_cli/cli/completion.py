@@ -1,4 +1,5 @@
-"""Shell completion: the scripts for bash, zsh and fish, and dynamic values for options.
+"""Shell completion: `kubegc completion SHELL`, the scripts for bash, zsh and fish, and dynamic
+values for options.
 
 The scripts are click's: the shell calls `kubegc` back with `_KUBEGC_COMPLETE=<shell>_complete`
 and the words typed so far. `kubegc completion SHELL` prints a script; `completions/` holds
@@ -13,16 +14,14 @@ so far, else the pod log directories `<namespace>_<pod>_<uid>` under the pod log
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
+from click.shell_completion import CompletionItem, ShellComplete, get_completion_class
 
 from kubegc_cli.cli.options import collected
 from kubegc_cli.core.inputs import Malformed, decode_json
-
-if TYPE_CHECKING:  # click's completion machinery is loaded when a shell asks for completions
-    from click.shell_completion import CompletionItem
 
 SHELLS = ("bash", "zsh", "fish")
 COMPLETE_VAR = "_KUBEGC_COMPLETE"
@@ -32,8 +31,6 @@ MAX_PODS_FILE_BYTES = 64 << 20  # larger than this is not "cheap" to read on eve
 
 def script(root: click.Command, shell: str) -> str:
     """The completion script for `shell` (bash, zsh or fish). Raises `ValueError` for another."""
-    from click.shell_completion import ShellComplete, get_completion_class
-
     cls = get_completion_class(shell)
     if cls is None or shell not in SHELLS:
         raise ValueError(f"no completion for shell {shell!r} (use {', '.join(SHELLS)})")
@@ -82,8 +79,6 @@ def complete_namespace(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """Namespaces of the known pods that start with `incomplete`."""
-    from click.shell_completion import CompletionItem
-
     namespaces = sorted({ns for ns, _ in known_pods(ctx)})
     return [CompletionItem(ns) for ns in namespaces if ns.startswith(incomplete)]
 
@@ -93,8 +88,6 @@ def complete_pod(
 ) -> list[CompletionItem]:
     """Pod names (or `namespace/name` once a `/` is typed) of the known pods, limited to the
     `-n` namespaces given so far."""
-    from click.shell_completion import CompletionItem
-
     wanted = set(ctx.params.get("namespace") or ())
     out = []
     for ns, name in known_pods(ctx):
@@ -104,3 +97,23 @@ def complete_pod(
         if value.startswith(incomplete):
             out.append(CompletionItem(value, help=ns))
     return sorted({i.value: i for i in out}.values(), key=lambda i: i.value)
+
+
+@click.command("completion")
+@click.argument("shell", metavar="SHELL", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion_cmd(ctx: click.Context, /, shell: str) -> None:
+    """Print the shell completion script for bash, zsh or fish.
+
+    Commands and options complete from the command tree; -n/--exclude-namespace and --pod
+    complete from the pods in --pods-file when one is on the line, else from the pod log
+    directories on this node (/var/log/pods). The same scripts are in completions/.
+
+    \b
+    Examples:
+      kubegc completion bash > /etc/bash_completion.d/kubegc
+      kubegc completion zsh > "${fpath[1]}/_kubegc"
+      kubegc completion fish > ~/.config/fish/completions/kubegc.fish
+      source <(kubegc completion bash)
+    """
+    sys.stdout.write(script(ctx.find_root().command, shell))

@@ -1,275 +1,230 @@
-"""The config file: any global option and per-command options, read before a command runs.
-
-Where it is: `--config PATH`, else `$KUBEGC_CONFIG`, else `/etc/kubegc/config.yaml` when that
-file exists (not under `--host-root`: it is kubegc's own file). A file named by `--config` or
-`KUBEGC_CONFIG` must exist.
-
-Shape: a YAML mapping. Global options sit at the top, by their long names; a command's own
-options sit under its path, by their long names::
-
-    timeout: 30s
-    state-dir: /var/lib/kubegc
-    lock-timeout: 5m
-    gc:
-      containers:
-        maximum-dead-containers-per-container: 2
-        max-delete: 100
-      images:
-        image-gc-high-threshold: 80
-
-Precedence, highest first: a flag on the command line; the environment (only
-`CONTAINER_RUNTIME_ENDPOINT` for `runtime-endpoint` and `KUBECONFIG` for `kubeconfig`, as
-crictl and kubectl read them); the config file; the kubelet config file (the settings kubegc
-reads from it); the defaults. `yes` and `config` cannot be set in the file.
-
-Errors (all `BadInput`, exit 2, naming the key and the file): a key that is no option of that
-place, a value of the wrong type or out of range (`timeout: soon`), a file that is not a
-mapping or not YAML, a named file that cannot be read.
-"""
+"""`kubegc config view`: the configuration in force, with the source of every value."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from kubegc_cli.cli.options import GLOBAL_NAMES, collected, global_sources
+from kubegc_cli.cli.command import KubegcCommand, KubegcGroup
+from kubegc_cli.cli.common import ConsoleUi, act_options, settings_from
+from kubegc_cli.cli.configfile import annotate, global_params, loaded, own_options
+from kubegc_cli.cli.gc import container_policy, image_gc_options
+from kubegc_cli.cli.memory import watch_interval
+from kubegc_cli.cli.options import collected, global_options, global_sources
 from kubegc_cli.core.errors import BadInput
-
-DEFAULT_PATH = "/etc/kubegc/config.yaml"
-ENV_VAR = "KUBEGC_CONFIG"
-CONFIG_META = "kubegc.config"
-NOT_CONFIGURABLE = frozenset({"config", "yes", "plan_out", "help", "version"})
-
-
-def long_name(param: click.Parameter) -> str:
-    """The option's long name without dashes (`--max-delete` → `max-delete`)."""
-    longs = [o for o in param.opts if o.startswith("--")]
-    return (longs[-1] if longs else param.opts[-1]).lstrip("-")
+from kubegc_cli.core.model import API_VERSION
+from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duration, safe_text
+from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.render import plan as render
 
 
-@dataclass
-class ConfigFile:
-    """A loaded config file. `path` is None when there is none; `origin` says how it was
-    found (`--config`, `KUBEGC_CONFIG`, `default`). `globals` maps a global option's parameter
-    name to its value; `commands` maps a command path (`("gc", "containers")`) to its
-    parameter values; `keys` gives the dotted key of each (`gc.containers.max-delete`)."""
-
-    path: Path | None = None
-    origin: str = ""
-    globals: dict[str, Any] = field(default_factory=dict)
-    commands: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
-    keys: dict[tuple[tuple[str, ...], str], str] = field(default_factory=dict)
-
-    @property
-    def source(self) -> str:
-        """How `config view` names a value from this file: `config <path>`."""
-        return f"config {self.path}"
-
-    def key(self, path: tuple[str, ...], name: str) -> str:
-        return self.keys.get((path, name), ".".join((*path, name)))
+@click.group("config", cls=KubegcGroup)
+@global_options
+def config_group() -> None:
+    """kubegc's config file: global options and per-command options (see config view)."""
 
 
-def locate(given: str | None, env: Mapping[str, str]) -> tuple[Path | None, str]:
-    """(path, origin) of the config file to read, or (None, "") when there is none."""
-    if given:
-        return Path(given), "--config"
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR]), ENV_VAR
-    from kubegc_cli.core.inputs import present
-
-    default = Path(DEFAULT_PATH)
-    return (default, "default") if present(default) else (None, "")
+def _value_text(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
-def own_options(cmd: click.Command) -> dict[str, click.Option]:
-    """A command's configurable options (not the global ones) by long name."""
-    return {
-        long_name(p): p
-        for p in cmd.params
-        if isinstance(p, click.Option)
-        and p.name not in GLOBAL_NAMES
-        and p.name not in NOT_CONFIGURABLE
-        and not p.hidden
-    }
+def _target(root: click.Group, words: list[str]) -> tuple[click.Command, list[str], list[str]]:
+    """(command, its path, the rest of the words) for `config view COMMAND... [OPTIONS]`.
+    Raises `BadInput` for a path that is not a command."""
+    cmd: click.Command = root
+    path: list[str] = []
+    rest = list(words)
+    while isinstance(cmd, click.Group) and rest and not rest[0].startswith("-"):
+        name = rest.pop(0)
+        sub = cmd.commands.get(name)
+        if sub is None:
+            known = ", ".join(sorted(cmd.commands))
+            raise BadInput(f"no command '{' '.join(['kubegc', *path, name])}' (known: {known})")
+        cmd, path = sub, [*path, name]
+    if isinstance(cmd, click.Group) and path:
+        known = ", ".join(sorted(cmd.commands))
+        raise BadInput(f"'{' '.join(['kubegc', *path])}' is a group; name one of: {known}")
+    return cmd, path, rest
 
 
-def global_params(root: click.Command) -> dict[str, click.Option]:
-    """The configurable global options by long name."""
-    return {
-        long_name(p): p
-        for p in root.params
-        if isinstance(p, click.Option) and p.name in GLOBAL_NAMES and p.name not in NOT_CONFIGURABLE
-    }
+@config_group.command(
+    "view",
+    cls=KubegcCommand,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@click.argument("words", nargs=-1, type=click.UNPROCESSED, metavar="[COMMAND [OPTIONS]]")
+@global_options
+@click.pass_context
+def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
+    """Print the configuration in force, with the source of every value.
 
+    Sources: flag, env VAR (CONTAINER_RUNTIME_ENDPOINT, KUBECONFIG), config FILE (the config
+    file: --config, $KUBEGC_CONFIG, else /etc/kubegc/config.yaml), kubelet config FILE (the
+    image GC settings), default. Without a command: the global options and what the config
+    file sets for each command. With a command and its options as you would run it: every
+    option of that command as that run would see it. Nothing is observed or changed.
 
-def _expected(param: click.Option) -> str:
-    """What an option takes, for an error message: `one of table, json, yaml`, `an integer`."""
-    if isinstance(param.type, click.Choice):
-        return "one of " + ", ".join(map(str, param.type.choices))
-    name = param.type.name
-    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+    \b
+    The config file (YAML): global options at the top, a command's options under its path,
+    by their long names:
+      timeout: 30s
+      lock-timeout: 5m
+      gc:
+        containers:
+          maximum-dead-containers-per-container: 2
+          max-delete: 100
 
-
-def _convert(param: click.Option, value: Any, where: str) -> Any:
-    """A YAML value as the option would have it from the command line. Raises `BadInput`."""
-    from kubegc_cli.core.inputs import shown
-    from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
-
-    def one(v: Any) -> Any:
-        if isinstance(v, (dict, list)) or v is None:
-            raise BadInput(f"invalid value for {where}: {shown(v)} (expected a single value)")
-        if param.is_flag and not param.count:
-            if not isinstance(v, bool):
-                raise BadInput(f"invalid value for {where}: {shown(v)} (expected true or false)")
-            return v
-        if isinstance(v, bool):
-            raise BadInput(f"invalid value for {where}: {shown(v)} (expected {_expected(param)})")
-        if param.count:
-            if not isinstance(v, int) or v < 0:
-                raise BadInput(
-                    f"invalid value for {where}: {shown(v)} (expected a count, 0 or more)"
-                )
-            return v
-        if isinstance(v, float) and isinstance(param.type, click.types.IntParamType):
-            v = repr(v)  # as the flag would have it: click's int() must not truncate 2.5 to 2
-        try:
-            out = param.type.convert(v, param, None)
-        except click.BadParameter as exc:
-            raise BadInput(f"invalid value for {where}: {exc.message}") from None
-        metavar = (param.metavar or "").upper()
-        if "DURATION" in metavar:
-            parse_duration(str(out), flag=where)
-        elif metavar in ("QUANTITY", "SIZE"):
-            parse_bytes(str(out), flag=where)
-        elif metavar == "RFC3339":
-            rfc3339_to_ns(str(out), what=where)
-        return out
-
-    if param.multiple:
-        items = value if isinstance(value, list) else [value]
-        return tuple(one(v) for v in items)
-    return one(value)
-
-
-def parse_config(doc: Any, root: click.Group, path: Path, origin: str) -> ConfigFile:
-    """Check a decoded config document against the command tree. Raises `BadInput` naming the
-    first bad key (dotted) and the file."""
-    cfg = ConfigFile(path=path, origin=origin)
-    if doc is None:
-        return cfg
-    if not isinstance(doc, dict):
-        raise BadInput(f"config file {path}: expected a mapping of options and commands")
-
-    def walk(node: dict[Any, Any], cmd: click.Command, trail: tuple[str, ...]) -> None:
-        options = own_options(cmd) if trail else global_params(cmd)
-        subs = cmd.commands if isinstance(cmd, click.Group) else {}
-        for raw_key, value in node.items():
-            # YAML 1.1 reads an unquoted yes/no/on/off key as a boolean
-            key = ("yes" if raw_key else "no") if isinstance(raw_key, bool) else str(raw_key)
-            dotted = ".".join((*trail, key))
-            where = f"{dotted} in {path}"
-            if key in options:
-                param = options[key]
-                assert param.name is not None
-                converted = _convert(param, value, where)
-                if trail:
-                    cfg.commands.setdefault(trail, {})[param.name] = converted
-                else:
-                    cfg.globals[param.name] = converted
-                cfg.keys[(trail, param.name)] = dotted
-            elif key in subs:
-                if not isinstance(value, dict):
-                    raise BadInput(
-                        f"config file {path}: {dotted} must be a mapping of the options of "
-                        f"'{' '.join(('kubegc', *trail, key))}'"
-                    )
-                walk(value, subs[key], (*trail, key))
+    \b
+    Examples:
+      kubegc config view
+      kubegc config view gc containers --maximum-dead-containers-per-container 3
+      kubegc --config ./kubegc.yaml config view gc images -o json
+    """
+    root = ctx.find_root().command
+    assert isinstance(root, click.Group)
+    s = settings_from(ctx)
+    cfg = loaded(ctx)
+    assert cfg is not None
+    rows: list[dict[str, Any]] = []
+    values, sources = collected(ctx), global_sources(ctx)
+    for key, param in global_params(root).items():
+        assert param.name is not None
+        if param.name in values:
+            source = sources.get(param.name, "default")
+            value = values[param.name]
+            if source.startswith("env "):
+                value = os.environ.get(source.removeprefix("env "))
+            rows.append({"key": key, "value": _value_text(value), "source": source})
+    config_source = (
+        "flag" if cfg.origin == "--config" else f"env {cfg.origin}"
+        if cfg.origin not in ("", "default") else "default"
+    )  # fmt: skip
+    rows.append(
+        {"key": "config", "value": str(cfg.path) if cfg.path else None, "source": config_source}
+    )
+    if words:
+        cmd, path, rest = _target(root, list(words))
+        sub = _checked(ctx, cmd, tuple(path), rest, s)
+        kubelet = _kubelet_values(cmd, s, sub)
+        for key, param in own_options(cmd).items():
+            assert param.name is not None
+            src = sub.get_parameter_source(param.name)
+            if src is ParameterSource.COMMANDLINE:
+                source = "flag"
+            elif src is ParameterSource.ENVIRONMENT:
+                source = "env"
+            elif src is ParameterSource.DEFAULT_MAP:
+                source = cfg.source
+            elif param.name in kubelet:
+                source = kubelet[param.name][1]
             else:
-                if key in ("yes", "config"):
-                    why = f"{key} cannot be set in a config file (give --{key})"
-                else:
-                    valid = sorted({*options, *subs})
-                    why = f"unknown key {dotted!r}; here the file takes: {', '.join(valid)}"
-                raise BadInput(f"config file {path}: {why}")
-
-    walk(doc, root, ())
-    return cfg
-
-
-def load_config(root: click.Group, given: str | None, env: Mapping[str, str]) -> ConfigFile:
-    """Find, read and check the config file (see the module doc). No file → an empty config."""
-    from kubegc_cli.core.inputs import parse_yaml, read_text
-
-    path, origin = locate(given, env)
-    if path is None:
-        return ConfigFile()
-    if origin == "default" and os.path.exists(path) and not os.path.isfile(path):
-        return ConfigFile()
-    doc = parse_yaml(read_text(path, "config file"), path, "config file", unique_keys=True)
-    return parse_config(doc, root, path, origin)
+                source = "default"
+            value = sub.params.get(param.name)
+            if param.name in kubelet and source.startswith("kubelet config"):
+                value = kubelet[param.name][0]
+            rows.append({"key": ".".join((*path, key)), "value": _value_text(value),
+                         "source": source})  # fmt: skip
+    else:
+        for trail, opts in sorted(cfg.commands.items()):
+            cmd, _, _ = _target(root, list(trail))
+            _checked(ctx, cmd, trail, None, s)
+            for name, value in opts.items():
+                rows.append({"key": cfg.key(trail, name), "value": _value_text(value),
+                             "source": cfg.source})  # fmt: skip
+    _print_rows(rows, s.output, cfg.path)
 
 
-def loaded(ctx: click.Context) -> ConfigFile | None:
-    """The config file already loaded for this command line, if any."""
-    cfg = ctx.find_root().meta.get(CONFIG_META)
-    return cfg if isinstance(cfg, ConfigFile) else None
-
-
-def command_path(ctx: click.Context) -> tuple[str, ...]:
-    """The command's path below `kubegc` (`("gc", "containers")`)."""
-    names: list[str] = []
-    c: click.Context | None = ctx
-    while c is not None and c.parent is not None:
-        names.append(c.info_name or "")
-        c = c.parent
-    return tuple(reversed(names))
-
-
-def apply_config(ctx: click.Context) -> ConfigFile:
-    """Load the config file (once per command line) and fill the command's own options that
-    the command line left at their defaults; their source becomes `DEFAULT_MAP`. Global
-    options are filled by `kubegc_cli.cli.options.collected`. Raises `BadInput`."""
+def _checked(
+    ctx: click.Context, cmd: click.Command, path: tuple[str, ...], args: list[str] | None, s: Any
+) -> click.Context:
+    """The context `kubegc PATH ARGS` would run in (`args` None: no command line), with the
+    config file's values filled in, after the checks that run makes of its options
+    (`check_options`): a value the run refuses is refused here too, with
+    the same message. Raises `BadInput`."""
     cfg = loaded(ctx)
-    if cfg is None:
-        given = collected(ctx).get("config")
-        root = ctx.find_root().command
-        assert isinstance(root, click.Group)
-        cfg = load_config(root, given, os.environ)
-        ctx.find_root().meta[CONFIG_META] = cfg
-    values = cfg.commands.get(command_path(ctx), {})
-    for name, value in values.items():
-        if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
-            ctx.params[name] = value
-            ctx.set_parameter_source(name, ParameterSource.DEFAULT_MAP)
-    return cfg
+    assert cfg is not None
+    # `config view` alone: no command line, so a command's own arguments are not checked
+    sub = cmd.make_context(path[-1], args or [], parent=ctx, resilient_parsing=args is None)
+    sub.meta.update(ctx.meta)
+    for name, value in cfg.commands.get(path, {}).items():
+        if sub.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
+            sub.params[name] = value
+            sub.set_parameter_source(name, ParameterSource.DEFAULT_MAP)
+    try:
+        check_options(path, sub, s)
+    except BadInput as exc:
+        raise annotate(exc, sub, path) from None
+    return sub
 
 
-def annotate(exc: BadInput, ctx: click.Context, path: tuple[str, ...] | None = None) -> BadInput:
-    """`exc` with the config key and file added when its message names an option whose value
-    came from the config file (a value only the command could judge, like a timeout above
-    24h). `path` is the command's (default: `ctx`'s own)."""
-    cfg = loaded(ctx)
-    if cfg is None or cfg.path is None or str(cfg.path) in str(exc):
-        return exc
-    path = command_path(ctx) if path is None else path
-    from_file = global_sources(ctx)
-    candidates: list[tuple[tuple[str, ...], str]] = [
-        ((), n) for n in cfg.globals if from_file.get(n, "").startswith("config ")
-    ]
-    candidates += [
-        (path, n)
-        for n in cfg.commands.get(path, {})
-        if ctx.get_parameter_source(n) is ParameterSource.DEFAULT_MAP
-    ]
-    message = str(exc)
-    for trail, name in candidates:
-        flag = "--" + cfg.key(trail, name).rsplit(".", 1)[-1]
-        if f"{flag}:" in message or f"{flag} " in message or message.endswith(flag):
-            return type(exc)(f"{message} (set by {cfg.key(trail, name)} in {cfg.path})")
-    return exc
+def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str, tuple[Any, str]]:
+    """Option name → (value, `kubelet config FILE`) for the options of `cmd` the kubelet
+    config file sets (image GC settings, the pod log root)."""
+    names = {p.name for p in cmd.params}
+    wanted = {"image_gc_high_threshold", "pod_logs_dir"} & names
+    if not wanted:
+        return {}
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    if kcfg.source == "defaults":
+        return {}
+    out: dict[str, tuple[Any, str]] = {}
+    source = f"kubelet config {kcfg.source}"
+    for name, value in kcfg.image_gc.items():
+        if name in names:
+            shown = value
+            if "threshold" not in name:
+                shown = format_go_duration(value)
+            out[name] = (shown, source)
+    if "pod_logs_dir" in names and kcfg.pod_logs_dir:
+        out["pod_logs_dir"] = (kcfg.pod_logs_dir, source)
+    return out
+
+
+def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None) -> None:
+    if output in ("json", "yaml"):
+        doc = {"kind": "Config", "apiVersion": API_VERSION, "file": str(path) if path else None,
+               "values": rows}  # fmt: skip
+        render.dump_document(doc, output)
+        return
+    width = max(len("KEY"), *(len(r["key"]) for r in rows))
+    vwidth = min(40, max(len("VALUE"), *(len(safe_text(_show(r["value"]))) for r in rows)))
+    click.echo(f"{'KEY':<{width}}  {'VALUE':<{vwidth}}  SOURCE")
+    for r in rows:
+        value, source = safe_text(_show(r["value"])), safe_text(r["source"])  # as in tables
+        click.echo(f"{r['key']:<{width}}  {value:<{vwidth}}  {source}")
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def check_options(path: tuple[str, ...], ctx: click.Context, s: Any) -> None:
+    """The checks the command at `path` makes of its option values (in `ctx.params`) before
+    it observes anything, made the same way with the same messages — for `config view`, so
+    that it refuses what the run would refuse. Raises `BadInput`."""
+    opts = ctx.params
+    if path == ("gc", "images"):
+        image_gc_options(ctx, opts, s, ConsoleUi(0, s.output))
+        return
+    if "minimum_container_ttl_duration" in opts:
+        container_policy(opts)
+    if opts.get("older_than"):
+        parse_duration(opts["older_than"], flag="--older-than")
+    if {"dry_run", "yes", "concurrency"} <= opts.keys():
+        act_options(opts)
+    if opts.get("pod_logs_dir") is not None and path[0] in ("gc", "apply"):
+        validate_pod_logs_dir(opts["pod_logs_dir"], source="--pod-logs-dir")
+    if opts.get("allocatable") is not None:
+        parse_bytes(opts["allocatable"], flag="--allocatable")
+    if opts.get("watch") is not None:
+        watch_interval(opts["watch"])

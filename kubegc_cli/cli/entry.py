@@ -3,22 +3,25 @@ everything else goes to `kubegc_cli.cli.main`."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import os
+import signal
 import sys
+
+from kubegc_cli import __version__
+from kubegc_cli.core import stop
+from kubegc_cli.core.errors import ExitCode
 
 
 def main() -> None:
     """Run kubegc with `sys.argv` (see `kubegc_cli.cli.main.main`)."""
     if sys.argv[1:] == ["--version"]:
-        from kubegc_cli import __version__
-
         sys.stdout.write(f"kubegc {__version__}\n")
         return
-    import os
-
-    from kubegc_cli.core import stop
-
     stop.install()
     try:
+        # deferred: tests/unit/test_cli.py::test_a_stop_signal_during_start_up_is_a_clean_exit
         from kubegc_cli.cli.main import main as run
     except BaseException:  # a stop signal during start-up (nothing has been done yet)
         if stop.received is None:
@@ -43,11 +46,6 @@ def freeze_for_exit() -> None:
     operating system. kubegc closes its channels, files and databases itself. From here a
     SIGINT or SIGTERM ends the process at once with 130 or 143.
     """
-    import contextlib
-    import gc
-    import os
-    import signal
-
     # The command has finished and reported: a stop signal from here on only ends the
     # process, at once and with its code (130, 143), never a traceback from inside the
     # collector. Output is flushed first, as the interpreter's exit would.
@@ -57,7 +55,7 @@ def freeze_for_exit() -> None:
             stream.flush()
 
     def leave(signum: int, frame: object) -> None:
-        os._exit(143 if signum == signal.SIGTERM else 130)
+        os._exit(ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # (an ignored signal stays ignored)

@@ -7,6 +7,7 @@ over an earlier one, and defaults never override an explicit value.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -360,9 +361,7 @@ def _gather(
     ctx: click.Context, chain: list[click.Context]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """(values, sources) of the global options along `chain` (the context and its parents),
-    with the loaded config file (`kubegc_cli.cli.config`) filling what no flag gave."""
-    import os
-
+    with the loaded config file (`kubegc_cli.cli.configfile`) filling what no flag gave."""
     root = ctx.find_root()
     levels: dict[int, dict[str, Any]] = root.meta.get(META_KEY, {})
     out: dict[str, Any] = {}
@@ -394,82 +393,3 @@ def _gather(
         if sources.get(name) == "default" and os.environ.get(var):
             sources[name] = f"env {var}"
     return out, sources
-
-
-class OutputClosed(Exception):
-    """stdout was closed by its reader (`| head`): the command ends with exit 141, as a
-    process killed by SIGPIPE, and writes nothing more. Not an `OSError`, so that click
-    lets it through to kubegc's entry point."""
-
-
-class Stopped(Exception):
-    """A stop signal ended the command (`signal_name` "SIGINT" or "SIGTERM"): exit 130/143
-    with one line. Not a `KeyboardInterrupt`, so that click lets it through as it is."""
-
-    def __init__(self, signal_name: str) -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-
-
-class KubegcCommand(click.Command):
-    """A command whose help lists its own options first and the global ones after.
-
-    Before its callback runs, the config file is read and fills the options the command line
-    left unset (`kubegc_cli.cli.config.apply_config`); a `BadInput` about such a value is
-    told with its key and file. The node's run lock, if this run took one, is released when
-    the callback ends.
-    """
-
-    def invoke(self, ctx: click.Context) -> Any:
-        from kubegc_cli.cli.config import annotate, apply_config
-        from kubegc_cli.core.errors import BadInput, KubegcError
-
-        try:
-            apply_config(ctx)
-            return super().invoke(ctx)
-        except BadInput as exc:
-            raise annotate(exc, ctx) from None
-        except KubegcError:
-            raise
-        except BrokenPipeError:  # (click would make a closed stdout exit 1, silently)
-            raise OutputClosed from None
-        except KeyboardInterrupt as exc:  # (click would print an empty line first)
-            raise Stopped(getattr(exc, "signal_name", "SIGINT")) from None
-        except Exception:  # one a stop signal's exception became (see `kubegc_cli.core.stop`)
-            from kubegc_cli.core import stop
-
-            if stop.received is None:
-                raise
-            raise Stopped(stop.name_of(stop.received)) from None
-        finally:
-            from kubegc_cli.node.state import release_run_lock
-
-            release_run_lock()
-
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        own: list[tuple[str, str]] = []
-        glob: list[tuple[str, str]] = []
-        for p in self.get_params(ctx):
-            rec = p.get_help_record(ctx)
-            if rec is None:
-                continue
-            (glob if p.name in GLOBAL_NAMES else own).append(rec)
-        if own:
-            with formatter.section("Options"):
-                formatter.write_dl(own)
-        if glob:
-            with formatter.section("Global options"):
-                formatter.write_dl(glob)
-
-
-class KubegcGroup(click.Group):
-    """A group whose subcommands and subgroups use the kubegc help layout."""
-
-    command_class = KubegcCommand
-
-    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        KubegcCommand.format_options(self, ctx, formatter)  # type: ignore[arg-type]
-        self.format_commands(ctx, formatter)
-
-
-KubegcGroup.group_class = KubegcGroup

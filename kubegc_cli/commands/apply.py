@@ -55,6 +55,7 @@ from kubegc_cli.core.model import (
     reference_forms,
 )
 from kubegc_cli.core.plan import GONE, POD_RULES, Plan, Result
+from kubegc_cli.core.podlogs import container_id_from_link
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.execute.actions import (
@@ -66,7 +67,7 @@ from kubegc_cli.node.execute.actions import (
 from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import container_id_from_link, pod_log_dir_bytes
+from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
 from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard

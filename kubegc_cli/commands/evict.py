@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
-from kubegc_cli.commands.memory import memory_report as memory_report  # (as cli imports it)
 from kubegc_cli.commands.session import (
     ActOptions,
     Stage,

@@ -44,6 +44,8 @@ from kubegc_cli.core.plan import (
     Result,
     SandboxAction,
 )
+from kubegc_cli.core.podlogs import LegacyLink
+from kubegc_cli.core.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
@@ -61,8 +63,7 @@ from kubegc_cli.node.host.kubelet import (
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import LegacyLink, legacy_links, read_pod_log_dirs
-from kubegc_cli.node.host.podlogs import container_id_from_link as container_id_of
+from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.state import (
     StateUnavailable,

@@ -21,7 +21,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import (
@@ -32,10 +32,9 @@ from kubegc_cli.core.model import (
     Image,
     Sandbox,
 )
+from kubegc_cli.core.podlogs import pod_uid_from_dir
 from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR, Finding
-from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
-from kubegc_cli.node.host import residue as scanners
 from kubegc_cli.node.host.bounded import Watch, bounded_each, listdir, stat_of
 from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
 from kubegc_cli.node.host.fs import FsStats, fs_stats
@@ -49,7 +48,6 @@ from kubegc_cli.node.host.logs import (
     resolve_on_host,
 )
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import pod_uid_from_dir
 from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.observe import observe_node
 
@@ -67,6 +65,9 @@ POD_DATA = "pod-dirs"
 RESIDUE = "residue"
 RESIDUE_POD_DIRS = "residue.orphaned-pod-dir"
 RESIDUE_LOG_DIRS = "residue.orphaned-pod-log-dir"
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
 
 
 @dataclass(slots=True)
@@ -127,6 +128,9 @@ def read_runtime_view(
 ) -> RuntimeView:
     """Read everything `df` needs from the CRI runtime through `client`. Raises
     `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
+    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
+    from kubegc_cli.node.cri.client import sandbox_image_from_info
+
     snap = observe_node(
         client, host_root, statuses="dead", images=True, sandboxes=True,
         pod_logs_dir=pod_logs_dir, mounts=mounts,
@@ -489,6 +493,9 @@ def residue_dirs(
     directory's pod is unknown."""
     if rt is None:
         return [], frozenset()
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from kubegc_cli.node.host import residue as scanners
+
     uids = {c.pod_uid for c in rt.containers} | {sb.uid for sb in rt.sandboxes}
     uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in rt.sandboxes}
     ctx = ScanContext(

@@ -48,11 +48,11 @@ from kubegc_cli.core.plan import (
     Result,
     SandboxAction,
 )
+from kubegc_cli.core.podlogs import NOT_A_POD, is_pod_uid, pod_uid_from_dir
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.node.host.logs import on_host
-from kubegc_cli.node.host.podlogs import NOT_A_POD, is_pod_uid, pod_uid_from_dir
 from kubegc_cli.node.outfile import replace_file
 
 #: Plan kinds `apply` carries out, with the command that makes each.

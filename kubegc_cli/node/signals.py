@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.podlogs import pod_uid_from_dir
 from kubegc_cli.core.signals import Observation
 from kubegc_cli.node.host.bounded import listdir
 from kubegc_cli.node.host.cgroups import CgroupLayout, detect_layout
@@ -25,7 +26,6 @@ from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.logs import on_host
 from kubegc_cli.node.host.memory import allocatable_memory, node_memory, pid_available
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import pod_uid_from_dir
 from kubegc_cli.node.imagefs import FsLayout, layout_of
 
 if TYPE_CHECKING:

@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import click
-
 from kubegc_cli.core.units import safe_text
 
 PROGRESS_MIN = 5
@@ -63,8 +61,9 @@ class Log:
         with self._lock:
             if self._console is not None:
                 self._console.print(line, markup=False, highlight=False, soft_wrap=True)
-            else:
-                click.echo(line, err=True)
+            elif sys.stderr is not None:
+                sys.stderr.write(line + "\n")
+                sys.stderr.flush()
 
     @contextmanager
     def progress(self, total: int, verbose: int) -> Iterator[Any]:
@@ -79,7 +78,10 @@ class Log:
             and sys.stderr.isatty()
         )
         if show:
+            # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
             from rich.console import Console
+
+            # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,

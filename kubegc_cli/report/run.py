@@ -1,14 +1,15 @@
 """One hook for reporting every command run: `--metrics-file` and `--events`.
 
-The command-line wrapper (`kubegc_cli.cli.main`) uses these from here:
+The command line (`kubegc_cli.cli.main`, `kubegc_cli.cli.common`) uses these from here:
 
 - `reported_main` wraps `main()`: it starts a `Run` (wall and monotonic start), lets the
   command run to its exit — normally, with an error, interrupted — and then reports it with
   the exit code. A metrics file that cannot be written is one line on stderr and turns exit 0
   into 1 (a failing exit code is kept); an Event that cannot be posted is a warning only.
-- `reported_settings` wraps `settings_from()`: it notes the command (`gc containers`, ...)
-  and its `Settings` the moment a command has parsed its global options. A run that never
-  got that far (`--help`, a usage error) is not reported: there is no command to report.
+- `reported_settings` wraps `settings_from()` (`kubegc_cli.cli.common`): it notes the
+  command (`gc containers`, ...) and its `Settings` the moment a command has parsed its
+  global options. A run that never got that far (`--help`, a usage error) is not reported:
+  there is no command to report.
 - `outcome(result)`: a command hands over what it produced — a `Plan` (with results after
   acting) or an `EvictionReport` — in one call; commands that produce neither report only
   their exit code and duration.
@@ -23,9 +24,9 @@ The command-line wrapper (`kubegc_cli.cli.main`) uses these from here:
 A run that fails before its command parsed its global options (a bad `--timeout`, a bad
 `--metrics-file`) writes no metrics: alert on a stale `kubegc_last_run_timestamp_seconds`.
 
-This module imports only the standard library and `commands.edges` (itself standard library
-only) at load time: `--help` and `--version` stay free of grpc and the Kubernetes client.
-The reporters are imported when a run asks for them.
+Neither this module nor the reporters import grpc or the Kubernetes client at load time
+(`commands.edges`, which `reported_main` hands `audit_unwritten` to, is standard library
+only): `--help` stays free of them; the Kubernetes client is imported when an Event is posted.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, TypeVar
 
 from kubegc_cli.commands.edges import using
-
-PROG = "kubegc"
+from kubegc_cli.core.errors import ExitCode
+from kubegc_cli.render.log import LOG
+from kubegc_cli.report.events import record_events
+from kubegc_cli.report.metrics import RunFacts, check_metrics_path, write_metrics
 
 C = TypeVar("C")
 
@@ -106,10 +109,10 @@ def reported_settings(fn: Callable[[Any], C]) -> Callable[[Any], C]:
 def exit_code_of(code: Any) -> int:
     """`SystemExit.code` as the process exit status (None → 0, a message → 1)."""
     if code is None:
-        return 0
+        return ExitCode.OK
     if isinstance(code, int):
         return code
-    return 1
+    return ExitCode.FAILED
 
 
 class Main(Protocol):
@@ -129,7 +132,7 @@ def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
         try:
             with using(audit_unwritten=audit_unwritten):
                 fn(argv)
-            code = 0
+            code: int = ExitCode.OK
         except SystemExit as exc:
             code = exit_code_of(exc.code)
         finally:
@@ -137,7 +140,7 @@ def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
         try:
             final = report_run(run, code)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM while reporting: the run itself is over
-            final = code or 130
+            final = code or ExitCode.INTERRUPTED
         sys.exit(final)
 
     return wrapper
@@ -145,11 +148,6 @@ def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
 
 def _say(level: str, message: str) -> None:
     """One stderr line at `level` (`warning`, `error`), in the run's log format."""
-    try:
-        from kubegc_cli.render.log import LOG
-    except ImportError:  # pragma: no cover - the log module is part of the package
-        sys.stderr.write(f"{PROG}: {'error: ' if level == 'error' else ''}{message}\n")
-        return
     with contextlib.suppress(OSError, ValueError):  # stderr closed: nothing more to say
         LOG.emit(level, message)
 
@@ -163,7 +161,7 @@ def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -
     rows' and the metrics file's at level `error`, an Event's at `warning`)."""
     if run.audit_error:
         say("error", run.audit_error)
-        code = code or 1
+        code = code or ExitCode.FAILED
     s = run.settings
     if s is None or not run.command:
         return code
@@ -171,18 +169,14 @@ def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -
     duration = max(0.0, time.monotonic() - run.started_mono)
     metrics_file = getattr(s, "metrics_file", None)
     if metrics_file is not None:
-        from kubegc_cli.report.metrics import RunFacts, write_metrics
-
         facts = RunFacts(run.command, code, run.started, end, duration, run.result)
         try:
             write_metrics(metrics_file, facts)
         except Exception as exc:  # a metrics failure must never hide the run's own outcome
             say("error", str(exc))
-            code = code or 1
+            code = code or ExitCode.FAILED
     if getattr(s, "events", False):
         try:
-            from kubegc_cli.report.events import record_events
-
             record_events(
                 s, run.command, run.result, code, warn=lambda m: say("warning", m), now=end
             )
@@ -196,6 +190,4 @@ def metrics_file_option(value: str | None) -> Any:
     value that cannot be a textfile-collector file (see `metrics.check_metrics_path`)."""
     if value is None:
         return None
-    from kubegc_cli.report.metrics import check_metrics_path
-
     return check_metrics_path(value)

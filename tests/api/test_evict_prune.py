@@ -126,7 +126,7 @@ def test_changed_recreated_or_gone_between_plan_and_act_is_not_deleted(
     deleted and created again under its name (new uid), one is deleted by someone else. The
     API server's preconditions refuse the first two (409), the third is gone (404); only the
     untouched pod is deleted, and the pod re-created under the old name is still there."""
-    from kubegc_cli.cli.main import finish
+    from kubegc_cli.cli.common import finish
 
     x = ns("x")
     for name in ("changed", "gone", "ok", "recreated"):

@@ -215,7 +215,7 @@ def test_fault_a_500_beside_conflicts_fails_and_exits_1(
 ) -> None:
     """Between plan and act (while the person is asked): one pod changes, one is re-created
     under its name, one is deleted by someone else; the API refuses another with a 500."""
-    from kubegc_cli.cli.main import finish
+    from kubegc_cli.cli.common import finish
 
     recorded, kubeconfig = api
     names = ("changed", "gone", "ok", "broken", "recreated")

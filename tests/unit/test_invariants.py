@@ -37,8 +37,8 @@ from kubegc_cli.core.model import (
     SandboxState,
 )
 from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.podlogs import LegacyLink, PodLogDir, container_id_from_link
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInfo, PodInventory, inventory_of
-from kubegc_cli.node.host.podlogs import LegacyLink, PodLogDir, container_id_from_link
 from kubegc_cli.policy.containers import (
     KEEP_GUARD,
     KEEP_MIN_AGE,

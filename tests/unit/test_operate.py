@@ -266,7 +266,7 @@ def test_end_of_input_at_the_question_is_no(
     """Ctrl-D or a closed stdin answers no (nothing done, exit 0), not an interrupt."""
     import io
 
-    from kubegc_cli.cli.main import ConsoleUi
+    from kubegc_cli.cli.common import ConsoleUi
 
     ui = ConsoleUi(0, "table")
     for typed, answer in (("", False), ("\n", False), ("maybe\nyes\n", True), ("n\n", False)):

@@ -9,6 +9,13 @@ import pytest
 
 from kubegc_cli.core.model import LABEL_POD_UID, Sandbox, SandboxState
 from kubegc_cli.core.plan import LogAction, Plan, Result
+from kubegc_cli.core.podlogs import (
+    NOT_A_POD,
+    LegacyLink,
+    PodLogDir,
+    container_id_from_link,
+    pod_uid_from_dir,
+)
 from kubegc_cli.core.pods import (
     NO_POD_SOURCE,
     PodInfo,
@@ -20,14 +27,9 @@ from kubegc_cli.node.execute.actions import LogRemover
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import (
-    NOT_A_POD,
-    LegacyLink,
     LogDirChanged,
-    PodLogDir,
-    container_id_from_link,
     dangling_links,
     links_into,
-    pod_uid_from_dir,
     read_pod_log_dirs,
     remove_dangling_link,
     remove_pod_log_dir,

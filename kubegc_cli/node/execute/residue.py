@@ -38,6 +38,7 @@ from typing import Any
 import psutil
 
 from kubegc_cli.core.plan import GONE, Result
+from kubegc_cli.core.podlogs import NOT_A_POD, is_pod_uid, pod_uid_from_dir
 from kubegc_cli.core.residue import (
     CNI_IP,
     LOG_LINK,
@@ -50,13 +51,7 @@ from kubegc_cli.core.residue import (
 from kubegc_cli.node.execute.actions import Executor
 from kubegc_cli.node.host.logs import host_path_of, pinned_on_host, resolve_on_host
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import (
-    NOT_A_POD,
-    LogDirChanged,
-    is_pod_uid,
-    pod_uid_from_dir,
-    remove_dangling_link,
-)
+from kubegc_cli.node.host.podlogs import LogDirChanged, remove_dangling_link
 from kubegc_cli.node.host.residue import (
     CNI_BOOKKEEPING,
     NETNS_PREFIX,

@@ -11,12 +11,10 @@ import os
 import stat
 from pathlib import Path
 
-from kubegc_cli.core.podlogs import NOT_A_POD as NOT_A_POD
-from kubegc_cli.core.podlogs import LegacyLink as LegacyLink
-from kubegc_cli.core.podlogs import PodLogDir as PodLogDir
-from kubegc_cli.core.podlogs import container_id_from_link as container_id_from_link
-from kubegc_cli.core.podlogs import is_pod_uid as is_pod_uid
-from kubegc_cli.core.podlogs import pod_uid_from_dir as pod_uid_from_dir
+from kubegc_cli.core.podlogs import (
+    PodLogDir,
+    pod_uid_from_dir,
+)
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, bounded_each, listdir
 from kubegc_cli.node.host.du import tree_usage
 from kubegc_cli.node.host.logs import resolve_on_host

@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 import psutil
 
 from kubegc_cli.core.errors import SignalUnavailable
+from kubegc_cli.core.podlogs import NOT_A_POD, container_id_from_link, is_pod_uid
 from kubegc_cli.core.pods import is_static_pod_uid
 from kubegc_cli.core.residue import (
     CNI_IP,
@@ -60,13 +61,7 @@ from kubegc_cli.node.host.logs import (
     pinned_on_host,
     resolve_on_host,
 )
-from kubegc_cli.node.host.podlogs import (
-    NOT_A_POD,
-    container_id_from_link,
-    dangling_links,
-    is_pod_uid,
-    read_pod_log_dirs,
-)
+from kubegc_cli.node.host.podlogs import dangling_links, read_pod_log_dirs
 from kubegc_cli.node.host.scan import ScanContext
 
 SETUP_GRACE_SECONDS = 600
