@@ -64,6 +64,7 @@ from kubegc_cli.node.host.kubelet import (
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
+from kubegc_cli.node.imagefs import image_filesystem
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.state import (
     StateUnavailable,
@@ -534,9 +535,8 @@ def gc_images(
     try:
         snap = observe_node(client, s.host_root, statuses="none", images=True, clock=edges().clock)
         now = _now(s, snap)
-        if not snap.image_filesystems:
-            raise RuntimeUnavailable(f"{snap.endpoint} reports no image filesystem")
-        fs = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+        imagefs = image_filesystem([f.mountpoint for f in snap.image_filesystems], snap.endpoint)
+        fs = fs_stats(s.host_root, imagefs)
         try:
             pause = sandbox_image_from_info(client.status_info())
         except SandboxImageUnreadable as exc:
@@ -568,7 +568,7 @@ def gc_images(
         ip = plan_images(
             snap.images, snap.containers, records, policy, now,
             began=began, capacity=fs.capacity, available=fs.available, protected=protected,
-            filesystem=snap.image_filesystems[0].mountpoint,
+            filesystem=imagefs,
         )  # fmt: skip
 
         def save(acting: bool) -> bool:
@@ -626,7 +626,7 @@ def gc_images(
             remover = ImageRemover(client, concurrency=act.concurrency)
             carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
             forget_removed_images(s, plan, ui)
-            after = fs_stats(s.host_root, snap.image_filesystems[0].mountpoint)
+            after = fs_stats(s.host_root, imagefs)
             regained = max(0, after.available - fs.available)
             plan.filesystem.update(available_after=after.available, regained=regained)
             plan.notes.append(f"the image filesystem regained {regained} bytes")

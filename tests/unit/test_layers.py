@@ -1,0 +1,273 @@
+"""The package's folders are DESIGN's flow, one layer each, and the imports keep them so.
+
+    core      plain data, units, errors, settings        imports nothing of kubegc's
+    policy    the kubelet's rules, pure                  core
+    node      reads and changes the node                 core, node
+    commands  one module per command group + session     core, policy, node, commands
+    render    the only package that imports rich         anything but cli
+    report    run records, metrics, events               anything but cli
+    cli       click only, one module per group           anything; nothing imports cli
+
+Every import counts, the ones inside functions too. An import inside a function (of kubegc's own
+modules or a third-party package; the standard library's are not counted) is allowed only where a
+start-up test pins it: its line, or a comment line right above its run of import lines, says
+which test, as `# deferred: tests/<file>.py::<test>`, and that test exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "kubegc_cli"
+GENERATED = PACKAGE / "node" / "cri" / "v1"
+
+LAYERS = ("core", "policy", "node", "commands", "render", "report", "cli")
+# What each layer may import of kubegc's (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "core": set(),
+    "policy": {"core"},
+    "node": {"core"},
+    "commands": {"core", "policy", "node"},
+    "render": {"core", "policy", "node", "commands"},
+    "report": {"core", "policy", "node", "commands", "render"},
+    "cli": {"core", "policy", "node", "commands", "render", "report"},
+}
+# Third-party packages only one layer may import.
+ONLY_IN = {"rich": "render", "click": "cli"}
+# Modules outside the layers: the package itself and its `python -m` entry.
+TOP = {"kubegc_cli", "kubegc_cli.__main__"}
+DEFERRED = re.compile(r"#\s*deferred:\s*(tests/[\w/]+\.py)::(\w+)")
+
+
+@dataclass(frozen=True)
+class Imp:
+    """One import statement: the importing module, what it names, where, and how."""
+
+    module: str
+    target: str  # the dotted module imported (for `from a import b` where a.b is a module: a.b)
+    names: tuple[str, ...]
+    path: Path
+    line: int
+    in_function: bool
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def sources() -> Iterator[Path]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if GENERATED not in path.parents:
+            yield path
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports() -> Iterator[Imp]:
+    for path in sources():
+        mod = module_name(path)
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        yield from _walk(tree, mod, package, path, False)
+
+
+def _walk(node: ast.AST, mod: str, package: str, path: Path, in_fn: bool) -> Iterator[Imp]:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import):
+            for alias in child.names:
+                yield Imp(mod, alias.name, (), path, child.lineno, in_fn)
+        elif isinstance(child, ast.ImportFrom):
+            base = child.module or ""
+            if child.level:
+                up = package.split(".")[: len(package.split(".")) - child.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            names = tuple(a.name for a in child.names)
+            submodules = [f"{base}.{n}" for n in names if f"{base}.{n}" in MODULES]
+            for target in submodules or [base]:
+                yield Imp(mod, target, names, path, child.lineno, in_fn)
+        fn = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from _walk(child, mod, package, path, in_fn or fn)
+
+
+def layer_of(mod: str) -> str | None:
+    parts = mod.split(".")
+    if parts[0] != "kubegc_cli" or len(parts) < 2 or mod in TOP:
+        return None
+    return parts[1]
+
+
+ALL = list(imports())
+OWN = [i for i in ALL if i.target.split(".")[0] == "kubegc_cli"]
+
+
+def where(i: Imp) -> str:
+    return f"{i.path.relative_to(ROOT)}:{i.line}"
+
+
+def test_every_module_is_in_a_layer() -> None:
+    stray = sorted(m for m in MODULES if m not in TOP and layer_of(m) not in LAYERS)
+    assert not stray, f"modules outside the layers {LAYERS}: {stray}"
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    bad = []
+    for i in OWN:
+        src, dst = layer_of(i.module), layer_of(i.target)
+        if src is None or dst is None or src == dst:
+            continue
+        if dst not in ALLOWED[src]:
+            bad.append(f"{where(i)}: {src} imports {dst} ({i.target})")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_entry_points_reach_only_the_cli() -> None:
+    bad = [
+        f"{where(i)}: {i.target}"
+        for i in OWN
+        if i.module in TOP and i.target not in TOP and layer_of(i.target) != "cli"
+    ]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", sorted(ONLY_IN))
+def test_a_third_party_package_is_imported_by_its_layer_only(package: str) -> None:
+    owner = ONLY_IN[package]
+    bad = [
+        f"{where(i)}: {i.target}"
+        for i in ALL
+        if i.target.split(".")[0] == package and layer_of(i.module) != owner
+    ]
+    assert not bad, f"{package} outside {owner}/:\n" + "\n".join(bad)
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    bad = [
+        f"{where(i)}: {i.target}.{n}"
+        for i in OWN
+        for n in i.names
+        if n.startswith("_") and not n.startswith("__") and i.target != i.module
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_reaches_a_private_name_through_a_module_it_imported() -> None:
+    """`from kubegc_cli.node.host import residue as scanners; scanners._rule(...)` is the same
+    reach into another module's privates as importing `_rule`."""
+    bad = []
+    for path in sources():
+        tree = ast.parse(path.read_text(), str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kubegc_cli"):
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("kubegc_cli") and a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                rel = path.relative_to(ROOT)
+                bad.append(f"{rel}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    assert not bad, "\n".join(bad)
+
+
+def test_there_are_no_import_cycles() -> None:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for i in OWN:
+        target = i.target
+        while target not in MODULES and "." in target:
+            target = target.rpartition(".")[0]
+        if target != i.module and target in MODULES:
+            graph[i.module].add(target)
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_an_import_inside_a_function_names_the_start_up_test_that_pins_it() -> None:
+    bad = []
+    for i in ALL:
+        if not i.in_function or i.target.split(".")[0] in sys.stdlib_module_names:
+            continue
+        said = _deferred_note(i.path.read_text().splitlines(), i.line - 1)
+        if said is None:
+            bad.append(f"{where(i)}: {i.target} imported inside a function, no `# deferred:`")
+            continue
+        test_file, test_name = ROOT / said.group(1), said.group(2)
+        if not test_file.is_file() or f"def {test_name}(" not in test_file.read_text():
+            bad.append(f"{where(i)}: {said.group(1)}::{test_name} does not exist")
+    assert not bad, "\n".join(bad)
+
+
+def _deferred_note(lines: list[str], at: int) -> re.Match[str] | None:
+    """The `# deferred:` note of the import at line index `at`: on its line, or on the comment
+    line right above the run of import lines it belongs to."""
+    said = DEFERRED.search(lines[at])
+    while said is None and at > 0:
+        at -= 1
+        above = lines[at].strip()
+        said = DEFERRED.search(above)
+        if not above.startswith(("from ", "import ")):
+            break
+    return said
+
+
+def test_the_rule_test_sees_what_it_checks() -> None:
+    """The walk finds the package's imports, the ones inside functions included (a walk that
+    found none would pass every rule above)."""
+    assert len(MODULES) > 50 and len(OWN) > 300
+    assert any(i.in_function for i in ALL)
+    assert {layer_of(m) for m in MODULES} >= set(LAYERS)
