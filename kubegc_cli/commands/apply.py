@@ -33,14 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.gc import forget_removed_images, pod_logs_root_of
 from kubegc_cli.commands.session import (
     ActOptions,
     Stage,
-    Ui,
     carry_out,
     decide_mode,
-    edges,
     load_pod_inventory,
     log_stages,
     may_act,

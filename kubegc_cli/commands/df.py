@@ -51,9 +51,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.evict import eviction_config, kubelet_root
-from kubegc_cli.commands.session import Ui, edges, load_pod_inventory, open_client
-from kubegc_cli.core.errors import BadInput, GCFailed, KubegcError, RuntimeUnavailable
+from kubegc_cli.commands.session import load_pod_inventory, open_client
+from kubegc_cli.core.errors import BadInput, ExitCode, GCFailed, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION, Container, ContainerState
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
@@ -295,7 +296,7 @@ class DfReport:
     def exit_code(self) -> int:
         """3 when the runtime was asked for and its images and writable layers are unknown
         (it could not be read, or its image filesystem was not found), else 0."""
-        return 3 if self.runtime_error or self.images_unknown else 0
+        return ExitCode.UNAVAILABLE if self.runtime_error or self.images_unknown else ExitCode.OK
 
     def reclaimable(self) -> int:
         return sum(f.reclaimable() for f in self.filesystems)

@@ -37,18 +37,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
 from kubegc_cli.commands.session import (
     ActOptions,
     Stage,
-    Ui,
     carry_out,
     decide_mode,
-    edges,
     may_act,
     open_client,
 )
-from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
 from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.plan import Plan, PodAction
@@ -126,8 +125,8 @@ class EvictionReport:
         """0 no threshold met; 1 at least one met; 3 none met but a threshold's signal could
         not be read (the answer is unknown)."""
         if self.met():
-            return 1
-        return 3 if self.unread_thresholds() else 0
+            return ExitCode.FAILED
+        return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
 
     def provenance(self) -> list[str]:
         """Where each threshold (and each disabled one) came from, one line each."""

@@ -13,14 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.session import (
     ActOptions,
     Mode,
     Stage,
-    Ui,
     carry_out,
     decide_mode,
-    edges,
     load_pod_inventory,
     log_stages,
     may_act,

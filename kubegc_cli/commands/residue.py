@@ -19,13 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.session import (
     ActOptions,
     Stage,
-    Ui,
     carry_out,
     decide_mode,
-    edges,
     load_pod_inventory,
     may_act,
     open_client,

@@ -18,14 +18,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from kubegc_cli.commands.edges import Edges as Edges
-from kubegc_cli.commands.edges import Ui as Ui
-from kubegc_cli.commands.edges import edges as edges
-from kubegc_cli.commands.edges import using as using
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.plan import INTERRUPTED, Plan, Result, apply_caps, skip_planned
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, load_pods_file
-from kubegc_cli.core.settings import Settings as Settings
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.cri.endpoint import resolve_endpoint
 from kubegc_cli.node.execute.actions import (
     HALTED,

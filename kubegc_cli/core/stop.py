@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import signal
 
+from kubegc_cli.core.errors import ExitCode
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 #: The first stop signal received (None before): an exception raised while it was being
@@ -31,10 +33,12 @@ def name_of(signum: int) -> str:
     return "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
 
 
-def ending(signal_name: str) -> tuple[str, int]:
+def ending(signal_name: str) -> tuple[str, ExitCode]:
     """What a run a stop signal ended says and its exit code: ("terminated", 143) for
     "SIGTERM", ("interrupted", 130) for "SIGINT"."""
-    return ("terminated", 143) if signal_name == "SIGTERM" else ("interrupted", 130)
+    if signal_name == "SIGTERM":
+        return "terminated", ExitCode.TERMINATED
+    return "interrupted", ExitCode.INTERRUPTED
 
 
 def _again(signum: int, frame: object) -> None:

@@ -59,7 +59,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kubegc_cli.core.errors import BadInput, Busy
 from kubegc_cli.core.model import ImageRecord
 from kubegc_cli.core.plan import Action
-from kubegc_cli.core.settings import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from kubegc_cli.core.units import escaped_char, ns_to_rfc3339
 
 if TYPE_CHECKING:

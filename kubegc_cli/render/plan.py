@@ -21,8 +21,7 @@ from kubegc_cli.core.plan import (
     Result,
     SandboxAction,
 )
-from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration
-from kubegc_cli.core.units import safe_text as safe_text  # (was defined here: still importable)
+from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, safe_text
 
 if TYPE_CHECKING:
     from kubegc_cli.core.plan import PodAction

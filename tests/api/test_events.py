@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.session import Settings
 from kubegc_cli.core.plan import Result
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.report.events import INTERVAL_SECONDS, STATE_FILE, record_events
 from tests.controlplane import ControlPlane
 from tests.unit.test_events import T, container, plan_of

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from kubegc_cli.commands.df import DfOptions, DfReport, disk_usage
-from kubegc_cli.commands.session import Settings
 from kubegc_cli.core.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -32,6 +31,7 @@ from kubegc_cli.core.model import (
     Sandbox,
     SandboxState,
 )
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.diskusage import RuntimeView
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.render.df import bar, render_df

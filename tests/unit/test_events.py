@@ -17,10 +17,10 @@ import pytest
 
 from kubegc_cli.cli.main import main
 from kubegc_cli.commands.residue import ResiduePlan
-from kubegc_cli.commands.session import Settings
 from kubegc_cli.core.model import Image
 from kubegc_cli.core.plan import ContainerAction, ImageAction, LogAction, Plan, Result
 from kubegc_cli.core.residue import Finding
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.report.events import (
     MAX_MESSAGE,
     STATE_FILE,

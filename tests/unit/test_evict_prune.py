@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 from kubegc_cli.commands.evict import list_evicted, prune_evicted
-from kubegc_cli.commands.session import ActOptions, Settings
+from kubegc_cli.commands.session import ActOptions
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.plan import Plan, PodAction, Result
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import rfc3339_to_ns
 from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable
 from kubegc_cli.policy.evicted import PruneOptions

@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.signals import Observation as Observation
+from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import MAX_QUANTITY_DIGITS, parse_duration, parse_quantity
 
 MEMORY_AVAILABLE = "memory.available"
