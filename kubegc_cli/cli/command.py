@@ -8,6 +8,8 @@ codes; the node's run lock is released when it ends.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import click
@@ -89,3 +91,39 @@ class KubegcGroup(click.Group):
 
 
 KubegcGroup.group_class = KubegcGroup
+
+
+class RootGroup(KubegcGroup):
+    """The root group: each subcommand is named by the module that makes it
+    (`subcommands`: name -> "module:attribute"), imported when that subcommand is first
+    needed, so a run loads its own command group and no other. Listing the subcommands needs
+    no import; reading `commands` (the help's table, the config file's check, the generated
+    docs) imports them all."""
+
+    def __init__(self, *args: Any, subcommands: Mapping[str, str] = {}, **kwargs: Any) -> None:
+        self._named = dict(subcommands)
+        self._loaded: dict[str, click.Command] = {}
+        super().__init__(*args, **kwargs)
+
+    @property
+    def commands(self) -> MutableMapping[str, click.Command]:
+        for name in list(self._named):
+            self._load(name)
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value: MutableMapping[str, click.Command]) -> None:
+        self._loaded = dict(value)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self._loaded, *self._named})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._named:
+            self._load(cmd_name)
+        return self._loaded.get(cmd_name)
+
+    def _load(self, name: str) -> None:
+        module, _, attr = self._named.pop(name).partition(":")
+        # deferred: tests/unit/test_startup.py::test_a_command_loads_its_own_group_only
+        self._loaded[name] = getattr(importlib.import_module(module), attr)

@@ -2,7 +2,7 @@
 on stderr and its exit code (`kubegc_cli.core.errors.ExitCode`).
 
 Each command group is a module of its own (`kubegc_cli.cli.gc`, `.evict`, `.memory`,
-`.residue`, ...), added to the root here.
+`.residue`, ...), named in `SUBCOMMANDS` and imported when a run needs it.
 
 Start-up is part of the product: these modules import only click and kubegc's light modules;
 grpc, the Kubernetes client and rich are imported where they are used.
@@ -19,19 +19,9 @@ import threading
 import click
 
 from kubegc_cli import __version__
-from kubegc_cli.cli.apply import apply_cmd
-from kubegc_cli.cli.command import KubegcGroup, OutputClosed, Stopped
+from kubegc_cli.cli.command import OutputClosed, RootGroup, Stopped
 from kubegc_cli.cli.common import fail
-from kubegc_cli.cli.completion import completion_cmd
-from kubegc_cli.cli.config import config_group
-from kubegc_cli.cli.df import df
-from kubegc_cli.cli.evict import evict
-from kubegc_cli.cli.gc import gc
-from kubegc_cli.cli.history import history
-from kubegc_cli.cli.memory import memory
 from kubegc_cli.cli.options import global_options
-from kubegc_cli.cli.residue import residue
-from kubegc_cli.cli.snapshot import snapshot
 from kubegc_cli.core.errors import ExitCode, KubegcError
 from kubegc_cli.core.stop import Terminated, ending, first_stop
 from kubegc_cli.render.log import LOG
@@ -39,8 +29,22 @@ from kubegc_cli.report.run import reported_main
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+#: Each subcommand of `kubegc`, by the module that makes it (imported when it is needed).
+SUBCOMMANDS = {
+    "gc": "kubegc_cli.cli.gc:gc",
+    "memory": "kubegc_cli.cli.memory:memory",
+    "evict": "kubegc_cli.cli.evict:evict",
+    "residue": "kubegc_cli.cli.residue:residue",
+    "history": "kubegc_cli.cli.history:history",
+    "df": "kubegc_cli.cli.df:df",
+    "snapshot": "kubegc_cli.cli.snapshot:snapshot",
+    "apply": "kubegc_cli.cli.apply:apply_cmd",
+    "config": "kubegc_cli.cli.config:config_group",
+    "completion": "kubegc_cli.cli.completion:completion_cmd",
+}
 
-@click.group(cls=KubegcGroup, context_settings=CONTEXT)
+
+@click.group(cls=RootGroup, context_settings=CONTEXT, subcommands=SUBCOMMANDS)
 @click.version_option(__version__, "--version", prog_name="kubegc", message="%(prog)s %(version)s")
 @global_options
 def cli() -> None:
@@ -65,18 +69,6 @@ def cli() -> None:
     Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,
     4 another kubegc run holds the node lock.
     """
-
-
-cli.add_command(gc)
-cli.add_command(memory)
-cli.add_command(evict)
-cli.add_command(residue)
-cli.add_command(history)
-cli.add_command(df)
-cli.add_command(snapshot)
-cli.add_command(apply_cmd)
-cli.add_command(config_group)
-cli.add_command(completion_cmd)
 
 
 def _on_sigterm(signum: int, frame: object) -> None:

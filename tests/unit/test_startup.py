@@ -12,16 +12,20 @@ from pathlib import Path
 from tests.unit.faultcri import FaultCri, synthetic_inventory
 
 PROBE = (
-    "import sys, runpy; sys.argv = ['kubegc', *sys.argv[1:]]\n"
+    "import os, sys, runpy; sys.argv = ['kubegc', *sys.argv[1:]]\n"
     "try:\n    runpy.run_module('kubegc_cli', run_name='__main__')\n"
-    "finally:\n    sys.stderr.write('loaded: %s\\n' % ' '.join(sorted({m.split('.')[0] "
-    "for m in sys.modules})))\n"
+    "finally:\n    sys.stderr.write('loaded: %s\\n' % ' '.join(sorted("
+    "set(sys.modules) if os.environ.get('PROBE_MODULES') else "
+    "{m.split('.')[0] for m in sys.modules})))\n"
 )
 
 
-def loaded_by(argv: list[str]) -> tuple[int, str, set[str]]:
-    """Run kubegc in a fresh interpreter; (exit code, stdout, top-level packages loaded)."""
+def loaded_by(argv: list[str], modules: bool = False) -> tuple[int, str, set[str]]:
+    """Run kubegc in a fresh interpreter; (exit code, stdout, top-level packages loaded —
+    or, with `modules`, every module loaded)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    if modules:
+        env["PROBE_MODULES"] = "1"
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *argv],
         capture_output=True,
@@ -44,3 +48,18 @@ def test_a_plain_dry_run_loads_no_heavy_package(tmp_path: Path) -> None:
     assert "grpc" in loaded  # the probe sees what the run loaded
     for heavy in ("kubernetes", "urllib3", "yaml", "rich", "psutil"):
         assert heavy not in loaded, f"a dry run loaded {heavy}"
+
+
+def test_a_command_loads_its_own_group_only(tmp_path: Path) -> None:
+    """`gc containers` imports the gc commands, not those of `evict`, `memory`, `df` or
+    `residue` (the root group imports a command group's module when a run needs it)."""
+    inv = synthetic_inventory(10, 2, 1, pods=2)
+    with FaultCri(tmp_path / "c.sock", inv) as cri:
+        argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--pod-source", "none",
+                "gc", "containers", "--dry-run"]  # fmt: skip
+        code, out, loaded = loaded_by(argv, modules=True)
+    assert code == 0, out
+    assert "kubegc_cli.commands.gc" in loaded and "kubegc_cli.cli.gc" in loaded
+    for other in ("evict", "memory", "df", "residue"):
+        assert f"kubegc_cli.cli.{other}" not in loaded
+        assert f"kubegc_cli.commands.{other}" not in loaded
