@@ -43,6 +43,7 @@ from kubegc_cli.commands.session import (
     ActOptions,
     Stage,
     carry_out,
+    connect_at,
     decide_mode,
     may_act,
     open_client,
@@ -125,8 +126,8 @@ class EvictionReport:
         """0 no threshold met; 1 at least one met; 3 none met but a threshold's signal could
         not be read (the answer is unknown)."""
         if self.met():
-            return ExitCode.FAILED
-        return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
+            return int(ExitCode.FAILED)
+        return int(ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK)
 
     def provenance(self) -> list[str]:
         """Where each threshold (and each disabled one) came from, one line each."""
@@ -242,8 +243,9 @@ def _runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
     """The runtime's filesystem mountpoints (`node.imagefs.runtime_filesystems`), asking the
     runtime the edges name (`edges().cri`) when they name one."""
     cri = edges().cri
-    connect = None if cri is None else (lambda ep: cri(s, ui))
-    return runtime_filesystems(s, ui.info, ui.warn, connect=connect)
+    if cri is None:
+        return runtime_filesystems(s, ui.info, ui.warn, connect=lambda ep: connect_at(s, ep))
+    return runtime_filesystems(s, ui.info, ui.warn, connect=lambda ep: cri(s, ui))
 
 
 def evict_check(

@@ -23,7 +23,7 @@ from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.plan import INTERRUPTED, Plan, Result, apply_caps, skip_planned
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, load_pods_file
 from kubegc_cli.core.settings import Settings
-from kubegc_cli.node.cri.endpoint import resolve_endpoint
+from kubegc_cli.node.cri.endpoint import Endpoint, resolve_endpoint
 from kubegc_cli.node.execute.actions import (
     HALTED,
     LAST_WORDS_SECONDS,
@@ -116,11 +116,17 @@ def open_client(s: Settings, ui: Ui) -> CriClient:
 
 def connect_runtime(s: Settings, ui: Ui) -> CriClient:
     """Resolve the endpoint (crictl's order), connect, and check it speaks CRI v1."""
+    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
+    ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
+    return connect_at(s, ep)
+
+
+def connect_at(s: Settings, ep: Endpoint) -> CriClient:
+    """A gRPC CRI client to the endpoint `ep`, with the run's `--timeout` and receive limit:
+    the one place kubegc makes one."""
     # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
     from kubegc_cli.node.cri.client import CriClient
 
-    ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
-    ui.info(f"runtime endpoint {ep.display} (from {ep.source})")
     return CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
 
 

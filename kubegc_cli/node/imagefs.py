@@ -67,7 +67,7 @@ def runtime_filesystems(
     info: Callable[[str], None],
     warn: Callable[[str], None],
     *,
-    connect: Callable[[Endpoint], CriClient] | None = None,
+    connect: Callable[[Endpoint], CriClient],
 ) -> tuple[list[str], list[str]]:
     """The runtime's image and container filesystem mountpoints (host paths, as CRI
     `ImageFsInfo` names them). Remembered in the state dir while the runtime's socket stays
@@ -76,7 +76,7 @@ def runtime_filesystems(
     and nothing is remembered. `info` says which. Raises `RuntimeUnavailable` when the runtime
     cannot be reached, `BadInput` for a malformed endpoint. `info` and `warn` take one line
     each (diagnostics, as `-v` shows them; warnings). `connect` opens the client that asks
-    the runtime at the endpoint resolved (default: a gRPC `CriClient` to it)."""
+    the runtime at the endpoint resolved (`commands.session.connect_at`)."""
     ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
     info(f"runtime endpoint {ep.display} (from {ep.source})")
     where = fscache.cache_path(s.state_dir)
@@ -96,13 +96,7 @@ def runtime_filesystems(
                 f"the one it was asked on ({fscache.describe_identity(ident)})"
             )
             return found
-    if connect is None:
-        # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
-        from kubegc_cli.node.cri.client import CriClient
-
-        client = CriClient(ep, timeout=s.timeout, max_recv_bytes=s.max_recv_size)
-    else:
-        client = connect(ep)
+    client = connect(ep)
     try:
         image_fs, container_fs = client.image_fs_info()
     finally:

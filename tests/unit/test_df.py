@@ -690,3 +690,20 @@ def test_report_json_shape_has_lists_never_null() -> None:
     doc = r.to_dict()
     assert doc["kind"] == "DiskUsage" and doc["filesystems"] == [] and doc["pods"] == []
     assert doc["mounted"] == [] and doc["notes"] == [] and doc["exit_code"] == 0
+
+
+def test_df_yaml_is_the_json_document(tmp_path: Path) -> None:
+    """`df -o yaml` writes the document `-o json` does, `exit_code` a plain number in both."""
+    import yaml
+
+    (tmp_path / "var/lib/kubelet/pods").mkdir(parents=True)
+    (tmp_path / "var/log/pods").mkdir(parents=True)
+    code, out, err = df(tmp_path, "--no-runtime", "-o", "yaml")
+    assert code == 0 and "Traceback" not in err, err
+    doc = yaml.safe_load(out)
+    assert doc["exit_code"] == 0 and type(doc["exit_code"]) is int
+    code, out, err = df(tmp_path, "-o", "yaml")  # the runtime is unreachable: exit 3
+    assert code == 3 and "Traceback" not in err, err
+    assert yaml.safe_load(out)["exit_code"] == 3
+    _, as_json, _ = df(tmp_path, "--no-runtime", "-o", "json")
+    assert doc.keys() == json.loads(as_json).keys()

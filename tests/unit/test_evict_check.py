@@ -335,3 +335,20 @@ def test_a_pods_cgroup_that_cannot_be_read_leaves_memory_available(tmp_path: Pat
     doc = json.loads(out)
     assert code == 1 and list(doc["unread"]) == ["allocatableMemory.available"]
     assert by_signal(doc)["memory.available"]["observed"] == 512 * MiB
+
+
+@pytest.mark.parametrize(("unread", "code"), [(False, 1), (True, 3)])
+def test_the_yaml_document_is_the_json_one(tmp_path: Path, unread: bool, code: int) -> None:
+    """`-o yaml` writes the same document as `-o json`, `exit_code` a plain number in both."""
+    import yaml
+
+    v1_node(tmp_path, available_mib=900)
+    if unread:
+        (tmp_path / "proc/meminfo").unlink()
+    args = ("--eviction-hard", "memory.available<1Gi" if not unread else "memory.available<1Mi")
+    got, out, err = check(tmp_path, *args, "-o", "yaml")
+    assert got == code and "Traceback" not in err, err
+    doc = yaml.safe_load(out)
+    assert doc["exit_code"] == code and type(doc["exit_code"]) is int
+    _, as_json, _ = check(tmp_path, *args, "-o", "json")
+    assert doc.keys() == json.loads(as_json).keys()
