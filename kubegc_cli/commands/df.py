@@ -296,7 +296,8 @@ class DfReport:
     def exit_code(self) -> int:
         """3 when the runtime was asked for and its images and writable layers are unknown
         (it could not be read, or its image filesystem was not found), else 0."""
-        return int(ExitCode.UNAVAILABLE if self.runtime_error or self.images_unknown else ExitCode.OK)
+        unknown = self.runtime_error or self.images_unknown
+        return int(ExitCode.UNAVAILABLE if unknown else ExitCode.OK)
 
     def reclaimable(self) -> int:
         return sum(f.reclaimable() for f in self.filesystems)
