@@ -80,7 +80,9 @@ class Edges:
 
 
 _lock = threading.Lock()
-_current = Edges()
+_BASE = Edges()
+_current = _BASE
+_active: list[Edges] = []  # the edges of each `using` block still open, oldest first
 
 
 def edges() -> Edges:
@@ -91,15 +93,17 @@ def edges() -> Edges:
 @contextmanager
 def using(new: Edges | None = None, /, **changes: Any) -> Iterator[Edges]:
     """Within the block, commands reach `new` (default: the edges in force) with `changes`
-    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`); the edges before
-    are put back after it. Process-wide, as the runtime and the clock are."""
+    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`); after it, the edges
+    of the blocks still open are in force (the newest), else kubegc's own — also when blocks
+    end in another order than they began. Process-wide, as the runtime and the clock are."""
     global _current
     with _lock:
-        before = _current
-        _current = replace(before if new is None else new, **changes)
-        mine = _current
+        mine = replace(_current if new is None else new, **changes)
+        _active.append(mine)
+        _current = mine
     try:
         yield mine
     finally:
         with _lock:
-            _current = before
+            del _active[max(i for i, e in enumerate(_active) if e is mine)]
+            _current = _active[-1] if _active else _BASE

@@ -44,6 +44,10 @@ ALLOWED: dict[str, set[str]] = {
 }
 # Third-party packages only one layer may import.
 ONLY_IN = {"rich": "render", "click": "cli"}
+# The layers that import the standard library only (but for these, each where it is needed).
+STDLIB_ONLY = {"core": {"yaml"}, "policy": set()}
+# What start-up defers: packages slow to load, or (click) loaded after `--version` answers.
+HEAVY = {"grpc", "google", "kubernetes", "urllib3", "rich", "yaml", "psutil", "click"}
 # Modules outside the layers: the package itself and its `python -m` entry.
 TOP = {"kubegc_cli", "kubegc_cli.__main__"}
 NAMED = re.compile(r"(kubegc_cli(?:\.\w+)+):(\w+)")
@@ -104,7 +108,11 @@ def _walk(node: ast.AST, mod: str, package: str, path: Path, in_fn: bool) -> Ite
             if named and named.group(1) in MODULES:  # "module:attribute", imported by name
                 yield Imp(mod, named.group(1), (named.group(2),), path, child.lineno, False)
         elif _imports_by_name(child):
-            yield Imp(mod, "importlib", (), path, child.lineno, in_fn)
+            assert isinstance(child, ast.Call)
+            arg = child.args[0] if child.args else None
+            named_mod = arg.value if isinstance(arg, ast.Constant) else None
+            target = named_mod if isinstance(named_mod, str) else "importlib"
+            yield Imp(mod, target, (), path, child.lineno, in_fn)
         fn = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         yield from _walk(child, mod, package, path, in_fn or fn)
 
@@ -170,6 +178,34 @@ def test_a_third_party_package_is_imported_by_its_layer_only(package: str) -> No
     assert not bad, f"{package} outside {owner}/:\n" + "\n".join(bad)
 
 
+@pytest.mark.parametrize("layer", sorted(STDLIB_ONLY))
+def test_core_and_policy_import_the_standard_library_only(layer: str) -> None:
+    allowed = STDLIB_ONLY[layer]
+    bad = []
+    for i in ALL:
+        top = i.target.split(".")[0]
+        if layer_of(i.module) != layer or top in sys.stdlib_module_names or top == "kubegc_cli":
+            continue
+        if top not in allowed or not i.in_function:
+            bad.append(f"{where(i)}: {i.target}")
+    assert not bad, f"{layer}/ beyond the standard library:\n" + "\n".join(bad)
+
+
+def heavy_modules() -> set[str]:
+    """kubegc's modules that load a `HEAVY` package when imported (at their top, or through a
+    module they import at their top)."""
+    top_level: dict[str, set[str]] = {m: set() for m in MODULES}
+    for i in ALL:
+        if not i.in_function:
+            top_level[i.module].add(i.target)
+    heavy = {m for m, ts in top_level.items() if any(t.split(".")[0] in HEAVY for t in ts)}
+    while True:
+        more = {m for m, ts in top_level.items() if m not in heavy and ts & heavy}
+        if not more:
+            return heavy
+        heavy |= more
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     bad = [
         f"{where(i)}: {i.target}.{n}"
@@ -181,32 +217,74 @@ def test_no_module_imports_another_modules_private_names() -> None:
 
 
 def test_no_module_reaches_a_private_name_through_a_module_it_imported() -> None:
-    """`from kubegc_cli.node.host import residue as scanners; scanners._rule(...)` is the same
-    reach into another module's privates as importing `_rule`."""
+    """`from kubegc_cli.node.host import residue as scanners; scanners._rule(...)`,
+    `kubegc_cli.node.state._kind`, `getattr(state, "_x")`: the same reach into another
+    module's privates as importing `_rule`."""
     bad = []
     for path in sources():
+        mod = module_name(path)
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         tree = ast.parse(path.read_text(), str(path))
         aliases: dict[str, str] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kubegc_cli"):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
                 for a in node.names:
-                    if f"{node.module}.{a.name}" in MODULES:
-                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                    if f"{base}.{a.name}" in MODULES:
+                        aliases[a.asname or a.name] = f"{base}.{a.name}"
             elif isinstance(node, ast.Import):
                 for a in node.names:
-                    if a.name.startswith("kubegc_cli") and a.asname:
-                        aliases[a.asname] = a.name
+                    if a.name.startswith("kubegc_cli"):
+                        aliases[a.asname or a.name.partition(".")[0]] = (a.asname and a.name) or ""
+
         for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in aliases
-                and node.attr.startswith("_")
-                and not node.attr.startswith("__")
+            reached = None
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                reached = _module_of(node.value, aliases, mod), node.attr
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "setattr", "hasattr")
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+                and _private(node.args[1].value)
             ):
-                rel = path.relative_to(ROOT)
-                bad.append(f"{rel}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+                reached = _module_of(node.args[0], aliases, mod), node.args[1].value
+            if reached and reached[0]:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {reached[0]}.{reached[1]}")
     assert not bad, "\n".join(bad)
+
+
+def _module_of(expr: ast.expr, aliases: dict[str, str], mod: str) -> str | None:
+    """The kubegc module (other than `mod`) that `expr` names through `aliases` (the names a
+    module's imports bound) or spelled out (`kubegc_cli.node.state`), else None."""
+    dotted = _dotted(expr)
+    if dotted is None:
+        return None
+    head, _, rest = dotted.partition(".")
+    full = aliases.get(head) or (dotted if head == "kubegc_cli" else None)
+    if full and rest and aliases.get(head):
+        full = f"{full}.{rest}"
+    return full if full in MODULES and full != mod else None
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    """`a.b.c` of a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    return ".".join([expr.id, *reversed(parts)])
 
 
 def test_there_are_no_import_cycles() -> None:
@@ -257,6 +335,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_an_import_inside_a_function_names_the_start_up_test_that_pins_it() -> None:
+    heavy = heavy_modules()
     bad = []
     for i in ALL:
         stdlib = i.target.split(".")[0] in sys.stdlib_module_names and i.target != "importlib"
@@ -265,6 +344,12 @@ def test_an_import_inside_a_function_names_the_start_up_test_that_pins_it() -> N
         said = _deferred_note(i.path.read_text().splitlines(), i.line - 1)
         if said is None:
             bad.append(f"{where(i)}: {i.target} imported inside a function, no `# deferred:`")
+            continue
+        reach = i.target
+        while reach not in MODULES and "." in reach:
+            reach = reach.rpartition(".")[0]
+        if i.target.split(".")[0] not in HEAVY | {"importlib"} and reach not in heavy:
+            bad.append(f"{where(i)}: {i.target} loads nothing heavy: import it at the top")
             continue
         test_file, test_name = ROOT / said.group(1), said.group(2)
         if not test_file.is_file() or f"def {test_name}(" not in test_file.read_text():
