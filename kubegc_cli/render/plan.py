@@ -1,4 +1,5 @@
-"""Show: a plan as a rich table, JSON or YAML. The only module that imports rich.
+"""Show: a plan as a rich table, JSON or YAML. Into a pipe the table is written plain, and rich
+(which only render/ imports) is not loaded.
 
 stdout carries the result (the table or the document); diagnostics go to stderr elsewhere.
 """

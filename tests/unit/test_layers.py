@@ -1,4 +1,5 @@
-"""The package's folders are DESIGN's flow, one layer each, and the imports keep them so.
+"""The package's folders are the flow of docs/ARCHITECTURE.md, one layer each, and the imports
+keep them so.
 
     core      plain data, units, errors, settings        imports nothing of kubegc's
     policy    the kubelet's rules, pure                  core
