@@ -9,6 +9,12 @@ call time.
 - the report of the run: `edges().audit_unwritten(message)`, where a run that acted says its
   audit rows could not be written (the report layer puts its own there while it reports a run).
 
+The edges' clock is the run's "now" for planning (ages, MinAge, MaxAge, timestamps). The
+safety checks that compare a file's modification time with the time right before acting (a
+pod directory still being set up, residue grace periods: `node.host.residue`,
+`node.execute.residue`) read the wall clock themselves: no fixed clock may make a directory
+that is being written look old.
+
 `using(...)` swaps edges for a block (a test's in-memory runtime, a fixed clock) and puts the
 previous ones back after it. The edges are read at each call, so which module imported what,
 and when, does not matter.
