@@ -166,7 +166,9 @@ def parse_config(doc: Any, root: click.Group, path: Path, origin: str) -> Config
 
     def walk(node: dict[Any, Any], cmd: click.Command, trail: tuple[str, ...]) -> None:
         options = own_options(cmd) if trail else global_params(cmd)
-        subs = cmd.commands if isinstance(cmd, click.Group) else {}
+        ctx = click.Context(cmd)
+        # (by name: only the groups the file names are loaded, `cli.command.RootGroup`)
+        subs = cmd.list_commands(ctx) if isinstance(cmd, click.Group) else []
         for raw_key, value in node.items():
             # YAML 1.1 reads an unquoted yes/no/on/off key as a boolean
             key = ("yes" if raw_key else "no") if isinstance(raw_key, bool) else str(raw_key)
@@ -187,7 +189,10 @@ def parse_config(doc: Any, root: click.Group, path: Path, origin: str) -> Config
                         f"config file {path}: {dotted} must be a mapping of the options of "
                         f"'{' '.join(('kubegc', *trail, key))}'"
                     )
-                walk(value, subs[key], (*trail, key))
+                assert isinstance(cmd, click.Group)
+                sub = cmd.get_command(ctx, key)
+                assert sub is not None
+                walk(value, sub, (*trail, key))
             else:
                 if key in ("yes", "config"):
                     why = f"{key} cannot be set in a config file (give --{key})"

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.unit.faultcri import FaultCri, synthetic_inventory
 
 PROBE = (
@@ -20,8 +22,8 @@ PROBE = (
 )
 
 
-def loaded_by(argv: list[str], modules: bool = False) -> tuple[int, str, set[str]]:
-    """Run kubegc in a fresh interpreter; (exit code, stdout, top-level packages loaded —
+def loaded_by(argv: list[str], modules: bool = False) -> tuple[int, str, str, set[str]]:
+    """Run kubegc in a fresh interpreter; (exit code, stdout, stderr, top-level packages loaded —
     or, with `modules`, every module loaded)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     if modules:
@@ -34,7 +36,7 @@ def loaded_by(argv: list[str], modules: bool = False) -> tuple[int, str, set[str
         stdin=subprocess.DEVNULL,
     )
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("loaded: "))
-    return proc.returncode, proc.stdout, set(line.removeprefix("loaded: ").split())
+    return proc.returncode, proc.stdout, proc.stderr, set(line.removeprefix("loaded: ").split())
 
 
 def test_a_plain_dry_run_loads_no_heavy_package(tmp_path: Path) -> None:
@@ -42,7 +44,7 @@ def test_a_plain_dry_run_loads_no_heavy_package(tmp_path: Path) -> None:
     with FaultCri(tmp_path / "c.sock", inv) as cri:
         argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--pod-source", "none",
                 "gc", "containers", "--dry-run"]  # fmt: skip
-        code, out, loaded = loaded_by(argv)
+        code, out, _, loaded = loaded_by(argv)
     assert code == 0, out
     assert "Container GC (dry run)" in out and "to remove" in out
     assert "grpc" in loaded  # the probe sees what the run loaded
@@ -50,15 +52,21 @@ def test_a_plain_dry_run_loads_no_heavy_package(tmp_path: Path) -> None:
         assert heavy not in loaded, f"a dry run loaded {heavy}"
 
 
-def test_a_command_loads_its_own_group_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_config", [False, True])
+def test_a_command_loads_its_own_group_only(tmp_path: Path, with_config: bool) -> None:
     """`gc containers` imports the gc commands, not those of `evict`, `memory`, `df` or
-    `residue` (the root group imports a command group's module when a run needs it)."""
+    `residue` (the root group imports a command group's module when a run needs it) — with a
+    config file too, when the file names no other group."""
     inv = synthetic_inventory(10, 2, 1, pods=2)
+    config = tmp_path / "kubegc.yaml"
+    config.write_text("timeout: 30s\ngc:\n  containers:\n    maximum-dead-containers: 50\n")
     with FaultCri(tmp_path / "c.sock", inv) as cri:
         argv = ["-r", cri.endpoint, "--state-dir", str(tmp_path / "st"), "--pod-source", "none",
+                *(["--config", str(config)] if with_config else []),
                 "gc", "containers", "--dry-run"]  # fmt: skip
-        code, out, loaded = loaded_by(argv, modules=True)
-    assert code == 0, out
+        code, _, err, loaded = loaded_by(argv, modules=True)
+    assert code == 0, err
+    assert ("yaml" in {m.split(".")[0] for m in loaded}) is with_config  # the file was read
     assert "kubegc_cli.commands.gc" in loaded and "kubegc_cli.cli.gc" in loaded
     for other in ("evict", "memory", "df", "residue"):
         assert f"kubegc_cli.cli.{other}" not in loaded
