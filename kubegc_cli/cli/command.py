@@ -9,8 +9,9 @@ codes; the node's run lock is released when it ends.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -19,6 +20,13 @@ from kubegc_cli.cli.options import GLOBAL_NAMES
 from kubegc_cli.core import stop
 from kubegc_cli.core.errors import BadInput, KubegcError
 from kubegc_cli.node.state import release_run_lock
+from kubegc_cli.render.log import LOG
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """End the run: `message` as one error line on stderr, then exit with `code`."""
+    LOG.emit("error", message)
+    sys.exit(code)
 
 
 class OutputClosed(Exception):
@@ -97,13 +105,30 @@ class RootGroup(KubegcGroup):
     """The root group: each subcommand is named by the module that makes it
     (`subcommands`: name -> "module:attribute"), imported when that subcommand is first
     needed, so a run loads its own command group and no other. Listing the subcommands needs
-    no import; reading `commands` (the help's table, the config file's check, the generated
-    docs) imports them all."""
+    no import, nor does the help's table (`summaries`: name -> the first paragraph of its
+    help); reading `commands` (the generated docs, `config view`) imports them all."""
 
-    def __init__(self, *args: Any, subcommands: Mapping[str, str] = {}, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        subcommands: Mapping[str, str] = {},
+        summaries: Mapping[str, str] = {},
+        **kwargs: Any,
+    ) -> None:
         self._named = dict(subcommands)
+        self._summaries = dict(summaries)
         self._loaded: dict[str, click.Command] = {}
+        self._listing = False
         super().__init__(*args, **kwargs)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The help's table of subcommands, from `summaries` (each subcommand's first help
+        paragraph) for those not imported yet: `kubegc --help` imports no command group."""
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
 
     @property
     def commands(self) -> MutableMapping[str, click.Command]:
@@ -119,6 +144,8 @@ class RootGroup(KubegcGroup):
         return sorted({*self._loaded, *self._named})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if self._listing and cmd_name in self._named and cmd_name in self._summaries:
+            return click.Command(cmd_name, help=self._summaries[cmd_name])  # (listed only)
         if cmd_name in self._named:
             self._load(cmd_name)
         return self._loaded.get(cmd_name)

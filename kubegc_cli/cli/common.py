@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from kubegc_cli.cli.command import fail
 from kubegc_cli.cli.options import collected, global_sources
 from kubegc_cli.commands.apply import save_plan
 from kubegc_cli.commands.session import ActOptions
@@ -210,9 +211,3 @@ def emit_plan(plan: Any, s: Any) -> None:
         render.render_ids(plan)
     else:
         render.render_plan(plan, verbose=s.verbose, limit=s.limit)
-
-
-def fail(message: str, code: int) -> NoReturn:
-    """End the run: `message` as one error line on stderr, then exit with `code`."""
-    LOG.emit("error", message)
-    sys.exit(code)

@@ -19,8 +19,7 @@ import threading
 import click
 
 from kubegc_cli import __version__
-from kubegc_cli.cli.command import OutputClosed, RootGroup, Stopped
-from kubegc_cli.cli.common import fail
+from kubegc_cli.cli.command import OutputClosed, RootGroup, Stopped, fail
 from kubegc_cli.cli.options import global_options
 from kubegc_cli.core.errors import ExitCode, KubegcError
 from kubegc_cli.core.stop import Terminated, ending, first_stop
@@ -44,7 +43,25 @@ SUBCOMMANDS = {
 }
 
 
-@click.group(cls=RootGroup, context_settings=CONTEXT, subcommands=SUBCOMMANDS)
+#: The first paragraph of each subcommand's help, for `kubegc --help`'s table without importing
+#: them (tests/unit/test_cli.py checks each against the command's own help).
+SUMMARIES = {
+    "gc": "Garbage-collect what the kubelet would: containers, then sandboxes, then pod logs.",
+    "memory": "The kubelet's memory signals on this node (observe only).",
+    "evict": "The kubelet's node-pressure eviction: check thresholds, prune Evicted pods.",
+    "residue": "Leftovers of the kubelet and the runtime: find them (scan), remove the safe ones "
+    "(clean).",
+    "history": "List past runs that acted, and what each did, from the state store (--state-dir).",
+    "df": "Show what fills the node's disks, and what kubegc can reclaim of it (read-only).",
+    "snapshot": "Write what kubegc observes on this node as JSON (for tickets and offline "
+    "planning).",
+    "apply": "Carry out a plan saved by a dry run with --plan-out, exactly as saved.",
+    "config": "kubegc's config file: global options and per-command options (see config view).",
+    "completion": "Print the shell completion script for bash, zsh or fish.",
+}
+
+
+@click.group(cls=RootGroup, context_settings=CONTEXT, subcommands=SUBCOMMANDS, summaries=SUMMARIES)
 @click.version_option(__version__, "--version", prog_name="kubegc", message="%(prog)s %(version)s")
 @global_options
 def cli() -> None:

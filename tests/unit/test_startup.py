@@ -4,11 +4,13 @@ name these tests (`# deferred: ...`; tests/unit/test_layers.py checks that they 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.unit.faultcri import FaultCri, synthetic_inventory
@@ -71,3 +73,42 @@ def test_a_command_loads_its_own_group_only(tmp_path: Path, with_config: bool) -
     for other in ("evict", "memory", "df", "residue"):
         assert f"kubegc_cli.cli.{other}" not in loaded
         assert f"kubegc_cli.commands.{other}" not in loaded
+
+
+HELP_PROBE = """
+import json, sys
+from kubegc_cli.cli.main import SUBCOMMANDS, cli
+
+def helps():
+    return [cli.get_help(cli.make_context("kubegc", [], resilient_parsing=True, terminal_width=w))
+            for w in (40, 60, 80, 120, 200)]
+
+before = helps()
+groups = sorted(m for m in sys.modules if m.rpartition(".")[2] in SUBCOMMANDS and ".cli." in m)
+cli.commands  # every group imported
+print(json.dumps({"same": before == helps(), "groups": groups, "help": before[2]}))
+"""
+
+
+def test_help_lists_the_commands_without_importing_them() -> None:
+    """`kubegc --help` writes the table of subcommands from `cli.main.SUMMARIES`, importing no
+    command group, and it is the table the commands themselves give, at every width."""
+    proc = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE], capture_output=True, text=True, check=True
+    )
+    got = json.loads(proc.stdout)
+    assert got["groups"] == [] and got["same"] is True
+    assert "Commands:" in got["help"] and "residue" in got["help"]
+
+
+def test_each_summary_is_its_commands_own_first_paragraph() -> None:
+    from kubegc_cli.cli.main import SUBCOMMANDS, SUMMARIES, cli
+
+    assert SUMMARIES.keys() == SUBCOMMANDS.keys()
+    ctx = cli.make_context("kubegc", [], resilient_parsing=True)
+    for name, summary in SUMMARIES.items():
+        real = cli.get_command(ctx, name)
+        assert real is not None and not real.hidden and not real.deprecated
+        listed = click.Command(name, help=summary)
+        for limit in range(5, 200):
+            assert listed.get_short_help_str(limit) == real.get_short_help_str(limit), name
