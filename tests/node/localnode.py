@@ -127,6 +127,18 @@ class LocalNodeError(RuntimeError):
     """The local node could not be started, driven or torn down."""
 
 
+@functools.cache
+def containerd_version() -> tuple[int, int]:
+    """(major, minor) of the `containerd` on PATH (`containerd --version`: Debian's 1.6, or the
+    2.x `scripts/build-control-plane runtime` builds, put first on PATH by `scripts/test`)."""
+    out = subprocess.run(
+        [shutil.which("containerd") or "containerd", "--version"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    major, minor = out[2].removeprefix("v").split(".")[:2]
+    return int(major), int(minor)
+
+
 def missing_requirements() -> list[str]:
     """Say what this machine lacks to run a :class:`LocalNode` (empty when nothing)."""
     missing: list[str] = []

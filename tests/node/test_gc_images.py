@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.node.cri.v1 import api_pb2
-from tests.node.localnode import LocalNode
+from tests.node.localnode import LocalNode, containerd_version
 from tests.node.test_gc_containers import kubegc
 
 
@@ -29,11 +29,15 @@ def test_gc_images_remembers_first_detection_and_protects_what_is_needed(tmp_pat
         assert kept[a] == kept[b] == "min-age"  # first seen now: MinAge (2m) protects them
         by_tag = {t: k["rule"] for k in doc["kept"] for t in k["repo_tags"]}
         assert by_tag["docker.io/library/busybox:kubegc-test"] == "in-use"
-        assert by_tag["registry.k8s.io/pause:3.9"] == "protected"
-        assert doc["policy"]["sandbox_image"] == "registry.k8s.io/pause:3.9"
         table = kubegc(node, tmp_path, "gc", "images", "--prune-unused", "--dry-run")
         pause_row = next(r for r in table.stdout.splitlines() if "pause" in r)
-        assert "the sandbox image" in pause_row  # protected images shown without -v
+        if containerd_version() >= (2, 0):  # the runtime names no sandbox image; it pins it
+            assert by_tag["registry.k8s.io/pause:3.9"] == "pinned"
+            assert doc["policy"]["sandbox_image"] in ("", None)
+        else:
+            assert by_tag["registry.k8s.io/pause:3.9"] == "protected"
+            assert doc["policy"]["sandbox_image"] == "registry.k8s.io/pause:3.9"
+            assert "the sandbox image" in pause_row  # protected images shown without -v
 
         go = kubegc(node, tmp_path, "gc", "images", "--prune-unused",
                     "--minimum-image-ttl-duration", "0s", "--yes", "-o", "json")  # fmt: skip
@@ -125,7 +129,6 @@ def test_disk_pressure_on_a_small_imagefs(tmp_path: Path) -> None:
         low = next(
             lo for lo in range(pct - 1, -1, -1) if two < cap * (100 - lo) // 100 - avail <= three
         )
-        target = cap * (100 - low) // 100 - avail
 
         code, done, err = _plan(node, tmp_path, "--yes", "--minimum-image-ttl-duration", "0s",
                                 "--image-gc-high-threshold", str(pct),
@@ -133,13 +136,17 @@ def test_disk_pressure_on_a_small_imagefs(tmp_path: Path) -> None:
         assert code == 0, err
         assert [a["id"] for a in done["actions"]] == [busybox, older, newer]
         assert {a["result"] for a in done["actions"]} == {"removed"}
-        assert done["filesystem"]["bytes_to_free"] == target
+        # (the target as the acting run measured the filesystem: containerd 2.x writes to its
+        # root between two runs)
+        acting_avail = done["filesystem"]["available"]
+        acting_target = cap * (100 - low) // 100 - acting_avail
+        assert done["filesystem"]["bytes_to_free"] == acting_target
         kept = {k["id"]: k["rule"] for k in done["kept"]}
         assert kept[used] == "not-needed"  # eligible, but the target was passed before it
         left = {i.id for i in node.list_images()}
         assert left.isdisjoint({busybox, older, newer}) and used in left
         after = done["filesystem"]["available_after"]
-        assert done["filesystem"]["regained"] == after - avail >= target
+        assert done["filesystem"]["regained"] == after - acting_avail >= acting_target
         assert 100 - after * 100 // cap < low  # usage fell below the low threshold
 
         code, short, err = _plan(node, tmp_path, "--yes", "--minimum-image-ttl-duration", "0s",
@@ -151,7 +158,7 @@ def test_disk_pressure_on_a_small_imagefs(tmp_path: Path) -> None:
         assert "wanted to free" in " ".join(short["notes"])
         assert "could not free enough" in err and err.count("\n") == 1
         assert {i.id for i in node.list_images()} == {
-            k["id"] for k in short["kept"] if k["rule"] == "protected"
+            k["id"] for k in short["kept"] if k["rule"] in ("protected", "pinned")
         }
 
 
