@@ -33,7 +33,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
 
     phases["import kubegc_cli.cli.main (click)"] = time.perf_counter() - t0
     t1 = time.perf_counter()
-    import kubegc_cli.commands.session as app
+    import kubegc_cli.commands.flow as app
     import kubegc_cli.node.execute.actions as execute
     import kubegc_cli.node.host.kubelet as kubelet
     import kubegc_cli.node.observe as observe
@@ -41,9 +41,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     import kubegc_cli.policy.containers as policy
     import kubegc_cli.render.plan as render
 
-    phases["import kubegc_cli.commands.session, observe, execute, render"] = (
-        time.perf_counter() - t1
-    )
+    phases["import kubegc_cli.commands.flow, observe, execute, render"] = time.perf_counter() - t1
     in_main: list[str] = []
 
     def patch(

@@ -1,5 +1,5 @@
 """What every command module of the command line shares: the global options read into
-`Settings`, the terminal side of `commands.session.Ui`, the `--dry-run`/`--yes` options read
+`Settings`, the terminal side of `commands.flow.Ui`, the `--dry-run`/`--yes` options read
 into `ActOptions`, and `finish`, which prints a plan and turns its outcome into the exit code.
 """
 
@@ -15,7 +15,7 @@ import click
 from kubegc_cli.cli.command import fail
 from kubegc_cli.cli.options import collected, global_sources
 from kubegc_cli.commands.apply import save_plan
-from kubegc_cli.commands.session import ActOptions
+from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import BadInput, PartialFailure, RuntimeUnavailable
 from kubegc_cli.core.gcpause import cyclic_gc_paused
 from kubegc_cli.core.plan import INTERRUPTED
@@ -91,7 +91,7 @@ def settings_from(ctx: click.Context) -> Settings:
 
 
 class ConsoleUi:
-    """The terminal side of `commands.session.Ui`: diagnostics on stderr, prompts on a tty."""
+    """The terminal side of `commands.flow.Ui`: diagnostics on stderr, prompts on a tty."""
 
     def __init__(self, verbose: int, output: str, limit: int = 100) -> None:
         self.verbose = verbose

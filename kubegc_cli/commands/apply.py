@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.commands.edges import Ui, edges
-from kubegc_cli.commands.gc import forget_removed_images, pod_logs_root_of
-from kubegc_cli.commands.session import (
+from kubegc_cli.commands.flow import (
     ActOptions,
     Stage,
     carry_out,
@@ -45,6 +44,7 @@ from kubegc_cli.commands.session import (
     may_act,
     open_client,
 )
+from kubegc_cli.commands.gc import forget_removed_images, pod_logs_root_of
 from kubegc_cli.core.errors import BadInput, SandboxImageUnreadable
 from kubegc_cli.core.model import (
     Container,

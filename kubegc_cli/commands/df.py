@@ -53,7 +53,7 @@ from typing import Any
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.evict import eviction_config, kubelet_root
-from kubegc_cli.commands.session import load_pod_inventory, open_client
+from kubegc_cli.commands.flow import load_pod_inventory, open_client
 from kubegc_cli.core.errors import BadInput, ExitCode, GCFailed, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION, Container, ContainerState
 from kubegc_cli.core.pods import PodInventory, against_runtime

@@ -3,8 +3,8 @@ call time.
 
 - the person or script running it: the `Ui` each command is handed;
 - the CRI runtime, the pod source and the clock: `edges().cri`, `edges().pods`,
-  `edges().clock` — commands reach the first two through `commands.session.open_client` and
-  `commands.session.load_pod_inventory`, which use kubegc's own (the endpoint crictl's way,
+  `edges().clock` — commands reach the first two through `commands.flow.open_client` and
+  `commands.flow.load_pod_inventory`, which use kubegc's own (the endpoint crictl's way,
   the `--pod-source`) unless the edges name another;
 - the report of the run: `edges().audit_unwritten(message)`, where a run that acted says its
   audit rows could not be written (the report layer puts its own there while it reports a run).
@@ -77,7 +77,7 @@ def unreported(message: str) -> None:
 @dataclass(frozen=True, slots=True)
 class Edges:
     """What commands reach outside kubegc. `cri` and `pods` None: kubegc's own
-    (`commands.session.connect_runtime`, `commands.session.read_pod_source`)."""
+    (`commands.flow.connect_runtime`, `commands.flow.read_pod_source`)."""
 
     cri: CriFactory | None = None
     pods: PodLoader | None = None

@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.commands.edges import Ui, edges
-from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
-from kubegc_cli.commands.session import (
+from kubegc_cli.commands.flow import (
     ActOptions,
     Stage,
     carry_out,
@@ -48,6 +47,7 @@ from kubegc_cli.commands.session import (
     may_act,
     open_client,
 )
+from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
 from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
 from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION

@@ -1,8 +1,9 @@
 """`kubegc gc containers|sandboxes|logs|all|images` and `kubegc snapshot`: observe the node (or
 read a snapshot), plan with the kubelet's rules, then show and — if allowed — act through the
-session (`kubegc_cli.commands.session`).
+flow every command shares (`kubegc_cli.commands.flow`).
 
-The runtime, the pod source and the clock are reached only through the session's edges.
+The runtime, the pod source and the clock are reached only through the edges
+(`commands.edges`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui, edges
-from kubegc_cli.commands.session import (
+from kubegc_cli.commands.flow import (
     ActOptions,
     Mode,
     Stage,

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kubegc_cli.commands.edges import Ui, edges
-from kubegc_cli.commands.session import load_pod_inventory, open_client
+from kubegc_cli.commands.flow import load_pod_inventory, open_client
 from kubegc_cli.core.errors import BadInput, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui, edges
-from kubegc_cli.commands.session import (
+from kubegc_cli.commands.flow import (
     ActOptions,
     Stage,
     carry_out,

@@ -1,6 +1,6 @@
 """`Settings`: the global options, parsed — what every command hands the core.
 
-Kept apart from `commands.session` so that a command that needs only these (`evict check`,
+Kept apart from `commands.flow` so that a command that needs only these (`evict check`,
 `memory available`) does not import the planners with it.
 """
 

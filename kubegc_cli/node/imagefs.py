@@ -76,7 +76,7 @@ def runtime_filesystems(
     and nothing is remembered. `info` says which. Raises `RuntimeUnavailable` when the runtime
     cannot be reached, `BadInput` for a malformed endpoint. `info` and `warn` take one line
     each (diagnostics, as `-v` shows them; warnings). `connect` opens the client that asks
-    the runtime at the endpoint resolved (`commands.session.connect_at`)."""
+    the runtime at the endpoint resolved (`commands.flow.connect_at`)."""
     ep = resolve_endpoint(s.runtime_endpoint, s.env, s.host_root, s.runtime_endpoint_source)
     info(f"runtime endpoint {ep.display} (from {ep.source})")
     where = fscache.cache_path(s.state_dir)

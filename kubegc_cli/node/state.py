@@ -39,7 +39,7 @@ Failures of the store:
   space is a warning (the node-wide lock on `/run` suffices), and audit rows that cannot be
   written wait in memory, tried again with later rows and after the removals
   (`AuditLog.finish`), since the removals may have made room; rows that still cannot be
-  written are the caller's to report (`commands.session` makes that exit 1, with every result
+  written are the caller's to report (`commands.flow` makes that exit 1, with every result
   still shown).
 """
 

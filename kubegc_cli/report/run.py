@@ -53,7 +53,7 @@ C = TypeVar("C")
 class Run:
     """One command run: `started` (seconds since the epoch) and `started_mono` (monotonic
     seconds, for the duration); `command` the subcommand path without the program name
-    (`gc containers`, "" until known); `settings` its `commands.session.Settings` (None until
+    (`gc containers`, "" until known); `settings` its `commands.flow.Settings` (None until
     known); `result` what it produced (`Plan`, `EvictionReport`, or None); `audit_error` why
     its audit rows could not be written ("" when they were, or there were none)."""
 

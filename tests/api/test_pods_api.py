@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.session import load_pod_inventory
+from kubegc_cli.commands.flow import load_pod_inventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.pods import api as pods_api
 from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable, load_api_inventory

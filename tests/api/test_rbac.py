@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubegc_cli.commands.evict import prune_evicted
-from kubegc_cli.commands.session import ActOptions
+from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.plan import Result
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.pods.api import ApiSource, load_api_inventory

@@ -64,8 +64,8 @@ def test_sandbox_gc_cases(node: LocalNode, ns: str, tmp_path: Path) -> None:
 
 def test_sandbox_removed_meanwhile_is_skipped(node: LocalNode, ns: str, tmp_path: Path) -> None:
     """Re-check before removal: a planned sandbox someone else removed is skipped, not failed."""
+    from kubegc_cli.commands.flow import ActOptions
     from kubegc_cli.commands.gc import gc_sandboxes
-    from kubegc_cli.commands.session import ActOptions
     from kubegc_cli.core.plan import Result
     from kubegc_cli.core.settings import Settings
     from kubegc_cli.policy.scope import Scope

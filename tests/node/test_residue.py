@@ -404,8 +404,8 @@ def test_network_namespace_no_sandbox_uses(node: LocalNode, ns: str, tmp_path: P
 def test_pod_appearing_before_removal_is_skipped(node: LocalNode, ns: str, tmp_path: Path) -> None:
     """Re-check before acting: a pod dir planned as orphaned whose pod the runtime has by
     the time of removal (a sandbox created while the operator confirms) is skipped."""
+    from kubegc_cli.commands.flow import ActOptions
     from kubegc_cli.commands.residue import ResidueOptions, residue_clean
-    from kubegc_cli.commands.session import ActOptions
     from kubegc_cli.core.settings import Settings
 
     _, pods = live_pod(node, ns, tmp_path)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from kubegc_cli.commands.evict import list_evicted, prune_evicted
-from kubegc_cli.commands.session import ActOptions
+from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.plan import Plan, PodAction, Result
 from kubegc_cli.core.settings import Settings

@@ -4,7 +4,7 @@ keep them so.
     core      plain data, units, errors, settings        imports nothing of kubegc's
     policy    the kubelet's rules, pure                  core
     node      reads and changes the node                 core, node
-    commands  one module per command group + session     core, policy, node, commands
+    commands  one module per command group + flow        core, policy, node, commands
     render    the only package that imports rich         anything but cli
     report    run records, metrics, events               anything but cli
     cli       click only, one module per group           anything; nothing imports cli

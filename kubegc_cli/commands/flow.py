@@ -1,4 +1,4 @@
-"""The session every command runs in: settings and edges in, plan out. No click, no rich.
+"""The flow every command shares: settings and edges in, plan out. No click, no rich.
 
 Every command follows observe → plan → show → act → report. This module holds what they
 share: how they may act (`ActOptions`, `Mode`, `decide_mode`, `may_act`: show, then ask or
