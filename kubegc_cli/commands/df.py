@@ -297,7 +297,7 @@ class DfReport:
         """3 when the runtime was asked for and its images and writable layers are unknown
         (it could not be read, or its image filesystem was not found), else 0."""
         unknown = self.runtime_error or self.images_unknown
-        return int(ExitCode.UNAVAILABLE if unknown else ExitCode.OK)
+        return ExitCode.UNAVAILABLE if unknown else ExitCode.OK
 
     def reclaimable(self) -> int:
         return sum(f.reclaimable() for f in self.filesystems)

@@ -126,8 +126,8 @@ class EvictionReport:
         """0 no threshold met; 1 at least one met; 3 none met but a threshold's signal could
         not be read (the answer is unknown)."""
         if self.met():
-            return int(ExitCode.FAILED)
-        return int(ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK)
+            return ExitCode.FAILED
+        return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
 
     def provenance(self) -> list[str]:
         """Where each threshold (and each disabled one) came from, one line each."""

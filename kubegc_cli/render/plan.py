@@ -87,8 +87,18 @@ def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
         # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
         import yaml
 
-        out.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+        out.write(yaml.dump(doc, Dumper=_yaml_dumper(yaml), sort_keys=False))
     out.flush()  # a reader that closed the pipe is seen here (exit 141), not at exit
+
+
+def _yaml_dumper(yaml: Any) -> Any:
+    """PyYAML's safe dumper, block style, writing a subclass of int or str (an `ExitCode`, a
+    `Mode`) as the plain number or string it is, as JSON does."""
+    dumper: Any = type("KubegcDumper", (yaml.SafeDumper,), {})
+    dumper.add_multi_representer(int, lambda d, v: d.represent_int(int(v)))
+    dumper.add_multi_representer(str, lambda d, v: d.represent_str(str(v)))
+    dumper.default_flow_style = False
+    return dumper
 
 
 def _short(cid: str) -> str:

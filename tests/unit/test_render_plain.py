@@ -154,3 +154,18 @@ def test_a_dry_run_with_actions_skipped_since_the_plan_counts_only_what_still_go
     )
     plan.actions = [a for a in plan.actions if a.result is not Result.SKIPPED]
     assert render.summary_line(plan).startswith("2 container(s) to remove, ")
+
+
+def test_yaml_writes_an_enum_as_the_plain_value_it_is() -> None:
+    """A document holding an `ExitCode` or a `Mode` is written as its number or string, as
+    JSON writes it, and otherwise exactly as PyYAML's safe dumper does."""
+    import yaml
+
+    from kubegc_cli.commands.flow import Mode
+    from kubegc_cli.core.errors import ExitCode
+
+    doc = {"exit_code": ExitCode.UNAVAILABLE, "mode": Mode.DRY_RUN, "ok": True, "l": [1, "é"]}
+    out = io.StringIO()
+    render.dump_document(doc, "yaml", out)
+    plain = {"exit_code": 3, "mode": "dry-run", "ok": True, "l": [1, "é"]}
+    assert out.getvalue() == yaml.safe_dump(plain, sort_keys=False, default_flow_style=False)
