@@ -86,14 +86,13 @@ class Edges:
 
 
 _lock = threading.Lock()
-_BASE = Edges()
-_current = _BASE
+_OWN = Edges()
 _active: list[Edges] = []  # the edges of each `using` block still open, oldest first
 
 
 def edges() -> Edges:
-    """The edges in force now."""
-    return _current
+    """The edges in force now: the newest open `using` block's, else kubegc's own."""
+    return _active[-1] if _active else _OWN
 
 
 @contextmanager
@@ -102,14 +101,11 @@ def using(new: Edges | None = None, /, **changes: Any) -> Iterator[Edges]:
     (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`); after it, the edges
     of the blocks still open are in force (the newest), else kubegc's own — also when blocks
     end in another order than they began. Process-wide, as the runtime and the clock are."""
-    global _current
     with _lock:
-        mine = replace(_current if new is None else new, **changes)
+        mine = replace(edges() if new is None else new, **changes)
         _active.append(mine)
-        _current = mine
     try:
         yield mine
     finally:
         with _lock:
             del _active[max(i for i, e in enumerate(_active) if e is mine)]
-            _current = _active[-1] if _active else _BASE
