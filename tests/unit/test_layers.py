@@ -6,7 +6,8 @@ keep them so.
     node      reads and changes the node                 core, node
     commands  one module per command group + flow        core, policy, node, commands
     render    the only package that imports rich         anything but cli
-    report    run records, metrics, events               anything but cli
+    report    run records, metrics, events               anything but agent, cli
+    agent     the DaemonSet form: cycles, slots, server   anything but cli
     cli       click only, one module per group           anything; nothing imports cli
 
 Every import counts, the ones inside functions too, and a module named as "module:attribute"
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kubegc_cli"
 GENERATED = PACKAGE / "node" / "cri" / "v1"
 
-LAYERS = ("core", "policy", "node", "commands", "render", "report", "cli")
+LAYERS = ("core", "policy", "node", "commands", "render", "report", "agent", "cli")
 # What each layer may import of kubegc's (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "core": set(),
@@ -41,7 +42,8 @@ ALLOWED: dict[str, set[str]] = {
     "commands": {"core", "policy", "node"},
     "render": {"core", "policy", "node", "commands"},
     "report": {"core", "policy", "node", "commands", "render"},
-    "cli": {"core", "policy", "node", "commands", "render", "report"},
+    "agent": {"core", "policy", "node", "commands", "render", "report"},
+    "cli": {"core", "policy", "node", "commands", "render", "report", "agent"},
 }
 # Third-party packages only one layer may import.
 ONLY_IN = {"rich": "render", "click": "cli"}

@@ -1,0 +1,224 @@
+"""The fleet's vocabulary: what one node's agent reports (`NodeReport`, the status of its
+`NodeGCReport`), and the names every part of the fleet form agrees on.
+
+A `NodeGCReport` (group `kubegc.io`, version `v1alpha1`, plural `nodegcreports`, cluster
+scoped) is named after its node and owned by the Node (an `ownerReference`), so it goes when
+the Node goes. Its `status` is `NodeReport.to_status()`: plain JSON, camelCase keys, bytes as
+integers, times as RFC 3339 strings, every list bounded (`TOP` items at most) so that a
+report stays small whatever the node holds. The CRD's schema (`deploy/kubernetes/`) matches
+these keys; a key added here is added there.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+GROUP = "kubegc.io"
+VERSION = "v1alpha1"
+KIND = "NodeGCReport"
+PLURAL = "nodegcreports"
+LEASE_PREFIX = "kubegc-apply-"
+#: At most this many items in any list of a report (pods to evict first, ...).
+TOP = 5
+
+
+def lease_name(slot: int) -> str:
+    """The name of apply slot `slot` (0-based): `kubegc-apply-<slot>`."""
+    return f"{LEASE_PREFIX}{slot}"
+
+
+@dataclass(frozen=True, slots=True)
+class Category:
+    """One `df` category on the node (a top-level `df` line key: images, writable-layers,
+    container-logs, ...), summed over its filesystems: `bytes` used, `reclaimable` bytes a
+    kubegc command frees. Bytes unknown (the runtime was not read) are None."""
+
+    name: str
+    bytes: int | None
+    reclaimable: int | None
+
+    def to_status(self) -> dict[str, Any]:
+        return {"name": self.name, "bytes": self.bytes, "reclaimableBytes": self.reclaimable}
+
+    @classmethod
+    def from_status(cls, d: Mapping[str, Any]) -> Category:
+        return cls(str(d.get("name", "")), _int(d.get("bytes")), _int(d.get("reclaimableBytes")))
+
+
+@dataclass(frozen=True, slots=True)
+class SignalMargin:
+    """One eviction signal against its threshold: `available` and `threshold` in the signal's
+    unit (bytes; inodes or PIDs for those signals), `margin` = available − threshold (negative
+    when met, None when the signal could not be read), `met` after the eviction manager's
+    memory across cycles (a soft threshold only after its grace period)."""
+
+    signal: str
+    threshold: str
+    available: int | None
+    margin: int | None
+    met: bool
+    hard: bool = True
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal,
+            "threshold": self.threshold,
+            "available": self.available,
+            "margin": self.margin,
+            "met": self.met,
+            "hard": self.hard,
+        }
+
+    @classmethod
+    def from_status(cls, d: Mapping[str, Any]) -> SignalMargin:
+        return cls(
+            str(d.get("signal", "")),
+            str(d.get("threshold", "")),
+            _int(d.get("available")),
+            _int(d.get("margin")),
+            bool(d.get("met", False)),
+            bool(d.get("hard", True)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvictCandidate:
+    """A pod the kubelet would evict first for a met `signal` (kubelet eviction ranking)."""
+
+    namespace: str
+    name: str
+    signal: str
+
+    def to_status(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "name": self.name, "signal": self.signal}
+
+    @classmethod
+    def from_status(cls, d: Mapping[str, Any]) -> EvictCandidate:
+        return cls(str(d.get("namespace", "")), str(d.get("name", "")), str(d.get("signal", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class LastApply:
+    """The agent's last apply on this node: when (RFC 3339), which plans (`gc containers`,
+    ...), how many objects removed, bytes freed as measured (filesystem before/after, never
+    negative), failures, and the first error ("" for none)."""
+
+    at: str
+    plans: tuple[str, ...]
+    removed: int
+    bytes_freed: int
+    failures: int
+    error: str = ""
+
+    def to_status(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "plans": list(self.plans),
+            "removed": self.removed,
+            "bytesFreed": self.bytes_freed,
+            "failures": self.failures,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_status(cls, d: Mapping[str, Any]) -> LastApply:
+        return cls(
+            str(d.get("at", "")),
+            tuple(str(p) for p in d.get("plans") or ()),
+            _int(d.get("removed")) or 0,
+            _int(d.get("bytesFreed")) or 0,
+            _int(d.get("failures")) or 0,
+            str(d.get("error") or ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """One node's report: the status of its `NodeGCReport`.
+
+    `observed_at` RFC 3339 (the cycle's observation); `mode` report or apply; `categories`
+    the `df` categories; `reclaimable` their sum (bytes); `signals` every threshold's margin;
+    `conditions` the pressure conditions held (DiskPressure, ...); `evict_first` at most `TOP`
+    pods; `residue` finding counts by type; `last_apply`; `error` why the last cycle failed
+    ("" when it did not); `paused` why the agent takes no apply slot now ("" when it may).
+    """
+
+    node: str
+    observed_at: str
+    mode: str = "report"
+    version: str = ""
+    categories: tuple[Category, ...] = ()
+    reclaimable: int = 0
+    signals: tuple[SignalMargin, ...] = ()
+    conditions: tuple[str, ...] = ()
+    evict_first: tuple[EvictCandidate, ...] = ()
+    residue: Mapping[str, int] = field(default_factory=dict)
+    last_apply: LastApply | None = None
+    error: str = ""
+    paused: str = ""
+
+    def nearest(self) -> SignalMargin | None:
+        """The signal nearest to (or furthest past) its threshold, by margin relative to the
+        threshold's own scale: the smallest margin among those read, met ones first."""
+        read = [s for s in self.signals if s.margin is not None]
+        if not read:
+            return None
+        return min(read, key=lambda s: (not s.met, s.margin))
+
+    def to_status(self) -> dict[str, Any]:
+        """The CR's `status`: camelCase JSON, bounded lists."""
+        nearest = self.nearest()
+        return {
+            "observedAt": self.observed_at,
+            "mode": self.mode,
+            "version": self.version,
+            "categories": [c.to_status() for c in self.categories],
+            "reclaimableBytes": self.reclaimable,
+            "signals": [s.to_status() for s in self.signals],
+            "nearestSignal": nearest.signal if nearest else "",
+            "conditions": list(self.conditions),
+            "evictFirst": [p.to_status() for p in self.evict_first[:TOP]],
+            "residue": dict(self.residue),
+            "lastApply": self.last_apply.to_status() if self.last_apply else None,
+            "error": self.error,
+            "paused": self.paused,
+        }
+
+    @classmethod
+    def from_status(cls, node: str, d: Mapping[str, Any]) -> NodeReport:
+        """A report back from a CR's `status` (missing keys take their defaults)."""
+        last = d.get("lastApply")
+        return cls(
+            node=node,
+            observed_at=str(d.get("observedAt", "")),
+            mode=str(d.get("mode", "report")),
+            version=str(d.get("version", "")),
+            categories=tuple(Category.from_status(c) for c in d.get("categories") or ()),
+            reclaimable=_int(d.get("reclaimableBytes")) or 0,
+            signals=tuple(SignalMargin.from_status(s) for s in d.get("signals") or ()),
+            conditions=tuple(str(c) for c in d.get("conditions") or ()),
+            evict_first=tuple(EvictCandidate.from_status(p) for p in d.get("evictFirst") or ()),
+            residue={str(k): _int(v) or 0 for k, v in (d.get("residue") or {}).items()},
+            last_apply=LastApply.from_status(last) if isinstance(last, Mapping) else None,
+            error=str(d.get("error") or ""),
+            paused=str(d.get("paused") or ""),
+        )
+
+    def same_except_time(self, other: NodeReport | None) -> bool:
+        """True when `other` says the same as this report but for `observed_at`: the agent
+        then skips the write (up to its heartbeat)."""
+        return other is not None and replace(other, observed_at=self.observed_at) == self
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
