@@ -53,18 +53,20 @@ def age_cell(row: NodeRow) -> str:
     return "never" if row.age is None else format_duration(row.age)
 
 
-def _table(title: str, columns: list[tuple[str, bool]]) -> Any:
-    """A table whose first column (the node) folds and every other column is never cut."""
+def _table(title: str, columns: list[tuple[str, str]]) -> Any:
+    """A table of `columns` (header, kind): kind "text" folds onto more lines when the width
+    runs out (the node first: it is the widest), "num" (right-aligned) is never wrapped nor
+    cut, "word" (left-aligned) neither: a short fixed word."""
     # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
     from rich.table import Table
 
     t = Table(title=title, title_justify="left", title_style="bold", box=None,
               header_style="bold", pad_edge=False)  # fmt: skip
-    for i, (name, right) in enumerate(columns):
-        if i == 0:
-            t.add_column(name, overflow="fold", min_width=NODE_MIN_WIDTH)
+    for i, (name, kind) in enumerate(columns):
+        if kind == "text":
+            t.add_column(name, overflow="fold", min_width=NODE_MIN_WIDTH if i == 0 else None)
         else:
-            t.add_column(name, justify="right" if right else "left", no_wrap=True)
+            t.add_column(name, justify="right" if kind == "num" else "left", no_wrap=True)
     return t
 
 
@@ -97,8 +99,9 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
         console.print(Text("no NodeGCReports: is kubegc agent running on the nodes?"))
     if view.by_reclaimable:
         title = f"Nodes by reclaimable bytes ({_of(len(view.by_reclaimable), len(view.rows))})"
-        t = _table(title, [("NODE", False), ("RECLAIMABLE", True), ("PRESSURE", False),
-                           ("MODE", False), ("LAST FREED", True), ("OBSERVED", True)])  # fmt: skip
+        columns = [("NODE", "text"), ("RECLAIMABLE", "num"), ("PRESSURE", "text"),
+                   ("MODE", "word"), ("LAST FREED", "num"), ("OBSERVED", "num")]  # fmt: skip
+        t = _table(title, columns)
         for r in view.by_reclaimable:
             last = r.report.last_apply
             t.add_row(
@@ -112,8 +115,8 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
     if view.nearest:
         total = sum(1 for r in view.rows if r.nearest is not None)
         t = _table(f"Nodes nearest to eviction ({_of(len(view.nearest), total)})",
-                   [("NODE", False), ("SIGNAL", False), ("THRESHOLD", True),
-                    ("AVAILABLE", True), ("MARGIN", True), ("", False)])  # fmt: skip
+                   [("NODE", "text"), ("SIGNAL", "word"), ("THRESHOLD", "num"),
+                    ("AVAILABLE", "num"), ("MARGIN", "num"), ("", "word")])  # fmt: skip
         for r in view.nearest:
             s = r.nearest
             assert s is not None
@@ -126,10 +129,8 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
     if view.not_current:
         t = _table(
             f"Reports not current (stale after {stale_after}, or the last cycle failed)",
-            [("NODE", False), ("OBSERVED", True), ("STATE", False), ("ERROR", False)],
+            [("NODE", "text"), ("OBSERVED", "num"), ("STATE", "word"), ("ERROR", "text")],
         )
-        t.columns[3].no_wrap = False
-        t.columns[3].overflow = "fold"
         for r in view.not_current:
             state = ", ".join(w for w, on in (("stale", r.stale), ("failing", r.failing)) if on)
             t.add_row(safe_text(r.node), age_cell(r), state, safe_text(r.report.error) or "-")
