@@ -118,7 +118,7 @@ def full_report(node: str, *, observed: str = "2026-12-05T03:00:00Z", **changes:
             SignalMargin("nodefs.inodesFree", "5%", 900_000, 400_000, False),
             SignalMargin("imagefs.available", "15%", None, None, False, hard=False),
         ),
-        "conditions": ("DiskPressure",),
+        "conditions": ("DiskPressure", "PIDPressure"),
         "evict_first": tuple(
             EvictCandidate("ns", f"pod-{i}", "nodefs.available") for i in range(TOP)
         ),
@@ -225,6 +225,54 @@ def test_list_reads_every_page(admin: Any, core: Any, crd: dict[str, Any]) -> No
     ]
 
 
+class Interfering:
+    """Wraps the client's status replace (the real call, unchanged) so that just before it,
+    another writer changes the report through the real API: the server then answers 409
+    Conflict, as it would to two agents racing. `times` such writes at most."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, admin: Any, times: int) -> None:
+        from kubernetes import client
+
+        self.calls = 0
+        original = client.CustomObjectsApi.replace_cluster_custom_object_status
+
+        def replace_status(api: Any, group: str, version: str, plural: str, name: str,
+                           body: Any, **kw: Any) -> Any:  # fmt: skip
+            self.calls += 1
+            if self.calls <= times:
+                other = client.CustomObjectsApi(admin)
+                obj = other.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+                obj["status"]["error"] = f"written by another writer ({self.calls})"
+                original(other, GROUP, VERSION, PLURAL, name, obj)
+            return original(api, group, version, plural, name, body, **kw)
+
+        monkeypatch.setattr(client.CustomObjectsApi, "replace_cluster_custom_object_status",
+                            replace_status)  # fmt: skip
+
+
+def test_a_conflicting_write_is_retried_once_from_a_fresh_read(
+    admin: Any, node: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_report(admin, full_report(node))
+    spy = Interfering(monkeypatch, admin, times=1)
+    report = full_report(node, observed="2026-12-05T03:20:00Z")
+    write_report(admin, report)
+    assert spy.calls == 2
+    assert raw(admin, node)["status"] == report.to_status()  # the other write replaced whole
+
+
+def test_a_second_conflict_is_unavailable_in_one_line(
+    admin: Any, node: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_report(admin, full_report(node))
+    Interfering(monkeypatch, admin, times=2)
+    with pytest.raises(ApiUnavailable) as err:
+        write_report(admin, full_report(node, observed="2026-12-05T03:20:00Z"))
+    assert "409 Conflict" in str(err.value) and str(err.value).endswith("(twice)")
+    assert "\n" not in str(err.value) and f"NodeGCReport of node {node}" in str(err.value)
+    assert raw(admin, node)["status"]["error"] == "written by another writer (2)"
+
+
 # --- printer columns ------------------------------------------------------------------------
 
 
@@ -255,7 +303,8 @@ def test_the_printer_columns_are_the_fleets_df(
     cell = dict(zip(names, row["cells"], strict=True))
     assert cell["Name"] == node and cell["Reclaimable"] == report.reclaimable
     assert cell["Nearest signal"] == "nodefs.available" and cell["Mode"] == "apply"
-    assert "DiskPressure" in cell["Conditions"]
+    # every condition (a JSON path to each element would print the first only)
+    assert cell["Conditions"] == '["DiskPressure","PIDPressure"]'
     # dates as kubectl shows them: an age relative to now (the report's times are past)
     assert cell["Observed"].endswith(("d", "h", "m", "s")) and cell["Last apply"]
 
@@ -310,17 +359,28 @@ def test_the_garbage_collector_deletes_the_report_with_its_node(
 @pytest.fixture(scope="module")
 def no_gc(control_plane: ControlPlane) -> Iterator[Any]:
     """A second control plane without the garbage collector (nothing races the write), as
-    the admin, with the CRD applied."""
+    the admin; the CRD is not applied until a test applies it."""
     from kubernetes import config
 
     with tempfile.TemporaryDirectory(prefix="kubegc-nogc-") as work:
         cp = ControlPlane.start(control_plane.bin_dir, Path(work), controller_manager=False)
         try:
-            api = config.new_client_from_config(str(cp.kubeconfig("admin")))
-            apply_crd(api)
-            yield api
+            yield config.new_client_from_config(str(cp.kubeconfig("admin")))
         finally:
             cp.stop()
+
+
+def test_without_the_crd_writing_and_listing_say_to_apply_it(no_gc: Any) -> None:
+    """(Before the next test applies the CRD to this control plane.)"""
+    from kubernetes import client
+
+    name = f"node-{uuid.uuid4().hex[:8]}"
+    make_node(client.CoreV1Api(no_gc), name)
+    for call in (lambda: write_report(no_gc, full_report(name)), lambda: list_reports(no_gc)):
+        with pytest.raises(ApiUnavailable) as err:
+            call()
+        assert "404" in str(err.value) and "\n" not in str(err.value)
+        assert str(err.value).endswith("apply deploy/kubernetes/crd-nodegcreport.yaml)")
 
 
 def test_a_node_recreated_under_the_same_name_gets_the_owner_reference_fixed(
@@ -328,6 +388,7 @@ def test_a_node_recreated_under_the_same_name_gets_the_owner_reference_fixed(
 ) -> None:
     from kubernetes import client
 
+    apply_crd(no_gc)
     core: Any = client.CoreV1Api(no_gc)
     name = f"node-{uuid.uuid4().hex[:8]}"
     make_node(core, name)
