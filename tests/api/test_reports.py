@@ -475,6 +475,10 @@ def test_kubegc_fleet_json_is_every_report_whole(
     assert doc["summary"]["reclaimable_bytes"] == sum(
         n["status"]["reclaimableBytes"] for n in doc["nodes"]
     )
+    code, out, err = run_fleet(control_plane, capsys, "-o", "yaml", "--top", "0")
+    assert code == 0, err
+    as_yaml = {n["node"]: n["status"] for n in yaml.safe_load(out)["nodes"]}
+    assert all(as_yaml[r.node] == r.to_status() for r in three.values())
 
 
 def test_kubegc_fleet_table_shows_the_three_lists(
