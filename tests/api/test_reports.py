@@ -192,6 +192,26 @@ def test_a_second_write_with_only_the_observation_time_changed_updates_the_statu
     assert {**second["status"], "observedAt": ""} == {**first["status"], "observedAt": ""}
 
 
+def test_a_write_is_three_requests_the_first_four(
+    admin: Any, node: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a write costs the API server (the fleet's arithmetic counts on it): GET the Node,
+    GET the report, PUT the status; the first write also POSTs the report."""
+    sent: list[tuple[str, str]] = []
+    call_api = admin.call_api
+
+    def spy(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append((method, url.rsplit("/", 1)[-1]))
+        return call_api(method, url, *args, **kwargs)
+
+    monkeypatch.setattr(admin, "call_api", spy)
+    write_report(admin, full_report(node))
+    assert [m for m, _ in sent] == ["GET", "GET", "POST", "PUT"] and sent[-1][1] == "status"
+    sent.clear()
+    write_report(admin, full_report(node, observed="2026-12-05T03:30:00Z"))
+    assert [m for m, _ in sent] == ["GET", "GET", "PUT"] and sent[-1][1] == "status"
+
+
 def test_a_report_of_a_node_that_does_not_exist_is_refused_in_one_line(admin: Any) -> None:
     with pytest.raises(ApiUnavailable) as err:
         write_report(admin, full_report(f"absent-{uuid.uuid4().hex[:6]}"))

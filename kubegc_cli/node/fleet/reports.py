@@ -16,6 +16,11 @@ scoped), written and read through the Kubernetes API with the official client's
   a 409 Conflict (another writer in between) is retried once with a fresh read.
 - Lists are read in pages (`limit`/`continue`), to the end or not at all.
 
+Requests: a write is 3 (GET the Node, GET the report, PUT its status: one write), the first
+one 4 (the POST that creates it), a re-owned one 5 (a PUT of the object first); a list is one
+GET per page of `PAGE_SIZE`. The identity needs `get` on nodes; `get`, `create`, `update`
+on nodegcreports.kubegc.io and `update` on nodegcreports/status to write; `list` to list.
+
 Every failure raises `ApiUnavailable` (exit 3), one line naming the API and the refusal.
 The `kubernetes` package is imported only when the API is called.
 """
