@@ -15,6 +15,7 @@ import pytest
 from kubegc_cli.core.fleet import lease_name
 from kubegc_cli.node.fleet.leases import ApplySlots, micro_time
 from kubegc_cli.node.pods.api import ApiUnavailable
+from tests.controlplane import ControlPlane
 
 
 @pytest.fixture
@@ -206,3 +207,16 @@ def test_an_unreachable_api_is_one_line() -> None:
         a.acquire()
     msg = str(err.value)
     assert "\n" not in msg and "unreachable" in msg and lease_name(0) in msg
+
+
+def test_an_identity_without_lease_rights_is_told_which(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    from kubernetes import config
+
+    nobody = config.new_client_from_config(str(control_plane.kubeconfig("nobody")))
+    with pytest.raises(ApiUnavailable) as err:
+        ApplySlots(nobody, namespace, "agent-a", 1).acquire()
+    msg = str(err.value)
+    assert "\n" not in msg and "403 Forbidden" in msg
+    assert f"get, create and update leases in namespace {namespace}" in msg
