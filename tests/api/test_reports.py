@@ -462,7 +462,7 @@ def three(admin: Any, core: Any, crd: dict[str, Any]) -> dict[str, NodeReport]:
     tag = uuid.uuid4().hex[:6]
     reports = {
         "fresh": full_report(
-            f"fresh-{tag}", observed=ns_to_rfc3339(now), reclaimable=10**15 + now // 10**9
+            f"fresh-{tag}", observed=ns_to_rfc3339(now), reclaimable=10**15 + now // 1000
         ),  # the most, the newest
         "stale": full_report(f"stale-{tag}", observed=ns_to_rfc3339(now - 7200 * 10**9)),
         "failing": full_report(
@@ -509,7 +509,7 @@ def test_kubegc_fleet_table_shows_the_three_lists(
     by_reclaimable, nearest, not_current = out.split("\n\n")[:3]
     assert by_reclaimable.startswith("Nodes by reclaimable bytes (top 1 of ")
     assert three["fresh"].node in by_reclaimable
-    assert format_bytes(three["fresh"].reclaimable) in by_reclaimable  # 909.5Ti
+    assert format_bytes(three["fresh"].reclaimable) in by_reclaimable
     assert nearest.startswith("Nodes nearest to eviction (top 1 of ") and "MET" in nearest
     assert not_current.startswith("Reports not current (stale after 15m")
     stale_line = next(ln for ln in not_current.splitlines() if three["stale"].node in ln)
