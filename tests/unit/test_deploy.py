@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
 SYSTEMD = ROOT / "deploy" / "systemd"
 K8S_VERSION = "1.30"  # the oldest Kubernetes release the manifests are checked against
-MANIFESTS = ["namespace.yaml", "rbac.yaml", "daemonset.yaml", "cronjob-gc-node.yaml",
-             "cronjob-evict-prune.yaml"]  # fmt: skip
+MANIFESTS = ["crd-nodegcreport.yaml", "namespace.yaml", "rbac.yaml", "daemonset.yaml",
+             "cronjob-gc-node.yaml", "cronjob-evict-prune.yaml"]  # fmt: skip
 MiB = 1 << 20
 NODE = "node-a"
 ORPHAN_UID = "0c7a1a52-5d1e-4b8b-9a51-2f0e7d0b1c9e"
