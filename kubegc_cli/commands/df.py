@@ -349,7 +349,10 @@ def read_runtime(s: Settings, ui: Ui, pod_logs_dir: str, mounts: MountTable) -> 
     `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
     client = open_client(s, ui)
     try:
-        return read_runtime_view(client, s.host_root, pod_logs_dir, mounts)
+        return read_runtime_view(
+            client, s.host_root, pod_logs_dir, mounts, runtime_config=s.runtime_config,
+            warn=ui.warn,
+        )  # fmt: skip
     finally:
         client.close()
 
