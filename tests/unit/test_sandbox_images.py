@@ -421,3 +421,20 @@ def test_bad_runtime_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
                                       "--prune-unused", "--yes"])  # fmt: skip
         assert code == 2 and err.count("\n") == 1 and value in err and "--runtime-config" in err
         assert cri.removed == []
+
+
+def test_df_reclaimable_images_agree_with_the_plan() -> None:
+    """df's reclaimable image bytes are what `gc images --prune-unused` removes: not the
+    sandbox image, not an image that cannot be pulled again."""
+    from kubegc_cli.commands.df import _image_lines
+    from kubegc_cli.node.diskusage import RuntimeView
+
+    rt = _runtime()
+    view = RuntimeView(
+        endpoint="unix:///memory.sock", containers=[], sandboxes=[],
+        images=list(rt.images.values()), sandbox_images={"sha256:pause"}, image_fs=[],
+        container_fs=[], layers={},
+    )  # fmt: skip
+    total, _, unused = _image_lines(view, NOW, "kubegc gc images --prune-unused")
+    assert (total.bytes, total.reclaimable) == (700, 400)  # only the pulled image
+    assert unused.reclaimable == 400 and "2 unused kept" in unused.note
