@@ -277,9 +277,9 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
         if "*" not in path:
             out.append(path)
             continue
-        local = on_host(host_root, path)
         prefix = str(host_root).rstrip("/")
-        for match in sorted(glob.glob(local, include_hidden=True)):
+        pattern = glob.escape(prefix) + path  # the host root's name is no pattern
+        for match in sorted(glob.glob(pattern, include_hidden=True)):
             out.append("/" + match[len(prefix) :].lstrip("/") if prefix else match)
     return out
 

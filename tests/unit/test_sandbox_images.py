@@ -438,3 +438,26 @@ def test_df_reclaimable_images_agree_with_the_plan() -> None:
     total, _, unused = _image_lines(view, NOW, "kubegc gc images --prune-unused")
     assert (total.bytes, total.reclaimable) == (700, 400)  # only the pulled image
     assert unused.reclaimable == 400 and "2 unused kept" in unused.note
+
+
+def test_apply_keeps_an_image_the_runtime_config_names_since_the_plan(tmp_path: Path) -> None:
+    """A saved plan removes an image; before `apply`, containerd's config comes to name it as
+    the sandbox image: apply re-reads the config right before acting and skips it."""
+    host = tmp_path / "host"
+    write(host, "/etc/containerd/config.toml", "version = 3\n")
+    plan = tmp_path / "plan.json"
+    common = ["--host-root", str(host), "--state-dir", str(tmp_path / "state")]
+    cri = _runtime()
+    with use_runtime(cri):
+        code, _, err = run_cli([*common, "gc", "images", "--prune-unused", "--dry-run",
+                                "--minimum-image-ttl-duration", "0s", "--allow-unpullable",
+                                "--plan-out", str(plan)])  # fmt: skip
+        assert code == 0, err
+        saved = {a["id"] for a in json.loads(plan.read_text())["actions"]}
+        assert saved == {"sha256:pause", "sha256:local", "sha256:pulled"}
+        write(host, "/etc/containerd/config.toml", V3.format(image="mine.example/pause:9"))
+        code, out, err = run_cli([*common, "-o", "json", "apply", str(plan), "--yes"])
+    assert code == 0, err
+    results = {a["id"]: a["result"] for a in json.loads(out)["actions"]}
+    assert results["sha256:pulled"] == results["sha256:local"] == "removed"
+    assert results["sha256:pause"] == "skipped" and "sha256:pause" in cri.images
