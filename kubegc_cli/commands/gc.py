@@ -546,6 +546,8 @@ def gc_images(
                 0, NamedImage(pod_infra_image, "--pod-infra-container-image")
             )
         protected = kept_by_runtime.protected_ids(snap.images)
+        for named in kept_by_runtime.named:
+            ui.info(f"kept if present: {named.reason}")
         # Only a run on the wall clock records (first sighting, last use): one with --now
         # reads the records and stores nothing, so a simulated time never reaches a later run.
         writable = s.now is None

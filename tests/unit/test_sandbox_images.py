@@ -461,3 +461,13 @@ def test_apply_keeps_an_image_the_runtime_config_names_since_the_plan(tmp_path: 
     results = {a["id"]: a["result"] for a in json.loads(out)["actions"]}
     assert results["sha256:pulled"] == results["sha256:local"] == "removed"
     assert results["sha256:pause"] == "skipped" and "sha256:pause" in cri.images
+
+
+def test_residue_names_an_unused_image_that_cannot_be_pulled_again() -> None:
+    from kubegc_cli.policy.residue import unused_images
+
+    found = {f.target: f for f in unused_images(_runtime().images.values(), [], ["sha256:pause"])}
+    assert set(found) == {"sha256:local", "sha256:pulled"}
+    assert "cannot be pulled again" in found["sha256:local"].evidence
+    assert found["sha256:local"].manual.endswith("--allow-unpullable")
+    assert found["sha256:pulled"].manual == "kubegc gc images --prune-unused"
