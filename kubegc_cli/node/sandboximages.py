@@ -247,10 +247,12 @@ def containerd_images(files: Sequence[ConfigFile]) -> tuple[list[NamedImage], bo
     order (`load_containerd_config`): (every image named in any file, whether the sandbox
     image in force may be containerd's default).
 
-    containerd's `mergeConfig` merges the `plugins` map by plugin ID and replaces a plugin's
-    whole table with a later file's: the sandbox image in force is the one of the last file
-    that has the CRI images table, and containerd's default when that table names none (or no
-    file has it). Every image named anywhere is returned, the one in force among them."""
+    containerd 1.x's `mergeConfig` replaces a plugin's whole table with a later file's (its
+    comment: "Maps merged by keys, but values are replaced entirely"; 2.x merges the `plugins`
+    map with mergo and keeps that comment): kubegc takes the reading that keeps more — the
+    sandbox image in force is the one of the last file that has the CRI images table, and
+    containerd's default when that table names none (or no file has it). Every image named
+    anywhere is returned, the one in force among them."""
     named: list[NamedImage] = []
     in_force: list[NamedImage] | None = None
     for cfg in files:
@@ -262,25 +264,30 @@ def containerd_images(files: Sequence[ConfigFile]) -> tuple[list[NamedImage], bo
 
 
 def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
-    """containerd's `resolveImports`: each entry of `imports` cleaned; a relative one joined to
-    the directory of `parent` (a host path); one with a `*` expanded as a glob (matches in
-    sorted order, as Go's `filepath.Glob` gives them), others kept as they are, in the order
-    listed. Host paths; globs are matched under `host_root`. Entries that are not strings
-    are skipped."""
+    """containerd's `resolveImports`, as host paths in the order listed: each entry cleaned; a
+    relative one joined to the directory of `parent` (a host path); one with a `*` expanded
+    as a glob, its matches sorted (as Go's `filepath.Glob` gives them), matched under
+    `host_root`. containerd 1.x globs a relative pattern as given, against its working
+    directory (`/` under systemd), before joining anything: such a pattern is also matched
+    against `/`, so that either containerd's files are read. Entries that are not strings are
+    skipped."""
     out: list[str] = []
+    prefix = str(host_root).rstrip("/")
     for entry in imports if isinstance(imports, list) else ():
         if not isinstance(entry, str) or not entry:
             continue
         path = os.path.normpath(entry)
-        if not path.startswith("/"):
-            path = os.path.normpath(os.path.join(os.path.dirname(parent), path))
-        if "*" not in path:
-            out.append(path)
-            continue
-        prefix = str(host_root).rstrip("/")
-        pattern = glob.escape(prefix) + path  # the host root's name is no pattern
-        for match in sorted(glob.glob(pattern, include_hidden=True)):
-            out.append("/" + match[len(prefix) :].lstrip("/") if prefix else match)
+        candidates = [path] if path.startswith("/") else [
+            os.path.normpath(os.path.join(os.path.dirname(parent), path)),
+            *(["/" + path] if "*" in path else []),
+        ]  # fmt: skip
+        for candidate in candidates:
+            if "*" not in candidate:
+                out.append(candidate)
+                continue
+            pattern = glob.escape(prefix) + candidate  # the host root's name is no pattern
+            for match in sorted(glob.glob(pattern, include_hidden=True)):
+                out.append("/" + match[len(prefix) :].lstrip("/") if prefix else match)
     return out
 
 

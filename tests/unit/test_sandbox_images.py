@@ -143,6 +143,22 @@ def test_imports_relative_globs_sorted_and_later_files_override(tmp_path: Path) 
     assert default is False
 
 
+def test_a_relative_glob_is_read_as_both_containerd_majors_read_it(tmp_path: Path) -> None:
+    """containerd 2.x joins a relative import to the importing file's directory before
+    globbing; containerd 1.x globs it as given, from its working directory (`/`). Both sets of
+    files are read (more files only keep more). A host root whose name holds glob characters
+    is no pattern."""
+    host = tmp_path / "h[1]*"
+    write(host, "/etc/containerd/config.toml", 'version = 2\nimports = ["conf.d/*.toml"]\n')
+    write(host, "/etc/containerd/conf.d/a.toml", V2.format(image="two.example/pause:1"))
+    write(host, "/conf.d/b.toml", V2.format(image="one.example/pause:1"))
+    paths, complete, warnings = load(host)
+    assert complete and not warnings
+    assert paths == [
+        "/etc/containerd/config.toml", "/etc/containerd/conf.d/a.toml", "/conf.d/b.toml",
+    ]  # fmt: skip
+
+
 def test_an_import_that_replaces_the_table_without_an_image_brings_the_default(
     tmp_path: Path,
 ) -> None:
