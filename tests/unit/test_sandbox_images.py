@@ -487,3 +487,34 @@ def test_residue_names_an_unused_image_that_cannot_be_pulled_again() -> None:
     assert "cannot be pulled again" in found["sha256:local"].evidence
     assert found["sha256:local"].manual.endswith("--allow-unpullable")
     assert found["sha256:pulled"].manual == "kubegc gc images --prune-unused"
+
+
+def test_a_running_cri_dockerd_names_its_pod_infra_image(tmp_path: Path) -> None:
+    """cri-dockerd's `--pod-infra-container-image`, read from the running process's command
+    line in /proc (only with --host-root /: a container does not see the host's processes)."""
+    import signal
+    import subprocess
+    import time
+
+    fake = tmp_path / "cri-dockerd"  # a script: the process's name is the file's
+    fake.write_text("#!/bin/sh\nsleep 30\n")
+    fake.chmod(0o755)
+    proc = subprocess.Popen(
+        [str(fake), "--pod-infra-container-image=dockerd.example/pause:7"],
+        start_new_session=True,
+    )
+    try:
+        found = None
+        for _ in range(100):
+            kept = runtime_sandbox_images(None, Path("/"), None, lambda _: None)
+            found = next((n for n in kept.named if n.ref == "dockerd.example/pause:7"), None)
+            if found is not None:
+                break
+            time.sleep(0.02)
+        assert found is not None and found.source.startswith("cri-dockerd ")
+        assert f"(pid {proc.pid})" in found.source
+        elsewhere = runtime_sandbox_images(None, tmp_path, None, no_warning)
+        assert "dockerd.example/pause:7" not in elsewhere.refs()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the script and its sleep
+        proc.wait()
