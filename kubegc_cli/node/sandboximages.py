@@ -444,8 +444,6 @@ def runtime_sandbox_images(
             out.status_image = sandbox_image_from_info(client.status_info())
         except SandboxImageUnreadable as exc:
             out.status_error = exc.why
-        if out.status_image:
-            out.named.append(NamedImage(out.status_image, "the runtime's Status"))
 
     config = str(runtime_config) if runtime_config is not None else CONTAINERD_CONFIG
     if runtime_config is not None and not os.path.isfile(on_host(host_root, config)):
@@ -491,6 +489,8 @@ def runtime_sandbox_images(
             out.named.append(NamedImage(ref, f"cri-dockerd {CRI_DOCKERD_FLAG} (pid {pid})"))
         else:
             defaults_why.append("cri-dockerd's default")
+    if out.status_image:  # after the files: a kept row names the file when both name it
+        out.named.append(NamedImage(out.status_image, "the runtime's Status"))
     if not defaults_why and not out.named:
         defaults_why.append("no runtime named one")
     if defaults_why:

@@ -518,3 +518,26 @@ def test_a_running_cri_dockerd_names_its_pod_infra_image(tmp_path: Path) -> None
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the script and its sleep
         proc.wait()
+
+
+class _Status:
+    def __init__(self, info: dict[str, str]) -> None:
+        self.info = info
+
+    def status_info(self) -> dict[str, str]:
+        return self.info
+
+
+def test_status_and_file_together(tmp_path: Path) -> None:
+    """containerd 1.x names its sandbox image in Status and in its file: the kept reason names
+    the file; a Status kubegc cannot read is `status_error`, the files still count."""
+    write(tmp_path, "/etc/containerd/config.toml", V2.format(image="a.example/pause:1"))
+    same = _Status({"config": json.dumps({"sandboxImage": "a.example/pause:1"})})
+    kept = runtime_sandbox_images(same, tmp_path, None, no_warning)  # type: ignore[arg-type]
+    assert kept.status_image == "a.example/pause:1" and not kept.status_error
+    reason = kept.protected_ids([Image("p", ("a.example/pause:1",))])["p"]
+    assert "/etc/containerd/config.toml: plugins." in reason
+    garbled = _Status({"config": "{not json"})
+    kept = runtime_sandbox_images(garbled, tmp_path, None, no_warning)  # type: ignore[arg-type]
+    assert kept.status_error and kept.status_image is None
+    assert kept.refs()[0] == "a.example/pause:1"
