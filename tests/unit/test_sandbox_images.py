@@ -541,3 +541,20 @@ def test_status_and_file_together(tmp_path: Path) -> None:
     kept = runtime_sandbox_images(garbled, tmp_path, None, no_warning)  # type: ignore[arg-type]
     assert kept.status_error and kept.status_image is None
     assert kept.refs()[0] == "a.example/pause:1"
+
+
+def test_runtime_config_from_kubegc_config_file(tmp_path: Path) -> None:
+    """`runtime-config` is a key of kubegc's config file, as every global option."""
+    host = tmp_path / "host"
+    write(host, "/srv/ctd.toml", V3.format(image="mine.example/pause:9"))
+    cfg = tmp_path / "kubegc.yaml"
+    cfg.write_text("runtime-config: /srv/ctd.toml\n")
+    cri = _runtime()
+    with use_runtime(cri):
+        code, out, err = run_cli(["--config", str(cfg), "--host-root", str(host), "--state-dir",
+                                  str(tmp_path / "s"), "-o", "json", "gc", "images",
+                                  "--prune-unused", "--minimum-image-ttl-duration", "0s",
+                                  "--dry-run"])  # fmt: skip
+    assert code == 0, err
+    kept = {k["id"]: k["reason"] for k in json.loads(out)["kept"]}
+    assert "/srv/ctd.toml: plugins." in kept["sha256:pause"]
