@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -293,8 +294,10 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
 
 def read_toml(local: str, what: str) -> Mapping[str, Any]:
     """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`. Raises
-    `OSError` (cannot be read) or `ValueError` (too large, not UTF-8, not TOML) with a message
-    naming the file."""
+    `OSError` (cannot be read) or `ValueError` (not a regular file — a FIFO planted there
+    would block —, too large, not UTF-8, not TOML) with a message naming the file."""
+    if not stat.S_ISREG(os.stat(local).st_mode):
+        raise ValueError(f"{what} {local} is not a regular file")
     with open(local, "rb") as f:
         data = f.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:

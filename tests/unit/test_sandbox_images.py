@@ -200,6 +200,7 @@ def test_imports_nest_only_so_deep(tmp_path: Path) -> None:
         ("version = 2\n[plugins\n", "is not TOML"),
         (b"version = 2\n\xff\n", "is not UTF-8"),
         (None, "No such file"),
+        ("fifo", "not a regular file"),
         ("unreadable", "Permission denied"),
     ],
 )
@@ -210,6 +211,8 @@ def test_a_file_that_cannot_be_read_is_a_warning_and_the_defaults_are_kept(
     bad = tmp_path / "etc/containerd/bad.toml"
     if isinstance(content, bytes):
         bad.write_bytes(content)
+    elif content == "fifo":
+        os.mkfifo(bad)
     elif content == "unreadable":
         bad.write_text("version = 2\n")
         bad.chmod(0)
@@ -217,7 +220,7 @@ def test_a_file_that_cannot_be_read_is_a_warning_and_the_defaults_are_kept(
             bad.chmod(0o644)
             bad.unlink()
             bad.mkdir()
-            why = "Is a directory"
+            why = "not a regular file"
     elif content is not None:
         bad.write_text(content)
     paths, complete, warnings = load(tmp_path)
