@@ -295,6 +295,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
               help="Remove every unused image past MinAge at any usage.")  # fmt: skip
 @click.option("--pod-infra-container-image", metavar="IMAGE",
               help="Also protect this sandbox image (besides the runtime's own).")  # fmt: skip
+@click.option("--allow-unpullable", is_flag=True,
+              help="Also remove images that cannot be pulled again (no repo digest, a "
+                   "localhost/ name, imported from a tarball); kept by default.")  # fmt: skip
 @click.option("--assume-detected-at", metavar="RFC3339",
               help="First-detected time for images kubegc has no record of yet (not later "
                    "than now).")  # fmt: skip
@@ -306,7 +309,9 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     """Remove unused images as the kubelet's image GC would, remembering them across runs.
 
     Images used by any container (exited ones too), pinned by the runtime, the runtime's
-    sandbox image and --keep matches are never removed. At usage >= high, least recently used
+    sandbox and pinned images (its Status, its config file: --runtime-config, CRI-O's, the
+    cri-dockerd flag) and --keep matches are never removed; images that cannot be pulled
+    again are kept unless --allow-unpullable. At usage >= high, least recently used
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
     First-detected and last-used times are kept in the state store (--state-dir), dry runs
     included, so MinAge counts from the first run that saw an image. Each setting comes from
@@ -346,7 +351,10 @@ def image_gc_options(
     for line in settings.provenance():
         ui.info(line)
     policy = ImageGCPolicy(
-        **settings.values, prune_unused=opts["prune_unused"], keep=tuple(opts["keep"])
+        **settings.values,
+        prune_unused=opts["prune_unused"],
+        keep=tuple(opts["keep"]),
+        allow_unpullable=bool(opts.get("allow_unpullable")),
     )
     policy.validate(settings.names)
     if opts["dry_run"] and opts["yes"]:

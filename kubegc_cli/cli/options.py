@@ -251,6 +251,14 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",
         },
     ),
+    (
+        ("--runtime-config",),
+        {
+            "metavar": "PATH",
+            "help": "containerd's config file on the host, read for the sandbox and pinned "
+            "images [default: /etc/containerd/config.toml under --host-root].",
+        },
+    ),
 ]
 
 GLOBAL_NAMES = frozenset(decls[-1].lstrip("-").replace("-", "_") for decls, _ in GLOBAL_OPTIONS)
