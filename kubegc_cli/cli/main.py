@@ -40,6 +40,7 @@ SUBCOMMANDS = {
     "apply": "kubegc_cli.cli.apply:apply_cmd",
     "config": "kubegc_cli.cli.config:config_group",
     "completion": "kubegc_cli.cli.completion:completion_cmd",
+    "agent": "kubegc_cli.cli.agent:agent",
 }
 
 
@@ -58,6 +59,8 @@ SUMMARIES = {
     "apply": "Carry out a plan saved by a dry run with --plan-out, exactly as saved.",
     "config": "kubegc's config file: global options and per-command options (see config view).",
     "completion": "Print the shell completion script for bash, zsh or fish.",
+    "agent": "Run on every node (a DaemonSet): observe the node every --interval, report, act by "
+    "policy.",
 }
 
 
@@ -81,6 +84,7 @@ def cli() -> None:
     kubegc apply plan.json          carry out a plan a dry run saved with --plan-out
     kubegc config view              the configuration in force, with each value's source
     kubegc completion bash          the shell completion script (bash, zsh, fish)
+    kubegc agent                    every node, as a DaemonSet: cycles, report, /metrics
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
     Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,

@@ -1,0 +1,87 @@
+"""A seam to inject timing and faults into `kubegc agent`'s loop: `ScriptedCycle` is a cycle
+(`kubegc_cli.agent.loop.Cycle`) that does what the test scripts — take so long, fail, raise,
+hang, or stop the loop — and records what it was handed; `SteppedClock` is a monotonic clock
+the loop's waits step forward. Neither stands in for the runtime: the loop, the policy file,
+the HTTP endpoints and the command are kubegc's own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class SteppedClock:
+    """Monotonic seconds that move only when the loop waits (`sleep`) or a scripted cycle
+    runs; `waits` records every wait asked for."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+@dataclass
+class ScriptedOutcome:
+    """A finished cycle as `CycleResult` shapes it."""
+
+    error: str = ""
+    duration: float = 0.0
+    metrics: str = ""
+    report: Any = None
+
+    def metrics_text(self) -> str:
+        return self.metrics
+
+
+@dataclass
+class Step:
+    """One scripted cycle: it runs `seconds` (on the `SteppedClock`, or really sleeping when
+    there is none), then fails with `error`, or raises `raises`; `hang` blocks it until
+    released; `then` runs at its end (e.g. `state.stop`)."""
+
+    seconds: float = 0.0
+    error: str = ""
+    raises: BaseException | None = None
+    hang: threading.Event | None = None
+    then: Callable[[], None] | None = None
+
+
+@dataclass
+class ScriptedCycle:
+    """A cycle that plays `steps` in order (the last one repeats). `starts` records the clock
+    at each cycle start; `reconfigured` each (settings, options) handed over."""
+
+    steps: list[Step]
+    clock: Callable[[], float] = time.monotonic
+    stepped: SteppedClock | None = None
+    starts: list[float] = field(default_factory=list)
+    reconfigured: list[tuple[Any, Any]] = field(default_factory=list)
+    metrics: str = "# TYPE kubegc_cycle_seen gauge\nkubegc_cycle_seen 1\n"
+
+    def cycle(self) -> ScriptedOutcome:
+        n = len(self.starts)
+        self.starts.append(self.clock())
+        step = self.steps[min(n, len(self.steps) - 1)]
+        if self.stepped is not None:
+            self.stepped.now += step.seconds
+        elif step.seconds:
+            time.sleep(step.seconds)
+        if step.hang is not None:
+            step.hang.wait()
+        if step.then is not None:
+            step.then()
+        if step.raises is not None:
+            raise step.raises
+        return ScriptedOutcome(step.error, step.seconds, self.metrics)
+
+    def reconfigure(self, settings: Any, options: Any) -> None:
+        self.reconfigured.append((settings, options))
