@@ -92,6 +92,11 @@ class Cycle(Protocol):
     def reconfigure(self, settings: Settings, options: AgentOptions) -> None: ...
 
 
+def _seconds(seconds: float) -> str:
+    """`12m`, `3h4m` (kubectl's ages); below two minutes `0.7s`, `95.0s`."""
+    return format_duration(seconds) if seconds >= 120 else f"{seconds:.1f}s"
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -237,17 +242,16 @@ class LoopState:
         """(`/healthz` is 200, the reason): the loop is alive and its last cycle started —
         or, before the first, the loop began — within 2 × interval + cycle timeout."""
         with self._lock:
-            alive, since = self.alive, self.last_start
+            alive, started = self.alive, self.last_start
             budget = 2 * self.interval + self.cycle_timeout
-            since = self.began if since is None else since
         if not alive:
             return False, "the agent's loop has ended"
-        age = self.clock() - since
+        age = self.clock() - (self.began if started is None else started)
         if age > budget:
-            what = "no cycle started" if self.last_start is None else "the last cycle started"
+            what = "no cycle started" if started is None else "the last cycle started"
             return False, (
-                f"{what} {format_duration(age)} ago, more than 2 × interval + cycle timeout "
-                f"({format_duration(budget)}): the loop is stuck"
+                f"{what} {_seconds(age)} ago, more than 2 × interval + cycle timeout "
+                f"({_seconds(budget)}): the loop is stuck"
             )
         return True, "ok"
 
@@ -298,8 +302,8 @@ class LoopState:
 @dataclass(frozen=True, slots=True)
 class Ending:
     """How the loop ended: `signal` "SIGTERM" or "SIGINT" when a stop signal ended it ("" when
-    `--once` or `LoopState.stop` did), `failed` whether the last cycle failed, `cycles` how
-    many ran."""
+    `--once` or `LoopState.stop` did), `failed` whether the last finished cycle failed,
+    `cycles` how many started (one a stop signal left unfinished included)."""
 
     signal: str = ""
     failed: bool = False
@@ -346,8 +350,8 @@ def run_loop(
                 break
             if watch is not None:
                 policy = _refresh(agent, policy, watch, state, say)
-            failed = _one_cycle(agent, state, say)
             cycles += 1
+            failed = _one_cycle(agent, state, say)
             if received() is not None:
                 break
             due += policy.options.interval

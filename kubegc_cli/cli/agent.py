@@ -15,7 +15,7 @@ from click.core import ParameterSource
 from kubegc_cli.agent.loop import CYCLE_TIMEOUT, Ending, LoopState, Policy, PolicyFile, run_loop
 from kubegc_cli.agent.options import CHECKS, PLANS, AgentOptions
 from kubegc_cli.agent.server import Endpoints, parse_listen
-from kubegc_cli.cli.command import KubegcCommand, by_name
+from kubegc_cli.cli.command import KubegcCommand, by_name, fail
 from kubegc_cli.cli.common import ConsoleUi, settings_from
 from kubegc_cli.cli.configfile import CONFIG_META, annotate, command_path, loaded, parse_config
 from kubegc_cli.cli.gc import container_policy, container_policy_options, scope_from, scope_options
@@ -32,6 +32,8 @@ from kubegc_cli.render.log import LOG
 AGENT = "kubegc_cli.agent.cycle:Agent"
 #: The shortest interval and cycle timeout accepted.
 MIN_SECONDS = 1.0
+#: click's value of an option without a default (8.2 and later; None before).
+NO_DEFAULT = getattr(click.core, "UNSET", None)
 #: What the command line gave (kept over the policy file's values).
 GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, ParameterSource.PROMPT)
 
@@ -125,6 +127,10 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
     options = policy.options
     state = LoopState(options.interval, policy.cycle_timeout)
     endpoints = None if options.once else Endpoints(options.listen, state)
+    if endpoints is not None:
+        host, port = endpoints.address
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        LOG.emit("info", f"serving /metrics, /healthz and /readyz on {where}")
     try:
         s = policy.settings
         cycle = make_agent(s, options, ConsoleUi(s.verbose, s.output, s.limit))
@@ -133,6 +139,8 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
         if endpoints is not None:
             endpoints.close()
     code = exit_code(end, once=options.once)
+    if end.signal and options.once:
+        fail(ending(end.signal)[0], code)  # as a command says it: `terminated`, 143
     if end.signal:
         LOG.emit("info", f"{end.signal}: stopped after {end.cycles} cycle(s); exit {code}")
     sys.exit(code)
@@ -198,7 +206,8 @@ def resolver(ctx: click.Context, path: Path) -> Any:
 
 
 def _params(ctx: click.Context, from_file: dict[str, Any]) -> dict[str, Any]:
-    """The command's own option values: the command line's, else the file's, else defaults."""
+    """The command's own option values: the command line's, else the file's, else defaults
+    (each one's source noted in `ctx`, so that an error names the file's key)."""
     out: dict[str, Any] = {}
     for p in ctx.command.params:
         name = p.name
@@ -208,11 +217,12 @@ def _params(ctx: click.Context, from_file: dict[str, Any]) -> dict[str, Any]:
             out[name] = ctx.params[name]
         elif name in from_file:
             out[name] = from_file[name]
+            ctx.set_parameter_source(name, ParameterSource.DEFAULT_MAP)  # errors name the key
         else:
+            ctx.set_parameter_source(name, ParameterSource.DEFAULT)
             default = p.get_default(ctx)
-            out[name] = (
-                (() if p.multiple else None) if default is None else p.type_cast_value(ctx, default)
-            )
+            unset = default is None or default is NO_DEFAULT  # (click 8.2 and later: UNSET)
+            out[name] = (() if p.multiple else None) if unset else p.type_cast_value(ctx, default)
     return out
 
 

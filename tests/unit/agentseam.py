@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -46,13 +47,16 @@ class ScriptedOutcome:
 class Step:
     """One scripted cycle: it runs `seconds` (on the `SteppedClock`, or really sleeping when
     there is none), then fails with `error`, or raises `raises`; `hang` blocks it until
-    released; `then` runs at its end (e.g. `state.stop`)."""
+    released; `then` runs at its end (e.g. `state.stop`). With `absorb`, a stop signal while
+    it sleeps ends the sleep and the cycle returns (as `carry_out` finishes an interrupted
+    removal); without, the signal's exception leaves the cycle."""
 
     seconds: float = 0.0
     error: str = ""
     raises: BaseException | None = None
     hang: threading.Event | None = None
     then: Callable[[], None] | None = None
+    absorb: bool = False
 
 
 @dataclass
@@ -66,22 +70,35 @@ class ScriptedCycle:
     starts: list[float] = field(default_factory=list)
     reconfigured: list[tuple[Any, Any]] = field(default_factory=list)
     metrics: str = "# TYPE kubegc_cycle_seen gauge\nkubegc_cycle_seen 1\n"
+    marker: Path | None = None  # a line per cycle start and end, for a test in another process
 
     def cycle(self) -> ScriptedOutcome:
         n = len(self.starts)
         self.starts.append(self.clock())
         step = self.steps[min(n, len(self.steps) - 1)]
+        self._mark(f"started {n + 1}")
         if self.stepped is not None:
             self.stepped.now += step.seconds
         elif step.seconds:
-            time.sleep(step.seconds)
+            try:
+                time.sleep(step.seconds)
+            except KeyboardInterrupt:
+                if not step.absorb:
+                    raise
+                self._mark(f"interrupted {n + 1}")
         if step.hang is not None:
             step.hang.wait()
         if step.then is not None:
             step.then()
         if step.raises is not None:
             raise step.raises
+        self._mark(f"ended {n + 1}")
         return ScriptedOutcome(step.error, step.seconds, self.metrics)
+
+    def _mark(self, line: str) -> None:
+        if self.marker is not None:
+            with self.marker.open("a") as f:
+                f.write(line + "\n")
 
     def reconfigure(self, settings: Any, options: Any) -> None:
         self.reconfigured.append((settings, options))
