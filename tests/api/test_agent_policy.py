@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubegc_cli.agent.loop import LoopState, PolicyFile, run_loop
+from kubegc_cli.agent.loop import LoopState, PolicyFile
 from kubegc_cli.cli.agent import resolver
 from kubegc_cli.cli.main import cli
 from tests.api.test_events import node_events
 from tests.controlplane import ControlPlane
-from tests.unit.agentseam import ScriptedCycle, Step, SteppedClock
+from tests.unit.agentseam import Step, SteppedClock, drive_policy, rewrite_each_cycle
 
 
 def test_a_rejected_policy_is_an_event_on_the_node(
@@ -34,20 +34,12 @@ def test_a_rejected_policy_is_an_event_on_the_node(
 
     clock = SteppedClock()
     state = LoopState(first.options.interval, clock=clock)
-    contents = iter(["agent:\n  max-delete: lots\n", "agent:\n  max-delete: lots\n",
-                     "agent:\n  max-delete: -1\n", "agent:\n  max-delete: 4\n", None])  # fmt: skip
-
-    def edit() -> None:
-        text = next(contents)
-        if text is None:
-            state.stop()
-        else:
-            path.write_text(text)
-
-    seam = ScriptedCycle([Step(seconds=1.0, then=edit)], clock=clock, stepped=clock)
-    said: list[tuple[str, str]] = []
-    run_loop(seam, first, state, watch=watch, sleep=clock.sleep, draw=lambda: 0.0,
-             received=lambda: None, say=lambda level, m: said.append((level, m)))  # fmt: skip
+    contents = ["agent:\n  max-delete: lots\n", "agent:\n  max-delete: lots\n",
+                "agent:\n  max-delete: -1\n", "agent:\n  max-delete: 4\n"]  # fmt: skip
+    seam, said = drive_policy(
+        lambda stop: [Step(seconds=1.0, then=rewrite_each_cycle(path, contents, stop))],
+        first, watch, state, clock,
+    )  # fmt: skip
     errors = [m for level, m in said if level == "error"]
     assert len(errors) == 2 and all(m.startswith(f"policy {path}: ") for m in errors), said
     assert not [m for level, m in said if level == "warning"], said

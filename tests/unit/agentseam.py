@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.agent.loop import run_loop
+
 
 class SteppedClock:
     """Monotonic seconds that move only when the loop waits (`sleep`) or a scripted cycle
@@ -102,3 +104,42 @@ class ScriptedCycle:
 
     def reconfigure(self, settings: Any, options: Any) -> None:
         self.reconfigured.append((settings, options))
+
+
+def rewrite_each_cycle(
+    path: Path,
+    contents: list[str],
+    stop: Callable[[], None],
+    seen: Callable[[], None] | None = None,
+) -> Callable[[], None]:
+    """A `Step.then`: at the end of each cycle, `seen()` (e.g. note the readiness), then write
+    the next of `contents` to `path` — a policy file changed between cycles — and after the
+    last, `stop()` the loop."""
+    left = iter(contents)
+
+    def edit() -> None:
+        if seen is not None:
+            seen()
+        text = next(left, None)
+        if text is None:
+            stop()
+        else:
+            path.write_text(text)
+
+    return edit
+
+
+def drive_policy(
+    seam_steps: Callable[[Callable[[], None]], list[Step]],
+    first: Any,
+    watch: Any,
+    state: Any,
+    clock: SteppedClock,
+) -> tuple[ScriptedCycle, list[tuple[str, str]]]:
+    """Run the real loop (`agent.loop.run_loop`) on `clock` with the policy file `watch`;
+    (the scripted cycle, the lines said as (level, message))."""
+    seam = ScriptedCycle(seam_steps(state.stop), clock=clock, stepped=clock)
+    said: list[tuple[str, str]] = []
+    run_loop(seam, first, state, watch=watch, sleep=clock.sleep, draw=lambda: 0.0,
+             received=lambda: None, say=lambda level, m: said.append((level, m)))  # fmt: skip
+    return seam, said

@@ -23,7 +23,13 @@ from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.cli.agent import exit_code
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.settings import Settings
-from tests.unit.agentseam import ScriptedCycle, Step, SteppedClock
+from tests.unit.agentseam import (
+    ScriptedCycle,
+    Step,
+    SteppedClock,
+    drive_policy,
+    rewrite_each_cycle,
+)
 
 INTERVAL = 300.0
 
@@ -233,21 +239,13 @@ def test_the_policy_file_is_read_again_before_each_cycle(tmp_path: Path) -> None
     first = watch.load()
     clock = SteppedClock()
     state = LoopState(INTERVAL, clock=clock)
-    contents = iter(["interval: 10m\n", "bad: 1\n", "bad: 1\n", "interval: 2m\n", None])
     readiness: list[tuple[bool, str]] = []
-
-    def edit() -> None:
-        readiness.append(state.readiness())
-        text = next(contents)
-        if text is None:
-            state.stop()
-        else:
-            path.write_text(text)
-
-    seam = ScriptedCycle([Step(seconds=1.0, then=edit)], clock=clock, stepped=clock)
-    said: list[tuple[str, str]] = []
-    run_loop(seam, first, state, watch=watch, sleep=clock.sleep, draw=lambda: 0.0,
-             received=lambda: None, say=lambda level, m: said.append((level, m)))  # fmt: skip
+    contents = ["interval: 10m\n", "bad: 1\n", "bad: 1\n", "interval: 2m\n"]
+    seam, said = drive_policy(
+        lambda stop: [Step(seconds=1.0, then=rewrite_each_cycle(
+            path, contents, stop, lambda: readiness.append(state.readiness())))],
+        first, watch, state, clock,
+    )  # fmt: skip
     assert [o.interval for _, o in seam.reconfigured] == [600.0, 120.0]
     gaps = [b - a for a, b in zip(seam.starts, seam.starts[1:], strict=False)]
     assert gaps == pytest.approx([300.0, 600.0, 600.0, 600.0])  # the policy in force's
