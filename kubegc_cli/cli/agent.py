@@ -196,11 +196,14 @@ def resolver(ctx: click.Context, path: Path) -> Any:
     def resolve(text: str) -> Policy:
         doc = parse_yaml(text, path, "config file", unique_keys=True)
         cfg = parse_config(doc, root, path, "--policy")
+        in_force = root_ctx.meta.get(CONFIG_META)
         root_ctx.meta[CONFIG_META] = cfg  # the global options read it (`options.collected`)
         try:
             return _policy(ctx, _params(ctx, cfg.commands.get(command_path(ctx), {})))
         except BadInput as exc:
-            raise annotate(exc, ctx) from None
+            error = annotate(exc, ctx)
+            root_ctx.meta[CONFIG_META] = in_force  # (the last good one stays)
+            raise error from None
 
     return resolve
 

@@ -277,3 +277,20 @@ def test_a_malformed_policy_at_start_up_is_bad_input(tmp_path: Path) -> None:
 
     with pytest.raises(BadInput, match="bad"):
         PolicyFile(path, resolve).load()
+
+
+def test_health_allows_two_intervals_and_the_cycle_timeout_since_the_last_start() -> None:
+    """The first delay (at most 1.5 intervals) fits in the budget; a cycle running past it,
+    or a loop that never starts one, is reported stuck with the age and the budget."""
+    clock = SteppedClock()
+    state = LoopState(INTERVAL, 600.0, clock=clock)
+    clock.now += 2 * INTERVAL + 600.0
+    assert state.health() == (True, "ok")
+    clock.now += 1.0
+    assert state.health() == (False, "no cycle started 20m ago, more than 2 × interval + cycle "
+                                     "timeout (20m): the loop is stuck")  # fmt: skip
+    state.started()
+    assert state.health() == (True, "ok")
+    clock.now += 1300.0
+    ok, why = state.health()
+    assert not ok and why.startswith("the last cycle started 21m ago, ")

@@ -126,13 +126,14 @@ def test_healthz_fails_when_the_loop_is_stuck_and_requests_still_answer() -> Non
         until(lambda: get(addr, "/healthz")[0] == 200)
 
 
-def agent_context(tmp_path: Path, policy: Path) -> click.Context:
-    """`kubegc --host-root <tmp> agent --policy <file>` parsed, as the command sees it."""
+def agent_context(tmp_path: Path, policy: Path, *flags: str) -> click.Context:
+    """`kubegc --host-root <tmp> agent --policy <file> <flags>` parsed, as the command sees
+    it."""
     root = cli.make_context("kubegc", ["--host-root", str(tmp_path), "--state-dir",
                                         str(tmp_path / "state")])  # fmt: skip
     command = cli.get_command(root, "agent")
     assert command is not None
-    return command.make_context("agent", ["--policy", str(policy)], parent=root)
+    return command.make_context("agent", ["--policy", str(policy), *flags], parent=root)
 
 
 def test_readiness_fails_while_the_policy_is_malformed_and_recovers_when_fixed(
@@ -188,3 +189,27 @@ def test_a_taken_address_is_bad_input_naming_it() -> None:
         taken = f"cannot listen on --listen {host}:{port}: Address already in use"
         with pytest.raises(BadInput, match=taken):
             Endpoints(f"{host}:{port}", state)
+
+
+def test_a_reload_keeps_the_flags_and_returns_dropped_keys_to_their_defaults(
+    tmp_path: Path,
+) -> None:
+    """Flag > policy file > default, at start-up and at every reload; global options in the
+    file (`timeout`) reach the `Settings`; a bad value names its key and file."""
+    path = tmp_path / "config.yaml"
+    path.write_text("timeout: 30s\nagent:\n  interval: 2m\n  mode: apply\n  max-delete: 5\n")
+    resolve = resolver(agent_context(tmp_path, path, "--max-delete", "7"), path)
+    p = resolve(path.read_text())
+    assert (p.settings.timeout, p.options.interval, p.options.mode) == (30.0, 120.0, "apply")
+    assert p.options.act.max_delete == 7  # the flag wins
+    p = resolve("agent:\n  max-delete: 1\n  checks: evict,df\n  window-timezone: Europe/Berlin\n")
+    assert (p.settings.timeout, p.options.interval, p.options.mode) == (10.0, 300.0, "report")
+    assert p.options.act.max_delete == 7
+    assert p.options.checks == ("evict", "df") and p.options.window_timezone == "Europe/Berlin"
+    with pytest.raises(BadInput) as bad:
+        resolve("agent:\n  heartbeat: 0s\n")
+    assert str(bad.value) == (
+        f"invalid value for --heartbeat: '0s' is below 1s (set by agent.heartbeat in {path})"
+    )
+    with pytest.raises(BadInput, match=f"config file {path}: unknown key 'agent.once'"):
+        resolve("agent:\n  once: true\n")
