@@ -213,3 +213,15 @@ def test_a_reload_keeps_the_flags_and_returns_dropped_keys_to_their_defaults(
     )
     with pytest.raises(BadInput, match=f"config file {path}: unknown key 'agent.once'"):
         resolve("agent:\n  once: true\n")
+
+
+def test_a_port_alone_serves_every_address() -> None:
+    """`:PORT` (the default's form) answers on IPv4 — and on IPv6 where the host has it."""
+    ep = Endpoints(":0", LoopState(1.0))
+    try:
+        port = ep.address[1]
+        assert get(("127.0.0.1", port), "/healthz")[:2] == (200, "ok\n")
+        if ep.address[0] == "::":
+            assert get(("::1", port), "/healthz")[:2] == (200, "ok\n")
+    finally:
+        ep.close()
