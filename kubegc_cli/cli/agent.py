@@ -39,7 +39,7 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
 
 
 @click.command("agent", cls=KubegcCommand)
-@click.option("--interval", default="5m", show_default=True, metavar="DURATION",
+@click.option("--interval", default="5m", show_default=True, metavar="DURATION", type=GIVEN,
               help="Time between cycle starts. The first cycle starts after a random delay "
                    "of 0.5 to 1.5 intervals, so a fleet never cycles in step.")  # fmt: skip
 @click.option("--once", is_flag=True,
@@ -49,11 +49,11 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               show_default=True,
               help="report: observe and report, remove nothing. apply: also carry out the "
                    "--plans while holding an apply slot, inside the --window.")  # fmt: skip
-@click.option("--checks", default=",".join(CHECKS), show_default=True, metavar="LIST",
+@click.option("--checks", default=",".join(CHECKS), show_default=True, metavar="LIST", type=GIVEN,
               help=f"Checks each cycle runs from its one observation, comma-separated: "
                    f"{', '.join(CHECKS)}.")  # fmt: skip
 @click.option("--plans", default="containers,sandboxes,logs", show_default=True,
-              metavar="LIST",
+              metavar="LIST", type=GIVEN,
               help=f"gc plans a cycle computes (a dry run in report mode), comma-separated: "
                    f"{', '.join(PLANS)}.")  # fmt: skip
 @click.option("--policy", type=GIVEN, metavar="PATH",
@@ -61,10 +61,11 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
                    "before every cycle: a changed content that is valid takes effect, one "
                    "that is not is rejected (log line, Event with --events, /readyz 503) and "
                    "the last good one stays [default: the --config file].")  # fmt: skip
-@click.option("--listen", default=":9808", show_default=True, metavar="HOST:PORT",
+@click.option("--listen", default=":9808", show_default=True, metavar="HOST:PORT", type=GIVEN,
               help="Address of /metrics, /healthz and /readyz (:PORT: every address; read "
                    "at start only).")  # fmt: skip
 @click.option("--cycle-timeout", default="10m", show_default=True, metavar="DURATION",
+              type=GIVEN,
               help="How long a cycle may run: /healthz fails when no cycle started for 2 "
                    "intervals plus this.")  # fmt: skip
 @click.option("--apply-slots", type=WholeRange(min=1), default=1, show_default=True,
@@ -77,17 +78,18 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               show_default=True, metavar="PCT",
               help="Circuit breaker: take no apply slot while more than this share of the "
                    "reports showing a recent apply say it failed.")  # fmt: skip
-@click.option("--window", default="", metavar="WINDOW",
+@click.option("--window", type=GIVEN, metavar="WINDOW",
               help="When apply mode may act, days and hours (e.g. 'Mon-Fri 01:00-05:00') "
                    "[default: always].")  # fmt: skip
-@click.option("--window-timezone", default="UTC", show_default=True, metavar="TZ",
+@click.option("--window-timezone", default="UTC", show_default=True, metavar="TZ", type=GIVEN,
               help="Time zone of --window (IANA name, e.g. Europe/Berlin).")  # fmt: skip
-@click.option("--heartbeat", default="30m", show_default=True, metavar="DURATION",
+@click.option("--heartbeat", default="30m", show_default=True, metavar="DURATION", type=GIVEN,
               help="Write the node's NodeGCReport at least this often even when nothing "
                    "changed.")  # fmt: skip
 @click.option("--root-dir", default="/var/lib/kubelet", show_default=True, metavar="PATH",
+              type=GIVEN,
               help="The kubelet's root directory.")  # fmt: skip
-@click.option("--pod-logs-dir", metavar="PATH",
+@click.option("--pod-logs-dir", metavar="PATH", type=GIVEN,
               help="Pod log root on the host [default: the kubelet config's podLogsDir, "
                    "/var/log/pods].")  # fmt: skip
 @container_policy_options
