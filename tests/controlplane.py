@@ -14,6 +14,9 @@ built into `bin_dir`:
   a kubeadm cluster.
 
 `kubeconfig(identity)` writes a kubeconfig (CA data, token) for the official client.
+The API server writes an audit log (every request's stage ResponseComplete, at level
+Metadata): `requests(identity)` reads back what an identity asked, to count a component's
+calls on the real server.
 `stop()` ends every process it started (SIGTERM, then SIGKILL after 10 s); each child also
 gets SIGKILL from the kernel when the Python process that started it dies, so an interrupted
 test session leaves nothing running.
@@ -34,6 +37,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 
@@ -53,6 +57,13 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 _PR_SET_PDEATHSIG = 1
+# Every request once, when its response is complete; who, what, the verb and the code.
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+  - level: Metadata
+"""
 
 
 def _die_with_parent() -> None:
@@ -153,6 +164,7 @@ class ControlPlane:
             self.tokens[identity] = token
             lines.append(f'{token},{user},uid-{identity},"{",".join(groups)}"')
         (w / "tokens.csv").write_text("\n".join(lines) + "\n")
+        (w / "audit-policy.yaml").write_text(AUDIT_POLICY)
         self.url = self._spawn_api_server("kube-apiserver")
         self._wait_ready(timeout)
         if controller_manager:
@@ -183,7 +195,10 @@ class ControlPlane:
             "--service-account-signing-key-file", str(w / "sa.key"),
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--disable-admission-plugins", "ServiceAccount",
-            "--allow-privileged=true", "--v=1", *extra,
+            "--allow-privileged=true", "--v=1",
+            "--audit-policy-file", str(w / "audit-policy.yaml"),
+            "--audit-log-path", str(w / f"{name}-audit.log"), "--audit-log-mode", "blocking",
+            "--audit-log-format", "json", *extra,
         ])  # fmt: skip
         return f"https://127.0.0.1:{port}"
 
@@ -234,6 +249,20 @@ class ControlPlane:
         }  # fmt: skip
         path.write_text(json.dumps(doc, indent=1))
         return path
+
+    def requests(self, identity: str, *, server: str = "kube-apiserver") -> list[dict[str, Any]]:
+        """The audit events of `identity`'s requests so far on API server `server` (blocking
+        audit: a request is in the log before its response is sent), oldest first. Each is the
+        audit Event as JSON: `verb`, `objectRef` (resource, subresource, namespace, name),
+        `responseStatus.code`, `requestURI`."""
+        user = IDENTITIES[identity][0]
+        log = self.work / f"{server}-audit.log"
+        events = []
+        for line in log.read_text().splitlines() if log.exists() else ():
+            event = json.loads(line)
+            if event.get("user", {}).get("username") == user:
+                events.append(event)
+        return events
 
     def stop(self) -> None:
         """End every process started, newest first; waits until each has exited."""
