@@ -2,8 +2,8 @@
 says before it, what a failed cycle or a stop signal does, and the state `/metrics`,
 `/healthz` and `/readyz` answer from (`LoopState`).
 
-Timing. The first cycle starts `first_delay(interval, u)` seconds after the loop begins (u
-uniform in [0, 1): between half an interval and one and a half, so that a fleet started in
+Timing. The first cycle starts `policy.fleet.first_delay(interval, u)` seconds after the loop
+begins (u uniform in [0, 1): between half an interval and one and a half, so that a fleet started in
 one rollout never cycles in step). Then one cycle every `interval`, measured start to start
 on the monotonic clock: each start is the previous scheduled start plus the interval, so a
 late wake-up is not carried into the next one; a cycle that runs longer than the interval is
@@ -41,21 +41,13 @@ from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.inputs import read_text
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_duration
+from kubegc_cli.policy.fleet import first_delay
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.events import policy_rejected, post_events
 
 #: Cycle timeout when none is given: how long a cycle may run before `/healthz` says the loop
 #: is stuck (added to twice the interval).
 CYCLE_TIMEOUT = 600.0
-
-
-def first_delay(interval: float, u: float) -> float:
-    """Seconds before an agent's first cycle: `interval * (0.5 + u)` for `u` in [0, 1) — a
-    uniform delay between half an interval and one and a half (`policy.fleet.first_delay`'s
-    arithmetic). Raises `ValueError` for `u` outside [0, 1)."""
-    if not 0.0 <= u < 1.0:
-        raise ValueError(f"u must be in [0, 1), not {u!r}")
-    return interval * (0.5 + u)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from kubegc_cli.core.errors import BadInput, ExitCode
 from kubegc_cli.core.inputs import parse_yaml
 from kubegc_cli.core.stop import ending
 from kubegc_cli.core.units import parse_bytes, parse_duration
+from kubegc_cli.policy.fleet import parse_window
 from kubegc_cli.render.log import LOG
 
 #: The agent's cycle, imported when an agent starts.
@@ -79,8 +80,8 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               help="Circuit breaker: take no apply slot while more than this share of the "
                    "reports showing a recent apply say it failed.")  # fmt: skip
 @click.option("--window", type=GIVEN, metavar="WINDOW",
-              help="When apply mode may act, days and hours (e.g. 'Mon-Fri 01:00-05:00') "
-                   "[default: always].")  # fmt: skip
+              help="When apply mode may act: DAYS HH:MM-HH:MM, ';'-separated (e.g. "
+                   "'Mon-Fri 01:00-05:00; Sat,Sun 22:00-06:00') [default: always].")  # fmt: skip
 @click.option("--window-timezone", default="UTC", show_default=True, metavar="TZ", type=GIVEN,
               help="Time zone of --window (IANA name, e.g. Europe/Berlin).")  # fmt: skip
 @click.option("--heartbeat", default="30m", show_default=True, metavar="DURATION", type=GIVEN,
@@ -256,14 +257,17 @@ def _policy(ctx: click.Context, opts: dict[str, Any]) -> Policy:
     """`Settings` and `AgentOptions` from the global options and `opts`. Raises `BadInput`."""
     s = settings_from(ctx)
     parse_listen(opts["listen"])
-    zone = opts["window_timezone"]
-    try:
-        zoneinfo.ZoneInfo(zone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise BadInput(
-            f"invalid value for --window-timezone: {zone!r} (expected an IANA time zone, "
-            "e.g. UTC or Europe/Berlin)"
-        ) from None
+    zone, window = opts["window_timezone"], opts.get("window") or ""
+    if window:
+        parse_window(window, zone)
+    else:
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            raise BadInput(
+                f"invalid value for --window-timezone: {zone!r} (expected an IANA time zone, "
+                "e.g. UTC or Europe/Berlin)"
+            ) from None
     raw_bytes = opts.get("max_bytes")
     options = AgentOptions(
         interval=_seconds(opts, "interval"),
@@ -284,7 +288,7 @@ def _policy(ctx: click.Context, opts: dict[str, Any]) -> Policy:
         apply_slots=opts["apply_slots"],
         lease_namespace=opts["lease_namespace"],
         max_failed_percent=float(opts["max_failed_percent"]),
-        window=opts["window"] or "",
+        window=window,
         window_timezone=zone,
         heartbeat=_seconds(opts, "heartbeat"),
         listen=opts["listen"],

@@ -16,7 +16,7 @@ from kubegc_cli.agent.loop import (
     LoopState,
     Policy,
     PolicyFile,
-    first_delay,
+    first_delay,  # (policy.fleet's, the one the loop calls)
     run_loop,
 )
 from kubegc_cli.agent.options import AgentOptions

@@ -211,6 +211,9 @@ def test_a_reload_keeps_the_flags_and_returns_dropped_keys_to_their_defaults(
     assert str(bad.value) == (
         f"invalid value for --heartbeat: '0s' is below 1s (set by agent.heartbeat in {path})"
     )
+    with pytest.raises(BadInput) as bad:
+        resolve("agent:\n  window: Mon-Fry 01:00-05:00\n")
+    assert "'Fry'" in str(bad.value) and f"agent.window in {path}" in str(bad.value), bad.value
     with pytest.raises(BadInput, match=f"config file {path}: unknown key 'agent.once'"):
         resolve("agent:\n  once: true\n")
 
