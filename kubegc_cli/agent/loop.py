@@ -259,21 +259,25 @@ class LoopState:
         return True, "ok"
 
     def metrics_text(self) -> str:
-        """The last cycle's metrics followed by the process's own (Prometheus text 0.0.4)."""
+        """The last cycle's metrics followed by the process's own (Prometheus text 0.0.4):
+        `kubegc_agent_loop_*` (the cycles as the loop ran them, an exception out of a cycle
+        counted as a failure), `kubegc_agent_start_time_seconds`,
+        `kubegc_agent_interval_seconds`, `kubegc_agent_policy_in_force` and
+        `kubegc_agent_policy_reloads_total`."""
         with self._lock:
             rows = [
                 ("kubegc_agent_start_time_seconds", "gauge",
                  "When the agent process started (Unix seconds).", self.began_wall),
-                ("kubegc_agent_cycles_total", "counter",
+                ("kubegc_agent_loop_cycles_total", "counter",
                  "Cycles the agent finished, failed ones included.", self.finished),
-                ("kubegc_agent_cycle_failures_total", "counter",
+                ("kubegc_agent_loop_failed_cycles_total", "counter",
                  "Cycles that failed (retried at the next interval).", self.failures),
-                ("kubegc_agent_last_cycle_start_timestamp_seconds", "gauge",
+                ("kubegc_agent_loop_last_start_timestamp_seconds", "gauge",
                  "When the last cycle started (Unix seconds; 0 before the first).",
                  self.last_start_wall),
-                ("kubegc_agent_last_cycle_duration_seconds", "gauge",
+                ("kubegc_agent_loop_last_duration_seconds", "gauge",
                  "How long the last finished cycle ran.", self.last_duration),
-                ("kubegc_agent_last_cycle_success", "gauge",
+                ("kubegc_agent_loop_last_success", "gauge",
                  "1 when the last finished cycle succeeded, else 0.",
                  int(self.finished > 0 and not self.last_error)),
                 ("kubegc_agent_interval_seconds", "gauge",
@@ -286,8 +290,11 @@ class LoopState:
             ]  # fmt: skip
             head = self.metrics
         out = [head.rstrip("\n") + "\n"] if head.strip() else []
+        # (a family the cycle already wrote is not written twice: a scrape would fail)
+        taken = {line.split()[2] for line in head.splitlines() if line.startswith("# TYPE ")}
         for name, kind, text, value in rows:
-            out.append(f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {value:g}\n")
+            if name not in taken:
+                out.append(f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {value:g}\n")
         return "".join(out)
 
 

@@ -153,9 +153,9 @@ def test_the_state_counts_cycles_and_failures_for_metrics() -> None:
              say=lambda *_: None)  # fmt: skip
     text = state.metrics_text()
     assert "kubegc_cycle_seen 1\n" in text  # the cycle's own metrics first
-    for line in ("kubegc_agent_cycles_total 2", "kubegc_agent_cycle_failures_total 1",
-                 "kubegc_agent_last_cycle_success 1", "kubegc_agent_last_cycle_duration_seconds 4",
-                 "kubegc_agent_last_cycle_start_timestamp_seconds 1.7e+09",
+    for line in ("kubegc_agent_loop_cycles_total 2", "kubegc_agent_loop_failed_cycles_total 1",
+                 "kubegc_agent_loop_last_success 1", "kubegc_agent_loop_last_duration_seconds 4",
+                 "kubegc_agent_loop_last_start_timestamp_seconds 1.7e+09",
                  "kubegc_agent_policy_in_force 1"):  # fmt: skip
         assert f"\n{line}\n" in text, line
     assert state.alive is False  # the loop ended
@@ -294,3 +294,17 @@ def test_health_allows_two_intervals_and_the_cycle_timeout_since_the_last_start(
     clock.now += 1300.0
     ok, why = state.health()
     assert not ok and why.startswith("the last cycle started 21m ago, ")
+
+
+def test_a_metric_family_the_cycle_wrote_is_not_written_twice() -> None:
+    """Two TYPE lines for one name fail a Prometheus scrape whole."""
+    clock = SteppedClock()
+    state = LoopState(INTERVAL, clock=clock)
+    state.ended("", 1.0, "# TYPE kubegc_agent_interval_seconds gauge\n"
+                         "kubegc_agent_interval_seconds 60\n")  # fmt: skip
+    text = state.metrics_text()
+    assert text.count("# TYPE kubegc_agent_interval_seconds ") == 1
+    assert "\nkubegc_agent_interval_seconds 60\n" in text
+    assert "kubegc_agent_interval_seconds 300" not in text
+    types = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
+    assert len(types) == len(set(types)) == 9  # the cycle's one and the 8 others

@@ -95,7 +95,7 @@ def test_sigterm_during_a_cycle_ends_the_agent_cleanly(
             port = int(re.search(r"on 127\.0\.0\.1:(\d+)", said).group(1))  # type: ignore[union-attr]
             assert get(port, "/healthz") == (200, "ok\n")
             assert get(port, "/readyz") == (200, "ok\n")  # the first cycle finished
-            assert "kubegc_agent_cycles_total 1\n" in get(port, "/metrics")[1]
+            assert "kubegc_agent_loop_cycles_total 1\n" in get(port, "/metrics")[1]
         began = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == code

@@ -90,7 +90,8 @@ def test_the_three_endpoints_404_and_405() -> None:
             assert code == 200
             assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
             assert body.startswith("# TYPE kubegc_cycle_seen gauge\nkubegc_cycle_seen 1\n")
-            assert "\n# TYPE kubegc_agent_cycles_total counter\nkubegc_agent_cycles_total " in body
+            family = "kubegc_agent_loop_cycles_total"
+            assert f"\n# TYPE {family} counter\n{family} " in body
             assert get(addr, "/healthz")[:2] == (200, "ok\n")
             code, body, headers = get(addr, "/metrics", "HEAD")
             assert code == 200 and body == "" and int(headers["Content-Length"]) > 100
