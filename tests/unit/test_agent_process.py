@@ -169,3 +169,43 @@ def test_a_taken_listen_address_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.startswith(
         "kubegc: error: invalid value for --listen: 'nowhere' (expected host:port"
     )
+
+
+def test_sigterm_during_a_real_cycle_ends_the_agent_cleanly(tmp_path: Path) -> None:
+    """kubegc's own cycle over a fixture host root and a runtime that answers slowly: a
+    SIGTERM while the cycle waits on the runtime ends the agent within a few seconds, exit 0,
+    its last line saying so."""
+    pytest.importorskip("kubegc_cli.agent.cycle")  # (the cycle kubegc agent runs)
+    from tests.unit.faultcri import FaultCri, synthetic_inventory
+    from tests.unit.test_agent_cycle import host
+
+    root = host(tmp_path / "root")
+    with FaultCri(tmp_path / "c.sock", synthetic_inventory(20, 5, 3, pods=5)) as cri:
+        cri.delay["ListImages"] = 60.0
+        argv = [sys.executable, "-m", "kubegc_cli", "--host-root", str(root),
+                "--state-dir", str(tmp_path / "state"), "-r", cri.endpoint,
+                "--pod-source", "none", "--node-name", "node-1",
+                "--kubelet-config", str(root / "var/lib/kubelet/config.yaml"),
+                "agent", "--interval", "1s", "--listen", "127.0.0.1:0"]  # fmt: skip
+        stderr = tmp_path / "stderr"
+        with stderr.open("w") as err_file:
+            proc = subprocess.Popen(
+                argv, cwd=ROOT, env=env(), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=err_file, text=True,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 20
+            while cri.count("ListImages") == 0:  # the cycle is waiting on the runtime
+                assert time.monotonic() < deadline and proc.poll() is None, stderr.read_text()
+                time.sleep(0.05)
+            began = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+            assert time.monotonic() - began < 5.0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    err = stderr.read_text()
+    assert "Traceback" not in err, err
+    assert err.splitlines()[-1] == "kubegc: SIGTERM: stopped after 1 cycle(s); exit 0", err
