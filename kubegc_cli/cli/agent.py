@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import zoneinfo
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +188,7 @@ def _policy_path(ctx: click.Context, opts: dict[str, Any]) -> Path | None:
     return Path(given)
 
 
-def resolver(ctx: click.Context, path: Path) -> Any:
+def resolver(ctx: click.Context, path: Path) -> Callable[[str], Policy]:
     """`resolve(text) -> Policy` for the policy file at `path`: its content checked as the
     config file is (`cli.configfile.parse_config`), then the options resolved as at start-up,
     the command line's values kept over the file's. Raises `BadInput` naming the key and the
