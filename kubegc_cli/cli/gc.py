@@ -31,7 +31,11 @@ def gc() -> None:
 
 def removal_options(f: F) -> F:
     """Options every removing command shares: pod scope, terminated pods, how to act."""
-    f = act_flags()(f)
+    return scope_options(act_flags()(f))
+
+
+def scope_options(f: F) -> F:
+    """The pods a removal may touch (`scope_from`) and whether terminated pods count as gone."""
     for decorator in reversed(
         [
             click.option(
@@ -145,18 +149,22 @@ def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions
     and a bad `-l/--selector`."""
     act = act_options(opts)
+    return scope_from(opts, older_than), act
+
+
+def scope_from(opts: dict[str, Any], older_than: float | None = None) -> Scope:
+    """`Scope` from the `scope_options`. Raises `BadInput` for a bad `-l/--selector`."""
     raw_selector = opts.get("selector")
     selector = None
     if raw_selector is not None:
         selector = parse_selector(raw_selector)
-    scope = Scope(
+    return Scope(
         namespaces=frozenset(opts["namespace"]),
         exclude_namespaces=frozenset(opts["exclude_namespace"]),
         pods=frozenset(opts["pod"]),
         older_than=older_than,
         selector=selector,
     )
-    return scope, act
 
 
 @gc.command("containers")
