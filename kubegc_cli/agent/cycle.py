@@ -202,12 +202,16 @@ class Agent:
     def _maybe_apply(self, run: _Cycle, now: float) -> str:
         """Apply mode: why no slot is taken now ("" when the plans were carried out, or the
         cycle failed before); the last apply is remembered for the reports."""
-        o = self._options
+        o = run.o
         if run.error:
             return ""
-        why = outside_window(o, now)
-        if not why and self._breaker is not None:
-            why = self._breaker()
+        try:
+            why = outside_window(o, now)
+            if not why and self._breaker is not None:
+                why = self._breaker()
+        except KubegcError as exc:  # a window that does not parse, a breaker that cannot read
+            run.fail("apply", exc)
+            return ""
         if not why and self._slots is None:
             why = "apply mode without apply slots: nothing is carried out"
         if why:
@@ -397,7 +401,7 @@ class _Cycle:
         error = ""
         with using(audit_unwritten=unwritten.append):
             for i, (command, carry) in enumerate(self.plans()):
-                if i and not renew():
+                if i and not _still_held(renew):
                     error = "the apply slot was lost; later plans not carried out"
                     break
                 started, mono = time.time(), time.monotonic()
@@ -472,6 +476,14 @@ class _Cycle:
         if self.eviction is not None:
             out.update(eviction_gauges(self.eviction.report.results))
         return out
+
+
+def _still_held(renew: Callable[[], bool]) -> bool:
+    """`renew()`, False as well when the slot could not be renewed (the API down)."""
+    try:
+        return renew()
+    except KubegcError:
+        return False
 
 
 def _dry_run(

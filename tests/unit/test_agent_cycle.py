@@ -8,7 +8,9 @@ containerd."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,10 +24,13 @@ import pytest
 from kubegc_cli.agent.cycle import Agent
 from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.commands.edges import using
+from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.fleet import NodeReport
 from kubegc_cli.core.model import Container, Image
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.stop import Terminated
+from kubegc_cli.node.cri.observed import ObservedCri, RemovalRefused
 from kubegc_cli.report.metrics import series
 from tests.unit.factories import NOW, owner
 from tests.unit.hostfixtures import (
@@ -395,3 +400,63 @@ def test_a_soft_threshold_is_met_only_after_its_grace_period(tmp_path: Path) -> 
             assert result.pending == {"memory.available<1Gi": 90 - elapsed}
     hard = next(m for m in result.report.signals if m.threshold == "100Mi")
     assert hard.met is False
+
+
+class StoppedMidRemoval(CountingCri):
+    """Fault injection: SIGTERM reaches the process while the first removal is in flight."""
+
+    def remove_container(self, cid: str) -> bool:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)  # the signal is handled in the main thread meanwhile
+        return super().remove_container(cid)
+
+
+def test_sigterm_mid_apply_finishes_the_removal_releases_the_slot_and_passes_through(
+    tmp_path: Path,
+) -> None:
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = StoppedMidRemoval(base.containers, {}, images=base.images)
+    slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots)
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with in_force(cri), pytest.raises(Terminated):
+            agent.cycle()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
+    assert slots.calls == ["acquire", "release kubegc-apply-0"] and slots.held == set()
+
+
+def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Path) -> None:
+    cri = runtime()
+    seen = ObservedCri(cri)
+    assert [c.id for c in seen.list_containers()] == ["dead0000", "dead0001", "dead0002"]
+    assert seen.list_containers(labels={"io.kubernetes.container.name": "none"}) == []
+    seen.list_containers(annotations=False)
+    assert cri.calls["ListContainers"] == 1
+    for remove in (seen.remove_container, seen.remove_pod_sandbox, seen.remove_image):
+        with pytest.raises(RemovalRefused):
+            remove("dead0000")
+    with pytest.raises(RemovalRefused):
+        seen.stop_container("dead0000", 0)
+    assert cri.removed == [] and len(cri.containers) == 3
+
+    class Down(CountingCri):
+        def list_images(self) -> list[Image]:
+            self.calls["ListImages"] += 1
+            raise RuntimeUnavailable("ListImages: deadline exceeded", "DEADLINE_EXCEEDED")
+
+    down = Down({}, {})
+    seen = ObservedCri(down)
+    for _ in range(2):
+        with pytest.raises(RuntimeUnavailable, match="deadline exceeded"):
+            seen.list_images()
+    with pytest.raises(RuntimeUnavailable, match="deadline exceeded"):
+        seen.list_sandboxes()  # one timeout per cycle, not one per call
+    assert down.calls == Counter({"ListImages": 1})
