@@ -291,10 +291,10 @@ class _Cycle:
         """The checks of `options.checks` from one runtime observation and one pod source."""
         s, ui, o = self.s, self.ui, self.o
         client: Any = None
-        lost: RuntimeUnavailable | None = None
+        lost: KubegcError | None = None
         try:
             client = open_client(s, ui)
-        except RuntimeUnavailable as exc:
+        except KubegcError as exc:  # unreachable, or an endpoint that cannot be one
             lost = exc
             self.fail("runtime", exc)
         pods: PodInventory = NO_POD_SOURCE

@@ -45,6 +45,7 @@ from tests.unit.hostfixtures import (
     write_v2_root,
 )
 from tests.unit.memorycri import MemoryCri, Status
+from tests.unit.test_df import QuietUi
 
 MiB = 1 << 20
 NODE = "node-1"
@@ -89,26 +90,6 @@ def settings(tmp_path: Path, root: Path) -> Settings:
         pod_source="none",
         node_name=NODE,
     )
-
-
-class QuietUi:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, message: str) -> None:
-        self.lines.append(message)
-
-    def warn(self, message: str) -> None:
-        self.lines.append(message)
-
-    def show_plan(self, plan: Any) -> None:
-        pass
-
-    def interactive(self) -> bool:
-        return False
-
-    def confirm(self, question: str) -> bool:
-        raise AssertionError("an agent never asks")
 
 
 class CountingCri(MemoryCri):
