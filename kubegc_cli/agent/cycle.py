@@ -227,7 +227,7 @@ class Agent:
             n = o.apply_slots
             return f"all {n} apply slot(s) held by other nodes ({o.lease_namespace})"
         try:
-            applied = run.apply(lambda: slots.renew(name), now)
+            applied = run.apply(lambda: slots.renew(name), self._clock())
         finally:
             try:
                 slots.release(name)
@@ -392,7 +392,8 @@ class _Cycle:
 
     def apply(self, renew: Callable[[], bool], now: float) -> LastApply:
         """Carry out the plans (the slot held: `renew()` before each but the first), on the
-        real runtime and pod source, measuring the filesystems before and after."""
+        real runtime and pod source, measuring the filesystems before and after; `now`
+        (seconds since the epoch) is when the apply began."""
         act = replace(self.o.act, dry_run=False, yes=True)
         unwritten: list[str] = []
         before = self._available()

@@ -316,7 +316,9 @@ def test_apply_mode_takes_no_slot_while_paused(
     root = host(tmp_path / "host")
     cri = runtime()
     opts = AgentOptions(mode="apply", window=window)
-    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots, breaker=breaker)
+    friday_8am = 1_800_000_000.0  # 2027-01-15T08:00:00Z: outside a 02:00-04:00 window
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots, breaker=breaker,
+                  clock=lambda: friday_8am)  # fmt: skip
     with in_force(cri):
         result = agent.cycle()
     assert result.ok, result.error
