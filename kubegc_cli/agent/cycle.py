@@ -67,6 +67,8 @@ from kubegc_cli.node.cri.observed import ObservedCri
 from kubegc_cli.node.diskusage import role_filesystems
 from kubegc_cli.node.host.kubelet import load_kubelet_config
 from kubegc_cli.node.pods.api import node_name
+from kubegc_cli.policy.eviction.memory import EvictionMemory, Recalled, remember
+from kubegc_cli.policy.fleet import parse_window, should_write
 from kubegc_cli.policy.images import ImageGCPolicy, resolve_image_gc_settings
 from kubegc_cli.report.metrics import Key, RunFacts, merge, render
 
@@ -139,7 +141,7 @@ class Agent:
         self._slots = slots
         self._breaker = breaker
         self._clock = clock
-        self._memory: Any = fresh_memory()
+        self._memory: EvictionMemory = fresh_memory()
         self._runs: dict[Key, float] = {}  # kubegc's run and reclaim series, merged per run
         self._counters: dict[Key, float] = {}  # the agent's own counters
         self._last_apply: LastApply | None = None
@@ -515,41 +517,24 @@ def image_policy(s: Settings) -> ImageGCPolicy:
 # ---- the parts of the fleet policy this cycle uses (policy.eviction.memory, policy.fleet) ----
 
 
-def fresh_memory() -> Any:
-    """The eviction manager's memory of an agent just started: None, which `recall` takes
-    as `EvictionMemory()`."""
-    return None
+def fresh_memory() -> EvictionMemory:
+    """The eviction manager's memory of an agent just started: nothing observed yet."""
+    return EvictionMemory()
 
 
-def recall(memory: Any, results: Any, now: float, *, transition_period: float) -> tuple[Any, Any]:
+def recall(
+    memory: EvictionMemory | None, results: Any, now: float, *, transition_period: float
+) -> tuple[Recalled, EvictionMemory]:
     """This cycle's thresholds judged with the memory of the cycles before
-    (`policy.eviction.memory.remember(memory or EvictionMemory(), results, now,
-    transition_period=...)`): (what counts as met, the conditions held and the grace left;
-    the memory for the next cycle). Until that memory is kept, a threshold counts as met
-    when it is crossed now, as `evict check` judges it."""
-    return _OneShot(
-        [r for r in results if r.met], sorted({r.condition for r in results if r.met}), {}
-    ), memory
-
-
-@dataclass(frozen=True, slots=True)
-class _OneShot:
-    met: list[Any]
-    conditions: list[str]
-    pending: dict[str, float]
+    (`policy.eviction.memory.remember`): (what counts as met, the conditions held and the
+    grace left; the memory for the next cycle)."""
+    return remember(memory or EvictionMemory(), results, now, transition_period=transition_period)
 
 
 def outside_window(o: AgentOptions, now: float) -> str:
     """Why `now` (seconds since the epoch) is outside the apply window ("" inside, and when
-    no window is set): `policy.fleet.parse_window(...).contains(now)`."""
-    if not o.window:
+    no window is set; `policy.fleet.parse_window(...).contains(now)`). Raises `BadInput` for
+    a window kubegc cannot read (the policy is checked when it is loaded)."""
+    if not o.window or parse_window(o.window, o.window_timezone).contains(now):
         return ""
-    return f"outside the apply window {o.window} ({o.window_timezone}): the window is not read"
-
-
-def should_write(
-    new: NodeReport, old: NodeReport | None, *, last_write: float, now: float, heartbeat: float
-) -> bool:
-    """Whether to write `new` after `old` was written at `last_write` (seconds):
-    `policy.fleet.should_write`."""
-    return old is None or not new.same_except_time(old) or now - last_write >= heartbeat
+    return f"outside the apply window {o.window} ({o.window_timezone})"

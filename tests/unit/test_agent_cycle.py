@@ -146,7 +146,9 @@ def runtime(root: Path | None = None, log_bytes: int = 0) -> CountingCri:
         cs.append(replace(c, log_path=path))
         if root is not None:
             put(root, path, "x" * log_bytes)
-    images = {"sha256:old": Image("sha256:old", ("old:1",), size=5 * MiB)}
+    images = {
+        "sha256:old": Image("sha256:old", ("old:1",), ("old@sha256:" + "0" * 64,), size=5 * MiB)
+    }
     return CountingCri({c.id: c for c in cs}, {}, images=images)
 
 
