@@ -207,6 +207,8 @@ class Agent:
         o = run.o
         if run.error:
             return ""
+        if run.planned == 0:  # the dry runs found nothing: no slot, no breaker read
+            return ""
         try:
             why = outside_window(o, now)
             if not why and self._breaker is not None:
@@ -260,6 +262,7 @@ class _Cycle:
         self.observed: ObservedCri | None = None
         self.runtime_fs: list[tuple[str, str]] = []  # (role, mountpoint) of ImageFsInfo
         self.applied: list[Plan[Any]] = []
+        self.planned: int | None = None  # removals the gc dry runs planned (None: not run)
 
     def fail(self, what: str, exc: BaseException | str) -> None:
         """Keep the first failure as the cycle's error (one line: `what: why`)."""
@@ -365,8 +368,11 @@ class _Cycle:
 
     def _gc(self, pods: PodInventory, memory: Any, now: float) -> None:
         dry = replace(self.o.act, dry_run=True, yes=False)
+        planned = 0
         for command, carry in self.plans():
-            self._check(command, _dry_run(carry, dry))
+            plan = self._check(command, _dry_run(carry, dry))
+            planned += len(plan.actions) if isinstance(plan, Plan) else 0
+        self.planned = planned
 
     def plans(self) -> list[tuple[str, Callable[[ActOptions], Plan[Any]]]]:
         """The commands that carry out `options.plans`, in the kubelet's order: `gc all` for

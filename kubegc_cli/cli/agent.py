@@ -31,7 +31,7 @@ from kubegc_cli.policy.fleet import parse_window
 from kubegc_cli.render.log import LOG
 
 #: The agent's cycle, imported when an agent starts.
-AGENT = "kubegc_cli.agent.cycle:Agent"
+AGENT = "kubegc_cli.agent.build:build_agent"
 #: The shortest interval and cycle timeout accepted.
 MIN_SECONDS = 1.0
 #: click's value of an option without a default (8.2 and later; None before).

@@ -208,10 +208,37 @@ class NodeReport:
             paused=str(d.get("paused") or ""),
         )
 
-    def same_except_time(self, other: NodeReport | None) -> bool:
-        """True when `other` says the same as this report but for `observed_at`: the agent
-        then skips the write (up to its heartbeat)."""
-        return other is not None and replace(other, observed_at=self.observed_at) == self
+    def same_as(self, other: NodeReport | None) -> bool:
+        """True when `other` says what this report says, but for `observed_at` and byte, inode
+        and PID figures that agree in their two leading digits (`leading`): the agent then
+        skips the write (up to its heartbeat). Free space moves by a few bytes every second on
+        a live node; a write for each such move would be a write every cycle on every node.
+        A threshold met or cleared, a condition, a pod, a count or an apply always counts."""
+        return other is not None and _material(other) == _material(self)
+
+
+def leading(n: int | None, digits: int = 2) -> int | None:
+    """`n` rounded to its `digits` leading decimal digits (`1234567` → `1200000`, `-0.96 GiB`
+    stays negative, 0 stays 0); None stays None."""
+    if n is None or n == 0:
+        return n
+    scale = 10 ** max(len(str(abs(n))) - digits, 0)
+    return round(n / scale) * scale
+
+
+def _material(r: NodeReport) -> NodeReport:
+    return replace(
+        r,
+        observed_at="",
+        categories=tuple(
+            replace(c, bytes=leading(c.bytes), reclaimable=leading(c.reclaimable))
+            for c in r.categories
+        ),
+        reclaimable=leading(r.reclaimable) or 0,
+        signals=tuple(
+            replace(x, available=leading(x.available), margin=leading(x.margin)) for x in r.signals
+        ),
+    )
 
 
 def _int(v: Any) -> int | None:

@@ -247,12 +247,13 @@ def should_write(
     is known).
 
     Writes when there is no `old` or no `last_write` (seconds since the epoch), when `new`
-    says anything else than `old` but for `observed_at` (`NodeReport.same_except_time`), or
+    says anything else than `old` but for `observed_at` and figures within their two leading
+    digits (`NodeReport.same_as`), or
     when `heartbeat` seconds have passed since `last_write`, so that a report that has not
     changed still shows the agent alive.
     """
     if old is None or last_write is None:
         return True
-    if not new.same_except_time(old):
+    if not new.same_as(old):
         return True
     return now - last_write >= heartbeat

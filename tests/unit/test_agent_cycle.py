@@ -445,3 +445,27 @@ def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Pat
     with pytest.raises(RuntimeUnavailable, match="deadline exceeded"):
         seen.list_sandboxes()  # one timeout per cycle, not one per call
     assert down.calls == Counter({"ListImages": 1})
+
+
+def test_apply_mode_with_nothing_to_remove_takes_no_slot_and_reads_no_breaker(
+    tmp_path: Path,
+) -> None:
+    """A node whose gc dry runs plan nothing does not ask for a slot (a Lease write) nor read
+    every node's report for the breaker: an idle fleet in apply mode costs what report mode
+    costs."""
+    root = host(tmp_path / "host")
+    cri = CountingCri({}, {}, images={})
+    slots = SlotsStandIn()
+    read: list[str] = []
+    agent = Agent(settings(tmp_path, root), AgentOptions(mode="apply"), QuietUi(),
+                  slots=slots, breaker=lambda: read.append("breaker") or "")  # fmt: skip
+    with in_force(cri):
+        result = agent.cycle()
+    assert result.ok, result.error
+    assert slots.calls == [] and read == []
+    assert result.report.paused == "" and result.report.last_apply is None
+    # the same node with a dead container to remove asks for both
+    busy = runtime()
+    with in_force(busy):
+        agent.cycle()
+    assert slots.calls[0] == "acquire" and read == ["breaker"]

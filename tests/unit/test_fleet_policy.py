@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.fleet import LastApply, NodeReport, SignalMargin
+from kubegc_cli.core.fleet import Category, LastApply, NodeReport, SignalMargin, leading
 from kubegc_cli.policy.fleet import (
     MIN_APPLIED,
     breaker,
@@ -359,3 +359,49 @@ def test_an_unchanged_report_is_written_once_per_heartbeat(
     new = replace(REPORT, observed_at=rfc(NOW + observed))
     got = should_write(new, REPORT, last_write=NOW - since, now=NOW, heartbeat=heartbeat)
     assert got == (since >= heartbeat)
+
+
+@pytest.mark.parametrize(
+    ("n", "rounded"),
+    [
+        (None, None),
+        (0, 0),
+        (7, 7),
+        (42, 42),
+        (964, 960),
+        (-964, -960),
+        (1_234_567, 1_200_000),
+        (10_000_000_999, 10_000_000_000),
+        (5_368_709_120, 5_400_000_000),
+    ],
+)
+def test_leading_keeps_two_leading_digits(n: int | None, rounded: int | None) -> None:
+    assert leading(n) == rounded
+
+
+def _live(available: int, margin: int, *, met: bool = False, layers: int = 5 << 30) -> NodeReport:
+    return NodeReport(
+        node="n1",
+        observed_at="2026-12-05T04:00:00Z",
+        categories=(Category("writable-layers", layers, 0),),
+        signals=(SignalMargin("nodefs.available", "10%", available, margin, met),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("new", "writes"),
+    [
+        # free space moved by a few KiB: the same report (no write before the heartbeat)
+        (_live(20_000_004_096, 9_000_004_096), False),
+        (replace(_live(20_000_000_000, 9_000_000_000), observed_at="2026-12-05T04:05:00Z"), False),
+        # a move the fleet view shows: a write
+        (_live(20_000_000_000, 9_000_000_000, layers=6 << 30), True),
+        (_live(12_000_000_000, 1_000_000_000), True),
+        # a threshold met, however small the move: a write
+        (_live(20_000_000_000, -1, met=True), True),
+    ],
+)
+def test_a_live_nodes_small_moves_are_not_a_write(new: NodeReport, writes: bool) -> None:
+    old = _live(20_000_000_000, 9_000_000_000)
+    assert should_write(new, old, last_write=1000.0, now=1300.0, heartbeat=1800.0) is writes
+    assert should_write(new, old, last_write=1000.0, now=2800.0, heartbeat=1800.0)
