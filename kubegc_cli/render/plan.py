@@ -153,8 +153,9 @@ def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
 class Layout:
     """How one kind of plan is shown: title, noun, columns (name, wraps) and a row builder.
 
-    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds log bytes to the
-    summary line.
+    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds bytes to the
+    summary line, named by `bytes_words` (planned, freed); `footer` gives lines printed after
+    the notes, before the summary line.
     """
 
     title: str
@@ -163,6 +164,8 @@ class Layout:
     row: Callable[[Any, int], list[str]]
     show_kept: Callable[[Any], bool]
     counts_bytes: bool
+    bytes_words: tuple[str, str] = ("of logs", "of logs")
+    footer: Callable[[Any], list[str]] | None = None
 
 
 CONTAINERS = Layout(
@@ -290,6 +293,93 @@ IMAGES = Layout(
     # image, --keep, pinned) and MinAge are what an operator asks "why not?" about
     lambda k: k.rule in ("min-age", "protected", "pinned"),
     False,
+)
+
+
+def _reclaim_row(a: Any, now: int) -> list[str]:
+    """One row of `reclaim`: kind, ID, object, reason, bytes (expected; freed once removed),
+    result. IDs stay whole in a column of their own: a user copies them."""
+    ident, obj, size = "-", "", format_bytes(a.planned_bytes)
+    kind = a.kind
+    if isinstance(a, ContainerAction):
+        c = a.container
+        ident, obj = _short(c.id), f"{c.pod_namespace}/{c.pod_name} {c.container_name}#{c.attempt}"
+        size = "-" if c.log_bytes is None else size
+    elif isinstance(a, SandboxAction):
+        sb = a.sandbox
+        ident, obj, size = _short(sb.id), f"{sb.namespace}/{sb.name} #{sb.attempt}", "-"
+    elif isinstance(a, ImageAction):
+        ident = _short(a.image.id.removeprefix("sha256:"))
+        obj = a.image.repo_tags[0] if a.image.repo_tags else "<none>"
+    elif isinstance(a, LogAction):
+        obj = a.path
+        size = "-" if a.kind == "log-symlink" else size
+    else:  # a residue finding
+        kind, obj = a.type, a.target
+        size = "-" if a.bytes is None else size
+    if a.result is Result.REMOVED and a.bytes_freed:
+        size = format_bytes(a.bytes_freed)
+    return [kind, ident, obj, a.rule, size, _result_text(a)]
+
+
+def reclaim_footer(plan: Any) -> list[str]:
+    """The totals of a reclaim plan by kind (from its rows: `by_kind`) and its filesystems,
+    before and after (measured: statvfs), as aligned lines no wider than 80 columns but for a
+    long path, which comes last."""
+    rows = [["BY KIND", "OBJECTS", "EXPECTED", "HELD BACK"]]
+    for k in plan.by_kind():
+        if k["count"] or k["held_back"]:
+            rows.append([k["kind"], str(k["count"]), format_bytes(k["bytes"]), str(k["held_back"])])
+    lines = _aligned(rows, right=(1, 2, 3))
+    disk = [["FILESYSTEM", "CAPACITY", "AVAIL BEFORE", "AVAIL AFTER", "REGAINED", "PATH"]]
+    for f in plan.filesystems:
+        after, regained = f["available_after"], f["regained"]
+        disk.append(
+            [
+                ",".join(f["roles"]),
+                format_bytes(f["capacity"]),
+                format_bytes(f["available_before"]),
+                "-" if after is None else format_bytes(after),
+                "-" if regained is None else format_bytes(regained),
+                f["path"],
+            ]
+        )
+    return [*lines, "", *_aligned(disk, right=(1, 2, 3, 4))]
+
+
+def _aligned(rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """`rows` (the first a header) as lines: columns padded to their widest cell, joined by two
+    spaces; columns `right` aligned right (numbers)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+RECLAIM = Layout(
+    "Reclaim (containers and sandboxes, logs and residue, then images)",
+    "object",
+    (
+        ("KIND", False),
+        ("ID", False),
+        ("OBJECT", True),
+        ("REASON", True),
+        ("BYTES", False),
+        ("RESULT", True),
+    ),
+    _reclaim_row,
+    lambda k: (
+        k.kind != "finding"
+        and k.rule in ("guard-newest-record", "mount-point", "min-age", "protected", "pinned")
+    ),
+    True,
+    ("expected", "by the objects' sizes"),
+    reclaim_footer,
 )
 
 
@@ -461,6 +551,7 @@ LAYOUTS = {
     "SandboxGCPlan": SANDBOXES,
     "LogGCPlan": LOGS,
     "GCPlan": ALL,
+    "ReclaimPlan": RECLAIM,
 }
 
 
@@ -700,6 +791,8 @@ def render_plan(
             printer.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
         printer.note(safe_text(note))
+    for text in layout.footer(plan) if layout.footer else ():
+        printer.line(safe_text(text))
     printer.line(summary_line(plan, layout))
 
 
@@ -726,17 +819,20 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
     """`3 container(s) to remove, 1.2Mi of logs; 5 kept.` before acting, counts after."""
     layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
-    logs = f", {format_bytes(s['bytes_planned'])} of logs" if layout.counts_bytes else ""
+    of_planned, of_freed = layout.bytes_words
+    logs = f", {format_bytes(s['bytes_planned'])} {of_planned}" if layout.counts_bytes else ""
     by = s["by_result"]
-    held = f", {by['held-back']} held back by a cap" if by["held-back"] else ""
+    targeted = any(a.error.startswith("held back: ") for a in plan.actions)  # (`--until`)
+    by_what = "the target" if targeted else "a cap"
+    held = f", {by['held-back']} held back by {by_what}" if by["held-back"] else ""
     if plan.dry_run or all(a.result in _NOT_ACTED for a in plan.actions):
         if by["skipped"]:  # (apply's re-checks before acting): what still goes, what not
             planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
-            logs = f", {format_bytes(planned)} of logs" if layout.counts_bytes else ""
+            logs = f", {format_bytes(planned)} {of_planned}" if layout.counts_bytes else ""
             held += f", {by['skipped']} skipped (changed since the plan)"
         going = by["planned"]
         return f"{going} {layout.noun}(s) to remove{logs}{held}; {s['kept']} kept."
-    freed = f"; freed {format_bytes(s['bytes_freed'])} of logs" if layout.counts_bytes else ""
+    freed = f"; freed {format_bytes(s['bytes_freed'])} {of_freed}" if layout.counts_bytes else ""
     return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{freed}."
 
 
