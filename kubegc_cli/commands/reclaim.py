@@ -74,7 +74,7 @@ ROLE_OF_SIGNAL = {"nodefs.available": "nodefs", "imagefs.available": "imagefs"}
 GROUPS = (
     ("container", ("container",)),
     ("sandbox", ("sandbox",)),
-    ("pod log", ("pod-log-dir", "log-symlink")),
+    ("pod-log", ("pod-log-dir", "log-symlink")),
     ("residue", ("finding",)),
     ("image", ("image",)),
 )

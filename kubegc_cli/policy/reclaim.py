@@ -21,7 +21,7 @@ costs least first:
    (`imageGC.freeSpace` sorts by lastUsed) — a later pod start must pull them again.
 
 An object is taken with what it needs: a sandbox with the planned dead containers in it, a
-pod log directory with the planned dead containers whose logs live in it (the executors
+pod log directory with the planned dead containers of its pod (the executors
 re-check both, and would skip them otherwise). The kubelet has no such target (it frees to a
 threshold with whole GC passes); this order is kubegc's, chosen to keep what a later
 investigation or pod start may need.
@@ -107,15 +107,12 @@ def parse_until(text: str) -> Target:
 
 
 def prerequisites(a: Any, planned: Sequence[Any]) -> list[Any]:
-    """The planned actions `a` needs carried out first: a sandbox's dead containers, a pod log
-    directory's dead containers (their log files live in it)."""
+    """The planned actions `a` needs carried out first: a sandbox's dead containers, the dead
+    containers of a pod log directory's pod (their log files live in it)."""
     if a.kind == "sandbox":
         return [c for c in planned if c.kind == "container" and c.container.pod_sandbox_id == a.id]
-    if a.kind == "pod-log-dir":
-        prefix = a.path.rstrip("/") + "/"
-        return [
-            c for c in planned if c.kind == "container" and c.container.log_path.startswith(prefix)
-        ]
+    if a.kind == "pod-log-dir" and a.pod_uid:
+        return [c for c in planned if c.kind == "container" and c.container.pod_uid == a.pod_uid]
     return []
 
 
