@@ -31,9 +31,9 @@ NEWER = "sha256:" + "b" * 64
 
 
 def _runtime() -> MemoryCri:
-    """Dead containers (one of the deleted pod, one beyond MaxPerPodContainer of the
-    live pod uid-p), a running one, the NOTREADY sandbox of the deleted pod, the READY one of uid-p, two
-    unused images."""
+    """Dead containers (one of the deleted pod, one beyond MaxPerPodContainer of the live pod
+    uid-p), a running one, the NOTREADY sandbox of the deleted pod, the READY one of uid-p,
+    two unused images."""
     cs = [
         ctr("dead0000", age_s=900, log_bytes=1000),
         ctr("dead0001", attempt=1, age_s=600, log_bytes=2000),
@@ -42,7 +42,8 @@ def _runtime() -> MemoryCri:
     ]
     sbs = [
         Sandbox("sb-uid-p", "pod-uid-p", "default", "uid-p", 0, SandboxState.READY, NOW - 1000 * S),
-        Sandbox(f"sb-{UID_G}", f"pod-{UID_G}", "default", UID_G, 0, SandboxState.NOTREADY, NOW - 900 * S),
+        Sandbox(f"sb-{UID_G}", f"pod-{UID_G}", "default", UID_G, 0, SandboxState.NOTREADY,
+                NOW - 900 * S),
     ]  # fmt: skip
     images = {
         OLD: Image(OLD, ("registry.example/old:1",), (), 300_000_000),
@@ -178,7 +179,7 @@ def test_a_target_that_cannot_be_met_says_how_far_and_what_is_in_the_way(host: P
 def test_a_target_not_met_after_acting_exits_1(host: Path) -> None:
     stats = mock.Mock(capacity=10**12, available=10**11, device=1, path=str(host))
     with mock.patch("kubegc_cli.commands.reclaim.fs_stats", return_value=stats):
-        code, out, err = _run(host, "--yes", "--until", "nodefs.available>50%")
+        code, _, err = _run(host, "--yes", "--until", "nodefs.available>50%")
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("kubegc: error: nodefs.available>50% not met")
 
