@@ -10,7 +10,7 @@ import click
 from kubegc_cli.cli.common import ConsoleUi, act_options, finish, settings_from
 from kubegc_cli.cli.gc import container_policy, container_policy_options
 from kubegc_cli.cli.options import GIVEN, act_flags, global_options
-from kubegc_cli.commands.reclaim import ReclaimOptions
+from kubegc_cli.commands.reclaim import RESIDUE_KINDS, ReclaimOptions
 from kubegc_cli.commands.reclaim import reclaim as reclaim_node
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.units import parse_bytes, parse_duration
@@ -59,6 +59,14 @@ from kubegc_cli.policy.reclaim import Target, parse_until
     type=GIVEN,
     metavar="PATH",
     help="CNI state root on the host [default: /var/lib/cni].",
+)
+@click.option(
+    "--residue-kind",
+    "residue_kinds",
+    multiple=True,
+    type=click.Choice(RESIDUE_KINDS),
+    metavar="TYPE",
+    help=f"Only this kind of residue (repeatable) [default: all of {', '.join(RESIDUE_KINDS)}].",
 )
 @click.option(
     "--until",
@@ -128,6 +136,7 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
         root_dir=opts["root_dir"],
         pod_logs_dir=opts["pod_logs_dir"],
         cni_dir=opts["cni_dir"],
+        residue_kinds=frozenset(opts["residue_kinds"]),
         target=target,
     )
     plan = reclaim_node(s, options, act, ConsoleUi(s.verbose, s.output, s.limit))

@@ -84,8 +84,8 @@ GROUPS = (
 class ReclaimOptions:
     """What `kubegc reclaim` plans with: the kubelet's container GC policy, the image GC
     policy (`prune_unused` forced on), the sandbox image to protect besides the runtime's,
-    host directories (None: as the single commands default them) and the space `target`
-    (None: everything)."""
+    host directories (None: as the single commands default them), the residue kinds to clean
+    (of `RESIDUE_KINDS`; empty: all of them) and the space `target` (None: everything)."""
 
     containers: ContainerGCPolicy = field(default_factory=ContainerGCPolicy)
     images: ImageGCPolicy = field(default_factory=lambda: ImageGCPolicy(prune_unused=True))
@@ -93,6 +93,7 @@ class ReclaimOptions:
     root_dir: str | None = None
     pod_logs_dir: str | None = None
     cni_dir: str | None = None
+    residue_kinds: frozenset[str] = frozenset()
     target: Target | None = None
 
 
@@ -160,7 +161,7 @@ def reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recla
             pod_infra_image=opts.pod_infra_image, concurrency=act.concurrency,
         )  # fmt: skip
         residue = ResidueOptions(
-            kinds=frozenset(RESIDUE_KINDS), root_dir=root_dir,
+            kinds=opts.residue_kinds or frozenset(RESIDUE_KINDS), root_dir=root_dir,
             pod_logs_dir=opts.pod_logs_dir, cni_dir=opts.cni_dir,
         )  # fmt: skip
         scan = scan_for_clean(s, ui, residue)

@@ -1,0 +1,124 @@
+"""`kubegc reclaim` end to end against a real containerd (a node of its own: the run removes
+every unused image on it).
+
+A messy node: dead containers (the older of two attempts of a live pod; those of a deleted
+pod), the deleted pod's NOTREADY sandbox and its log directory, an unused image, and an
+orphaned pod directory under a fixture kubelet root (`--root-dir`; `--residue-kind
+orphaned-pod-dir`, so that the run never touches this machine's own namespaces or cgroups).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from kubegc_cli.core.units import format_bytes
+from tests.node.localnode import LocalNode
+from tests.node.test_gc_containers import kubegc, write_pods_file
+from tests.node.test_residue import orphan_dir
+
+KINDS = ("container", "sandbox", "pod-log-dir", "finding", "image")
+
+
+def _doc(res: Any) -> dict[str, Any]:
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(res.stdout)
+    assert doc["kind"] == "ReclaimPlan"
+    return doc
+
+
+def _disk_rows(table: str) -> list[list[str]]:
+    """The rows under the table's FILESYSTEM header, split on runs of spaces."""
+    lines = table.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("FILESYSTEM "))
+    rows = []
+    for ln in lines[start + 1 :]:
+        if not ln.strip() or not re.match(r"^[a-z,]+\s", ln):
+            break
+        rows.append(ln.split())
+    return rows
+
+
+def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> None:
+    with LocalNode(tmp_path / "node") as node:
+        unused = node.import_image("docker.io/library/reclaim-unused:1", pad_bytes=65536, seed="r")
+        live = node.run_pod("live", namespace="ns1")
+        older = node.add_container(live, "job", attempt=0)
+        newest = node.add_container(live, "job", attempt=1)
+        running = node.add_container(live, "app", state="running")
+        gone = node.run_pod("gone", namespace="ns1")
+        gone_ctr = node.add_container(gone, "work")
+        node.stop_pod(gone)  # NOTREADY; the pods file does not list it: deleted
+        gone_logs = node.pod_logs_dir / f"ns1_gone_{gone.uid}"
+        (gone_logs / "work").mkdir(parents=True, exist_ok=True)
+        (gone_logs / "work" / "9.log").write_bytes(b"x" * 262144)
+        root = tmp_path / "kubelet"
+        orphan = orphan_dir(root)
+        pods = write_pods_file(tmp_path / "pods.json", live)
+        opts = ("--pods-file", str(pods), "reclaim", "--root-dir", str(root),
+                "--residue-kind", "orphaned-pod-dir", "--minimum-image-ttl-duration", "0s")  # fmt: skip
+
+        began = time.monotonic()
+        dry = _doc(kubegc(node, tmp_path, *opts, "--dry-run", "-o", "json"))
+        dry_seconds = time.monotonic() - began
+        by_id = {a["id"]: a for a in dry["actions"]}
+        assert [a["kind"] for a in dry["actions"]] == sorted(
+            (a["kind"] for a in dry["actions"]), key=KINDS.index
+        )  # the kubelet's order: containers, sandboxes, logs, residue, images
+        assert {k for k in KINDS if any(a["kind"] == k for a in dry["actions"])} == set(KINDS)
+        assert by_id[older]["rule"] == "max-per-pod-container"
+        assert by_id[gone_ctr]["rule"] == "deleted-pod"
+        assert by_id[gone.sandbox_id]["kind"] == "sandbox"
+        assert by_id[str(gone_logs)]["bytes"] >= 262144
+        assert by_id[str(orphan)]["type"] == "orphaned-pod-dir"
+        assert by_id[unused]["kind"] == "image"
+        assert newest not in by_id and running not in by_id
+        assert all(f["available_after"] is None for f in dry["filesystems"])
+
+        table = kubegc(node, tmp_path, *opts, "--dry-run")
+        assert table.returncode == 0, table.stderr
+        for a in dry["actions"]:
+            kind = a.get("type", a["kind"])
+            assert any(ln.startswith(kind + " ") for ln in table.stdout.splitlines()), kind
+        for k in dry["by_kind"]:  # the table's totals are the JSON's
+            if k["count"]:
+                assert f"{k['kind']} {k['count']} {format_bytes(k['bytes'])} 0" in " ".join(
+                    table.stdout.split()
+                ), k
+        total = dry["summary"]["bytes_planned"]
+        assert f"{len(dry['actions'])} object(s) to remove, {format_bytes(total)} expected" in (
+            table.stdout
+        )
+        fs_rows = _disk_rows(table.stdout)
+        assert [r[1] for r in fs_rows] == [format_bytes(f["capacity"]) for f in dry["filesystems"]]
+
+        # --bytes 1: the cheapest object to lose (the deleted pod's log directory) and what it
+        # needs (that pod's dead container); the rest held back
+        small = _doc(kubegc(node, tmp_path, *opts, "--bytes", "1", "--yes", "-o", "json"))
+        done = {a["id"] for a in small["actions"] if a["result"] == "removed"}
+        assert done == {str(gone_logs), gone_ctr}
+        assert {a["result"] for a in small["actions"] if a["id"] not in done} == {"held-back"}
+        assert not gone_logs.exists() and orphan.exists()
+        for f in small["filesystems"]:
+            assert isinstance(f["available_after"], int) and f["regained"] >= 0
+
+        rest = kubegc(node, tmp_path, *opts, "--yes")
+        assert rest.returncode == 0, rest.stderr
+        results = {ln.split()[0] for ln in rest.stdout.splitlines() if ln.endswith(" removed")}
+        assert results == {"container", "sandbox", "orphaned-pod-dir", "image"}
+        after_rows = _disk_rows(rest.stdout)
+        assert after_rows and all(r[3] != "-" and r[4] != "-" for r in after_rows)
+        assert not orphan.exists()
+        assert unused not in {i.id for i in node.list_images()}
+        left = node.container_ids(namespace="ns1")
+        assert older not in left and gone_ctr not in left and {newest, running} <= left
+        assert gone.sandbox_id not in node.list_sandboxes()
+
+        history = kubegc(node, tmp_path, "history", "-o", "json")
+        assert history.returncode == 0, history.stderr
+        runs = [r["command"] for r in json.loads(history.stdout)["items"]]
+        assert runs.count("reclaim") == 2
+        print(f"reclaim --dry-run on the test node: {dry_seconds:.2f} s")
