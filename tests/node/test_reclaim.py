@@ -58,8 +58,8 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         root = tmp_path / "kubelet"
         orphan = orphan_dir(root)
         pods = write_pods_file(tmp_path / "pods.json", live)
-        opts = ("--pods-file", str(pods), "reclaim", "--root-dir", str(root),
-                "--residue-kind", "orphaned-pod-dir", "--minimum-image-ttl-duration", "0s")  # fmt: skip
+        opts = ("--pods-file", str(pods), "reclaim", "--root-dir", str(root), "--residue-kind",
+                "orphaned-pod-dir", "--minimum-image-ttl-duration", "0s")  # fmt: skip
 
         began = time.monotonic()
         dry = _doc(kubegc(node, tmp_path, *opts, "--dry-run", "-o", "json"))
