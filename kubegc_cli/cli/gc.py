@@ -267,6 +267,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
     in this run goes too, and so does a deleted pod's log directory. Every object is still
     re-checked right before it is removed.
 
+    It leaves out unused images (`gc images`) and residue (`residue clean`): `kubegc reclaim`
+    plans all of them in one run, and measures the disk before and after.
+
     \b
     Examples:
       kubegc gc all --pods-file pods.json --dry-run

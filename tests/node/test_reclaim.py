@@ -10,8 +10,13 @@ orphaned-pod-dir`, so that the run never touches this machine's own namespaces o
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +127,65 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         runs = [r["command"] for r in json.loads(history.stdout)["items"]]
         assert runs.count("reclaim") == 2
         print(f"reclaim --dry-run on the test node: {dry_seconds:.2f} s")
+
+
+def _tmux_capture(argv: list[str], width: int, height: int) -> str:
+    """Run `argv` in a tmux pane of `width` x `height` on a private tmux server and return
+    everything it wrote (history included), as the terminal shows it."""
+    server = f"kubegc-test-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", server, "-f", "/dev/null"]
+    command = " ".join(shlex.quote(a) for a in argv) + "; echo __END__; sleep 60"
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("TMUX", None)
+    subprocess.run([*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), command],
+                   check=True, env=env)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            shown = subprocess.run([*tmux, "capture-pane", "-p", "-S", "-500"],
+                                   capture_output=True, text=True, check=True).stdout  # fmt: skip
+            if "__END__" in shown or time.monotonic() > deadline:
+                return shown
+            time.sleep(0.2)
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+
+
+def test_the_table_at_80_columns_cuts_no_number_or_id(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """In a real terminal of 80x24 (tmux), every byte figure, count and ID of the plan is shown
+    whole, and nothing is cut with an ellipsis."""
+    live = node.run_pod("live", namespace=ns)
+    node.add_container(live, "a-container-with-a-rather-long-name", attempt=0)
+    node.add_container(live, "a-container-with-a-rather-long-name", attempt=1)
+    gone = node.run_pod("a-deleted-pod-with-a-long-name", namespace=ns)
+    node.add_container(gone, "work")
+    node.stop_pod(gone)
+    root = tmp_path / "kubelet"
+    orphan_dir(root)
+    pods = write_pods_file(tmp_path / "pods.json", live)
+    base = [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint, "--kubelet-config",
+            str(node.kubelet_config), "--state-dir", str(tmp_path / "state"), "--pods-file",
+            str(pods), "reclaim", "--root-dir", str(root), "--residue-kind", "orphaned-pod-dir",
+            "--dry-run"]  # fmt: skip
+    doc = _doc(subprocess.run([*base, "-o", "json"], capture_output=True, text=True, timeout=120))
+    screen = _tmux_capture(base, 80, 24)
+    assert "__END__" in screen, screen
+    Path(os.environ.get("KUBEGC_SCREEN_OUT", os.devnull)).write_text(screen)
+    assert "…" not in screen, screen
+    assert all(len(ln) <= 80 for ln in screen.splitlines())
+    words = set(screen.split())
+    mine = [a for a in doc["actions"] if ns in json.dumps(a) or a.get("type")]
+    assert mine
+    for a in mine:
+        if a["kind"] in ("container", "sandbox", "image"):
+            assert a["id"].removeprefix("sha256:")[:13] in words, a["id"]
+        size = a.get("bytes", a.get("log_bytes"))
+        if a["kind"] in ("pod-log-dir", "finding") and size is not None:
+            assert format_bytes(size) in words, (a["id"], size)
+    for k in doc["by_kind"]:
+        if k["count"]:
+            assert format_bytes(k["bytes"]) in words and str(k["count"]) in words, k
+    for f in doc["filesystems"]:
+        assert format_bytes(f["capacity"]) in words
