@@ -155,7 +155,8 @@ class Layout:
 
     `show_kept` picks the kept objects shown without -v; `counts_bytes` adds bytes to the
     summary line, named by `bytes_words` (planned, freed); `footer` gives lines printed after
-    the notes, before the summary line.
+    the notes, before the summary line; `below` is the column moved under its row on a
+    terminal too narrow for the table on one line (`_print_below`).
     """
 
     title: str
@@ -166,6 +167,7 @@ class Layout:
     counts_bytes: bool
     bytes_words: tuple[str, str] = ("of logs", "of logs")
     footer: Callable[[Any], list[str]] | None = None
+    below: int | None = None
 
 
 CONTAINERS = Layout(
@@ -380,6 +382,7 @@ RECLAIM = Layout(
     True,
     ("expected", "by the objects' sizes"),
     reclaim_footer,
+    below=2,
 )
 
 
@@ -772,21 +775,36 @@ def render_plan(
     shown_kept, more_kept = _capped(worth, verbose, limit)
     if more or more_kept:  # a long table: the totals first, where they are seen
         printer.line(summary_line(plan, layout))
+
+    def style_of(a: Any) -> str | None:
+        return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
+
+    def plain_rows(rows: list[Any]) -> list[list[str]]:
+        return [[safe_text(v) for v in layout.row(a, plan.now)] for a in rows]
+
+    width = printer.console().width if wrap and layout.below is not None else 0
+    below = width and _wider_than(layout, plain_rows([*shown, *shown_kept]), width)
     if plan.actions:
-        table = _table(title, layout, wrap=wrap)
-        for a in shown:
-            held = a.result is Result.HELD_BACK
-            table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted or held else None)
-        printer.table(table)
+        if below:
+            _print_below(printer, title, layout, plain_rows(shown), [style_of(a) for a in shown])
+        else:
+            table = _table(title, layout, wrap=wrap)
+            for a in shown:
+                table.add_row(*cells(a), style=style_of(a))
+            printer.table(table)
         if more:
             printer.line(f"  {more} {_NOT_LISTED}")
     else:
         printer.line(f"{title}: nothing to remove.", style="bold")
     if shown_kept:
-        kept = _table("Kept (not removed)", layout, wrap=wrap)
-        for k in shown_kept:
-            kept.add_row(*cells(k), style="dim")
-        printer.table(kept)
+        if below:
+            rows = plain_rows(shown_kept)
+            _print_below(printer, "Kept (not removed)", layout, rows, ["dim"] * len(rows))
+        else:
+            kept = _table("Kept (not removed)", layout, wrap=wrap)
+            for k in shown_kept:
+                kept.add_row(*cells(k), style="dim")
+            printer.table(kept)
         if more_kept:
             printer.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
@@ -794,6 +812,39 @@ def render_plan(
     for text in layout.footer(plan) if layout.footer else ():
         printer.line(safe_text(text))
     printer.line(summary_line(plan, layout))
+
+
+def _wider_than(layout: Layout, rows: list[list[str]], width: int) -> bool:
+    """True when `rows` as one line each (columns two apart) would not fit `width` columns."""
+    every = [[name for name, _ in layout.columns], *rows]
+    widths = [max(len(r[i]) for r in every) for i in range(len(layout.columns))]
+    return sum(widths) + 2 * (len(widths) - 1) > width
+
+
+def _print_below(
+    printer: _Printer, title: str, layout: Layout, rows: list[list[str]], styles: list[Any]
+) -> None:
+    """A table too wide for the terminal, as `kubectl describe` would rather have it: the
+    short columns (IDs, figures, codes) on one line, aligned and never cut, and the long
+    column `layout.below` on the lines under its row, indented, wrapped to the terminal's
+    width (the terminal wraps a first line that is still too wide: nothing is cropped)."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from rich.text import Text
+
+    at = layout.below
+    assert at is not None
+    names = [name for i, (name, _) in enumerate(layout.columns) if i != at]
+    short = [[c for i, c in enumerate(r) if i != at] for r in rows]
+    lines = _aligned([names, *short])
+    console = printer.console()
+    room = max(20, console.width - 4)
+    console.print(Text(title, style="bold"))
+    console.print(Text(lines[0], style="bold"), soft_wrap=True)
+    for line, r, style in zip(lines[1:], rows, styles, strict=True):
+        console.print(Text(line, style=style or ""), soft_wrap=True)
+        text = r[at]
+        for i in range(0, len(text), room):
+            console.print(Text("    " + text[i : i + room], style=style or ""), soft_wrap=True)
 
 
 _NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
