@@ -278,3 +278,26 @@ def test_one_confirmation_for_every_kind_then_the_disk_is_measured(host: Path) -
     assert {a.result.value for a in plan.actions} == {"removed"}
     assert all(f["available_after"] is not None for f in plan.filesystems)
     assert summary_line(plan).startswith("removed 6, skipped 0, failed 0")
+
+
+def test_a_reclaim_run_is_counted_in_the_metrics_and_told_as_one_event(host: Path) -> None:
+    """The metrics file counts every kind a reclaim acts on (residue by its type); the Event
+    of a run that removed says what and the bytes regained, measured."""
+    from kubegc_cli.report.events import events_for
+
+    metrics = host.parent / "kubegc.prom"
+    code, _, err = _run(host, "--yes", "--metrics-file", str(metrics))
+    assert code == 0, err
+    text = metrics.read_text()
+    for kind in ("container", "sandbox", "pod-log-dir", "image", "orphaned-pod-dir"):
+        assert f'kubegc_objects_total{{command="reclaim",kind="{kind}",result="removed"}}' in text
+    s = Settings(
+        host_root=host, state_dir=host.parent / "state2", pods_file=host.parent / "pods.json",
+        pod_source="file", now=NOW, env={},
+    )  # fmt: skip
+    with use_runtime(_runtime()):
+        plan = reclaim(s, ReclaimOptions(pod_logs_dir="/var/log/pods"),
+                       ActOptions(yes=True), _AskingUi())  # fmt: skip
+    (event,) = events_for("reclaim", plan, 0)
+    assert event.reason == "Reclaimed" and "(measured)" in event.message
+    assert event.message.startswith("removed 2 container(s), 1 sandbox(es)")
