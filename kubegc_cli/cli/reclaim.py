@@ -8,13 +8,17 @@ from typing import Any
 import click
 
 from kubegc_cli.cli.common import ConsoleUi, act_options, finish, settings_from
-from kubegc_cli.cli.gc import container_policy, container_policy_options
+from kubegc_cli.cli.gc import (
+    container_policy,
+    container_policy_options,
+    image_gc_policy,
+    pod_infra_image,
+)
 from kubegc_cli.cli.options import GIVEN, act_flags, global_options
 from kubegc_cli.commands.reclaim import RESIDUE_KINDS, ReclaimOptions
 from kubegc_cli.commands.reclaim import reclaim as reclaim_node
 from kubegc_cli.core.errors import BadInput, PartialFailure
-from kubegc_cli.core.units import parse_bytes, parse_duration
-from kubegc_cli.policy.images import ImageGCPolicy
+from kubegc_cli.core.units import parse_bytes
 from kubegc_cli.policy.reclaim import Target, parse_until
 
 
@@ -119,16 +123,9 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
     elif opts["target_bytes"] is not None:
         text = opts["target_bytes"]
         target = Target(f"--bytes {text}", "--bytes", amount=parse_bytes(text, flag="--bytes"))
-    infra = opts["pod_infra_container_image"]
-    if infra is not None and not infra.strip():
-        raise BadInput(f"invalid value for --pod-infra-container-image: {infra!r} is empty")
-    images = ImageGCPolicy(
-        min_age=parse_duration(
-            opts["minimum_image_ttl_duration"], flag="--minimum-image-ttl-duration"
-        ),
-        prune_unused=True,
-        keep=tuple(opts["keep"]),
-    )
+    ui = ConsoleUi(s.verbose, s.output, s.limit)
+    infra = pod_infra_image(opts)
+    images = image_gc_policy(ctx, opts, s, ui, prune_unused=True)
     options = ReclaimOptions(
         containers=container_policy(opts),
         images=images,
@@ -139,7 +136,7 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
         residue_kinds=frozenset(opts["residue_kinds"]),
         target=target,
     )
-    plan = reclaim_node(s, options, act, ConsoleUi(s.verbose, s.output, s.limit))
+    plan = reclaim_node(s, options, act, ui)
     finish(plan, s)
     if plan.shortfall and not plan.dry_run and plan.target is not None:
         raise PartialFailure(f"{plan.target['text']} not met: {plan.shortfall} bytes short")
