@@ -650,11 +650,13 @@ class _Printer:
 
     def table(self, table: Any) -> None:
         """A rich `Table`, or an `_AlignedTable`."""
-        if self.plain and isinstance(table, _AlignedTable):
+        if isinstance(table, _AlignedTable):
             lines = table.lines()
-            if all(_plain_line(line) for line in lines):
+            if self.plain and all(_plain_line(line) for line in lines):
                 self._write("".join(f"{line}\n" for line in lines))
                 return
+            self.console().print(table, soft_wrap=True)  # a file or pipe: never cut a line
+            return
         self.console().print(table)
 
 

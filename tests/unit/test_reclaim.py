@@ -301,3 +301,19 @@ def test_a_reclaim_run_is_counted_in_the_metrics_and_told_as_one_event(host: Pat
     (event,) = events_for("reclaim", plan, 0)
     assert event.reason == "Reclaimed" and "(measured)" in event.message
     assert event.message.startswith("removed 2 container(s), 1 sandbox(es)")
+
+
+def test_into_a_pipe_no_line_is_cut_at_a_fixed_width(tmp_path: Path) -> None:
+    """A pod log directory whose name is longer than any fixed width: its row, into a pipe,
+    holds the whole path and its bytes."""
+    root = tmp_path / "host"
+    (root / "var/lib/kubelet/pods").mkdir(parents=True)
+    name = f"default_{'p' * 180}_{UID_G}"
+    (root / "var/log/pods" / name / "app").mkdir(parents=True)
+    (root / "var/log/pods" / name / "app" / "0.log").write_bytes(b"x" * 65536)
+    pod = {"metadata": {"uid": "uid-p", "namespace": "default", "name": "pod-uid-p"}}
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": [pod]}))
+    code, out, err = _run(root, "--dry-run")
+    assert code == 0, err
+    (row,) = [ln for ln in out.splitlines() if ln.startswith("pod-log-dir ")]
+    assert f"/var/log/pods/{name} " in row and row.split()[-2:] == ["64Ki", "planned"]
