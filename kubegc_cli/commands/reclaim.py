@@ -18,8 +18,9 @@ after acting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui
 from kubegc_cli.commands.flow import (
@@ -46,16 +47,20 @@ from kubegc_cli.commands.residue import (
     host_dir,
     scan_for_clean,
 )
-from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import ContainerState
 from kubegc_cli.core.plan import Plan, Result
 from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.policy.containers import ContainerGCPolicy
-from kubegc_cli.policy.images import ImageGCPolicy
+from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy
 from kubegc_cli.policy.reclaim import ACT_ORDER, Target, cut_at
 from kubegc_cli.policy.scope import Scope
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
 
 #: The residue kinds a reclaim run cleans (the others are `gc all`'s objects, or never safe).
 RESIDUE_KINDS = (POD_DIR, NETNS, CNI_IP, POD_CGROUP)
@@ -169,7 +174,7 @@ def reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recla
         before = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
         plan = _assemble([gc.plan, images.plan, scan.plan], before, s)
         if opts.target is not None:
-            apply_target(plan, opts.target, before)
+            apply_target(plan, opts.target, before, lambda: running_layers_of(client))
         noted = len(images.plan.notes)
         acting = may_act(mode, plan, ui, "object", act)
         images.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
@@ -248,10 +253,17 @@ def measure_after(plan: ReclaimPlan, s: Settings, paths: dict[str, str]) -> None
         plan.target["met_after"] = entry["available_after"] >= plan.target["wanted_available"]
 
 
-def apply_target(plan: ReclaimPlan, target: Target, before: dict[str, FsStats]) -> None:
+def apply_target(
+    plan: ReclaimPlan,
+    target: Target,
+    before: dict[str, FsStats],
+    running_layers: Callable[[], int | None] = lambda: None,
+) -> None:
     """Cut `plan` at `target` (`policy.reclaim.cut_at`): the planned actions not taken are
     held back, naming the target; `plan.target` gets the figures, and when the plan cannot
-    meet it, `plan.shortfall` the bytes short and a note says what is in the way."""
+    meet it, `plan.shortfall` the bytes short and a note says what is in the way
+    (`running_layers()`: the writable layers of the running containers, bytes, None when
+    unknown; asked only then)."""
     role = ROLE_OF_SIGNAL.get(target.signal or "")
     fs = before[role] if role else None
     devices = {r: st.device for r, st in before.items()}
@@ -295,27 +307,54 @@ def apply_target(plan: ReclaimPlan, target: Target, before: dict[str, FsStats]) 
         )
     else:
         plan.shortfall = needed - cut.expected
-        plan.notes.append(_in_the_way(plan, target, needed, cut.plannable, counts))
-
-
-def _in_the_way(plan: ReclaimPlan, target: Target, needed: int, plannable: int, counts: Any) -> str:
-    """`nodefs.available>15% cannot be met: 3.1Gi plannable, 5.2Gi needed; the rest is ...`:
-    what the plan keeps on that filesystem (images kept: in use, pinned, protected or too
-    new; dead containers kept), and what no GC frees (running containers, pod data)."""
-    kept_images = [k for k in plan.kept if k.kind == "image" and counts(k) > 0]
-    kept_bytes = sum(counts(k) for k in kept_images)
-    kept_containers = sum(1 for k in plan.kept if k.kind == "container")
-    parts = []
-    if kept_images:
-        parts.append(
-            f"{len(kept_images)} image(s) kept ({format_bytes(kept_bytes)}: in use, pinned, "
-            "protected or younger than MinAge)"
+        here = fs is None or devices["imagefs"] == fs.device  # (writable layers: on imagefs)
+        in_the_way = _in_the_way(plan, counts, running_layers() if here else NOT_HERE)
+        plan.target["in_the_way"] = in_the_way
+        shown = ", ".join(f"{what} ({format_bytes(n)})" if n is not None else what
+                          for what, n in in_the_way.items())  # fmt: skip
+        plan.notes.append(
+            f"{target.text} cannot be met: {format_bytes(cut.plannable)} plannable, "
+            f"{format_bytes(needed)} needed; the rest is {shown}"
         )
-    if kept_containers:
-        parts.append(f"{kept_containers} dead container(s) the kubelet's rules keep")
-    parts.append("running containers' writable layers, pod data and other files ('kubegc df' "
-                 "shows them)")  # fmt: skip
-    return (
-        f"{target.text} cannot be met: {format_bytes(plannable)} plannable, "
-        f"{format_bytes(needed)} needed; the rest is {', '.join(parts)}"
-    )
+
+
+#: `_in_the_way`'s `layers` when the writable layers are not on the target's filesystem.
+NOT_HERE = -1
+
+
+def _in_the_way(plan: ReclaimPlan, counts: Any, layers: int | None) -> dict[str, int | None]:
+    """What no reclaim frees on the target's filesystem, by what (bytes; None when unknown):
+    the images kept in use, the other images kept (pinned, the sandbox image, --keep, MinAge),
+    the running containers' writable layers (`layers`; `NOT_HERE`: not on that filesystem),
+    and pod data and other files (`kubegc df` breaks them down)."""
+    kept_images = [k for k in plan.kept if k.kind == "image" and counts(k) > 0]
+    in_use = sum(counts(k) for k in kept_images if k.rule == KEEP_IN_USE)
+    other = sum(counts(k) for k in kept_images if k.rule != KEEP_IN_USE)
+    out: dict[str, int | None] = {}
+    if in_use:
+        out["images in use"] = in_use
+    if other:
+        out["images kept (pinned, the sandbox image, --keep or younger than MinAge)"] = other
+    if layers != NOT_HERE:
+        out["running containers' writable layers"] = layers
+    dead = sum(1 for k in plan.kept if k.kind == "container")
+    if dead:
+        out[f"{dead} dead container(s) the kubelet's rules keep"] = None
+    out["pod data and other files ('kubegc df' shows them)"] = None
+    return out
+
+
+def running_layers_of(client: CriClient) -> int | None:
+    """The writable layers of the containers running now (CRI `ListContainerStats`), bytes;
+    None when the runtime does not say."""
+    try:
+        sizes = client.writable_layers()
+        running = {c.id for c in client.list_containers() if c.state is ContainerState.RUNNING}
+    except RuntimeUnavailable:
+        return None
+    known = [sizes[c][0] for c in running if c in sizes]
+    if not running:
+        return 0
+    if not known or any(b is None for b in known):
+        return None
+    return sum(b or 0 for b in known)

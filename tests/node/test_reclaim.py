@@ -100,6 +100,15 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         fs_rows = _disk_rows(table.stdout)
         assert [r[1] for r in fs_rows] == [format_bytes(f["capacity"]) for f in dry["filesystems"]]
 
+        # a target no reclaim can meet: planned whole, and what is in the way said
+        far = _doc(kubegc(node, tmp_path, *opts, "--dry-run", "--until", "nodefs.available>99%",
+                          "-o", "json"))  # fmt: skip
+        assert far["target"]["met"] is False and far["summary"]["by_result"]["held-back"] == 0
+        assert any(n.startswith("nodefs.available>99% cannot be met: ") for n in far["notes"])
+        if far["target"]["path"] == next(f["path"] for f in far["filesystems"]
+                                         if "imagefs" in f["roles"]):  # fmt: skip
+            assert far["target"]["in_the_way"]["running containers' writable layers"] >= 0
+
         # --bytes 1: the cheapest object to lose (the deleted pod's log directory) and what it
         # needs (that pod's dead container); the rest held back
         small = _doc(kubegc(node, tmp_path, *opts, "--bytes", "1", "--yes", "-o", "json"))

@@ -48,6 +48,7 @@ class MemoryCri:
     sandboxes: dict[str, Sandbox]
     removed: list[str] = field(default_factory=list)
     images: dict[str, Image] = field(default_factory=dict)
+    layers: dict[str, int] = field(default_factory=dict)  # container ID -> writable layer bytes
     lock: threading.Lock = field(default_factory=threading.Lock)
     endpoint: Any = field(default_factory=lambda: mock.Mock(display="unix:///memory.sock"))
 
@@ -81,6 +82,10 @@ class MemoryCri:
                 for sb in self.sandboxes.values()
                 if all(sb.labels.get(k) == v for k, v in (labels or {}).items())
             ]
+
+    def writable_layers(self) -> dict[str, tuple[int | None, int | None]]:
+        """`ListContainerStats`: the writable layer bytes of `layers` (inodes unknown)."""
+        return {cid: (size, None) for cid, size in self.layers.items()}
 
     def list_containers_sized(self) -> tuple[list[Container], int]:
         """The containers, and 0 for the reply's size (residue's list-size check)."""

@@ -162,17 +162,25 @@ def test_until_is_measured_on_the_filesystem_the_signal_names(host: Path) -> Non
 
 def test_a_target_that_cannot_be_met_says_how_far_and_what_is_in_the_way(host: Path) -> None:
     stats = mock.Mock(capacity=10**12, available=10**11, device=1, path=str(host))
+    cri = _runtime()
+    cri.layers = {"live0000": 7 * 2**20}
     with mock.patch("kubegc_cli.commands.reclaim.fs_stats", return_value=stats):
-        code, out, err = _run(host, "--dry-run", "--until", "nodefs.available>50%")
+        code, out, err = _run(host, "--dry-run", "--until", "nodefs.available>50%", cri=cri)
+        _, doc, _ = _run(host, "--dry-run", "-o", "json", "--until", "nodefs.available>50%",
+                         cri=cri)  # fmt: skip
     assert code == 0, err
     needed = 5 * 10**11 - 10**11
     plannable = 65536 + 300_000_000 + 200_000_000 + 1000
     line = " ".join(out.split())  # (a note may wrap)
     assert (
         f"nodefs.available>50% cannot be met: {format_bytes(plannable)} plannable, "
-        f"{format_bytes(needed)} needed; the rest is 1 dead container(s) the kubelet's rules "
-        "keep, running containers' writable layers"
+        f"{format_bytes(needed)} needed; the rest is running containers' writable layers (7Mi), "
+        "1 dead container(s) the kubelet's rules keep, pod data and other files ('kubegc df' "
+        "shows them)"
     ) in line
+    assert json.loads(doc)["target"]["in_the_way"]["running containers' writable layers"] == (
+        7 * 2**20
+    )
     assert "held back" not in out  # short of the target: everything goes
 
 
