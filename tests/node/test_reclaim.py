@@ -20,6 +20,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubegc_cli.core.units import format_bytes
 from tests.node.localnode import LocalNode
 from tests.node.test_gc_containers import kubegc, write_pods_file
@@ -160,11 +162,12 @@ def _tmux_capture(argv: list[str], width: int, height: int) -> str:
         subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
 
 
-def test_the_table_at_80_columns_cuts_no_number_or_id(
-    node: LocalNode, ns: str, tmp_path: Path
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (160, 45)])
+def test_the_table_in_a_terminal_cuts_no_number_or_id(
+    node: LocalNode, ns: str, tmp_path: Path, width: int, height: int
 ) -> None:
-    """In a real terminal of 80x24 (tmux), every byte figure, count and ID of the plan is shown
-    whole, and nothing is cut with an ellipsis."""
+    """In a real terminal (tmux) of 80x24 and 160x45, every byte figure, count and ID of the
+    plan is shown whole, and nothing is cut with an ellipsis."""
     live = node.run_pod("live", namespace=ns)
     node.add_container(live, "a-container-with-a-rather-long-name", attempt=0)
     node.add_container(live, "a-container-with-a-rather-long-name", attempt=1)
@@ -179,11 +182,11 @@ def test_the_table_at_80_columns_cuts_no_number_or_id(
             str(pods), "reclaim", "--root-dir", str(root), "--residue-kind", "orphaned-pod-dir",
             "--dry-run"]  # fmt: skip
     doc = _doc(subprocess.run([*base, "-o", "json"], capture_output=True, text=True, timeout=120))
-    screen = _tmux_capture(base, 80, 24)
+    screen = _tmux_capture(base, width, height)
     assert "__END__" in screen, screen
     Path(os.environ.get("KUBEGC_SCREEN_OUT", os.devnull)).write_text(screen)
     assert "…" not in screen, screen
-    assert all(len(ln) <= 80 for ln in screen.splitlines())
+    assert all(len(ln) <= width for ln in screen.splitlines())
     words = set(screen.split())
     mine = [a for a in doc["actions"] if ns in json.dumps(a) or a.get("type")]
     assert mine
