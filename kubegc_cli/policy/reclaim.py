@@ -5,8 +5,12 @@ Acting order (`ACT_ORDER`) is the kubelet's: for every disk signal the eviction 
 reclaims node-level resources first — container GC (dead containers, then sandboxes, then
 the log directories of deleted pods: kuberuntime `containerGC.GarbageCollect`), then unused
 images (`imageGC.DeleteUnusedImages`) — in that order (kubelet eviction:
-`buildSignalToNodeReclaimFuncs`, see `policy.eviction.thresholds.reclaim_for`). Residue is
-not the kubelet's; it is host files nobody owns, cleaned with the logs, before the images.
+`buildSignalToNodeReclaimFuncs`: `nodeReclaimFuncs{containerGC.DeleteAllUnusedContainers,
+imageGC.DeleteUnusedImages}`, see `policy.eviction.thresholds.reclaim_for`). Residue is not
+the kubelet's; it is host files nobody owns, cleaned with the logs, before the images. Under
+pressure the kubelet's `DeleteAllUnusedContainers` also removes the newest dead container of
+a live pod's container; kubegc keeps that record (it is what makes the kubelet not run an
+init container again) unless told `--match-kubelet`.
 
 Loss order (`LOSS_RANK`, used only to cut a plan at a target) takes the objects whose loss
 costs least first:
