@@ -275,6 +275,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
     in this run goes too, and so does a deleted pod's log directory. Every object is still
     re-checked right before it is removed.
 
+    It leaves out unused images (`gc images`) and residue (`residue clean`): `kubegc reclaim`
+    plans all of them in one run, and measures the disk before and after.
+
     \b
     Examples:
       kubegc gc all --pods-file pods.json --dry-run
@@ -347,11 +350,28 @@ def image_gc_options(
     """`gc images`' option values as its run takes them: (policy, act options, pod infra
     image, assume-detected-at in ns). Each image GC setting from its flag or the config file,
     else the kubelet config file, else the default (`ui.info` says which). Raises `BadInput`."""
+    policy = image_gc_policy(ctx, opts, s, ui, prune_unused=opts["prune_unused"])
+    if opts["dry_run"] and opts["yes"]:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    act = act_options(opts)
+    infra = pod_infra_image(opts)
+    assumed = opts["assume_detected_at"]
+    at = rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed is not None else None
+    return policy, act, infra, at
+
+
+def image_gc_policy(
+    ctx: click.Context, opts: dict[str, Any], s: Any, ui: Any, *, prune_unused: bool
+) -> ImageGCPolicy:
+    """The image GC policy of a run: each setting of `IMAGE_GC_SETTINGS` the command has from
+    its flag or the config file, else the kubelet config file, else the kubelet's default
+    (`ui.info` says which); `--keep` patterns. Raises `BadInput` for a bad value."""
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS
-        if ctx.get_parameter_source(name)
+        if name in opts
+        and ctx.get_parameter_source(name)
         in (ParameterSource.COMMANDLINE, ParameterSource.DEFAULT_MAP)
     }
     settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source)
@@ -360,20 +380,20 @@ def image_gc_options(
         ui.info(line)
     policy = ImageGCPolicy(
         **settings.values,
-        prune_unused=opts["prune_unused"],
+        prune_unused=prune_unused,
         keep=tuple(opts["keep"]),
         allow_unpullable=bool(opts.get("allow_unpullable")),
     )
     policy.validate(settings.names)
-    if opts["dry_run"] and opts["yes"]:
-        raise BadInput("--dry-run and --yes contradict each other; give one")
-    act = act_options(opts)
-    infra = opts["pod_infra_container_image"]
+    return policy
+
+
+def pod_infra_image(opts: dict[str, Any]) -> str | None:
+    """`--pod-infra-container-image`: None when not given. Raises `BadInput` when empty."""
+    infra: str | None = opts["pod_infra_container_image"]
     if infra is not None and not infra.strip():
         raise BadInput(f"invalid value for --pod-infra-container-image: {infra!r} is empty")
-    assumed = opts["assume_detected_at"]
-    at = rfc3339_to_ns(assumed, what="--assume-detected-at") if assumed is not None else None
-    return policy, act, infra, at
+    return infra
 
 
 def _name_config_values(ctx: click.Context, settings: Any) -> None:

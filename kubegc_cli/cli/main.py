@@ -31,6 +31,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 #: Each subcommand of `kubegc`, by the module that makes it (imported when it is needed).
 SUBCOMMANDS = {
     "gc": "kubegc_cli.cli.gc:gc",
+    "reclaim": "kubegc_cli.cli.reclaim:reclaim",
     "memory": "kubegc_cli.cli.memory:memory",
     "evict": "kubegc_cli.cli.evict:evict",
     "residue": "kubegc_cli.cli.residue:residue",
@@ -49,6 +50,7 @@ SUBCOMMANDS = {
 #: them (tests/unit/test_cli.py checks each against the command's own help).
 SUMMARIES = {
     "gc": "Garbage-collect what the kubelet would: containers, then sandboxes, then pod logs.",
+    "reclaim": "Free disk space safely, in one step: everything kubegc may remove, one plan.",
     "memory": "The kubelet's memory signals on this node (observe only).",
     "evict": "The kubelet's node-pressure eviction: check thresholds, prune Evicted pods.",
     "residue": "Leftovers of the kubelet and the runtime: find them (scan), remove the safe ones "
@@ -79,6 +81,7 @@ def cli() -> None:
     kubegc gc logs                  log directories of deleted pods, dangling log symlinks
     kubegc gc all                   all three in the kubelet's order, one plan
     kubegc gc images                unused images, by the kubelet's image GC rules
+    kubegc reclaim                  all of the above and safe residue: one plan, disk after
     kubegc residue scan             leftovers: orphaned pod dirs, netns, CNI IPs, cgroups, ...
     kubegc residue clean            remove the leftovers that are safe to remove
     kubegc df                       what fills the node's disks, and what can be reclaimed

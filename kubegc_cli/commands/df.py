@@ -142,6 +142,7 @@ CMD_IMAGES = "kubegc gc images --prune-unused"
 CMD_CONTAINERS = "kubegc gc containers"
 CMD_ALL = "kubegc gc all"
 CMD_RESIDUE = "kubegc residue clean"
+CMD_RECLAIM = "kubegc reclaim"  # every kind above, in one plan
 
 # Roles of a filesystem, in display order; "pods" (the kubelet's pods directory) only shows when
 # it is a filesystem of its own.
@@ -272,8 +273,9 @@ class DfReport:
     read (`images_unknown`: the image filesystem it names was not found), whether the pod
     source was checked against the pods running here (`pod_source_checked`: only then does
     a pod count as deleted), what the walk could not read (`unreadable`: count, first host
-    path, error), the walk's size (`entries`) and duration (`walk_seconds`), notes, and the
-    capture time (ns)."""
+    path, error), the walk's size (`entries`) and duration (`walk_seconds`), notes, the
+    capture time (ns), and `reclaim_command`: `kubegc reclaim` with this run's options, the one
+    command that reclaims every reclaimable line."""
 
     filesystems: list[Filesystem]
     pods: list[PodFootprint]
@@ -287,6 +289,7 @@ class DfReport:
     images_unknown: str = ""
     pod_source: str = "none"
     pod_source_checked: bool = False
+    reclaim_command: str = ""
     image_gc_sources: dict[str, str] = field(default_factory=dict)
     unreadable: dict[str, Any] | None = None
     entries: int = 0
@@ -323,6 +326,7 @@ class DfReport:
             },
             "pod_source": self.pod_source,
             "pod_source_checked": self.pod_source_checked,
+            "reclaim_command": self.reclaim_command or None,
             "unreadable": dict(self.unreadable) if self.unreadable else None,
             "image_gc_sources": dict(self.image_gc_sources),
             "filesystems": [f.to_dict() for f in self.filesystems],
@@ -364,7 +368,8 @@ def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
     """Each reclaiming command (`CMD_*`) as this run would run it, so that it acts on what was
     measured: the same host root, runtime endpoint and kubelet config; the same pod source
     (not for `gc images`, which reads none); the kubelet root (`residue clean`) and pod log
-    root (`gc all`, `residue clean`) when given. Values are shell-quoted."""
+    root (`gc all`, `residue clean`, `reclaim`: every kind in one plan) when given. Values are
+    shell-quoted."""
     common: list[str] = []
     if os.path.normpath(str(s.host_root)) != "/":
         common += ["--host-root", str(s.host_root)]
@@ -394,6 +399,7 @@ def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
         CMD_CONTAINERS: line(CMD_CONTAINERS, *common, *pods),
         CMD_ALL: line(CMD_ALL, *common, *pods, *logs),
         CMD_RESIDUE: line(CMD_RESIDUE, *common, *pods, *root, *logs),
+        CMD_RECLAIM: line(CMD_RECLAIM, *common, *pods, *root, *logs),
     }
 
 
@@ -471,6 +477,7 @@ def disk_usage(
     deleted = pods.is_deleted if checked else _never
 
     report = DfReport(
+        reclaim_command=commands[CMD_RECLAIM],
         filesystems=[],
         pods=[],
         pod_count=0,

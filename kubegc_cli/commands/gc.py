@@ -9,8 +9,8 @@ The runtime, the pod source and the clock are reached only through the edges
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +54,7 @@ from kubegc_cli.node.execute.actions import (
     LogRemover,
     SandboxRemover,
 )
-from kubegc_cli.node.host.fs import fs_stats
+from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
     load_kubelet_config,
@@ -378,84 +378,117 @@ def gc_all(
     ui: Ui,
 ) -> Plan[Any]:
     """`kubegc gc all`: containers, then sandboxes, then logs — the kubelet's order — as one
-    plan with one confirmation.
+    plan with one confirmation (`plan_all`), then (if allowed) carried out.
 
-    Later stages plan on the state the earlier ones leave: a sandbox whose last dead container
-    is removed in this run is removable in this run, and so is that pod's log directory. The
-    executors still re-check every object right before acting. Errors as the single commands.
+    Errors as the single commands; `BadInput` with `--snapshot`.
     """
     if s.snapshot is not None:
         raise BadInput("gc all reads the node's log directories; --snapshot holds none")
     pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     root = pod_logs_root_of(s, pod_logs_dir)
     client = open_client(s, ui)
     try:
-        mounts = MountTable.read()
-        sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
-        snap = _observe_for_containers(
-            client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True, sizer=sizer
-        )
-        pods = against_runtime(pods, snap.containers, snap.sandboxes)
-        now = _now(s, snap)
-        scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
-        pc = plan_containers(
-            snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
-        )
-        _note_logs_left(pc, sizer)
-        going = {a.id for a in pc.actions}
-        left = [c for c in snap.containers if c.id not in going]
-        ps = plan_sandboxes(
-            snap.sandboxes, left, pods, now,
-            include_terminated_pods=policy.include_terminated_pods, scope=scope,
-        )  # fmt: skip
-        dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
-        dirs = _minus_container_logs(dirs, pc.actions, root)
-        links = [
-            lk
-            for lk in links
-            if not (lk.container_id and any(g.startswith(lk.container_id) for g in going))
-        ]  # (the container stage removes the links of the containers it removes)
-        pl = plan_logs(
-            dirs, links, left, pods, now,
-            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
-        )  # fmt: skip
-        plan: Plan[Any] = Plan(
-            kind="GCPlan",
-            policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},
-            now=now,
-            actions=[*pc.actions, *ps.actions, *pl.actions],
-            kept=[*pc.kept, *ps.kept, *pl.kept],
-            notes=[*pc.notes, *(n for n in ps.notes + pl.notes if n not in pc.notes)],
-            out_of_scope=pc.out_of_scope,
-            source=snap.endpoint,
-        )
-        if may_act(mode, plan, ui, "object", act):
-            n = act.concurrency
-            log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
-            stages = [
-                Stage(
-                    ContainerRemover(client, concurrency=n, log_roots=log_roots, mounts=mounts),
-                    ("container",),
-                    lambda: recheck_guard(pc, client.list_containers(), policy),
-                ),
-                Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
-                *log_stages(
-                    LogRemover(
-                        client,
-                        concurrency=n,
-                        mounts=mounts,
-                        host_root=s.host_root,
-                        roots=LogRoots(s.host_root, root),
-                    )
-                ),
-            ]
-            carry_out(s, plan, stages, "gc all", ui)
-        return plan
+        planned = plan_all(s, policy, scope, root, client, pods, act, ui)
+        if may_act(mode, planned.plan, ui, "object", act):
+            carry_out(s, planned.plan, planned.stages(), "gc all", ui)
+        return planned.plan
     finally:
         client.close()
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A plan and how to carry it out: `stages()` are its executors in acting order (made
+    only when the run acts)."""
+
+    plan: Plan[Any]
+    stages: Callable[[], list[Stage]]
+
+
+def plan_all(
+    s: Settings,
+    policy: ContainerGCPolicy,
+    scope: Scope,
+    root: str,
+    client: CriClient,
+    pods: PodInventory,
+    act: ActOptions,
+    ui: Ui,
+) -> Planned:
+    """The plan of `gc all` on the node `client` reaches: containers, then sandboxes, then
+    pod log directories and dangling legacy links (`root` the pod log root, a host path).
+
+    Later stages plan on the state the earlier ones leave: a sandbox whose last dead container
+    is removed in this run is removable in this run, and so is that pod's log directory; no
+    byte is counted twice (`_minus_container_logs`). The stages re-check every object right
+    before acting (the container stage re-checks the plan against a fresh `ListContainers`).
+    Raises `RuntimeUnavailable` when the runtime or the pod log root cannot be read.
+    """
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    mounts = MountTable.read()
+    sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
+    snap = _observe_for_containers(
+        client, s, scope, kcfg.pod_logs_dir, mounts, sandboxes=True, sizer=sizer
+    )
+    pods = against_runtime(pods, snap.containers, snap.sandboxes)
+    now = _now(s, snap)
+    scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+    pc = plan_containers(
+        snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
+    )
+    _note_logs_left(pc, sizer)
+    going = {a.id for a in pc.actions}
+    left = [c for c in snap.containers if c.id not in going]
+    ps = plan_sandboxes(
+        snap.sandboxes, left, pods, now,
+        include_terminated_pods=policy.include_terminated_pods, scope=scope,
+    )  # fmt: skip
+    dirs, links = _observe_logs(s, root, pods, left, mounts, ui)
+    dirs = _minus_container_logs(dirs, pc.actions, root)
+    links = [
+        lk
+        for lk in links
+        if not (lk.container_id and any(g.startswith(lk.container_id) for g in going))
+    ]  # (the container stage removes the links of the containers it removes)
+    pl = plan_logs(
+        dirs, links, left, pods, now,
+        pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
+    )  # fmt: skip
+    plan: Plan[Any] = Plan(
+        kind="GCPlan",
+        policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},
+        now=now,
+        actions=[*pc.actions, *ps.actions, *pl.actions],
+        kept=[*pc.kept, *ps.kept, *pl.kept],
+        notes=[*pc.notes, *(n for n in ps.notes + pl.notes if n not in pc.notes)],
+        out_of_scope=pc.out_of_scope,
+        source=snap.endpoint,
+    )
+
+    def stages() -> list[Stage]:
+        n = act.concurrency
+        log_roots = LogRoots(s.host_root, kcfg.pod_logs_dir)
+        return [
+            Stage(
+                ContainerRemover(client, concurrency=n, log_roots=log_roots, mounts=mounts),
+                ("container",),
+                lambda: recheck_guard(pc, client.list_containers(), policy),
+            ),
+            Stage(SandboxRemover(client, concurrency=n), ("sandbox",)),
+            *log_stages(
+                LogRemover(
+                    client,
+                    concurrency=n,
+                    mounts=mounts,
+                    host_root=s.host_root,
+                    roots=LogRoots(s.host_root, root),
+                )
+            ),
+        ]
+
+    return Planned(plan, stages)
 
 
 def gc_images(
@@ -489,6 +522,35 @@ def gc_images(
     `SandboxImageUnreadable` (exit 3) when the runtime names its sandbox image in a form kubegc
     cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
 
+    check_image_inputs(s, policy, assume_detected_at)
+    mode = decide_mode(s, act, ui)
+    client = open_client(s, ui)
+    try:
+        planned = plan_images_on(
+            s, policy, client, ui, may_remove=mode in (Mode.ACT, Mode.ASK),
+            pod_infra_image=pod_infra_image, assume_detected_at=assume_detected_at,
+            concurrency=act.concurrency,
+        )  # fmt: skip
+        plan = planned.plan
+        acting = may_act(mode, plan, ui, "image", act)
+        planned.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
+        if acting:
+            carry_out(s, plan, planned.stages(), "gc images", ui)
+            forget_removed_images(s, plan, ui)
+            after = fs_stats(s.host_root, planned.imagefs)
+            assert plan.filesystem is not None
+            regained = max(0, after.available - plan.filesystem["available"])
+            plan.filesystem.update(available_after=after.available, regained=regained)
+            plan.notes.append(f"the image filesystem regained {regained} bytes")
+        return plan
+    finally:
+        client.close()
+
+
+def check_image_inputs(s: Settings, policy: Any, assume_detected_at: int | None) -> None:
+    """What an image GC run checks before it observes: no `--snapshot`, a valid `policy`, a
+    `--now` the state store can record, an `assume_detected_at` (ns since the epoch) not
+    later than now plus 5 minutes of clock skew. Raises `BadInput`."""
     if s.snapshot is not None:
         raise BadInput(
             "gc images cannot plan from a snapshot: it reads and updates the node's image "
@@ -508,8 +570,35 @@ def gc_images(
                 f"invalid --assume-detected-at: {ns_to_rfc3339(assume_detected_at)} is later "
                 f"than now ({ns_to_rfc3339(ref)}); an image cannot be first detected in the future"
             )
-    mode = decide_mode(s, act, ui)
-    may_remove = mode in (Mode.ACT, Mode.ASK)
+
+
+@dataclass(frozen=True)
+class ImagesPlanned(Planned):
+    """The plan of `gc images` (`plan_images_on`): `imagefs` the image filesystem's host path,
+    `fs` its figures when planned; `save(acting)` stores the image records this run saw (and,
+    with --assume-detected-at, the assumed times only when `acting`) and notes what it
+    stored."""
+
+    imagefs: str = ""
+    fs: FsStats | None = None
+    save: Callable[[bool], None] = lambda acting: None
+
+
+def plan_images_on(
+    s: Settings,
+    policy: Any,
+    client: CriClient,
+    ui: Ui,
+    *,
+    may_remove: bool,
+    pod_infra_image: str | None = None,
+    assume_detected_at: int | None = None,
+    concurrency: int = 4,
+) -> ImagesPlanned:
+    """The plan of `gc images` on the node `client` reaches, with the image records of the
+    state store (read here, saved by the returned `save`). `may_remove`: the run may act (a
+    state store it cannot use then raises `StateUnavailable`, see `gc_images`). Errors as
+    `gc_images`."""
 
     check_state_dir(s.state_dir)
 
@@ -528,113 +617,104 @@ def gc_images(
             ) from None
         ui.warn(f"{exc}; dry run goes on, image records are not saved")
 
-    client = open_client(s, ui)
+    snap = observe_node(client, s.host_root, statuses="none", images=True, clock=edges().clock)
+    now = _now(s, snap)
+    imagefs = image_filesystem([f.mountpoint for f in snap.image_filesystems], snap.endpoint)
+    fs = fs_stats(s.host_root, imagefs)
+    kept_by_runtime = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+    if kept_by_runtime.status_error:
+        if not pod_infra_image:
+            raise SandboxImageUnreadable(kept_by_runtime.status_error)
+        ui.warn(f"{kept_by_runtime.status_error}; the sandbox image protected is "
+                "--pod-infra-container-image's")  # fmt: skip
+    pause = kept_by_runtime.status_image
+    if pod_infra_image:
+        kept_by_runtime.named.insert(0, NamedImage(pod_infra_image, "--pod-infra-container-image"))
+    protected = kept_by_runtime.protected_ids(snap.images)
+    for named in kept_by_runtime.named:
+        ui.info(f"kept if present: {named.reason}")
+    # Only a run on the wall clock records (first sighting, last use): one with --now
+    # reads the records and stores nothing, so a simulated time never reaches a later run.
+    writable = s.now is None
     try:
-        snap = observe_node(client, s.host_root, statuses="none", images=True, clock=edges().clock)
-        now = _now(s, snap)
-        imagefs = image_filesystem([f.mountpoint for f in snap.image_filesystems], snap.endpoint)
-        fs = fs_stats(s.host_root, imagefs)
-        kept_by_runtime = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
-        if kept_by_runtime.status_error:
-            if not pod_infra_image:
-                raise SandboxImageUnreadable(kept_by_runtime.status_error)
-            ui.warn(f"{kept_by_runtime.status_error}; the sandbox image protected is "
-                    "--pod-infra-container-image's")  # fmt: skip
-        pause = kept_by_runtime.status_image
-        if pod_infra_image:
-            kept_by_runtime.named.insert(
-                0, NamedImage(pod_infra_image, "--pod-infra-container-image")
-            )
-        protected = kept_by_runtime.protected_ids(snap.images)
-        for named in kept_by_runtime.named:
-            ui.info(f"kept if present: {named.reason}")
-        # Only a run on the wall clock records (first sighting, last use): one with --now
-        # reads the records and stores nothing, so a simulated time never reaches a later run.
-        writable = s.now is None
+        records, began = load_image_records(s.state_dir, now, ui.warn, read_only=not writable)
+    except StateUnavailable as exc:
+        if writable:
+            store_unusable(exc)
+        writable = False
         try:
-            records, began = load_image_records(s.state_dir, now, ui.warn, read_only=not writable)
+            records, began = load_image_records(s.state_dir, now, ui.warn, read_only=True)
+        except StateUnavailable as again:
+            ui.warn(f"{again}; planning as on a first run")
+            records, began = {}, now
+    stored, stored_began = dict(records), began  # as read (see save_image_records' loaded)
+    if assume_detected_at is not None:
+        for i in snap.images:
+            records.setdefault(i.id, ImageRecord(assume_detected_at))
+        began = min(began, assume_detected_at)
+    ip = plan_images(
+        snap.images, snap.containers, records, policy, now,
+        began=began, capacity=fs.capacity, available=fs.available, protected=protected,
+        filesystem=imagefs,
+    )  # fmt: skip
+
+    def stored_now(acting: bool) -> bool:
+        """Store what this run observed: with --assume-detected-at, the assumed times
+        only when it acts (a dry run's plan uses them, a later run never sees them).
+        True when stored."""
+        if not writable:
+            return False
+        kept = ip.records
+        if assume_detected_at is not None and not acting:
+            kept = detect_images(snap.images, snap.containers, stored, now)
+        try:
+            save_image_records(s.state_dir, kept, ui.warn, began=stored_began, loaded=stored)
         except StateUnavailable as exc:
-            if writable:
-                store_unusable(exc)
-            writable = False
-            try:
-                records, began = load_image_records(s.state_dir, now, ui.warn, read_only=True)
-            except StateUnavailable as again:
-                ui.warn(f"{again}; planning as on a first run")
-                records, began = {}, now
-        stored, stored_began = dict(records), began  # as read (see save_image_records' loaded)
-        if assume_detected_at is not None:
-            for i in snap.images:
-                records.setdefault(i.id, ImageRecord(assume_detected_at))
-            began = min(began, assume_detected_at)
-        ip = plan_images(
-            snap.images, snap.containers, records, policy, now,
-            began=began, capacity=fs.capacity, available=fs.available, protected=protected,
-            filesystem=imagefs,
-        )  # fmt: skip
+            store_unusable(exc)
+            return False
+        return True
 
-        def save(acting: bool) -> bool:
-            """Store what this run observed: with --assume-detected-at, the assumed times
-            only when it acts (a dry run's plan uses them, a later run never sees them).
-            True when stored."""
-            if not writable:
-                return False
-            kept = ip.records
-            if assume_detected_at is not None and not acting:
-                kept = detect_images(snap.images, snap.containers, stored, now)
-            try:
-                save_image_records(s.state_dir, kept, ui.warn, began=stored_began, loaded=stored)
-            except StateUnavailable as exc:
-                store_unusable(exc)
-                return False
-            return True
-
-        def action(d: Any, result: Result) -> ImageAction:
-            r = d.record
-            return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
-
-        plan: Plan[ImageAction] = Plan(
-            kind="ImageGCPlan",
-            policy={
-                **policy.to_dict(),
-                "sandbox_image": pause or "",
-                "pod_infra_container_image": pod_infra_image or "",
-            },
-            now=now,
-            actions=[action(d, Result.PLANNED) for d in ip.remove],
-            kept=[action(d, Result.KEPT) for d in ip.kept],
-            notes=[
-                f"image filesystem {fs.path}: {ip.usage_percent}% used "
-                f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
-                *ip.notes,
-            ],
-            source=snap.endpoint,
-        )
-        plan.shortfall = ip.shortfall
-        plan.filesystem = {
-            "path": fs.path,
-            "capacity": fs.capacity,
-            "available": fs.available,
-            "usage_percent": ip.usage_percent,
-            "bytes_to_free": ip.bytes_to_free,
-            "available_after": None,
-            "regained": None,
-        }
-        acting = may_act(mode, plan, ui, "image", act)
-        told = acting or mode is Mode.ACT  # --yes, or a person said yes: the run acts
-        kept_assumed = save(told) and told
+    def save(acting: bool) -> None:
+        kept_assumed = stored_now(acting) and acting
         plan.notes.extend(_records_notes(s.now, assume_detected_at, kept_assumed, records, stored))
-        if acting:
-            remover = ImageRemover(client, concurrency=act.concurrency)
-            carry_out(s, plan, [Stage(remover, ("image",))], "gc images", ui)
-            forget_removed_images(s, plan, ui)
-            after = fs_stats(s.host_root, imagefs)
-            regained = max(0, after.available - fs.available)
-            plan.filesystem.update(available_after=after.available, regained=regained)
-            plan.notes.append(f"the image filesystem regained {regained} bytes")
-        return plan
-    finally:
-        client.close()
+
+    def action(d: Any, result: Result) -> ImageAction:
+        r = d.record
+        return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
+
+    plan: Plan[ImageAction] = Plan(
+        kind="ImageGCPlan",
+        policy={
+            **policy.to_dict(),
+            "sandbox_image": pause or "",
+            "pod_infra_container_image": pod_infra_image or "",
+        },
+        now=now,
+        actions=[action(d, Result.PLANNED) for d in ip.remove],
+        kept=[action(d, Result.KEPT) for d in ip.kept],
+        notes=[
+            f"image filesystem {fs.path}: {ip.usage_percent}% used "
+            f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
+            *ip.notes,
+        ],
+        source=snap.endpoint,
+    )
+    plan.shortfall = ip.shortfall
+    plan.filesystem = {
+        "path": fs.path,
+        "capacity": fs.capacity,
+        "available": fs.available,
+        "usage_percent": ip.usage_percent,
+        "bytes_to_free": ip.bytes_to_free,
+        "available_after": None,
+        "regained": None,
+    }
+
+    def stages() -> list[Stage]:
+        remover = ImageRemover(client, concurrency=concurrency)
+        return [Stage(remover, ("image",))]
+
+    return ImagesPlanned(plan, stages, imagefs=imagefs, fs=fs, save=save)
 
 
 def forget_removed_images(s: Settings, plan: Plan[Any], ui: Ui) -> None:

@@ -175,13 +175,16 @@ def _gc_command(s: Settings) -> str:
 
 
 @dataclass
-class _Scan:
+class ResidueScan:
+    """A scan's plan, the client it read the runtime with (None once closed) and the pod
+    source as it was read (checked against the runtime)."""
+
     plan: ResiduePlan
     client: CriClient | None
     pods: PodInventory
 
 
-def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _Scan:
+def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> ResidueScan:
     """Observe and scan; with `keep_client` the open client is returned (the caller closes it)
     and an unreachable runtime raises instead of degrading."""
     if s.snapshot is not None:
@@ -253,7 +256,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
         f"pod source {pods.source}; kubelet root {root_dir}, pod logs {pod_logs_dir}, "
         f"CNI {cni_dir}"
     )
-    return _Scan(plan, client, pods)
+    return ResidueScan(plan, client, pods)
 
 
 def _host_findings(
@@ -405,47 +408,64 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     `residue_scan`, `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be
     read. Returns the plan with results.
     """
-    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
-    from kubegc_cli.node.execute.residue import ResidueCleaner
-
     mode = decide_mode(s, act, ui)
-    scan = _scan(s, ui, opts, keep_client=True)
+    scan = scan_for_clean(s, ui, opts)
     plan, client = scan.plan, scan.client
     assert client is not None
     try:
         if may_act(mode, plan, ui, "finding", act):
-            fresh: dict[str, PodInventory] = {"pods": scan.pods}
-
-            def reread_pods() -> None:
-                fresh["pods"] = load_pod_inventory(s, ui)
-
-            def still_unknown(object_id: str) -> bool:
-                """Neither a sandbox nor a container of the runtime has this ID now."""
-                return (
-                    client.pod_sandbox_status(object_id) is None
-                    and client.container_status(object_id) is None
-                )
-
-            def pod_still_gone(uid: str) -> bool:
-                """The pod source (read again) and the runtime (asked now) still lack `uid`."""
-                pods = fresh["pods"]
-                if pods.may_exist(uid):
-                    return False
-                if client.list_containers(labels={LABEL_POD_UID: uid}):
-                    return False
-                return not any(
-                    sb.uid == uid or sb.labels.get(LABEL_POD_UID) == uid
-                    for sb in client.list_sandboxes()
-                )
-
-            cleaner = ResidueCleaner(
-                client,
-                host_root=s.host_root,
-                still_unknown=still_unknown,
-                pod_still_gone=pod_still_gone,
-                concurrency=act.concurrency,
-            )
-            carry_out(s, plan, [Stage(cleaner, ("finding",), reread_pods)], "residue clean", ui)
+            carry_out(s, plan, [clean_stage(s, scan, act, ui)], "residue clean", ui)
         return plan
     finally:
         client.close()
+
+
+def scan_for_clean(s: Settings, ui: Ui, opts: ResidueOptions) -> ResidueScan:
+    """Observe and scan as `residue clean` does: the open client is returned with the plan
+    (the caller closes it). Raises `BadInput` as `residue_scan`, `RuntimeUnavailable` (exit
+    3, nothing removed) when the runtime cannot be read."""
+    return _scan(s, ui, opts, keep_client=True)
+
+
+def clean_stage(s: Settings, scan: ResidueScan, act: ActOptions, ui: Ui) -> Stage:
+    """The stage that cleans `scan`'s safe findings (kind `finding`), re-checking each right
+    before acting: an ID (CNI reservation) must still be unknown to the runtime
+    (`PodSandboxStatus` and `ContainerStatus` both NotFound), a pod must still be gone (absent
+    from the pod source, read once more right before the stage, and from the runtime's
+    sandboxes and containers, asked per finding)."""
+    # deferred: tests/unit/test_evict_check_cache.py::test_a_second_run_uses_the_cache_and_never_imports_grpc  # noqa: E501
+    from kubegc_cli.node.execute.residue import ResidueCleaner
+
+    client = scan.client
+    assert client is not None
+    fresh: dict[str, PodInventory] = {"pods": scan.pods}
+
+    def reread_pods() -> None:
+        fresh["pods"] = load_pod_inventory(s, ui)
+
+    def still_unknown(object_id: str) -> bool:
+        """Neither a sandbox nor a container of the runtime has this ID now."""
+        return (
+            client.pod_sandbox_status(object_id) is None
+            and client.container_status(object_id) is None
+        )
+
+    def pod_still_gone(uid: str) -> bool:
+        """The pod source (read again) and the runtime (asked now) still lack `uid`."""
+        pods = fresh["pods"]
+        if pods.may_exist(uid):
+            return False
+        if client.list_containers(labels={LABEL_POD_UID: uid}):
+            return False
+        return not any(
+            sb.uid == uid or sb.labels.get(LABEL_POD_UID) == uid for sb in client.list_sandboxes()
+        )
+
+    cleaner = ResidueCleaner(
+        client,
+        host_root=s.host_root,
+        still_unknown=still_unknown,
+        pod_still_gone=pod_still_gone,
+        concurrency=act.concurrency,
+    )
+    return Stage(cleaner, ("finding",), reread_pods)

@@ -222,7 +222,7 @@ def leading(n: int | None, digits: int = 2) -> int | None:
     stays negative, 0 stays 0); None stays None."""
     if n is None or n == 0:
         return n
-    scale = 10 ** max(len(str(abs(n))) - digits, 0)
+    scale = int(10 ** max(len(str(abs(n))) - digits, 0))
     return round(n / scale) * scale
 
 

@@ -199,6 +199,11 @@ def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None)
         ln.command for f in report.filesystems for ln in f.lines
         if ln.command and short_command(ln.command) != ln.command
     )  # fmt: skip
+    if report.reclaimable() and report.reclaim_command:
+        console.print(Text("Reclaim all of it in one run (one plan, one confirmation, the disk "
+                           "measured after):", style="bold"))  # fmt: skip
+        console.print(Text("  " + safe_text(report.reclaim_command)), soft_wrap=True)
+        console.print()
     if full:
         console.print(Text("Reclaim with (… = the options that act on what was measured):",
                            style="bold"))  # fmt: skip

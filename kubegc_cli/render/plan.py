@@ -153,8 +153,10 @@ def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
 class Layout:
     """How one kind of plan is shown: title, noun, columns (name, wraps) and a row builder.
 
-    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds log bytes to the
-    summary line.
+    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds bytes to the
+    summary line, named by `bytes_words` (planned, freed); `footer` gives lines printed after
+    the notes, before the summary line; `below` is the column moved under its row on a
+    terminal too narrow for the table on one line (`_print_below`).
     """
 
     title: str
@@ -163,6 +165,9 @@ class Layout:
     row: Callable[[Any, int], list[str]]
     show_kept: Callable[[Any], bool]
     counts_bytes: bool
+    bytes_words: tuple[str, str] = ("of logs", "of logs")
+    footer: Callable[[Any], list[str]] | None = None
+    below: int | None = None
 
 
 CONTAINERS = Layout(
@@ -291,6 +296,94 @@ IMAGES = Layout(
     # operator asks "why not?" about
     lambda k: k.rule in ("min-age", "protected", "pinned", "unpullable"),
     False,
+)
+
+
+def _reclaim_row(a: Any, now: int) -> list[str]:
+    """One row of `reclaim`: kind, ID, object, reason, bytes (expected; freed once removed),
+    result. IDs stay whole in a column of their own: a user copies them."""
+    ident, obj, size = "-", "", format_bytes(a.planned_bytes)
+    kind = a.kind
+    if isinstance(a, ContainerAction):
+        c = a.container
+        ident, obj = _short(c.id), f"{c.pod_namespace}/{c.pod_name} {c.container_name}#{c.attempt}"
+        size = "-" if c.log_bytes is None else size
+    elif isinstance(a, SandboxAction):
+        sb = a.sandbox
+        ident, obj, size = _short(sb.id), f"{sb.namespace}/{sb.name} #{sb.attempt}", "-"
+    elif isinstance(a, ImageAction):
+        ident = _short(a.image.id.removeprefix("sha256:"))
+        obj = a.image.repo_tags[0] if a.image.repo_tags else "<none>"
+    elif isinstance(a, LogAction):
+        obj = a.path
+        size = "-" if a.kind == "log-symlink" else size
+    else:  # a residue finding
+        kind, obj = a.type, a.target
+        size = "-" if a.bytes is None else size
+    if a.result is Result.REMOVED and a.bytes_freed:
+        size = format_bytes(a.bytes_freed)
+    return [kind, ident, obj, a.rule, size, _result_text(a)]
+
+
+def reclaim_footer(plan: Any) -> list[str]:
+    """The totals of a reclaim plan by kind (from its rows: `by_kind`) and its filesystems,
+    before and after (measured: statvfs), as aligned lines no wider than 80 columns but for a
+    long path, which comes last."""
+    rows = [["BY KIND", "OBJECTS", "EXPECTED", "HELD BACK"]]
+    for k in plan.by_kind():
+        if k["count"] or k["held_back"]:
+            rows.append([k["kind"], str(k["count"]), format_bytes(k["bytes"]), str(k["held_back"])])
+    lines = _aligned(rows, right=(1, 2, 3))
+    disk = [["FILESYSTEM", "CAPACITY", "AVAIL BEFORE", "AVAIL AFTER", "REGAINED", "PATH"]]
+    for f in plan.filesystems:
+        after, regained = f["available_after"], f["regained"]
+        disk.append(
+            [
+                ",".join(f["roles"]),
+                format_bytes(f["capacity"]),
+                format_bytes(f["available_before"]),
+                "-" if after is None else format_bytes(after),
+                "-" if regained is None else format_bytes(regained),
+                f["path"],
+            ]
+        )
+    return [*lines, "", *_aligned(disk, right=(1, 2, 3, 4))]
+
+
+def _aligned(rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """`rows` (the first a header) as lines: columns padded to their widest cell, joined by two
+    spaces; columns `right` aligned right (numbers)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+RECLAIM = Layout(
+    "Reclaim (containers and sandboxes, logs and residue, then images)",
+    "object",
+    (
+        ("KIND", False),
+        ("ID", False),
+        ("OBJECT", True),
+        ("REASON", True),
+        ("BYTES", False),
+        ("RESULT", True),
+    ),
+    _reclaim_row,
+    lambda k: (
+        k.kind != "finding"
+        and k.rule in ("guard-newest-record", "mount-point", "min-age", "protected", "pinned")
+    ),
+    True,
+    ("expected", "by the objects' sizes"),
+    reclaim_footer,
+    below=2,
 )
 
 
@@ -462,6 +555,7 @@ LAYOUTS = {
     "SandboxGCPlan": SANDBOXES,
     "LogGCPlan": LOGS,
     "GCPlan": ALL,
+    "ReclaimPlan": RECLAIM,
 }
 
 
@@ -557,11 +651,13 @@ class _Printer:
 
     def table(self, table: Any) -> None:
         """A rich `Table`, or an `_AlignedTable`."""
-        if self.plain and isinstance(table, _AlignedTable):
+        if isinstance(table, _AlignedTable):
             lines = table.lines()
-            if all(_plain_line(line) for line in lines):
+            if self.plain and all(_plain_line(line) for line in lines):
                 self._write("".join(f"{line}\n" for line in lines))
                 return
+            self.console().print(table, soft_wrap=True)  # a file or pipe: never cut a line
+            return
         self.console().print(table)
 
 
@@ -682,26 +778,76 @@ def render_plan(
     shown_kept, more_kept = _capped(worth, verbose, limit)
     if more or more_kept:  # a long table: the totals first, where they are seen
         printer.line(summary_line(plan, layout))
+
+    def style_of(a: Any) -> str | None:
+        return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
+
+    def plain_rows(rows: list[Any]) -> list[list[str]]:
+        return [[safe_text(v) for v in layout.row(a, plan.now)] for a in rows]
+
+    width = printer.console().width if wrap and layout.below is not None else 0
+    below = width and _wider_than(layout, plain_rows([*shown, *shown_kept]), width)
     if plan.actions:
-        table = _table(title, layout, wrap=wrap)
-        for a in shown:
-            held = a.result is Result.HELD_BACK
-            table.add_row(*cells(a), style=RESULT_STYLE[a.result] if acted or held else None)
-        printer.table(table)
+        if below:
+            _print_below(printer, title, layout, plain_rows(shown), [style_of(a) for a in shown])
+        else:
+            table = _table(title, layout, wrap=wrap)
+            for a in shown:
+                table.add_row(*cells(a), style=style_of(a))
+            printer.table(table)
         if more:
             printer.line(f"  {more} {_NOT_LISTED}")
     else:
         printer.line(f"{title}: nothing to remove.", style="bold")
     if shown_kept:
-        kept = _table("Kept (not removed)", layout, wrap=wrap)
-        for k in shown_kept:
-            kept.add_row(*cells(k), style="dim")
-        printer.table(kept)
+        if below:
+            rows = plain_rows(shown_kept)
+            _print_below(printer, "Kept (not removed)", layout, rows, ["dim"] * len(rows))
+        else:
+            kept = _table("Kept (not removed)", layout, wrap=wrap)
+            for k in shown_kept:
+                kept.add_row(*cells(k), style="dim")
+            printer.table(kept)
         if more_kept:
             printer.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
         printer.note(safe_text(note))
+    for text in layout.footer(plan) if layout.footer else ():
+        printer.line(safe_text(text))
     printer.line(summary_line(plan, layout))
+
+
+def _wider_than(layout: Layout, rows: list[list[str]], width: int) -> bool:
+    """True when `rows` as one line each (columns two apart) would not fit `width` columns."""
+    every = [[name for name, _ in layout.columns], *rows]
+    widths = [max(len(r[i]) for r in every) for i in range(len(layout.columns))]
+    return sum(widths) + 2 * (len(widths) - 1) > width
+
+
+def _print_below(
+    printer: _Printer, title: str, layout: Layout, rows: list[list[str]], styles: list[Any]
+) -> None:
+    """A table too wide for the terminal, as `kubectl describe` would rather have it: the
+    short columns (IDs, figures, codes) on one line, aligned and never cut, and the long
+    column `layout.below` on the lines under its row, indented, wrapped to the terminal's
+    width (the terminal wraps a first line that is still too wide: nothing is cropped)."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from rich.text import Text
+
+    at = layout.below
+    assert at is not None
+    names = [name for i, (name, _) in enumerate(layout.columns) if i != at]
+    short = [[c for i, c in enumerate(r) if i != at] for r in rows]
+    lines = _aligned([names, *short])
+    console = printer.console()
+    room = max(20, console.width - 4)
+    console.print(Text(title, style="bold"))
+    console.print(Text(lines[0], style="bold"), soft_wrap=True)
+    for line, r, style in zip(lines[1:], rows, styles, strict=True):
+        console.print(Text(line, style=style or ""), soft_wrap=True)
+        text = r[at]
+        for i in range(0, len(text), room):
+            console.print(Text("    " + text[i : i + room], style=style or ""), soft_wrap=True)
 
 
 _NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
@@ -727,17 +873,20 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
     """`3 container(s) to remove, 1.2Mi of logs; 5 kept.` before acting, counts after."""
     layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
-    logs = f", {format_bytes(s['bytes_planned'])} of logs" if layout.counts_bytes else ""
+    of_planned, of_freed = layout.bytes_words
+    logs = f", {format_bytes(s['bytes_planned'])} {of_planned}" if layout.counts_bytes else ""
     by = s["by_result"]
-    held = f", {by['held-back']} held back by a cap" if by["held-back"] else ""
+    targeted = any(a.error.startswith("held back: ") for a in plan.actions)  # (`--until`)
+    by_what = "the target" if targeted else "a cap"
+    held = f", {by['held-back']} held back by {by_what}" if by["held-back"] else ""
     if plan.dry_run or all(a.result in _NOT_ACTED for a in plan.actions):
         if by["skipped"]:  # (apply's re-checks before acting): what still goes, what not
             planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
-            logs = f", {format_bytes(planned)} of logs" if layout.counts_bytes else ""
+            logs = f", {format_bytes(planned)} {of_planned}" if layout.counts_bytes else ""
             held += f", {by['skipped']} skipped (changed since the plan)"
         going = by["planned"]
         return f"{going} {layout.noun}(s) to remove{logs}{held}; {s['kept']} kept."
-    freed = f"; freed {format_bytes(s['bytes_freed'])} of logs" if layout.counts_bytes else ""
+    freed = f"; freed {format_bytes(s['bytes_freed'])} {of_freed}" if layout.counts_bytes else ""
     return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{freed}."
 
 

@@ -71,6 +71,8 @@ NOUNS = {
     "sandbox": "sandbox(es)",
     "pod-log-dir": "pod log dir(s)",
     "log-symlink": "log symlink(s)",
+    "finding": "residue finding(s)",
+    "image": "image(s)",
 }
 
 Warn = Callable[[str], None]
@@ -125,6 +127,27 @@ def _gc_events(plan: Any) -> list[NodeEvent]:
                 f"removed {_removed_summary(acts)}; freed {format_bytes(freed)} of logs",
             )
         ]
+    return []
+
+
+def _reclaim_events(plan: Any) -> list[NodeEvent]:
+    """`reclaim`: `ReclaimFailed` (warning) when a removal failed, else `Reclaimed` with what
+    was removed and the bytes the filesystems regained (measured)."""
+    acts = list(plan.actions)
+    failed = [a for a in acts if a.result.value == "failed"]
+    regained = sum(f.get("regained") or 0 for f in getattr(plan, "filesystems", []))
+    if failed:
+        return [_event(
+            "ReclaimFailed", WARNING,
+            f"{len(failed)} of {len(acts)} removal(s) failed: {_first_error(failed)}; "
+            f"removed {_removed_summary(acts)}",
+        )]  # fmt: skip
+    if any(a.result.value == "removed" for a in acts):
+        return [_event(
+            "Reclaimed", NORMAL,
+            f"removed {_removed_summary(acts)}; the filesystems regained "
+            f"{format_bytes(regained)} (measured)",
+        )]  # fmt: skip
     return []
 
 
@@ -231,6 +254,8 @@ def events_for(command: str, result: Any, exit_code: int) -> list[NodeEvent]:
     if result.dry_run:
         return []
     kinds = {a.kind for a in result.actions}
+    if getattr(result, "kind", "") == "ReclaimPlan":
+        return _reclaim_events(result)
     if kinds & {"image"} or getattr(result, "kind", "") == "ImageGCPlan":
         return _image_events(result)  # a shortfall with no image eligible is an event too
     if kinds & {"pod"}:

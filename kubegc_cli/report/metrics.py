@@ -54,6 +54,7 @@ from typing import Any
 
 from kubegc_cli.core.errors import BadInput, ExitCode, KubegcError
 from kubegc_cli.core.plan import Result
+from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
 from kubegc_cli.node.outfile import replace_file
 
 SUFFIX = ".prom"
@@ -108,6 +109,17 @@ KINDS: dict[str, tuple[str, ...]] = {
     "gc all": ("container", "sandbox", "pod-log-dir", "log-symlink"),
     "gc images": ("image",),
     "evict prune": ("pod",),
+    "reclaim": (
+        "container",
+        "sandbox",
+        "pod-log-dir",
+        "log-symlink",
+        POD_DIR,
+        NETNS,
+        CNI_IP,
+        POD_CGROUP,
+        "image",
+    ),
 }
 ACTED = ("removed", "skipped", "failed")
 LABEL_ORDER = ("command", "kind", "signal", "type", "safe", "result")

@@ -444,6 +444,10 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
             f"kubegc residue clean {common} --pods-file {pods} --root-dir /k "
             "--pod-logs-dir /var/log/pods"
         )
+        # every reclaimable line at once: `reclaim`, with the same options
+        assert doc["reclaim_command"] == (
+            f"kubegc reclaim {common} --pods-file {pods} --root-dir /k --pod-logs-dir /var/log/pods"
+        )
 
         nodefs = fs_with(doc, "nodefs")
         n = lines(nodefs)
@@ -469,6 +473,9 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
         table = out.getvalue()
         assert "RECLAIM WITH" in table and "kubegc gc images --prune-unused" in table
         assert f"\n  {gc_containers}\n" in table  # in full once, below the tables
+        one_run = table.index("Reclaim all of it in one run")
+        assert table.index(f"\n  {doc['reclaim_command']}\n") > one_run  # named before the rest
+        assert one_run < table.index("Reclaim with (")
         assert "imagefs + containerfs" in table and "█" in table
 
 

@@ -17,7 +17,8 @@ class FsStats:
     """Bytes and inodes of one filesystem: `capacity` = blocks × frsize, `available` =
     bavail × frsize (what an unprivileged writer may still use), `inodes`, `inodes_free`;
     `free` = bfree × frsize, which also counts the blocks reserved for root (so
-    `free - available` is the reserve)."""
+    `free - available` is the reserve); `device` is `st_dev` of the path (paths with one
+    `device` are one filesystem)."""
 
     path: str
     capacity: int
@@ -25,6 +26,7 @@ class FsStats:
     inodes: int
     inodes_free: int
     free: int = 0
+    device: int = 0
 
 
 def fs_stats(host_root: Path, host_path: str) -> FsStats:
@@ -34,14 +36,14 @@ def fs_stats(host_root: Path, host_path: str) -> FsStats:
     is an unreadable inventory."""
     local = on_host(host_root, host_path)
 
-    def statfs(watch: Watch) -> os.statvfs_result:
+    def statfs(watch: Watch) -> tuple[os.statvfs_result, int]:
         if not watch.may_enter(local):
             raise Stalled(local, walk_timeout())
         watch.at(local)
-        return os.statvfs(local)
+        return os.statvfs(local), os.stat(local).st_dev
 
     try:
-        st = bounded(statfs)
+        st, device = bounded(statfs)
     except OSError as exc:  # (a `Stalled` too: "no answer within 1s (a hung mount?)")
         raise RuntimeUnavailable(f"cannot stat filesystem {local}: {exc.strerror or exc}") from None
     return FsStats(
@@ -51,4 +53,5 @@ def fs_stats(host_root: Path, host_path: str) -> FsStats:
         inodes=st.f_files,
         inodes_free=st.f_favail,
         free=st.f_bfree * st.f_frsize,
+        device=device,
     )

@@ -1,0 +1,360 @@
+"""`kubegc reclaim`: everything kubegc may safely remove on this node, as one plan, one
+confirmation, one node lock — then the disk before and after, measured.
+
+The plan is made by the single commands' own planners, on one observation each:
+`commands.gc.plan_all` (dead containers, sandboxes, pod log directories: `gc all`),
+`commands.gc.plan_images_on` (unused images as `gc images --prune-unused` plans them, with the
+state store's image records and protections), `commands.residue.scan_for_clean` (the residue
+`residue clean` cleans, of the kinds in `RESIDUE_KINDS`: pod log directories are `gc all`'s
+here). It is carried out by their executors, in the kubelet's order (`policy.reclaim`), each
+object re-checked right before it is removed, with one audit row per object.
+
+Bytes: each row's are what removing it is expected to free (`planned_bytes`: log bytes of a
+container, a directory's allocated blocks, an image's size as CRI reports it — an upper bound,
+since layers shared with images that stay are not freed). The disk figures are measured:
+statvfs (`node.host.fs.fs_stats`) of each filesystem the plan touches, before planning and
+after acting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kubegc_cli.commands.edges import Ui
+from kubegc_cli.commands.flow import (
+    ActOptions,
+    Mode,
+    carry_out,
+    decide_mode,
+    load_pod_inventory,
+    may_act,
+    open_client,
+)
+from kubegc_cli.commands.gc import (
+    check_image_inputs,
+    forget_removed_images,
+    plan_all,
+    plan_images_on,
+    pod_logs_root_of,
+)
+from kubegc_cli.commands.residue import (
+    DEFAULT_ROOT_DIR,
+    ResidueOptions,
+    ResidueScan,
+    clean_stage,
+    host_dir,
+    scan_for_clean,
+)
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import ContainerState
+from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import format_bytes
+from kubegc_cli.node.host.fs import FsStats, fs_stats
+from kubegc_cli.policy.containers import ContainerGCPolicy
+from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy
+from kubegc_cli.policy.reclaim import ACT_ORDER, Target, cut_at
+from kubegc_cli.policy.scope import Scope
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
+
+#: The residue kinds a reclaim run cleans (the others are `gc all`'s objects, or never safe).
+RESIDUE_KINDS = (POD_DIR, NETNS, CNI_IP, POD_CGROUP)
+PLAN_KIND = "ReclaimPlan"
+#: Which filesystem each action kind frees bytes on: its role (see `ReclaimPlan.filesystems`).
+ROLE_OF_KIND = {
+    "container": "logs",
+    "sandbox": "logs",
+    "pod-log-dir": "logs",
+    "log-symlink": "logs",
+    "finding": "nodefs",
+    "image": "imagefs",
+}
+ROLE_OF_SIGNAL = {"nodefs.available": "nodefs", "imagefs.available": "imagefs"}
+#: Kind group names in the table's totals, in acting order.
+GROUPS = (
+    ("container", ("container",)),
+    ("sandbox", ("sandbox",)),
+    ("pod-log", ("pod-log-dir", "log-symlink")),
+    ("residue", ("finding",)),
+    ("image", ("image",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimOptions:
+    """What `kubegc reclaim` plans with: the kubelet's container GC policy, the image GC
+    policy (`prune_unused` forced on), the sandbox image to protect besides the runtime's,
+    host directories (None: as the single commands default them), the residue kinds to clean
+    (of `RESIDUE_KINDS`; empty: all of them) and the space `target` (None: everything)."""
+
+    containers: ContainerGCPolicy = field(default_factory=ContainerGCPolicy)
+    images: ImageGCPolicy = field(default_factory=lambda: ImageGCPolicy(prune_unused=True))
+    pod_infra_image: str | None = None
+    root_dir: str | None = None
+    pod_logs_dir: str | None = None
+    cni_dir: str | None = None
+    residue_kinds: frozenset[str] = frozenset()
+    target: Target | None = None
+
+
+@dataclass(slots=True)
+class ReclaimPlan(Plan[Any]):
+    """The plan of `kubegc reclaim`: actions of every kind, in acting order.
+
+    `filesystems`: one dict per filesystem touched — `roles` (nodefs: the kubelet root;
+    logs: the pod log root; imagefs: the image filesystem), `path`, `capacity`,
+    `available_before` (bytes, statvfs when planned), `available_after` and `regained`
+    (bytes, measured after acting; None before). `target`: the `--until`/`--bytes` target and
+    its figures (None without one)."""
+
+    filesystems: list[dict[str, Any]] = field(default_factory=list)
+    target: dict[str, Any] | None = None
+
+    def by_kind(self) -> list[dict[str, Any]]:
+        """Per kind group (`GROUPS`): `kind`, `count` (actions not held back), `bytes`
+        (their expected bytes), `held_back`, `removed`, `freed` (bytes removed)."""
+        out = []
+        for name, kinds in GROUPS:
+            rows = [a for a in self.actions if a.kind in kinds]
+            going = [a for a in rows if a.result is not Result.HELD_BACK]
+            out.append(
+                {
+                    "kind": name,
+                    "count": len(going),
+                    "bytes": sum(a.planned_bytes for a in going),
+                    "held_back": len(rows) - len(going),
+                    "removed": sum(1 for a in rows if a.result is Result.REMOVED),
+                    "freed": sum(a.bytes_freed for a in rows),
+                }
+            )
+        return out
+
+    def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
+        doc = Plan.to_dict(self, rows_as_json=rows_as_json)
+        doc["by_kind"] = self.by_kind()
+        doc["filesystems"] = self.filesystems
+        doc["target"] = self.target
+        return doc
+
+
+def reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> ReclaimPlan:
+    """`kubegc reclaim`: plan everything kubegc may safely remove, show it, ask once, act in
+    the kubelet's order, measure the disk after.
+
+    Raises `BadInput` (bad options, `--snapshot`, a pod source that cannot be used) and
+    `RuntimeUnavailable` (the runtime, a log root or a filesystem cannot be read) before
+    anything is removed; `StateUnavailable` as `gc images`. Returns the plan with results.
+    """
+    if s.snapshot is not None:
+        raise BadInput("reclaim reads the node's directories and runtime; --snapshot holds none")
+    check_image_inputs(s, opts.images, None)
+    root_dir = host_dir(opts.root_dir or DEFAULT_ROOT_DIR, "--root-dir")
+    pods = load_pod_inventory(s, ui, needs_source=opts.containers.include_terminated_pods)
+    mode = decide_mode(s, act, ui)
+    logs_root = pod_logs_root_of(s, opts.pod_logs_dir)
+    client = open_client(s, ui)
+    scan: ResidueScan | None = None
+    try:
+        gc = plan_all(s, opts.containers, Scope(), logs_root, client, pods, act, ui)
+        images = plan_images_on(
+            s, opts.images, client, ui, may_remove=mode in (Mode.ACT, Mode.ASK),
+            pod_infra_image=opts.pod_infra_image, concurrency=act.concurrency,
+        )  # fmt: skip
+        residue = ResidueOptions(
+            kinds=opts.residue_kinds or frozenset(RESIDUE_KINDS), root_dir=root_dir,
+            pod_logs_dir=opts.pod_logs_dir, cni_dir=opts.cni_dir,
+        )  # fmt: skip
+        scan = scan_for_clean(s, ui, residue)
+        paths = {"nodefs": root_dir, "logs": logs_root, "imagefs": images.imagefs}
+        before = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
+        plan = _assemble([gc.plan, images.plan, scan.plan], before, s)
+        if opts.target is not None:
+            apply_target(plan, opts.target, before, lambda: running_layers_of(client))
+        noted = len(images.plan.notes)
+        acting = may_act(mode, plan, ui, "object", act)
+        images.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
+        plan.notes.extend(images.plan.notes[noted:])
+        if acting:
+            stages = [*gc.stages(), clean_stage(s, scan, act, ui), *images.stages()]
+            carry_out(s, plan, stages, "reclaim", ui)
+            forget_removed_images(s, plan, ui)
+            measure_after(plan, s, paths)
+        return plan
+    finally:
+        client.close()
+        if scan is not None and scan.client is not None:
+            scan.client.close()
+
+
+def _assemble(plans: list[Plan[Any]], before: dict[str, FsStats], s: Settings) -> ReclaimPlan:
+    """One plan of `plans`' actions in acting order (`ACT_ORDER`, each kind in its planner's
+    order), their kept objects and notes, and the filesystems touched, as measured `before`."""
+    order = {k: i for i, k in enumerate(ACT_ORDER)}
+    actions = [a for p in plans for a in p.actions]
+    actions.sort(key=lambda a: order.get(a.kind, len(order)))  # (stable: planners' order kept)
+    notes: list[str] = []
+    for p in plans:
+        notes += [n for n in p.notes if n not in notes]
+    if any(a.kind == "image" for a in actions):
+        notes.append(
+            "image bytes are the sizes the runtime reports: an upper bound, layers shared with "
+            "images that stay are not freed"
+        )
+    plan = ReclaimPlan(
+        kind=PLAN_KIND,
+        policy={p.kind: p.policy for p in plans},
+        now=plans[0].now,
+        actions=actions,
+        kept=[k for p in plans for k in p.kept],
+        notes=notes,
+        out_of_scope=sum(p.out_of_scope for p in plans),
+        source=plans[0].source,
+    )
+    plan.filesystems = _filesystems(before)
+    return plan
+
+
+def _filesystems(stats: dict[str, FsStats]) -> list[dict[str, Any]]:
+    """One entry per distinct filesystem (by device) of `stats` (role → figures)."""
+    out: dict[int, dict[str, Any]] = {}
+    for role, st in stats.items():
+        entry = out.setdefault(
+            st.device,
+            {
+                "roles": [],
+                "path": st.path,
+                "capacity": st.capacity,
+                "available_before": st.available,
+                "available_after": None,
+                "regained": None,
+            },
+        )
+        entry["roles"].append(role)
+    return list(out.values())
+
+
+def measure_after(plan: ReclaimPlan, s: Settings, paths: dict[str, str]) -> None:
+    """statvfs of each filesystem again: `available_after`, `regained` (bytes; never < 0),
+    and a note with the total."""
+    by_role = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
+    for entry in plan.filesystems:
+        after = by_role[entry["roles"][0]]
+        entry["available_after"] = after.available
+        entry["regained"] = max(0, after.available - entry["available_before"])
+    if plan.target is not None and plan.target.get("signal"):
+        role = ROLE_OF_SIGNAL[plan.target["signal"]]
+        entry = next(e for e in plan.filesystems if role in e["roles"])
+        plan.target["available_after"] = entry["available_after"]
+        plan.target["met_after"] = entry["available_after"] >= plan.target["wanted_available"]
+
+
+def apply_target(
+    plan: ReclaimPlan,
+    target: Target,
+    before: dict[str, FsStats],
+    running_layers: Callable[[], int | None] = lambda: None,
+) -> None:
+    """Cut `plan` at `target` (`policy.reclaim.cut_at`): the planned actions not taken are
+    held back, naming the target; `plan.target` gets the figures, and when the plan cannot
+    meet it, `plan.shortfall` the bytes short and a note says what is in the way
+    (`running_layers()`: the writable layers of the running containers, bytes, None when
+    unknown; asked only then)."""
+    role = ROLE_OF_SIGNAL.get(target.signal or "")
+    fs = before[role] if role else None
+    devices = {r: st.device for r, st in before.items()}
+
+    def counts(a: Any) -> int:
+        size: int = a.planned_bytes
+        if fs is None:
+            return size
+        return size if devices[ROLE_OF_KIND.get(a.kind, "nodefs")] == fs.device else 0
+
+    needed = target.needed(fs.capacity, fs.available) if fs else target.amount
+    planned = [a for a in plan.actions if a.result is Result.PLANNED]
+    cut = cut_at(planned, needed, counts)
+    why = f"held back: {target.text} is met without it"
+    for a in planned:
+        if a.id not in cut.taken:
+            a.result, a.error = Result.HELD_BACK, why
+    plan.target = {
+        "text": target.text,
+        "signal": target.signal,
+        "needed": needed,
+        "expected": cut.expected,
+        "plannable": cut.plannable,
+        "met": cut.met,
+    }
+    if fs is not None:
+        plan.target.update(
+            path=fs.path,
+            capacity=fs.capacity,
+            available=fs.available,
+            wanted_available=fs.available + needed,
+            available_after=None,
+            met_after=None,
+        )
+    if needed == 0:
+        plan.notes.append(f"{target.text} is already met: nothing needs to go")
+    elif cut.met:
+        plan.notes.append(
+            f"{target.text}: {format_bytes(needed)} needed, {format_bytes(cut.expected)} "
+            f"expected from {len(cut.taken)} object(s), cheapest to lose first"
+        )
+    else:
+        plan.shortfall = needed - cut.expected
+        here = fs is None or devices["imagefs"] == fs.device  # (writable layers: on imagefs)
+        in_the_way = _in_the_way(plan, counts, running_layers() if here else NOT_HERE)
+        plan.target["in_the_way"] = in_the_way
+        shown = ", ".join(f"{what} ({format_bytes(n)})" if n is not None else what
+                          for what, n in in_the_way.items())  # fmt: skip
+        plan.notes.append(
+            f"{target.text} cannot be met: {format_bytes(cut.plannable)} plannable, "
+            f"{format_bytes(needed)} needed; the rest is {shown}"
+        )
+
+
+#: `_in_the_way`'s `layers` when the writable layers are not on the target's filesystem.
+NOT_HERE = -1
+
+
+def _in_the_way(plan: ReclaimPlan, counts: Any, layers: int | None) -> dict[str, int | None]:
+    """What no reclaim frees on the target's filesystem, by what (bytes; None when unknown):
+    the images kept in use, the other images kept (pinned, the sandbox image, --keep, MinAge),
+    the running containers' writable layers (`layers`; `NOT_HERE`: not on that filesystem),
+    and pod data and other files (`kubegc df` breaks them down)."""
+    kept_images = [k for k in plan.kept if k.kind == "image" and counts(k) > 0]
+    in_use = sum(counts(k) for k in kept_images if k.rule == KEEP_IN_USE)
+    other = sum(counts(k) for k in kept_images if k.rule != KEEP_IN_USE)
+    out: dict[str, int | None] = {}
+    if in_use:
+        out["images in use"] = in_use
+    if other:
+        out["images kept (pinned, the sandbox image, --keep or younger than MinAge)"] = other
+    if layers != NOT_HERE:
+        out["running containers' writable layers"] = layers
+    dead = sum(1 for k in plan.kept if k.kind == "container")
+    if dead:
+        out[f"{dead} dead container(s) the kubelet's rules keep"] = None
+    out["pod data and other files ('kubegc df' shows them)"] = None
+    return out
+
+
+def running_layers_of(client: CriClient) -> int | None:
+    """The writable layers of the containers running now (CRI `ListContainerStats`), bytes;
+    None when the runtime does not say."""
+    try:
+        sizes = client.writable_layers()
+        running = {c.id for c in client.list_containers() if c.state is ContainerState.RUNNING}
+    except RuntimeUnavailable:
+        return None
+    known = [sizes[c][0] for c in running if c in sizes]
+    if not running:
+        return 0
+    if not known or any(b is None for b in known):
+        return None
+    return sum(b or 0 for b in known)
