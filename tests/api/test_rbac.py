@@ -59,8 +59,8 @@ def pod_from(workload: dict[str, Any], name: str, node: str) -> dict[str, Any]:
         spec = spec["jobTemplate"]["spec"]
     template = json.loads(json.dumps(spec["template"]))
     template["spec"]["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, **template["metadata"]}, "spec": template["spec"]}  # fmt: skip
+    meta = {"name": name, **template["metadata"]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +197,8 @@ def test_the_agent_may_make_each_granted_call(
     made = reports.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
     made["metadata"]["labels"] = {"kubegc.io/test": "x"}
     reports.replace_cluster_custom_object(GROUP, VERSION, PLURAL, node_name, made)
-    reports.patch_cluster_custom_object(GROUP, VERSION, PLURAL, node_name,
-                                        {"metadata": {"labels": {"kubegc.io/test": "y"}}})  # fmt: skip
+    relabel = {"metadata": {"labels": {"kubegc.io/test": "y"}}}
+    reports.patch_cluster_custom_object(GROUP, VERSION, PLURAL, node_name, relabel)
     got = reports.get_cluster_custom_object(GROUP, VERSION, PLURAL, node_name)
     got["status"] = {"observedAt": "2026-11-29T12:00:00Z", "reclaimableBytes": 1}
     reports.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, node_name, got)
@@ -212,8 +212,8 @@ def test_the_agent_may_make_each_granted_call(
     slot = lease_name(9)  # the last slot rbac.yaml names
     with contextlib.suppress(ApiException):  # a slot left by an earlier run: start afresh
         client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kube-system")
-    leases.create_namespaced_lease("kube-system", {"metadata": {"name": slot},
-                                                   "spec": {"holderIdentity": node_name}})  # fmt: skip
+    held = {"metadata": {"name": slot}, "spec": {"holderIdentity": node_name}}
+    leases.create_namespaced_lease("kube-system", held)
     lease = leases.read_namespaced_lease(slot, "kube-system")
     lease.spec.lease_duration_seconds = 60
     leases.replace_namespaced_lease(slot, "kube-system", lease)
@@ -238,8 +238,8 @@ def test_the_agent_is_refused_what_it_does_not_need(
     refused(agent_core.patch_node, node_name, {"metadata": {"labels": {"x": "y"}}})
     refused(agent_core.patch_node_status, node_name, {"status": {"phase": "Running"}})
     refused(agent_core.delete_node, node_name)
-    refused(agent_core.create_namespaced_event, ns,
-            {"metadata": {"name": "x"}, "involvedObject": {"kind": "Node", "name": node_name}})  # fmt: skip
+    event = {"metadata": {"name": "x"}, "involvedObject": {"kind": "Node", "name": node_name}}
+    refused(agent_core.create_namespaced_event, ns, event)  # events only in default
     refused(client.CustomObjectsApi(agent).list_cluster_custom_object, GROUP, VERSION, PLURAL)
 
     # another lease in kube-system (a controller's leader election) can be neither read nor
@@ -247,7 +247,8 @@ def test_the_agent_is_refused_what_it_does_not_need(
     leases = client.CoordinationV1Api(agent)
     other = f"kube-controller-manager-{uuid.uuid4().hex[:6]}"
     client.CoordinationV1Api(admin).create_namespaced_lease(
-        "kube-system", {"metadata": {"name": other}, "spec": {"holderIdentity": "kcm"}})
+        "kube-system", {"metadata": {"name": other}, "spec": {"holderIdentity": "kcm"}}
+    )
     refused(leases.read_namespaced_lease, other, "kube-system")
     refused(leases.replace_namespaced_lease, other, "kube-system",
             {"metadata": {"name": other}, "spec": {"holderIdentity": node_name}})  # fmt: skip
