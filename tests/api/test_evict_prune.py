@@ -28,7 +28,7 @@ from kubegc_cli.node.state import read_history
 from kubegc_cli.policy.evicted import PruneOptions
 from kubegc_cli.render.plan import render_plan
 from tests.controlplane import ControlPlane
-from tests.unit.test_evict_prune import FakeUi
+from tests.unit.test_evict_prune import FakeUi, cli
 
 NOW = rfc3339_to_ns("2026-11-29T12:00:00Z")
 
@@ -411,17 +411,6 @@ def test_table_shows_owner_age_and_a_truncated_message(
     young = next(line for line in text.splitlines() if "young" in line)
     assert " - " in young and "kept: evicted 10m ago, less than --older-than 1h0m0s" in young
     assert "2 evicted pod(s) to remove; 1 kept." in text
-
-
-def cli(kubeconfig: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`kubegc evict prune` as an operator runs it, at the tests' NOW."""
-    return subprocess.run(
-        [sys.executable, "-m", "kubegc_cli", "--kubeconfig", str(kubeconfig),
-         "--state-dir", str(tmp_path / "state"), "--now", "2026-11-29T12:00:00Z",
-         "evict", "prune", *args],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/"},
-    )  # fmt: skip
 
 
 def test_command_line_prune_from_dry_run_to_yes(

@@ -30,18 +30,9 @@ from tests.api.test_events import node_events
 from tests.api.test_evict_prune import exists, make_pod
 from tests.conftest import DEPLOY, kustomization_docs
 from tests.controlplane import ControlPlane
-from tests.unit.hostfixtures import (
-    MOUNTINFO_V1,
-    V1_ROOT,
-    put,
-    write_meminfo,
-    write_mountinfo,
-    write_pid_files,
-    write_v1_cgroup,
-)
+from tests.unit.test_deploy import host_tree
 
 APPLY_MODE = DEPLOY.parent / "kubernetes-apply-mode"
-MiB = 1 << 20
 #: priority >= this makes a pod critical to the kubelet (kubelet types IsCriticalPodBasedOnPriority:
 #: scheduling.SystemCriticalPriority, twice the highest user-definable priority)
 SYSTEM_CRITICAL = 2_000_000_000
@@ -264,18 +255,6 @@ def test_the_agent_is_refused_what_it_does_not_need(
 
 
 # --- kubegc's own command lines, as in the manifests ----------------------------------------
-
-
-def host_tree(root: Path) -> Path:
-    """A node's host tree: memory.available 50Mi of 1Gi (below the kubelet's default 100Mi
-    hard threshold)."""
-    write_mountinfo(root, MOUNTINFO_V1)
-    write_meminfo(root, 1_048_576, mem_available_kb=50 * 1024)
-    write_v1_cgroup(root, V1_ROOT, usage=984 * MiB, inactive_file=10 * MiB)
-    write_pid_files(root, pid_max=32768, threads_max=100_000, loadavg="0.1 0.2 0.3 2/1000 42")
-    (root / "var/log/pods").mkdir(parents=True)
-    put(root, "/var/lib/kubelet/.keep", "")
-    return root
 
 
 def agent_globals(tmp_path: Path, host: Path, node: str) -> list[str]:

@@ -322,7 +322,7 @@ def test_no_service_account_is_bound_that_no_workload_uses() -> None:
     assert used == accounts == set(GRANTS)
 
 
-def _host(root: Path) -> Path:
+def host_tree(root: Path) -> Path:
     """A node's host tree: memory.available 50Mi of 1Gi (below the kubelet's default 100Mi),
     an orphaned pod directory, no CRI runtime socket."""
     write_mountinfo(root, MOUNTINFO_V1)
@@ -389,7 +389,7 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
 def test_systemd_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The unit's kubegc command lines, on a fixture host without a runtime: every option is
     accepted (exit 3 is the missing runtime), and the metrics reach the textfile."""
-    host = _host(tmp_path / "host")
+    host = host_tree(tmp_path / "host")
     lines = [ln for unit in SERVICES for ln in exec_lines(unit)]
     assert [ln[0] for ln in lines] == ["/usr/local/bin/kubegc"] * 2
     prom = tmp_path / "kubegc.prom"

@@ -272,7 +272,8 @@ def test_an_unreachable_api_would_be_exit_3(tmp_path: Path) -> None:
     assert err.value.exit_code == 3
 
 
-def _cli(kubeconfig: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(kubeconfig: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubegc evict prune` as an operator runs it, at the tests' NOW."""
     return subprocess.run(
         [sys.executable, "-m", "kubegc_cli", "--kubeconfig", str(kubeconfig),
          "--state-dir", str(tmp_path / "state"), "--now", "2026-11-29T12:00:00Z",
@@ -287,7 +288,7 @@ def test_fault_a_refused_delete_on_the_command_line_is_exit_1(
 ) -> None:
     recorded, kubeconfig = api
     recorded.delete_answers["team-b/web-2"] = (500, "etcd is unhappy")
-    failed = _cli(kubeconfig, tmp_path, "--node-name", "node-a", "-n", "team-b", "--yes",
+    failed = cli(kubeconfig, tmp_path, "--node-name", "node-a", "-n", "team-b", "--yes",
                   "-o", "json")  # fmt: skip
     assert failed.returncode == 1 and "failed" in failed.stderr
     assert [a["result"] for a in json.loads(failed.stdout)["actions"]] == ["failed"]
@@ -314,7 +315,7 @@ def test_fault_a_server_ignoring_the_label_selector_changes_nothing(
 
 
 def test_command_line_bad_selector_sends_nothing(tmp_path: Path) -> None:
-    bad = _cli(nothing_listens(tmp_path), tmp_path, "--node-name", "node-a", "-l", "a in (b",
+    bad = cli(nothing_listens(tmp_path), tmp_path, "--node-name", "node-a", "-l", "a in (b",
                "--yes")  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "invalid label selector 'a in (b'" in bad.stderr
