@@ -5,11 +5,12 @@ built into `bin_dir`:
 
 - etcd, client and peer URLs on 127.0.0.1 (plain HTTP: nothing leaves the machine);
 - kube-apiserver on https://127.0.0.1:<port> with its own CA and serving certificate (made
-  with `openssl`), RBAC as the only authorizer, and a static token file naming one identity
-  per caller: `admin` (group system:masters), `nobody` (authenticated, granted nothing), and
-  the ServiceAccount identities of deploy/kubernetes/rbac.yaml (`kubegc-agent`, the node
-  agent in kube-system; `kubegc-prune`),
-  so the bindings of the manifests apply to them as to the real ServiceAccounts;
+  with `openssl`), RBAC as the only authorizer, an audit log of every request (read back
+  with `requests_by(identity)`: what each identity asked, as the server saw it), and a
+  static token file naming one identity per caller: `admin` (group system:masters),
+  `nobody` (authenticated, granted nothing), and the ServiceAccount identities of
+  deploy/kubernetes/rbac.yaml (`kubegc-agent`, the node agent in kube-system;
+  `kubegc-prune`), so the bindings of the manifests apply to them as to the real ServiceAccounts;
 - optionally kube-controller-manager with the garbage collector only, which acts as its own
   ServiceAccount (kube-system/generic-garbage-collector) with the bootstrap RBAC role, as in
   a kubeadm cluster.
@@ -32,6 +33,7 @@ import ssl
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,32 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
         ("system:serviceaccounts", "system:serviceaccounts:kubegc"),
     ),
 }
+
+#: Every request at Metadata level (who, what, the answer's code), once, when answered.
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+"""
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One request as the API server's audit log records it: the authorizer's verb (get,
+    list, create, update, patch, delete, ...), API group ("" for core), resource,
+    subresource, namespace and name ("" when none), the answer's HTTP code and the query
+    parameters (fieldSelector, limit, ...)."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    code: int
+    query: dict[str, str]
+
 
 _PR_SET_PDEATHSIG = 1
 
@@ -154,6 +182,7 @@ class ControlPlane:
             self.tokens[identity] = token
             lines.append(f'{token},{user},uid-{identity},"{",".join(groups)}"')
         (w / "tokens.csv").write_text("\n".join(lines) + "\n")
+        (w / "audit-policy.yaml").write_text(AUDIT_POLICY)
         self.url = self._spawn_api_server("kube-apiserver")
         self._wait_ready(timeout)
         if controller_manager:
@@ -184,7 +213,10 @@ class ControlPlane:
             "--service-account-signing-key-file", str(w / "sa.key"),
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--disable-admission-plugins", "ServiceAccount",
-            "--allow-privileged=true", "--v=1", *extra,
+            "--allow-privileged=true", "--v=1",
+            "--audit-policy-file", str(w / "audit-policy.yaml"),
+            "--audit-log-path", str(w / f"{name}-audit.log"), "--audit-log-mode", "blocking",
+            "--audit-log-format", "json", *extra,
         ])  # fmt: skip
         return f"https://127.0.0.1:{port}"
 
@@ -214,6 +246,31 @@ class ControlPlane:
                 last = str(exc)
             time.sleep(0.3)
         raise RuntimeError(f"kube-apiserver at {url} not ready in {timeout:.0f} s: {last}")
+
+    def requests_by(self, identity: str, since: int = 0) -> list[ApiRequest]:
+        """The requests `identity` (a key of IDENTITIES) made to the first API server, in
+        order, from its audit log (one line per answered request), skipping the first `since`
+        (`len(requests_by(...))` of an earlier call marks a point). The log line of a request
+        may follow its answer by a moment: this waits until the log stops growing."""
+        log = self.work / "kube-apiserver-audit.log"
+        size = -1
+        while size != log.stat().st_size:
+            size = log.stat().st_size
+            time.sleep(0.2)
+        user = IDENTITIES[identity][0]
+        out: list[ApiRequest] = []
+        for line in log.read_text().splitlines():
+            e = json.loads(line)
+            if e["user"]["username"] != user:
+                continue
+            ref = e.get("objectRef", {})
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(e["requestURI"]).query)
+            out.append(ApiRequest(
+                verb=e["verb"], group=ref.get("apiGroup", ""), resource=ref.get("resource", ""),
+                subresource=ref.get("subresource", ""), namespace=ref.get("namespace", ""),
+                name=ref.get("name", ""), code=e.get("responseStatus", {}).get("code", 0),
+                query={k: v[0] for k, v in query.items()}))  # fmt: skip
+        return out[since:]
 
     def kubeconfig(
         self, identity: str, path: Path | None = None, *, server: str | None = None

@@ -285,20 +285,31 @@ def test_commands_run_by_hand_in_the_agent_pod_are_allowed(
     node_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """`evict check` and `memory available` with the DaemonSet's own options and the agent's
-    identity: their pod list, Node read and Event are allowed (a 403 would be exit 3, or a
-    warning and no Event)."""
+    identity: the API server's audit log shows exactly their calls (the node's pods by field
+    selector, its Node, the Event in default), each answered 2xx."""
     kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
     host = host_tree(tmp_path / "host")
     ns = f"t-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     make_pod(core, ns, "web-1", node_name, phase="Running", reason="")
     here = ["--kubeconfig", str(kubeconfig), *agent_globals(tmp_path, host, node_name)]
+    mark = len(control_plane.requests_by("kubegc-agent"))
     code, _, err = run_cli([*here, "memory", "available"], capsys)
     assert code == 0, err
+    made = control_plane.requests_by("kubegc-agent", mark)
+    assert sorted((r.verb, r.resource, r.name, r.code) for r in made) == [
+        ("get", "nodes", node_name, 200), ("list", "pods", "", 200)]  # fmt: skip
+    mark += len(made)
     code, _, err = run_cli([*here, "evict", "check"], capsys)
     assert code == 1, err  # memory.available is below its threshold
     assert "403" not in err and "forbidden" not in err.lower(), err
     assert [e.reason for e in node_events(admin, node_name)] == ["EvictionThresholdMet"]
+    made = control_plane.requests_by("kubegc-agent", mark)
+    assert sorted((r.verb, r.resource, r.namespace, r.code) for r in made) == [
+        ("create", "events", "default", 201), ("list", "pods", "", 200)]  # fmt: skip
+    [listed] = [r for r in made if r.verb == "list"]
+    assert listed.query["fieldSelector"] == f"spec.nodeName={node_name}"
+    assert listed.query["limit"] == "500"
 
 
 def test_the_prune_cronjob_command_line_runs_with_its_own_service_account(
@@ -306,7 +317,8 @@ def test_the_prune_cronjob_command_line_runs_with_its_own_service_account(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     """The CronJob's own arguments as kubegc-prune: the list across namespaces and the
-    deletes are allowed; an Evicted pod older than an hour goes, a running one stays."""
+    deletes, and nothing else, each answered 2xx; an Evicted pod older than an hour goes, a
+    running one stays."""
     ns = f"t-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     make_pod(core, ns, "old-1", node_name, evicted_at="2020-01-01T00:00:00Z")
@@ -316,8 +328,13 @@ def test_the_prune_cronjob_command_line_runs_with_its_own_service_account(
     args = [a.replace("=/dev/shm/kubegc-state", f"={tmp_path / 'shm-state'}")
             for a in c["args"][1:]]  # fmt: skip
     kubeconfig = control_plane.kubeconfig("kubegc-prune", tmp_path / "prune.kubeconfig")
+    mark = len(control_plane.requests_by("kubegc-prune"))
     code, out, err = run_cli(["--kubeconfig", str(kubeconfig), *args], capsys)
     assert code == 0, err
+    made = control_plane.requests_by("kubegc-prune", mark)
+    assert {(r.verb, r.resource, r.query.get("fieldSelector")) for r in made} == {
+        ("list", "pods", "status.phase=Failed"), ("delete", "pods", None)}  # fmt: skip
+    assert all(200 <= r.code < 300 for r in made), made
     mine = [a for a in json.loads(out)["actions"] if a["id"].startswith(f"{ns}/")]
     assert [(a["id"], a["result"]) for a in mine] == [(f"{ns}/old-1", "removed")]
     assert exists(core, ns, "old-1") is None and exists(core, ns, "web-1") is not None
