@@ -133,6 +133,35 @@ def test_the_apply_mode_overlay_builds_and_is_accepted(admin: Any, deployed: lis
                                    dry_run="All")  # fmt: skip
 
 
+def test_the_apply_mode_patch_applies_on_the_server(admin: Any, deployed: list[str]) -> None:
+    """The overlay's JSON patch (RFC 6902, its `test` operations included) applied by the API
+    server to the deployed DaemonSet in a dry run — no kubectl needed: the result is what
+    `kubectl apply -k` would make, and it is strictly valid for every Kubernetes release the
+    manifests are checked against."""
+    import kubernetes_validate
+    from kubernetes import client
+
+    from tests.unit.test_deploy import K8S_VERSIONS
+
+    ops = yaml.safe_load((APPLY_MODE / "daemonset-apply.yaml").read_text())
+    apps = client.AppsV1Api(admin)
+    patched = apps.patch_namespaced_daemon_set("kubegc-agent", "kube-system", ops, dry_run="All")
+    doc = admin.sanitize_for_serialization(patched)
+    [c] = doc["spec"]["template"]["spec"]["containers"]
+    assert c["args"][c["args"].index("agent") :] == [
+        "agent", "--mode=apply", "--interval=5m", "--listen=:9808", "--apply-slots=1"]  # fmt: skip
+    logs = {m["mountPath"]: m.get("readOnly", False) for m in c["volumeMounts"]}
+    assert logs["/host/var/log/pods"] is False and logs["/host/var/log/containers"] is False
+    assert logs["/host/var/lib/kubelet"] is True
+    for drop in ("status", "metadata"):
+        doc.pop(drop)
+    doc["metadata"] = {"name": "kubegc-agent", "namespace": "kube-system"}
+    for version in K8S_VERSIONS:
+        kubernetes_validate.validate(doc, version, strict=True)
+    stored = apps.read_namespaced_daemon_set("kubegc-agent", "kube-system")
+    assert "--mode=report" in stored.spec.template.spec.containers[0].args  # a dry run
+
+
 def test_the_agent_pod_is_critical_and_admitted_in_kube_system(
     core: Any, deployed: list[str], node_name: str
 ) -> None:
