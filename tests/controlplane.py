@@ -5,17 +5,19 @@ built into `bin_dir`:
 
 - etcd, client and peer URLs on 127.0.0.1 (plain HTTP: nothing leaves the machine);
 - kube-apiserver on https://127.0.0.1:<port> with its own CA and serving certificate (made
-  with `openssl`), RBAC as the only authorizer, an audit log of every request (read back
-  with `requests_by(identity)`: what each identity asked, as the server saw it), and a
-  static token file naming one identity per caller: `admin` (group system:masters),
-  `nobody` (authenticated, granted nothing), and the ServiceAccount identities of
-  deploy/kubernetes/rbac.yaml (`kubegc-agent`, the node agent in kube-system;
-  `kubegc-prune`), so the bindings of the manifests apply to them as to the real ServiceAccounts;
+  with `openssl`), RBAC as the only authorizer, and a static token file naming one identity
+  per caller: `admin` (group system:masters), `nobody` (authenticated, granted nothing), and
+  the ServiceAccount identities of deploy/kubernetes/rbac.yaml (`kubegc-agent`, the node
+  agent in kube-system; `kubegc-prune`), so the bindings of the manifests apply to them as
+  to the real ServiceAccounts;
 - optionally kube-controller-manager with the garbage collector only, which acts as its own
   ServiceAccount (kube-system/generic-garbage-collector) with the bootstrap RBAC role, as in
   a kubeadm cluster.
 
 `kubeconfig(identity)` writes a kubeconfig (CA data, token) for the official client.
+The API server writes an audit log (every request's stage ResponseComplete, at level
+Metadata): `requests(identity)` reads back what an identity asked, to count a component's
+calls on the real server.
 `stop()` ends every process it started (SIGTERM, then SIGKILL after 10 s); each child also
 gets SIGKILL from the kernel when the Python process that started it dies, so an interrupted
 test session leaves nothing running.
@@ -33,10 +35,10 @@ import ssl
 import subprocess
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
 
@@ -55,33 +57,14 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-#: Every request at Metadata level (who, what, the answer's code), once, when answered.
+_PR_SET_PDEATHSIG = 1
+# Every request once, when its response is complete; who, what, the verb and the code.
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: [RequestReceived, ResponseStarted, Panic]
 rules:
   - level: Metadata
 """
-
-
-@dataclass(frozen=True)
-class ApiRequest:
-    """One request as the API server's audit log records it: the authorizer's verb (get,
-    list, create, update, patch, delete, ...), API group ("" for core), resource,
-    subresource, namespace and name ("" when none), the answer's HTTP code and the query
-    parameters (fieldSelector, limit, ...)."""
-
-    verb: str
-    group: str
-    resource: str
-    subresource: str
-    namespace: str
-    name: str
-    code: int
-    query: dict[str, str]
-
-
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
@@ -247,31 +230,6 @@ class ControlPlane:
             time.sleep(0.3)
         raise RuntimeError(f"kube-apiserver at {url} not ready in {timeout:.0f} s: {last}")
 
-    def requests_by(self, identity: str, since: int = 0) -> list[ApiRequest]:
-        """The requests `identity` (a key of IDENTITIES) made to the first API server, in
-        order, from its audit log (one line per answered request), skipping the first `since`
-        (`len(requests_by(...))` of an earlier call marks a point). The log line of a request
-        may follow its answer by a moment: this waits until the log stops growing."""
-        log = self.work / "kube-apiserver-audit.log"
-        size = -1
-        while size != log.stat().st_size:
-            size = log.stat().st_size
-            time.sleep(0.2)
-        user = IDENTITIES[identity][0]
-        out: list[ApiRequest] = []
-        for line in log.read_text().splitlines():
-            e = json.loads(line)
-            if e["user"]["username"] != user:
-                continue
-            ref = e.get("objectRef", {})
-            query = urllib.parse.parse_qs(urllib.parse.urlsplit(e["requestURI"]).query)
-            out.append(ApiRequest(
-                verb=e["verb"], group=ref.get("apiGroup", ""), resource=ref.get("resource", ""),
-                subresource=ref.get("subresource", ""), namespace=ref.get("namespace", ""),
-                name=ref.get("name", ""), code=e.get("responseStatus", {}).get("code", 0),
-                query={k: v[0] for k, v in query.items()}))  # fmt: skip
-        return out[since:]
-
     def kubeconfig(
         self, identity: str, path: Path | None = None, *, server: str | None = None
     ) -> Path:
@@ -292,6 +250,20 @@ class ControlPlane:
         }  # fmt: skip
         path.write_text(json.dumps(doc, indent=1))
         return path
+
+    def requests(self, identity: str, *, server: str = "kube-apiserver") -> list[dict[str, Any]]:
+        """The audit events of `identity`'s requests so far on API server `server` (blocking
+        audit: a request is in the log before its response is sent), oldest first. Each is the
+        audit Event as JSON: `verb`, `objectRef` (resource, subresource, namespace, name),
+        `responseStatus.code`, `requestURI`."""
+        user = IDENTITIES[identity][0]
+        log = self.work / f"{server}-audit.log"
+        events = []
+        for line in log.read_text().splitlines() if log.exists() else ():
+            event = json.loads(line)
+            if event.get("user", {}).get("username") == user:
+                events.append(event)
+        return events
 
     def stop(self) -> None:
         """End every process started, newest first; waits until each has exited."""

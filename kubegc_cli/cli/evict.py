@@ -92,6 +92,10 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     margin, met or not, hard or soft, the node condition, and what the kubelet reclaims first.
     With a pod source, the pods the kubelet would evict first for each met signal.
 
+    One-shot: soft thresholds are judged on this one observation; the kubelet — and
+    `kubegc agent` — wait for the grace period, and hold a met threshold until its minimum
+    reclaim is done.
+
     Exit codes: 0 no threshold met, 1 at least one met, 2 bad input, 3 a signal could not
     be read (and none met).
 

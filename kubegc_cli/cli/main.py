@@ -38,6 +38,7 @@ SUBCOMMANDS = {
     "df": "kubegc_cli.cli.df:df",
     "snapshot": "kubegc_cli.cli.snapshot:snapshot",
     "apply": "kubegc_cli.cli.apply:apply_cmd",
+    "fleet": "kubegc_cli.cli.fleet:fleet",
     "config": "kubegc_cli.cli.config:config_group",
     "completion": "kubegc_cli.cli.completion:completion_cmd",
 }
@@ -56,6 +57,8 @@ SUMMARIES = {
     "snapshot": "Write what kubegc observes on this node as JSON (for tickets and offline "
     "planning).",
     "apply": "Carry out a plan saved by a dry run with --plan-out, exactly as saved.",
+    "fleet": "Show the fleet from the nodes' NodeGCReports: reclaimable bytes, eviction, "
+    "staleness.",
     "config": "kubegc's config file: global options and per-command options (see config view).",
     "completion": "Print the shell completion script for bash, zsh or fish.",
 }
@@ -79,6 +82,7 @@ def cli() -> None:
     kubegc snapshot > node.json     what kubegc observes, for planning off the node
     kubegc history                  what past runs removed (from the state store)
     kubegc apply plan.json          carry out a plan a dry run saved with --plan-out
+    kubegc fleet                    every node's NodeGCReport: reclaimable, eviction, stale
     kubegc config view              the configuration in force, with each value's source
     kubegc completion bash          the shell completion script (bash, zsh, fish)
 

@@ -285,6 +285,13 @@ def evict_check(
             why_signals.setdefault(unread[sig], []).append(sig)
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
+    soft_met = [r.threshold.expression for r in results if r.met and not r.threshold.hard]
+    if soft_met:
+        report.notes.append(
+            f"{', '.join(soft_met)} met on this one observation: the kubelet (and kubegc "
+            "agent) counts a soft threshold as met only after its grace period, and holds a "
+            "met threshold until its minimum reclaim is done"
+        )
     if report.met():
         rank_met(s, ui, report, root_dir=root_dir, top=top, pods=pods)
     return report

@@ -61,3 +61,20 @@ def test_stop_ends_every_process(control_plane: ControlPlane, tmp_path: Path) ->
     cp.stop()
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), pid
+
+
+def test_the_audit_log_counts_an_identitys_requests(control_plane: ControlPlane) -> None:
+    """`requests(identity)` is what the API server recorded: a refused list by `nobody` is
+    there with its verb, resource and 403, and nobody else's requests are."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    before = len(control_plane.requests("nobody"))
+    api = client.CoreV1Api(config.new_client_from_config(str(control_plane.kubeconfig("nobody"))))
+    with pytest.raises(ApiException):
+        api.list_namespaced_config_map("kube-system", limit=1)
+    seen = control_plane.requests("nobody")[before:]
+    assert [(e["verb"], e["objectRef"]["resource"], e["responseStatus"]["code"]) for e in seen] == [
+        ("list", "configmaps", 403)
+    ]
+    assert all(e["user"]["username"] == "kubegc-test-nobody" for e in seen)

@@ -71,6 +71,21 @@ def test_case_6_memory_threshold_met_names_memory_pressure(tmp_path: Path) -> No
     assert code == 1 and "MemoryPressure" in table and "MET" in table
 
 
+def test_a_met_soft_threshold_says_the_check_is_one_shot(tmp_path: Path) -> None:
+    """One observation cannot wait for a grace period: the note says what the kubelet does;
+    a met hard threshold alone gets no such note."""
+    v1_node(tmp_path, available_mib=900)
+    soft = ["--eviction-soft", "memory.available<1Gi", "--eviction-soft-grace-period",
+            "memory.available=1m30s"]  # fmt: skip
+    code, out, err = check(tmp_path, "--eviction-hard", "", *soft, "-o", "json")
+    assert code == 1, err
+    (note,) = [n for n in json.loads(out)["notes"] if "grace period" in n]
+    assert note.startswith("memory.available<1Gi met on this one observation")
+    assert "minimum reclaim" in note
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
+    assert code == 1 and not [n for n in json.loads(out)["notes"] if "one observation" in n]
+
+
 def test_case_2_listed_thresholds_only_and_the_dropped_defaults_said(tmp_path: Path) -> None:
     v1_node(tmp_path, available_mib=900)
     code, out, err = check(

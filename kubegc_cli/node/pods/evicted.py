@@ -19,9 +19,12 @@ from kubegc_cli.node.pods.api import (
 )
 
 
-def list_all(call: Callable[[str | None], bytes], what: str, host: str) -> list[Any]:
+def list_all(
+    call: Callable[[str | None], bytes], what: str, host: str, *, verb: str = "list pods"
+) -> list[Any]:
     """Every item of a paged Kubernetes list: `call(continue_token)` returns one page's raw
     JSON (the caller passes `limit`); pages are read until the API gives no continue token.
+    `verb` names the permission a 403 says kubegc needs ("list pods").
 
     Raises `ApiUnavailable` (one line naming the API and `what`) when any page cannot be read,
     so a caller never works from a partial list. (A generic form of the pager in
@@ -43,7 +46,7 @@ def list_all(call: Callable[[str | None], bytes], what: str, host: str) -> list[
                 raise ApiUnavailable(f"Kubernetes API {host} unreachable: {exc.reason}") from None
             raise ApiUnavailable(
                 f"Kubernetes API {host}: {what}: "
-                + refusal(exc.status, exc.reason or "", exc.body or "", "list pods")
+                + refusal(exc.status, exc.reason or "", exc.body or "", verb)
             ) from None
         except (HTTPError, OSError, ValueError) as exc:
             raise ApiUnavailable(

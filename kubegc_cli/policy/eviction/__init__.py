@@ -6,6 +6,8 @@
   observed signal values.
 - `kubegc_cli.policy.eviction.ranking`: pod requests as the kubelet computes them and its ranking of
   pods for eviction under memory, PID and disk pressure.
+- `kubegc_cli.policy.eviction.memory`: the eviction manager's memory from one cycle to the next
+  (grace periods, minimum-reclaim holds, the pressure transition period).
 
 Nothing here reads a clock, a socket or a file: the signals are observed by `node.signals`, the
 running kubelet's command line is read by `node.host.processes`.
