@@ -9,6 +9,7 @@ import contextlib
 import json
 import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from kubegc_cli.core.fleet import (
     SignalMargin,
     lease_name,
 )
+from kubegc_cli.node.fleet.reports import write_report
 from kubegc_cli.policy.eviction.thresholds import SIGNALS
 from tests.controlplane import ControlPlane
 
@@ -170,3 +172,27 @@ def core_node(admin: Any) -> Any:
     made = core.create_node({"metadata": {"name": name}})
     yield made
     core.delete_node(name)
+
+
+def test_a_report_write_makes_the_requests_the_arithmetic_counts(
+    control_plane: ControlPlane, agent: Any, core_node: Any
+) -> None:
+    """node.fleet.reports.write_report with the agent's identity, counted in the API server's
+    audit log: the first write reads the Node and the report and writes twice (create, then
+    the status); every later one reads both and writes once (the status)."""
+    name = core_node.metadata.name
+    report = typical_report(name)
+    mark = len(control_plane.requests("kubegc-agent"))
+    write_report(agent, report)
+    first = control_plane.requests("kubegc-agent")[mark:]
+    write_report(agent, replace(report, reclaimable=report.reclaimable + 1))
+    later = control_plane.requests("kubegc-agent")[mark + len(first) :]
+
+    def seen(events: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+        return [(e["verb"], e["objectRef"]["resource"], e["objectRef"].get("subresource", ""),
+                 e["responseStatus"]["code"]) for e in events]  # fmt: skip
+
+    reads = [("get", "nodes", "", 200), ("get", PLURAL, "", 200)]
+    status = ("update", PLURAL, "status", 200)
+    assert seen(first) == [reads[0], ("get", PLURAL, "", 404), ("create", PLURAL, "", 201), status]
+    assert seen(later) == [*reads, status]

@@ -12,13 +12,13 @@ update only the apply slots.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,10 @@ import pytest
 import yaml
 
 from kubegc_cli.cli.main import main
-from kubegc_cli.core.fleet import GROUP, PLURAL, VERSION, lease_name
+from kubegc_cli.core.fleet import GROUP, PLURAL, VERSION, NodeReport, lease_name
+from kubegc_cli.node.fleet.leases import ApplySlots
+from kubegc_cli.node.fleet.reports import list_reports, read_report, write_report
+from kubegc_cli.node.pods.api import ApiUnavailable
 from tests.api.test_events import node_events
 from tests.api.test_evict_prune import exists, make_pod
 from tests.conftest import DEPLOY, kustomization_docs
@@ -163,6 +166,31 @@ def test_the_apply_mode_patch_applies_on_the_server(admin: Any, deployed: list[s
     assert "--mode=report" in stored.spec.template.spec.containers[0].args  # a dry run
 
 
+def test_the_apply_mode_rbac_lets_the_breaker_read_every_report(
+    agent: Any, admin: Any, node: Any, node_name: str
+) -> None:
+    """deploy/kubernetes-apply-mode/rbac-breaker.yaml applied for real (and removed after):
+    list_reports, refused in report mode, now reads the reports."""
+    import time
+
+    from kubernetes import client, utils
+
+    write_report(agent, NodeReport(node=node_name, observed_at="2026-11-29T12:00:00Z"))
+    docs = [d for d in yaml.safe_load_all((APPLY_MODE / "rbac-breaker.yaml").read_text()) if d]
+    for doc in docs:
+        utils.create_from_dict(admin, doc)
+    rbac = client.RbacAuthorizationV1Api(admin)
+    try:
+        deadline = time.monotonic() + 10
+        while not may(agent, "list", "nodegcreports", group=GROUP):  # the authorizer's cache
+            assert time.monotonic() < deadline, "the breaker's binding never took effect"
+            time.sleep(0.2)
+        assert node_name in {r.node for r in list_reports(agent)}
+    finally:
+        rbac.delete_cluster_role_binding("kubegc-agent-breaker")
+        rbac.delete_cluster_role("kubegc-agent-breaker")
+
+
 def test_the_agent_pod_is_critical_and_admitted_in_kube_system(
     core: Any, deployed: list[str], node_name: str
 ) -> None:
@@ -198,9 +226,10 @@ def test_the_prune_pod_meets_the_restricted_pod_security_level(
 def test_the_agent_may_make_each_granted_call(
     agent: Any, core: Any, node: Any, node_name: str, admin: Any
 ) -> None:
-    """Each call the agent's rules grant, made for real with its token."""
+    """Each call the agent's rules grant, made for real with its token: the pod source's
+    list, the Node, its report written and read by node.fleet.reports, an apply slot taken,
+    renewed and released by node.fleet.leases; the kubelet's subresources by review."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
     agent_core = client.CoreV1Api(agent)
     assert agent_core.read_node(node_name).metadata.uid == node.metadata.uid
@@ -211,33 +240,20 @@ def test_the_agent_may_make_each_granted_call(
                                                    limit=500)  # fmt: skip
     assert [p.metadata.name for p in found.items] == ["web-1"]
 
-    reports = client.CustomObjectsApi(agent)
-    owner = {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node.metadata.uid}
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeGCReport",
-            "metadata": {"name": node_name, "ownerReferences": [owner]}}  # fmt: skip
-    made = reports.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
-    made["metadata"]["labels"] = {"kubegc.io/test": "x"}
-    reports.replace_cluster_custom_object(GROUP, VERSION, PLURAL, node_name, made)
-    relabel = {"metadata": {"labels": {"kubegc.io/test": "y"}}}
-    reports.patch_cluster_custom_object(GROUP, VERSION, PLURAL, node_name, relabel)
-    got = reports.get_cluster_custom_object(GROUP, VERSION, PLURAL, node_name)
-    got["status"] = {"observedAt": "2026-11-29T12:00:00Z", "reclaimableBytes": 1}
-    reports.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, node_name, got)
-    reports.patch_cluster_custom_object_status(GROUP, VERSION, PLURAL, node_name,
-                                               {"status": {"reclaimableBytes": 2}})  # fmt: skip
-    got = reports.get_cluster_custom_object(GROUP, VERSION, PLURAL, node_name)
-    assert got["status"]["reclaimableBytes"] == 2
+    report = NodeReport(node=node_name, observed_at="2026-11-29T12:00:00Z", reclaimable=1)
+    write_report(agent, report)  # the first time: created, owned by the Node
+    write_report(agent, replace(report, reclaimable=2))
+    assert read_report(agent, node_name) == replace(report, reclaimable=2)
+    got = client.CustomObjectsApi(admin).get_cluster_custom_object(
+        GROUP, VERSION, PLURAL, node_name
+    )
     assert got["metadata"]["ownerReferences"][0]["uid"] == node.metadata.uid
 
-    leases = client.CoordinationV1Api(agent)
-    slot = lease_name(9)  # the last slot rbac.yaml names
-    with contextlib.suppress(ApiException):  # a slot left by an earlier run: start afresh
-        client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kube-system")
-    held = {"metadata": {"name": slot}, "spec": {"holderIdentity": node_name}}
-    leases.create_namespaced_lease("kube-system", held)
-    lease = leases.read_namespaced_lease(slot, "kube-system")
-    lease.spec.lease_duration_seconds = 60
-    leases.replace_namespaced_lease(slot, "kube-system", lease)
+    slots = ApplySlots(agent, "kube-system", node_name, 10, lease_seconds=60)
+    held = slots.acquire()  # any of kubegc-apply-0 … 9 that no live holder has
+    assert held is not None and held.startswith("kubegc-apply-")
+    assert slots.renew(held)
+    slots.release(held)
 
     for sub in ("pods", "configz"):  # the kubelet asks the API server, as this review does
         assert may(agent, "get", "nodes", sub=sub, name=node_name), sub
@@ -262,6 +278,8 @@ def test_the_agent_is_refused_what_it_does_not_need(
     event = {"metadata": {"name": "x"}, "involvedObject": {"kind": "Node", "name": node_name}}
     refused(agent_core.create_namespaced_event, ns, event)  # events only in default
     refused(client.CustomObjectsApi(agent).list_cluster_custom_object, GROUP, VERSION, PLURAL)
+    with pytest.raises(ApiUnavailable, match="403"):  # the breaker's list: apply mode only
+        list_reports(agent)
 
     # another lease in kube-system (a controller's leader election) can be neither read nor
     # taken over; a create names no object, so RBAC cannot limit it to the slots' names

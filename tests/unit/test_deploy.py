@@ -264,11 +264,8 @@ GRANTS: dict[tuple[str, str], set[Rule]] = {
         ("list", "", "pods", None, ()),
         ("get", "", "nodes/pods", None, ()),
         ("get", "", "nodes/configz", None, ()),
-        *{
-            (v, "kubegc.io", "nodegcreports", None, ())
-            for v in ("get", "create", "update", "patch")
-        },
-        *{(v, "kubegc.io", "nodegcreports/status", None, ()) for v in ("update", "patch")},
+        *{(v, "kubegc.io", "nodegcreports", None, ()) for v in ("get", "create", "update")},
+        ("update", "kubegc.io", "nodegcreports/status", None, ()),
         ("list", "kubegc.io", "nodegcreports", None, ()),  # apply mode: the breaker
         ("create", "", "events", "default", ()),
         ("get", "coordination.k8s.io", "leases", "kube-system", SLOTS),
