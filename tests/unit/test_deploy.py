@@ -7,6 +7,7 @@ admits them, and that each identity may make exactly its calls, is tests/api/tes
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shutil
 import subprocess
@@ -245,9 +246,13 @@ def test_the_image_is_this_version_and_the_containerfile_builds_it_from_source()
     assert re.search(r"^FROM python:3\.11-slim$", containerfile, re.M)
     assert "pip install ." in containerfile and "registry is yours" in containerfile
     assert re.search(r"^EXPOSE 9808$", containerfile, re.M)
+    ignored = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]  # fmt: skip
     for src in re.findall(r"^COPY (.+) \S+$", containerfile, re.M):
         for part in src.split():
             assert (ROOT / part).exists(), part
+            # the build context (podman reads .dockerignore too) keeps what is copied
+            assert not any(fnmatch.fnmatch(part, pattern) for pattern in ignored), part
 
 
 # --- RBAC -----------------------------------------------------------------------------------
