@@ -80,6 +80,7 @@ def settings_from(ctx: click.Context) -> Settings:
         snapshot=Path(g["snapshot"]) if g.get("snapshot") else None,
         now=rfc3339_to_ns(g["now"], what="--now") if g.get("now") else None,
         kubelet_config=Path(g["kubelet_config"]) if g.get("kubelet_config") else None,
+        runtime_config=runtime_config_option(g.get("runtime_config")),
         kubeconfig=g.get("kubeconfig") or None,
         context=g.get("context") or None,
         node_name=g.get("node_name") or None,
@@ -88,6 +89,19 @@ def settings_from(ctx: click.Context) -> Settings:
         metrics_file=metrics_file_option(g.get("metrics_file")),
         events=bool(g.get("events")),
     )
+
+
+def runtime_config_option(value: str | None) -> Path | None:
+    """`--runtime-config` as `Settings.runtime_config`: None when not given, else an absolute
+    host path. Raises `BadInput` naming the value for an empty or relative one (it is read
+    under --host-root; whether a file is there is checked when it is read)."""
+    if value is None:
+        return None
+    if not value.strip() or not value.startswith("/") or "\0" in value:
+        raise BadInput(
+            f"invalid value for --runtime-config: {value!r} must be an absolute path on the host"
+        )
+    return Path(value)
 
 
 class ConsoleUi:

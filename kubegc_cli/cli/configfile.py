@@ -46,7 +46,9 @@ from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
 DEFAULT_PATH = "/etc/kubegc/config.yaml"
 ENV_VAR = "KUBEGC_CONFIG"
 CONFIG_META = "kubegc.config"
-NOT_CONFIGURABLE = frozenset({"config", "yes", "plan_out", "help", "version"})
+#: Options a config file cannot set (`policy` and `once` of `kubegc agent`: which file it
+#: reads and whether it keeps running are the command line's).
+NOT_CONFIGURABLE = frozenset({"config", "yes", "plan_out", "help", "version", "policy", "once"})
 
 
 def long_name(param: click.Parameter) -> str:

@@ -31,7 +31,11 @@ def gc() -> None:
 
 def removal_options(f: F) -> F:
     """Options every removing command shares: pod scope, terminated pods, how to act."""
-    f = act_flags()(f)
+    return scope_options(act_flags()(f))
+
+
+def scope_options(f: F) -> F:
+    """The pods a removal may touch (`scope_from`) and whether terminated pods count as gone."""
     for decorator in reversed(
         [
             click.option(
@@ -145,18 +149,22 @@ def _scope_and_act(s: Any, opts: dict[str, Any], older_than: float | None = None
     """(Scope, ActOptions) from the shared removal options; `BadInput` for contradictions
     and a bad `-l/--selector`."""
     act = act_options(opts)
+    return scope_from(opts, older_than), act
+
+
+def scope_from(opts: dict[str, Any], older_than: float | None = None) -> Scope:
+    """`Scope` from the `scope_options`. Raises `BadInput` for a bad `-l/--selector`."""
     raw_selector = opts.get("selector")
     selector = None
     if raw_selector is not None:
         selector = parse_selector(raw_selector)
-    scope = Scope(
+    return Scope(
         namespaces=frozenset(opts["namespace"]),
         exclude_namespaces=frozenset(opts["exclude_namespace"]),
         pods=frozenset(opts["pod"]),
         older_than=older_than,
         selector=selector,
     )
-    return scope, act
 
 
 @gc.command("containers")
@@ -295,6 +303,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
               help="Remove every unused image past MinAge at any usage.")  # fmt: skip
 @click.option("--pod-infra-container-image", metavar="IMAGE",
               help="Also protect this sandbox image (besides the runtime's own).")  # fmt: skip
+@click.option("--allow-unpullable", is_flag=True,
+              help="Also remove images that cannot be pulled again (no repo digest, a "
+                   "localhost/ name, imported from a tarball); kept by default.")  # fmt: skip
 @click.option("--assume-detected-at", metavar="RFC3339",
               help="First-detected time for images kubegc has no record of yet (not later "
                    "than now).")  # fmt: skip
@@ -306,7 +317,9 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     """Remove unused images as the kubelet's image GC would, remembering them across runs.
 
     Images used by any container (exited ones too), pinned by the runtime, the runtime's
-    sandbox image and --keep matches are never removed. At usage >= high, least recently used
+    sandbox and pinned images (its Status, its config file: --runtime-config, CRI-O's, the
+    cri-dockerd flag) and --keep matches are never removed; images that cannot be pulled
+    again are kept unless --allow-unpullable. At usage >= high, least recently used
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
     First-detected and last-used times are kept in the state store (--state-dir), dry runs
     included, so MinAge counts from the first run that saw an image. Each setting comes from
@@ -346,7 +359,10 @@ def image_gc_options(
     for line in settings.provenance():
         ui.info(line)
     policy = ImageGCPolicy(
-        **settings.values, prune_unused=opts["prune_unused"], keep=tuple(opts["keep"])
+        **settings.values,
+        prune_unused=opts["prune_unused"],
+        keep=tuple(opts["keep"]),
+        allow_unpullable=bool(opts.get("allow_unpullable")),
     )
     policy.validate(settings.names)
     if opts["dry_run"] and opts["yes"]:

@@ -41,6 +41,7 @@ SUBCOMMANDS = {
     "fleet": "kubegc_cli.cli.fleet:fleet",
     "config": "kubegc_cli.cli.config:config_group",
     "completion": "kubegc_cli.cli.completion:completion_cmd",
+    "agent": "kubegc_cli.cli.agent:agent",
 }
 
 
@@ -61,6 +62,8 @@ SUMMARIES = {
     "staleness.",
     "config": "kubegc's config file: global options and per-command options (see config view).",
     "completion": "Print the shell completion script for bash, zsh or fish.",
+    "agent": "Run on every node (a DaemonSet): observe the node every --interval, report, act by "
+    "policy.",
 }
 
 
@@ -85,6 +88,7 @@ def cli() -> None:
     kubegc fleet                    every node's NodeGCReport: reclaimable, eviction, stale
     kubegc config view              the configuration in force, with each value's source
     kubegc completion bash          the shell completion script (bash, zsh, fish)
+    kubegc agent                    every node, as a DaemonSet: cycles, report, /metrics
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts.
     Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,

@@ -251,18 +251,22 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",
         },
     ),
+    (
+        ("--runtime-config",),
+        {
+            "metavar": "PATH",
+            "help": "containerd's config file on the host, read for the sandbox and pinned "
+            "images [default: /etc/containerd/config.toml under --host-root].",
+        },
+    ),
 ]
 
 GLOBAL_NAMES = frozenset(decls[-1].lstrip("-").replace("-", "_") for decls, _ in GLOBAL_OPTIONS)
 
 
-def act_flags(
-    *,
-    dry_run_help: str = "Show the plan and stop.",
-    concurrency_help: str = "Removals in flight at once.",
-) -> Callable[[F], F]:
-    """How a removing command may act: `--dry-run`, `-y/--yes`, `--concurrency` and the
-    blast-radius caps of unattended runs, `--max-delete N` and `--max-bytes SIZE`."""
+def cap_flags(*, concurrency_help: str = "Removals in flight at once.") -> Callable[[F], F]:
+    """How many removals run at once, `--concurrency`, and the blast-radius caps of unattended
+    runs, `--max-delete N` and `--max-bytes SIZE`."""
 
     def wrap(f: F) -> F:
         for decorator in (
@@ -285,6 +289,23 @@ def act_flags(
                 show_default=True,
                 help=concurrency_help,
             ),
+        ):
+            f = decorator(f)
+        return f
+
+    return wrap
+
+
+def act_flags(
+    *,
+    dry_run_help: str = "Show the plan and stop.",
+    concurrency_help: str = "Removals in flight at once.",
+) -> Callable[[F], F]:
+    """How a removing command may act: `--dry-run`, `-y/--yes`, and `cap_flags`."""
+
+    def wrap(f: F) -> F:
+        f = cap_flags(concurrency_help=concurrency_help)(f)
+        for decorator in (
             click.option("-y", "--yes", is_flag=True, help="Act without asking."),
             click.option("--dry-run", is_flag=True, help=dry_run_help),
         ):

@@ -69,6 +69,7 @@ from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
 from kubegc_cli.policy.images import images_in_use
 from kubegc_cli.policy.logs import link_state
@@ -294,9 +295,6 @@ def apply_plan(
         may_act(mode, plan, ui, "object", act)
         return plan
 
-    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-
     kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
     client = open_client(s, ui)
     try:
@@ -314,15 +312,13 @@ def apply_plan(
             saved_refs = (plan.policy.get("sandbox_image"),
                           plan.policy.get("pod_infra_container_image"))  # fmt: skip
             protected = {str(r) for r in saved_refs if r}
-            try:
-                pause = sandbox_image_from_info(client.status_info())
-            except SandboxImageUnreadable as exc:
+            kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+            if kept.status_error:
                 if not protected:  # the plan names none either: the image to keep is unknown
-                    raise
-                ui.warn(f"{exc.why}; the sandbox image protected is the plan's")
-                pause = None
-            protected |= {pause} if pause else set()
+                    raise SandboxImageUnreadable(kept.status_error)
+                ui.warn(f"{kept.status_error}; the sandbox image protected is the plan's")
             protected |= {f for r in protected for f in reference_forms(r)}
+            protected |= set(kept.protected_ids(snap.images))  # as the runtimes name them now
         recheck_saved_plan(
             plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
             match_kubelet=match_kubelet,

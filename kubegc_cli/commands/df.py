@@ -349,7 +349,10 @@ def read_runtime(s: Settings, ui: Ui, pod_logs_dir: str, mounts: MountTable) -> 
     `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
     client = open_client(s, ui)
     try:
-        return read_runtime_view(client, s.host_root, pod_logs_dir, mounts)
+        return read_runtime_view(
+            client, s.host_root, pod_logs_dir, mounts, runtime_config=s.runtime_config,
+            warn=ui.warn,
+        )  # fmt: skip
     finally:
         client.close()
 
@@ -677,7 +680,9 @@ def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
 
 
 def _image_lines(rt: RuntimeView, now: int, command: str) -> list[Line]:
-    """images (total), in use, unused; reclaimable = what `gc images --prune-unused` removes."""
+    """images (total), in use, unused; reclaimable = what `gc images --prune-unused` removes
+    (the same planner and policy: never the runtimes' sandbox or pinned images, nor an image
+    that cannot be pulled again, as without --allow-unpullable)."""
     plan = plan_images(
         rt.images, rt.containers, {}, ImageGCPolicy(min_age=0, prune_unused=True), now,
         began=now, protected=rt.sandbox_images,
@@ -687,7 +692,7 @@ def _image_lines(rt: RuntimeView, now: int, command: str) -> list[Line]:
     unused = [d.image for d in [*plan.remove, *plan.kept] if d.rule != KEEP_IN_USE]
     back = sum(d.image.size for d in plan.remove)
     kept = len(unused) - len(plan.remove)
-    note = f"{kept} unused kept: pinned or the sandbox image" if kept else ""
+    note = f"{kept} unused kept: pinned, a sandbox image or cannot be pulled again" if kept else ""
     return [
         Line(IMAGES, sum(i.size for i in every), len(every), back, command if back else ""),
         Line(IMAGES_IN_USE, sum(i.size for i in in_use), len(in_use)),

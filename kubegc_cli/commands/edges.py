@@ -77,12 +77,17 @@ def unreported(message: str) -> None:
 @dataclass(frozen=True, slots=True)
 class Edges:
     """What commands reach outside kubegc. `cri` and `pods` None: kubegc's own
-    (`commands.flow.connect_runtime`, `commands.flow.read_pod_source`)."""
+    (`commands.flow.connect_runtime`, `commands.flow.read_pod_source`); `agent` None:
+    kubegc's own cycle."""
 
     cri: CriFactory | None = None
     pods: PodLoader | None = None
     clock: Clock = time.time_ns
     audit_unwritten: Callable[[str], None] = unreported
+    #: Makes `kubegc agent`'s cycle (`Settings`, `AgentOptions`, `Ui` → an object with
+    #: `cycle()` and `reconfigure(settings, options)`, `agent.loop.Cycle`); None: kubegc's
+    #: own (`agent.cycle.Agent`). A test hands its own to inject faults and timing.
+    agent: Callable[..., Any] | None = None
 
 
 _lock = threading.Lock()
@@ -98,9 +103,10 @@ def edges() -> Edges:
 @contextmanager
 def using(new: Edges | None = None, /, **changes: Any) -> Iterator[Edges]:
     """Within the block, commands reach `new` (default: the edges in force) with `changes`
-    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`); after it, the edges
-    of the blocks still open are in force (the newest), else kubegc's own — also when blocks
-    end in another order than they began. Process-wide, as the runtime and the clock are."""
+    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`, `agent=`); after it,
+    the edges of the blocks still open are in force (the newest), else kubegc's own — also
+    when blocks end in another order than they began. Process-wide, as the runtime and the
+    clock are."""
     with _lock:
         mine = replace(edges() if new is None else new, **changes)
         _active.append(mine)

@@ -34,7 +34,6 @@ from kubegc_cli.core.model import (
     NodeSnapshot,
     Sandbox,
     SandboxState,
-    reference_forms,
 )
 from kubegc_cli.core.plan import (
     ContainerAction,
@@ -66,6 +65,7 @@ from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
 from kubegc_cli.node.imagefs import image_filesystem
 from kubegc_cli.node.observe import observe_node
+from kubegc_cli.node.sandboximages import NamedImage, runtime_sandbox_images
 from kubegc_cli.node.state import (
     StateUnavailable,
     check_state_dir,
@@ -511,9 +511,6 @@ def gc_images(
     mode = decide_mode(s, act, ui)
     may_remove = mode in (Mode.ACT, Mode.ASK)
 
-    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-
     check_state_dir(s.state_dir)
 
     def store_unusable(exc: StateUnavailable) -> None:
@@ -537,15 +534,20 @@ def gc_images(
         now = _now(s, snap)
         imagefs = image_filesystem([f.mountpoint for f in snap.image_filesystems], snap.endpoint)
         fs = fs_stats(s.host_root, imagefs)
-        try:
-            pause = sandbox_image_from_info(client.status_info())
-        except SandboxImageUnreadable as exc:
+        kept_by_runtime = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+        if kept_by_runtime.status_error:
             if not pod_infra_image:
-                raise
-            ui.warn(f"{exc.why}; the sandbox image protected is --pod-infra-container-image's")
-            pause = None
-        keep_refs = {f for r in (pause, pod_infra_image) if r for f in reference_forms(r) | {r}}
-        protected = {i.id for i in snap.images if keep_refs & {i.id, *i.repo_tags, *i.repo_digests}}
+                raise SandboxImageUnreadable(kept_by_runtime.status_error)
+            ui.warn(f"{kept_by_runtime.status_error}; the sandbox image protected is "
+                    "--pod-infra-container-image's")  # fmt: skip
+        pause = kept_by_runtime.status_image
+        if pod_infra_image:
+            kept_by_runtime.named.insert(
+                0, NamedImage(pod_infra_image, "--pod-infra-container-image")
+            )
+        protected = kept_by_runtime.protected_ids(snap.images)
+        for named in kept_by_runtime.named:
+            ui.info(f"kept if present: {named.reason}")
         # Only a run on the wall clock records (first sighting, last use): one with --now
         # reads the records and stores nothing, so a simulated time never reaches a later run.
         writable = s.now is None

@@ -32,7 +32,6 @@ from kubegc_cli.commands.flow import (
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
-    reference_forms,
 )
 from kubegc_cli.core.plan import Plan, Result
 from kubegc_cli.core.pods import PodInventory, against_runtime
@@ -161,8 +160,7 @@ def _runtime_findings(
     if OVERSIZED_LIST in types:
         out += oversized_lists(facts.sizes)
     if UNUSED_IMAGE in types:
-        protected = sorted(reference_forms(facts.sandbox_image)) if facts.sandbox_image else []
-        out += unused_images(facts.images, facts.containers, protected)
+        out += unused_images(facts.images, facts.containers, sorted(facts.protected_images))
     return out
 
 
@@ -204,7 +202,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> _S
     runtime_error = ""
     try:
         client = open_client(s, ui)
-        facts = observe_runtime(client, s, types, pod_logs_dir, mounts)
+        facts = observe_runtime(client, s, types, pod_logs_dir, mounts, ui.warn)
     except RuntimeUnavailable as exc:
         if client is not None:
             client.close()

@@ -34,6 +34,8 @@ class Settings:
     snapshot: Path | None = None
     now: int | None = None
     kubelet_config: Path | None = None
+    # --runtime-config: containerd's config file, a host path (read under host_root)
+    runtime_config: Path | None = None
     kubeconfig: str | None = None
     context: str | None = None
     node_name: str | None = None

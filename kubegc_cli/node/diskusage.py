@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.errors import RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -50,6 +50,7 @@ from kubegc_cli.node.host.logs import (
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.observe import observe_node
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
 
 EMPTY_DIR_PLUGIN = "kubernetes.io~empty-dir"
 
@@ -124,20 +125,28 @@ class RuntimeView:
 
 
 def read_runtime_view(
-    client: CriClient, host_root: Path, pod_logs_dir: str, mounts: MountTable
+    client: CriClient,
+    host_root: Path,
+    pod_logs_dir: str,
+    mounts: MountTable,
+    *,
+    runtime_config: Path | None,
+    warn: Callable[[str], None],
 ) -> RuntimeView:
-    """Read everything `df` needs from the CRI runtime through `client`. Raises
-    `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole)."""
-    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-
+    """Read everything `df` needs from the CRI runtime through `client`; the images the
+    runtimes keep for themselves from `sandboximages.runtime_sandbox_images` (containerd's
+    config `runtime_config`, a host path; a file that cannot be read is a warning: `warn`).
+    Raises `RuntimeUnavailable` when any call fails (the runtime is then unknown as a whole),
+    `SandboxImageUnreadable` when the runtime names its sandbox image unreadably."""
     snap = observe_node(
         client, host_root, statuses="dead", images=True, sandboxes=True,
         pod_logs_dir=pod_logs_dir, mounts=mounts,
     )  # fmt: skip
-    pause = sandbox_image_from_info(client.status_info())
+    kept = runtime_sandbox_images(client, host_root, runtime_config, warn)
+    if kept.status_error:
+        raise SandboxImageUnreadable(kept.status_error)
     layers = client.writable_layers()
-    protected = {i.id for i in snap.images if pause in {i.id, *i.repo_tags, *i.repo_digests}}
+    protected = set(kept.protected_ids(snap.images))
     return RuntimeView(
         endpoint=snap.endpoint,
         containers=list(snap.containers),

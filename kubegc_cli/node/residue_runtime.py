@@ -6,12 +6,11 @@ network namespaces), and `with_runtime` adds what the runtime knows to a `ScanCo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubegc_cli.core.errors import SandboxImageUnreadable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -30,6 +29,7 @@ from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.host.logs import LogRoots, foreign_log, log_bytes, on_host
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -40,9 +40,10 @@ class RuntimeFacts:
     """What the runtime said: its lists (with dead containers' statuses when dead objects are
     scanned), reply sizes by call (encoded bytes, items), images and sandbox image (when
     images are scanned; `images_unknown` says why no image was listed when the sandbox image
-    could not be read), the sandboxes' network namespace paths (both `/run` and `/var/run`
-    spellings; only asked when a `cni-*` namespace exists on the host) and how many
-    sandboxes did not say."""
+    could not be read; `protected_images` the IDs of the images the runtimes keep for
+    themselves, `sandboximages.runtime_sandbox_images`), the sandboxes' network namespace
+    paths (both `/run` and `/var/run` spellings; only asked when a `cni-*` namespace exists
+    on the host) and how many sandboxes did not say."""
 
     endpoint: str
     containers: list[Container] = field(default_factory=list)
@@ -50,6 +51,7 @@ class RuntimeFacts:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     images: list[Image] = field(default_factory=list)
     sandbox_image: str | None = None
+    protected_images: frozenset[str] = frozenset()
     images_unknown: str = ""
     netns: frozenset[str] = frozenset()
     netns_unknown: int = 0
@@ -88,13 +90,12 @@ def observe_runtime(
     types: Iterable[str],
     pod_logs_dir: str,
     mounts: MountTable,
+    warn: Callable[[str], None],
 ) -> RuntimeFacts:
     """Read what the scanners of `types` need from the runtime. Every list is read in full
     (the IDs it yields decide safety); statuses, images and netns paths only when a chosen
-    type needs them. Raises `RuntimeUnavailable` when any call fails."""
-    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
-    from kubegc_cli.node.cri.client import sandbox_image_from_info
-
+    type needs them; a runtime config file that cannot be read is a warning (`warn`). Raises
+    `RuntimeUnavailable` when any call fails."""
     wanted = set(types)
     client.check()
     containers, c_size = client.list_containers_sized()
@@ -127,11 +128,13 @@ def observe_runtime(
                         exit_code=st.exit_code, log_bytes=size)
             )  # fmt: skip
     if UNUSED_IMAGE in wanted:
-        try:
-            facts.sandbox_image = sandbox_image_from_info(client.status_info())
+        kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, warn)
+        if kept.status_error:  # no image can be called unused: none listed
+            facts.images_unknown = kept.status_error
+        else:
+            facts.sandbox_image = kept.status_image
             facts.images = client.list_images()
-        except SandboxImageUnreadable as exc:  # no image can be called unused: none listed
-            facts.images_unknown = exc.why
+            facts.protected_images = frozenset(kept.protected_ids(facts.images))
     if NETNS in wanted and _netns_on_host(s.host_root, ScanContext(s.host_root).netns_dirs):
         paths: set[str] = set()
         for _sid, path in client.sandbox_netns([sb.id for sb in sandboxes]):

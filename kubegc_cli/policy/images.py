@@ -6,6 +6,8 @@ Source of the rules: kubelet `image_gc_manager.go` (`detectImages`, `imagesInEvi
 - An image is *in use* while any container the runtime has (exited ones too) uses it (CRI
   `image_id`, else `image_ref`). Images in use, pinned by the runtime, or protected by kubegc
   (the sandbox image, `--keep` patterns) are never candidates.
+- kubegc's own rule, not the kubelet's: an image that cannot be pulled again
+  (`unpullable_reason`) is no candidate unless `allow_unpullable` (`--allow-unpullable`).
 - Records: `first_detected` is set the first time an image is seen (kubegc remembers it across
   runs, the kubelet only in memory); `last_used` is "now" whenever the image is in use, and
   stays at the zero time for an image never seen in use.
@@ -28,6 +30,7 @@ Source of the rules: kubelet `image_gc_manager.go` (`detectImages`, `imagesInEvi
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +53,7 @@ KEEP_PINNED = "pinned"
 KEEP_PROTECTED = "protected"
 KEEP_MIN_AGE = "min-age"
 KEEP_NOT_NEEDED = "not-needed"
+KEEP_UNPULLABLE = "unpullable"
 
 #: How each setting is named in messages unless the caller says where it came from.
 SETTING_FLAGS = {
@@ -70,6 +74,7 @@ class ImageGCPolicy:
     max_age: float = 0.0
     prune_unused: bool = False
     keep: tuple[str, ...] = ()
+    allow_unpullable: bool = False
 
     @property
     def threshold_gc_disabled(self) -> bool:
@@ -113,6 +118,7 @@ class ImageGCPolicy:
             "image_maximum_gc_age": format_go_duration(self.max_age),
             "prune_unused": self.prune_unused,
             "keep": list(self.keep),
+            "allow_unpullable": self.allow_unpullable,
         }
 
 
@@ -159,6 +165,32 @@ def images_in_use(containers: Iterable[Container]) -> set[str]:
     """Image IDs used by any container the runtime has (exited ones too): `image_id`, else
     `image_ref` (the kubelet's rule since v1.30)."""
     return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
+
+
+#: The names `ctr images import --digests` gives an imported image (`import-<date>@<digest>`,
+#: containerd's cmd/ctr `import`), as CRI lists them (normalized under docker.io/library).
+_IMPORT_NAME = re.compile(r"(?:docker\.io/library/)?import-\d{4}-\d{2}-\d{2}@")
+
+
+def unpullable_reason(image: Image) -> str | None:
+    """Why `image` cannot be pulled again, or None when it can (as far as the runtime says).
+
+    What it relies on: containerd's CRI lists an image's repo digests from its digest
+    references (`name@sha256:...`), which a pull through CRI records and `ctr images import`
+    does not (the tarball's names are tags); `ctr images import --digests` adds only names
+    `import-<date>@sha256:...`, which no registry serves. So: a name under `localhost/` (built
+    or loaded on the node: Bottlerocket's, podman's); no repo digest at all (imported from a
+    tarball, or pulled around CRI); only `import-<date>` digests (imported from a tarball).
+    An image pulled with `ctr` rather than through CRI also has no digest, and is kept too:
+    if unsure, kept."""
+    names = (*image.repo_tags, *image.repo_digests)
+    if any(n.startswith("localhost/") for n in names):
+        return "cannot be pulled again: a localhost/ name"
+    if not image.repo_digests:
+        return "cannot be pulled again: no repo digest (imported from a tarball?)"
+    if all(_IMPORT_NAME.match(d) for d in image.repo_digests):
+        return "cannot be pulled again: imported from a tarball (ctr import-<date> digests only)"
+    return None
 
 
 def detect_images(
@@ -208,7 +240,7 @@ def plan_images(
     began: int,
     capacity: int | None = None,
     available: int | None = None,
-    protected: Iterable[str] = (),
+    protected: Iterable[str] | Mapping[str, str] = (),
     filesystem: str = "",
 ) -> ImagePlan:
     """Plan the kubelet's image GC. Times are nanoseconds since the epoch.
@@ -217,12 +249,19 @@ def plan_images(
     collection started to be tracked (the kubelet's start; for kubegc the state store's first
     run), gating MaxAge. `capacity`/`available` are the image filesystem's bytes (statfs blocks
     and bavail), `filesystem` its mountpoint (named in errors); without the figures only MaxAge
-    and `prune_unused` apply. `protected` are image IDs never to remove (the sandbox image).
+    and `prune_unused` apply. `protected` are image IDs never to remove (the sandbox image):
+    a mapping gives each one's reason (`SandboxImages.protected_ids`: which image, named
+    where), an iterable of IDs keeps each as "the sandbox image". An image that cannot be
+    pulled again (`unpullable_reason`) is kept unless `policy.allow_unpullable`.
     Returns an `ImagePlan` with the updated `records`. Raises `GCFailed` for capacity 0, in
     every mode.
     """
     in_use = images_in_use(containers)
-    protected_ids = set(protected)
+    protected_ids: dict[str, str] = (
+        dict(protected)
+        if isinstance(protected, Mapping)
+        else dict.fromkeys(protected, "the sandbox image")
+    )
     plan = ImagePlan()
     measured: tuple[int, int] | None = None
     if capacity is not None and available is not None:
@@ -243,9 +282,12 @@ def plan_images(
         elif img.pinned:
             plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, "pinned by the runtime", False))
         elif iid in protected_ids:
-            plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, "the sandbox image", False))
+            reason = protected_ids[iid]
+            plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, reason, False))
         elif any(fnmatch.fnmatchcase(n, pat) for n in names for pat in policy.keep):
             plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, "matches --keep", False))
+        elif not policy.allow_unpullable and (why := unpullable_reason(img)):
+            plan.kept.append(ImageDecision(img, rec, KEEP_UNPULLABLE, why, False))
         else:
             candidates.append(ImageDecision(img, rec, KEEP_NOT_NEEDED, "not needed", False))
     candidates.sort(key=lambda d: (d.record.last_used, d.record.first_detected, d.image.id))

@@ -29,7 +29,7 @@ from kubegc_cli.core.residue import (
 )
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
-from kubegc_cli.policy.images import images_in_use
+from kubegc_cli.policy.images import images_in_use, unpullable_reason
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 
 MIB = 1024 * 1024
@@ -180,7 +180,9 @@ def unused_images(
     ones and `protected` references (the sandbox image: an ID, tag or digest).
 
     `bytes` is the runtime's image size (shared layers make a sum overstate what removing
-    them frees). Never safe: `kubegc gc images` removes them by the kubelet's rules.
+    them frees). Never safe: `kubegc gc images` removes them by the kubelet's rules; one that
+    cannot be pulled again (`unpullable_reason`) says so, and its manual action carries
+    `--allow-unpullable`.
     """
     in_use = images_in_use(containers)
     keep = set(protected)
@@ -190,15 +192,21 @@ def unused_images(
         if img.id in in_use or img.pinned or keep & set(names):
             continue
         tags = ", ".join(img.repo_tags) or "untagged"
+        unpullable = unpullable_reason(img)
+        evidence = f"no container uses this image ({tags})"
+        manual = "kubegc gc images --prune-unused"
+        if unpullable:
+            evidence += f"; it {unpullable}"
+            manual += " --allow-unpullable"
         out.append(
             Finding(
                 type=UNUSED_IMAGE,
                 target=img.id,
-                evidence=f"no container uses this image ({tags})",
+                evidence=evidence,
                 bytes=img.size,
                 safe=False,
                 action=NOTHING,
-                manual="kubegc gc images --prune-unused",
+                manual=manual,
                 unsafe_reason=GC_IMAGES,
                 details={
                     "repo_tags": list(img.repo_tags),

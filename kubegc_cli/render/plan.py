@@ -287,8 +287,9 @@ IMAGES = Layout(
     ),
     _image_row,
     # in-use and not-needed images are many and self-explanatory; protected ones (the sandbox
-    # image, --keep, pinned) and MinAge are what an operator asks "why not?" about
-    lambda k: k.rule in ("min-age", "protected", "pinned"),
+    # image, --keep, pinned), MinAge and images that cannot be pulled again are what an
+    # operator asks "why not?" about
+    lambda k: k.rule in ("min-age", "protected", "pinned", "unpullable"),
     False,
 )
 

@@ -19,6 +19,7 @@ Reasons, in the kubelet's style (the kubelet's own where the meaning is the same
 | `EvictedPodsPruneFailed` | Warning | a deletion was refused |
 | `ResidueFound` | Warning | `residue scan/clean` found residue (what a clean left) |
 | `EvictionThresholdMet` | Warning | `evict check` found thresholds met |
+| `PolicyRejected` | Warning | `kubegc agent`'s policy file changed to a content it cannot use |
 
 Dry runs of removing commands post nothing (nothing was done); findings (`ResidueFound`,
 `EvictionThresholdMet`) are posted by any run that makes them.
@@ -239,6 +240,12 @@ def events_for(command: str, result: Any, exit_code: int) -> list[NodeEvent]:
     return []
 
 
+def policy_rejected(reason: str) -> NodeEvent:
+    """The Event of a policy file `kubegc agent` rejected: `reason` says which file, why,
+    and that the last good policy stays in force (`agent.loop.PolicyFile.reason`)."""
+    return _event("PolicyRejected", WARNING, reason)
+
+
 def _timestamp(now: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
@@ -378,14 +385,26 @@ def record_events(
     now: float | None = None,
     interval: float = INTERVAL_SECONDS,
 ) -> list[NodeEvent]:
-    """Post the Events `events_for(command, result, exit_code)` gives, on the Node
-    `--node-name` (default the hostname), through the API found as kubectl finds it
-    (`s.kubeconfig`, `s.context`, `s.env`; `s.timeout` seconds per request), each at most
-    once per `interval` seconds per reason (state in `s.state_dir`). `now` is Unix seconds.
+    """Post the Events `events_for(command, result, exit_code)` gives (`post_events`)."""
+    events = events_for(command, result, exit_code)
+    return post_events(s, events, warn=warn, now=now, interval=interval)
+
+
+def post_events(
+    s: Any,
+    events: list[NodeEvent],
+    *,
+    warn: Warn,
+    now: float | None = None,
+    interval: float = INTERVAL_SECONDS,
+) -> list[NodeEvent]:
+    """Post `events` on the Node `--node-name` (default the hostname), through the API found
+    as kubectl finds it (`s.kubeconfig`, `s.context`, `s.env`; `s.timeout` seconds per
+    request), each at most once per `interval` seconds per reason (state in `s.state_dir`).
+    `now` is Unix seconds.
 
     Returns the Events the API accepted. Never raises for API or state problems: each is one
     line through `warn`; after a transport failure the remaining Events are not tried."""
-    events = events_for(command, result, exit_code)
     if not events:
         return []
 

@@ -160,6 +160,12 @@ def check_metrics_path(text: str) -> Path:
     return path
 
 
+def key(name: str, labels: Mapping[str, str]) -> Key:
+    """A sample's key: (`name`, its labels as pairs, `LABEL_ORDER` first, then by name), as
+    `render` and `merge` key samples."""
+    return _key(name, labels)
+
+
 def _key(name: str, labels: Mapping[str, str]) -> Key:
     order = {k: i for i, k in enumerate(LABEL_ORDER)}
     pairs = sorted(labels.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
@@ -218,11 +224,12 @@ def parse_samples(text: str) -> dict[Key, float]:
     return out
 
 
-def render(samples: Mapping[Key, float]) -> str:
-    """The text format: known metrics in `METRICS` order, each with HELP and TYPE, samples
-    sorted by labels. Unknown metric names are dropped (the file holds only kubegc's)."""
+def render(samples: Mapping[Key, float], metrics: Mapping[str, tuple[str, str]] = METRICS) -> str:
+    """The text format: the metrics of `metrics` (name → (type, help); default kubegc's
+    textfile metrics, `METRICS`) in its order, each with HELP and TYPE, samples sorted by
+    labels. Metric names not in `metrics` are dropped (the file holds only kubegc's)."""
     lines: list[str] = []
-    for name, (kind, help_text) in METRICS.items():
+    for name, (kind, help_text) in metrics.items():
         rows = sorted((labels, v) for (n, labels), v in samples.items() if n == name)
         if not rows:
             continue

@@ -265,18 +265,37 @@ def _build_image(
     )
 
 
-def _write_oci_archive(path: Path, builds: Sequence[_ImageBuild]) -> None:
-    """Write one OCI image-layout tarball holding every image in ``builds``."""
+def _repository(ref: str) -> str:
+    """``ref`` without its tag (``registry.k8s.io/pause:3.9`` → ``registry.k8s.io/pause``)."""
+    name, _, tag = ref.rpartition(":")
+    return name if name and "/" not in tag else ref
+
+
+def _write_oci_archive(path: Path, builds: Sequence[_ImageBuild], *, pullable: bool) -> None:
+    """Write one OCI image-layout tarball holding every image in ``builds``. With
+    ``pullable``, each image is also named by its digest (``repo@sha256:…``), as a pull
+    through CRI names it: CRI then lists a repo digest, and kubegc takes the image for one
+    that can be pulled again. Without, the image has its tag alone, as an image loaded from a
+    tarball has."""
+    names = [
+        (build, name)
+        for build in builds
+        for name in (
+            [build.ref, f"{_repository(build.ref)}@{build.manifest.digest}"]
+            if pullable
+            else [build.ref]
+        )
+    ]
     index = {
         "schemaVersion": 2,
         "mediaType": _MEDIA_INDEX,
         "manifests": [
             {
                 **build.manifest.descriptor(),
-                "annotations": {"io.containerd.image.name": build.ref},
+                "annotations": {"io.containerd.image.name": name},
                 "platform": {"architecture": _go_arch(), "os": "linux"},
             }
-            for build in builds
+            for build, name in names
         ],
     }
     files: dict[str, bytes] = {
@@ -865,10 +884,10 @@ class LocalNode:
 
     # -- images -------------------------------------------------------------------------------
 
-    def _import(self, builds: Sequence[_ImageBuild]) -> list[str]:
+    def _import(self, builds: Sequence[_ImageBuild], *, pullable: bool = True) -> list[str]:
         archive = self.workdir / f"import-{uuid.uuid4().hex[:12]}.tar"
         try:
-            _write_oci_archive(archive, builds)
+            _write_oci_archive(archive, builds, pullable=pullable)
             ctr = shutil.which("ctr") or "ctr"
             command = [ctr, "-a", str(self.socket), "-n", CRI_NAMESPACE, "images", "import"]
             command += ["--snapshotter", self.snapshotter, str(archive)]
@@ -893,17 +912,21 @@ class LocalNode:
                 raise LocalNodeError(f"CRI does not list the imported image {ref}")
             time.sleep(0.02)
 
-    def import_image(self, ref: str, *, pad_bytes: int = 0, seed: str = "") -> str:
+    def import_image(
+        self, ref: str, *, pad_bytes: int = 0, seed: str = "", pullable: bool = True
+    ) -> str:
         """Build an image from busybox and import it as ``ref``; return its CRI image id.
 
         ``pad_bytes`` adds an uncompressed layer of that many bytes, so the image size is about
         ``pad_bytes`` plus ~1 MiB. Without a ``seed`` every call gives a new image id; with one,
         the same ``seed`` and ``pad_bytes`` give the same id (another tag of one image).
+        ``pullable`` (the default) names it by its digest too, as a pulled image is; without,
+        it has no repo digest, as an image loaded from a tarball.
         """
         build = _build_image(
             ref, cmd=["/bin/sh"], pad_bytes=pad_bytes, seed=seed or uuid.uuid4().hex
         )
-        return self._import([build])[0]
+        return self._import([build], pullable=pullable)[0]
 
     def list_images(self) -> list[api_pb2.Image]:
         """The images CRI lists."""

@@ -232,8 +232,9 @@ def test_runtime_reports_its_sandbox_image(node: LocalNode) -> None:
     """containerd 1.6's verbose Status names the sandbox image kubegc must protect. containerd
     2.x's does not: it pins the sandbox image instead (ListImages `pinned`), which kubegc keeps
     as pinned."""
-    from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
+    from kubegc_cli.node.cri.client import CriClient
     from kubegc_cli.node.cri.endpoint import Endpoint
+    from kubegc_cli.node.sandboximages import sandbox_image_from_info
 
     with CriClient(Endpoint(str(node.socket), "test")) as client:
         named = sandbox_image_from_info(client.status_info())

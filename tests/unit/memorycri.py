@@ -116,6 +116,11 @@ class MemoryCri:
     def status_info(self) -> dict[str, str]:
         return {}  # (no sandbox image named)
 
+    def writable_layers(self) -> dict[str, tuple[int | None, int | None]]:
+        """`ListContainerStats`: no container reports its writable layer."""
+        with self.lock:
+            return dict.fromkeys(self.containers, (None, None))
+
     def list_images(self) -> list[Image]:
         with self.lock:
             return list(self.images.values())

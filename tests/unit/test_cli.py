@@ -188,7 +188,13 @@ def test_no_socket_anywhere_lists_candidates(
 
 
 def test_help_and_version_do_not_import_heavy_modules() -> None:
-    for args in (["--version"], ["--help"], ["gc", "containers", "--help"], ["fleet", "--help"]):
+    for args in (
+        ["--version"],
+        ["--help"],
+        ["gc", "containers", "--help"],
+        ["fleet", "--help"],
+        ["agent", "--help"],
+    ):
         proc = subprocess.run(
             [sys.executable, "-X", "importtime", "-m", "kubegc_cli", *args],
             capture_output=True,

@@ -358,7 +358,7 @@ def runtime_view() -> RuntimeView:
         ],
         images=[
             Image("sha256:a", ("app:1",), size=MiB),
-            Image("sha256:b", ("old:1",), size=512 * KiB),
+            Image("sha256:b", ("old:1",), ("old@sha256:" + "b" * 64,), size=512 * KiB),
             Image("sha256:p", ("registry.k8s.io/pause:3.9",), size=256 * KiB),
             Image("sha256:k", ("kept:1",), size=256 * KiB, pinned=True),
         ],

@@ -9,8 +9,8 @@ import pytest
 
 from kubegc_cli.core.errors import RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.core.model import reference_forms
-from kubegc_cli.node.cri.client import sandbox_image_from_info
 from kubegc_cli.node.host.fs import fs_stats
+from kubegc_cli.node.sandboximages import sandbox_image_from_info
 
 
 def test_fs_stats_match_statvfs_under_host_root(tmp_path: Path) -> None:

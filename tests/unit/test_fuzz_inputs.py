@@ -1285,8 +1285,9 @@ def test_deeply_nested_verbose_info_from_the_runtime_says_nothing(
     unused on its word: exit 3 with one line saying so — unless the sandbox image is given with
     `--pod-infra-container-image` (a warning, and the run goes on)."""
     from kubegc_cli.core.errors import SandboxImageUnreadable
-    from kubegc_cli.node.cri.client import CriClient, sandbox_image_from_info
+    from kubegc_cli.node.cri.client import CriClient
     from kubegc_cli.node.cri.endpoint import resolve_endpoint
+    from kubegc_cli.node.sandboximages import sandbox_image_from_info
 
     lying_runtime.inventory.status_info = {"config": status}
     lying_runtime.inventory.sandbox_info = {"sb-1": {"info": sandbox}}

@@ -16,7 +16,17 @@ MI = 1024 * 1024
 
 
 def img(iid: str, size_mi: int = 100, pinned: bool = False, tag: str = "") -> Image:
-    return Image(id=iid, repo_tags=(tag or f"example/{iid}:1",), size=size_mi * MI, pinned=pinned)
+    """An image pulled from a registry (a repo digest: it can be pulled again)."""
+    return Image(id=iid, repo_tags=(tag or f"example/{iid}:1",), repo_digests=(digest(iid),),
+                 size=size_mi * MI, pinned=pinned)  # fmt: skip
+
+
+def digest(iid: str) -> str:
+    return f"example/{iid}@sha256:{iid.encode().hex():0>64}"
+
+
+def pulled(iid: str, size: int) -> Image:
+    return Image(iid, repo_digests=(digest(iid),), size=size)
 
 
 def using(cid: str, image_id: str, state: str = "EXITED") -> Container:
@@ -196,7 +206,7 @@ def test_capacity_zero_fails_in_every_mode_naming_the_filesystem(policy: ImageGC
 # The kubelet's arithmetic, with exact figures (bytes; times in seconds since the epoch).
 def test_exact_usage_and_target_at_90_percent() -> None:
     plan = plan_images(
-        [Image("old", size=100_000)], [], {"old": ImageRecord(0)},
+        [pulled("old", 100_000)], [], {"old": ImageRecord(0)},
         ImageGCPolicy(high_threshold=85, low_threshold=80), 1000 * S,
         began=0, capacity=1_000_000, available=100_000,
     )  # fmt: skip
@@ -207,7 +217,7 @@ def test_exact_usage_and_target_at_90_percent() -> None:
 
 def test_exact_usage_rounds_up_to_the_high_threshold() -> None:
     plan = plan_images(
-        [Image("old", size=50_000)], [], {"old": ImageRecord(0)},
+        [pulled("old", 50_000)], [], {"old": ImageRecord(0)},
         ImageGCPolicy(high_threshold=85, low_threshold=80), 1000 * S,
         began=0, capacity=1_000_000, available=150_001,
     )  # fmt: skip
@@ -223,7 +233,7 @@ def test_exact_eviction_order_never_used_first_then_least_recently_used() -> Non
         "u3": ImageRecord(5 * S, 20 * S),
     }
     plan = plan_images(
-        [Image(i, size=40_000) for i in ("u1", "u2", "u3")], [], records,
+        [pulled(i, 40_000) for i in ("u1", "u2", "u3")], [], records,
         ImageGCPolicy(high_threshold=85, low_threshold=80, min_age=60), 1000 * S,
         began=0, capacity=1_000_000, available=150_000,
     )  # fmt: skip

@@ -15,8 +15,8 @@ from typing import Any
 
 import grpc
 
-from kubegc_cli.core.errors import RuntimeUnavailable, SandboxImageUnreadable
-from kubegc_cli.core.inputs import Malformed, decode_json, shown
+from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.inputs import Malformed, decode_json
 from kubegc_cli.core.model import (
     ANNOTATION_RESTART_COUNT,
     LABEL_CONTAINER_NAME,
@@ -31,7 +31,6 @@ from kubegc_cli.core.model import (
     Sandbox,
     SandboxState,
     make_container,
-    reference_forms,
 )
 from kubegc_cli.core.units import format_seconds
 from kubegc_cli.node.cri.endpoint import Endpoint
@@ -533,35 +532,6 @@ def netns_from_info(info: Mapping[str, str]) -> str | None:
                 return path if isinstance(path, str) else ""
         return ""
     return None
-
-
-def sandbox_image_from_info(info: Mapping[str, str]) -> str | None:
-    """The sandbox (pause) image a runtime says it uses, from verbose `Status` info:
-    containerd's `config` JSON carries `sandboxImage`. None when the runtime does not say (no
-    `config`, or one without `sandboxImage`).
-
-    Raises `SandboxImageUnreadable` when it says something kubegc cannot read: a `config` that
-    is not JSON kubegc reads (`decode_json`), not an object, or whose `sandboxImage` is not a
-    non-empty string. Then the image the runtime protects is unknown, and no image may be
-    taken for unused on its word."""
-    raw = info.get("config", "")
-    if not raw:
-        return None
-    try:
-        config = decode_json(raw, "the runtime's Status info 'config'")
-    except Malformed as exc:
-        raise SandboxImageUnreadable(str(exc)) from None
-    if not isinstance(config, dict):
-        raise SandboxImageUnreadable("the runtime's Status info 'config' is not a JSON object")
-    if "sandboxImage" not in config:
-        return None
-    value = config["sandboxImage"]
-    if not isinstance(value, str) or not reference_forms(value):
-        raise SandboxImageUnreadable(
-            "the runtime's Status info 'config' has a sandboxImage that is not an image "
-            f"reference ({shown(value)})"
-        )
-    return value
 
 
 def _code_name(err: grpc.RpcError) -> str:

@@ -46,23 +46,29 @@ def process_table(proc: str = "/proc") -> Iterator[Process]:
         yield pid, name, argv
 
 
-def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
-    """The running kubelet's pid and argv, from the process table (`/proc`), or None.
+def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[str]] | None:
+    """The pid and argv of the running process called `name`, from the process table
+    (`/proc`), or None.
 
-    A process counts when its name or the basename of its `argv[0]` is `kubelet`; the lowest
-    pid wins. Only when `host_root` is `/`: from inside a container the host's processes are
-    not ours to see. None as well when no kubelet runs or its command line cannot be read
-    (permission denied, the process went away).
+    A process counts when its name (`comm`) or the basename of its `argv[0]` is `name`; the
+    lowest pid wins. Only when `host_root` is `/`: from inside a container the host's
+    processes are not ours to see. None as well when none runs or its command line cannot be
+    read (permission denied, the process went away).
     """
     if Path(host_root).resolve() != Path("/"):
         return None
     try:
-        for pid, name, argv in process_table():
+        for pid, comm, argv in process_table():
             first = os.path.basename(argv[0]) if argv else ""
-            if name == "kubelet" or first == "kubelet":
+            if comm == name[:15] or first == name:  # `comm` holds 15 bytes of the name
                 if not argv:
                     return None
                 return pid, argv
     except OSError:
         return None
     return None
+
+
+def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
+    """The running kubelet's pid and argv (`find_process_cmdline`), or None."""
+    return find_process_cmdline(host_root, "kubelet")
