@@ -180,6 +180,35 @@ def test_the_agent_runs_critical_in_kube_system_on_every_node() -> None:
     assert c["resources"]["requests"].keys() == c["resources"]["limits"].keys() == {"cpu", "memory"}
 
 
+@pytest.mark.parametrize("mode", ["report", "apply"])
+def test_the_agent_command_line_is_one_kubegc_accepts(mode: str) -> None:
+    """The DaemonSet's arguments (and the apply-mode patch's) parsed by kubegc's own command
+    tree: every global option and every `agent` flag exists and takes the value given."""
+    from kubegc_cli.cli.main import cli
+    from kubegc_cli.cli.options import collected
+
+    [c] = containers(find("DaemonSet", "kubegc-agent"))
+    args = list(c["args"][1:])
+    if mode == "apply":
+        ops = yaml.safe_load((APPLY_MODE / "daemonset-apply.yaml").read_text())
+        for op in ops:
+            if op["op"] == "replace" and op["path"].endswith("/args/7"):
+                args[7 - 1] = op["value"]
+            elif op["op"] == "add" and op["path"].endswith("/args/-"):
+                args.append(op["value"])
+    split = args.index("agent")
+    ctx = cli.make_context("kubegc", args[:split])
+    agent = cli.get_command(ctx, "agent")
+    assert agent is not None
+    sub = agent.make_context("agent", args[split + 1 :], parent=ctx)
+    assert sub.params["mode"] == mode and sub.params["listen"] == ":9808"
+    given = collected(sub)
+    assert given["config"] == "/etc/kubegc/policy/config.yaml" and given["events"] is True
+    assert (given["host_root"], given["node_name"]) == ("/host", "$(NODE_NAME)")
+    if mode == "apply":
+        assert sub.params["apply_slots"] == 1
+
+
 def test_the_agent_mounts_only_what_it_reads_and_drops_every_capability() -> None:
     ds = find("DaemonSet", "kubegc-agent")
     spec = pod_spec(ds)
