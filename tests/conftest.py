@@ -78,23 +78,45 @@ def node_name() -> str:
     return f"node-{uuid.uuid4().hex[:8]}"
 
 
+def kustomization_docs(directory: Path = DEPLOY) -> list[dict[str, Any]]:
+    """The objects of the files `directory/kustomization.yaml` lists, in its order (its
+    `resources` that are files; a directory or a missing file fails the test, naming it)."""
+    docs = []
+    for name in yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"]:
+        path = directory / name
+        if not path.is_file():
+            pytest.fail(f"{path} is listed in {directory / 'kustomization.yaml'} but is no file")
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
 @pytest.fixture(scope="session")
 def deployed(admin: Any) -> list[str]:
     """Every object of deploy/kubernetes/kustomization.yaml created as the admin (once: the
-    session's API server keeps them); returns their kinds."""
-    from kubernetes import utils
+    session's API server keeps them), the CRDs among them established; returns their kinds."""
+    import time
+
+    from kubernetes import client, utils
     from kubernetes.client.exceptions import ApiException
 
     kinds = []
-    for name in yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]:
-        for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
-            if not doc:
-                continue
-            kinds.append(doc["kind"])
-            try:
-                utils.create_from_dict(admin, doc)
-            except utils.FailToCreateError as exc:
-                if not all(isinstance(e, ApiException) and e.status == 409
-                           for e in exc.api_exceptions):  # fmt: skip
-                    raise
+    for doc in kustomization_docs():
+        kinds.append(doc["kind"])
+        try:
+            utils.create_from_dict(admin, doc)
+        except utils.FailToCreateError as exc:
+            if not all(isinstance(e, ApiException) and e.status == 409
+                       for e in exc.api_exceptions):  # fmt: skip
+                raise
+    crds = [d["metadata"]["name"] for d in kustomization_docs()
+            if d["kind"] == "CustomResourceDefinition"]  # fmt: skip
+    ext = client.ApiextensionsV1Api(admin)
+    deadline = time.monotonic() + 30
+    for name in crds:
+        while True:
+            conditions = ext.read_custom_resource_definition(name).status.conditions or []
+            if any(c.type == "Established" and c.status == "True" for c in conditions):
+                break
+            assert time.monotonic() < deadline, f"CRD {name} not established in 30 s"
+            time.sleep(0.2)
     return kinds

@@ -7,8 +7,9 @@ built into `bin_dir`:
 - kube-apiserver on https://127.0.0.1:<port> with its own CA and serving certificate (made
   with `openssl`), RBAC as the only authorizer, and a static token file naming one identity
   per caller: `admin` (group system:masters), `nobody` (authenticated, granted nothing), and
-  the ServiceAccount identities of deploy/kubernetes/rbac.yaml (`kubegc`, `kubegc-prune`),
-  so the bindings of the manifests apply to them as to the real ServiceAccounts;
+  the ServiceAccount identities of deploy/kubernetes/rbac.yaml (`kubegc-agent`, the node
+  agent in kube-system; `kubegc-prune`), so the bindings of the manifests apply to them as
+  to the real ServiceAccounts;
 - optionally kube-controller-manager with the garbage collector only, which acts as its own
   ServiceAccount (kube-system/generic-garbage-collector) with the bootstrap RBAC role, as in
   a kubeadm cluster.
@@ -46,9 +47,9 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("kubegc-test-admin", ("system:masters",)),
     "nobody": ("kubegc-test-nobody", ()),
     "kube-controller-manager": ("system:kube-controller-manager", ()),
-    "kubegc": (
-        "system:serviceaccount:kubegc:kubegc",
-        ("system:serviceaccounts", "system:serviceaccounts:kubegc"),
+    "kubegc-agent": (
+        "system:serviceaccount:kube-system:kubegc-agent",
+        ("system:serviceaccounts", "system:serviceaccounts:kube-system"),
     ),
     "kubegc-prune": (
         "system:serviceaccount:kubegc:kubegc-prune",

@@ -28,7 +28,7 @@ def test_gc_containers_reports_metrics_and_an_event(
     pods.write_text(json.dumps(pod_list([p])))
     prom = tmp_path / "textfile" / "kubegc.prom"
     prom.parent.mkdir()
-    kubeconfig = control_plane.kubeconfig("kubegc", tmp_path / "kubeconfig")
+    kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "kubeconfig")
     res = subprocess.run(
         [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
          "--kubelet-config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),

@@ -1,7 +1,8 @@
-"""A local HTTP server that plays the Kubernetes API for the official `kubernetes` client.
-
-No kube-apiserver can run here; this server answers the calls kubegc makes, as the API
-server would, and records every request so tests can assert exactly what kubegc asked:
+"""A stand-in for the Kubernetes API, for the faults the real kube-apiserver (tests/api) will
+not produce on demand: a 500 or a 410 on a chosen request, an API that stops answering, a
+server that ignores a selector, a reply no API server sends. Everything else is tested against
+the real API server. It answers the calls kubegc makes, as the API server would, and records
+every request so a fault test can assert exactly what kubegc asked:
 
 - `GET /api/v1/pods` and `GET /api/v1/namespaces/<ns>/pods`: serves `pages` in order (the
   continue token is the page index); with `honor_selectors` it applies the namespace and the

@@ -1,22 +1,27 @@
-"""deploy/: the Kubernetes manifests against the API schemas, their RBAC against the API calls
-kubegc really makes (the manifests' own command lines run against the recorded API server),
-the systemd units with `systemd-analyze verify`, and the Dockerfile."""
+"""deploy/: the Kubernetes manifests (the overlay and the CRD included) against the API
+schemas of the last five Kubernetes minor releases kubernetes-validate ships, what the
+workloads are given (host mounts, capabilities, priority, probes), the RBAC rules against
+the list of calls they are for, the policy ConfigMap as a kubegc config file, the systemd
+units with `systemd-analyze verify`, and the Containerfile. That the API server accepts and
+admits them, and that each identity may make exactly its calls, is tests/api/test_rbac.py."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
+from kubernetes_validate.utils import all_versions, major_minor
 
 from kubegc_cli import __version__
 from kubegc_cli.cli.main import main
+from kubegc_cli.core.fleet import lease_name
 from tests.unit.hostfixtures import (
     MOUNTINFO_V1,
     V1_ROOT,
@@ -26,25 +31,38 @@ from tests.unit.hostfixtures import (
     write_pid_files,
     write_v1_cgroup,
 )
-from tests.unit.recorded_api import RecordedApi, api_pod, serve_recorded_api
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
+APPLY_MODE = ROOT / "deploy" / "kubernetes-apply-mode"
 SYSTEMD = ROOT / "deploy" / "systemd"
-K8S_VERSION = "1.30"  # the oldest Kubernetes release the manifests are checked against
-MANIFESTS = ["crd-nodegcreport.yaml", "namespace.yaml", "rbac.yaml", "daemonset.yaml",
-             "cronjob-gc-node.yaml", "cronjob-evict-prune.yaml"]  # fmt: skip
+#: the last five Kubernetes minor releases whose schemas kubernetes-validate ships
+K8S_VERSIONS = sorted({major_minor(v) for v in all_versions()},
+                      key=lambda v: tuple(map(int, v.split("."))))[-5:]  # fmt: skip
 MiB = 1 << 20
-NODE = "node-a"
 ORPHAN_UID = "0c7a1a52-5d1e-4b8b-9a51-2f0e7d0b1c9e"
 
 
-def docs(name: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
+def kustomization(directory: Path) -> dict[str, Any]:
+    doc = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def manifest_files() -> list[Path]:
+    """Every Kubernetes object file of deploy/kubernetes and its overlay (not the
+    kustomizations, not the overlay's JSON patch)."""
+    files = [*K8S.glob("*.yaml"), *APPLY_MODE.glob("*.yaml")]
+    patches = {APPLY_MODE / p["path"] for p in kustomization(APPLY_MODE)["patches"]}
+    return sorted(f for f in files if f.name != "kustomization.yaml" and f not in patches)
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 def all_docs() -> list[dict[str, Any]]:
-    return [d for name in MANIFESTS for d in docs(name)]
+    return [d for path in manifest_files() for d in docs(path)]
 
 
 def find(kind: str, name: str) -> dict[str, Any]:
@@ -73,104 +91,238 @@ def containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
 # --- schemas --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", MANIFESTS)
-def test_manifests_are_valid_against_the_kubernetes_schemas(name: str) -> None:
-    found = docs(name)
+def test_five_recent_kubernetes_releases_are_checked() -> None:
+    assert len(K8S_VERSIONS) == 5 and K8S_VERSIONS[0] >= "1.33", K8S_VERSIONS
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+@pytest.mark.parametrize("path", manifest_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_manifests_are_valid_against_the_kubernetes_schemas(path: Path, version: str) -> None:
+    """Strict: an unknown field fails, as `kubectl apply --validate=strict` would."""
+    found = docs(path)
     assert found
     for doc in found:
-        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        kubernetes_validate.validate(doc, version, strict=True)
 
 
-def test_kustomization_lists_the_cluster_wide_manifests() -> None:
-    kust = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    assert sorted(kust["resources"]) == sorted(set(MANIFESTS) - {"cronjob-gc-node.yaml"})
-    assert {p.name for p in K8S.glob("*.yaml")} == {*MANIFESTS, "kustomization.yaml"}
+def test_a_wrong_field_would_be_caught() -> None:
+    ds = find("DaemonSet", "kubegc-agent")
+    bad = {**ds, "spec": {**ds["spec"], "updateStrategie": {}}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSIONS[-1], strict=True)
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is needed for node-cronjobs.sh")
-def test_node_cronjobs_render_one_valid_cronjob_per_node() -> None:
-    long = "ip-10-0-12-34.eu-central-1.compute.internal.very-long-example-name"
-    out = subprocess.run(["bash", str(K8S / "node-cronjobs.sh"), NODE, long],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
-    rendered = [d for d in yaml.safe_load_all(out) if d]
-    assert [pod_spec(d)["nodeName"] for d in rendered] == [NODE, long]
-    for d in rendered:
-        kubernetes_validate.validate(d, K8S_VERSION, strict=True)
-        name = d["metadata"]["name"]
-        assert len(name) <= 52 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
-        assert "NODE_NAME_HERE" not in yaml.safe_dump(d)
-    assert rendered[0]["metadata"]["name"] == f"kubegc-gc-{NODE}"
+def test_the_kustomizations_list_every_manifest_and_the_crd_first() -> None:
+    base = kustomization(K8S)["resources"]
+    assert base[0] == "crd-nodegcreport.yaml"  # the agents write reports as soon as they start
+    assert sorted(base) == sorted(
+        p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml"
+    )
+    overlay = kustomization(APPLY_MODE)
+    assert overlay["resources"] == ["../kubernetes", "rbac-breaker.yaml"]
+    [patch] = overlay["patches"]
+    assert patch["target"]["kind"] == "DaemonSet" and (APPLY_MODE / patch["path"]).is_file()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is needed for kustomize")
+@pytest.mark.parametrize("directory", [K8S, APPLY_MODE], ids=["report", "apply"])
+def test_kustomize_builds_valid_manifests(directory: Path) -> None:
+    """What `kubectl apply -k` sends: built by kustomize (the overlay's JSON patch applied,
+    its `test` operations holding), every object valid."""
+    out = subprocess.run(["kubectl", "kustomize", str(directory)],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    built = [d for d in yaml.safe_load_all(out.stdout) if d]
+    [ds] = [d for d in built if d["kind"] == "DaemonSet"]
+    mode = "--mode=report" if directory == K8S else "--mode=apply"
+    assert mode in ds["spec"]["template"]["spec"]["containers"][0]["args"]
+    for doc in built:
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(doc, version, strict=True)
 
 
 # --- what the workloads are given -----------------------------------------------------------
 
-
-def test_node_workloads_have_host_mounts_tolerations_priority_and_resources() -> None:
-    priority = {d["metadata"]["name"] for d in all_docs() if d["kind"] == "PriorityClass"}
-    node_workloads = [w for w in workloads() if w["metadata"]["name"] != "kubegc-evict-prune"]
-    assert {w["kind"] for w in node_workloads} == {"DaemonSet", "CronJob"}
-    for w in node_workloads:
-        spec = pod_spec(w)
-        assert {"operator": "Exists"} in spec["tolerations"]  # every taint
-        assert spec["priorityClassName"] in priority
-        host_paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-        assert {"/", "/var/lib/kubelet", "/var/log", "/run/containerd"} <= set(host_paths.values())
-        for c in containers(w):
-            args = c["args"]
-            assert args[0] == "kubegc" and "--host-root=/host" in args
-            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-            assert host_paths[mounts["/host"]["name"]] == "/" and mounts["/host"]["readOnly"]
-            for path in ("/host/var/lib/kubelet", "/host/var/log", "/host/run/containerd"):
-                assert path in mounts, (w["metadata"]["name"], path)
-            assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
-            sc = c["securityContext"]
-            assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
-            assert sc["capabilities"]["drop"] == ["ALL"]
-            if any("$(NODE_NAME)" in a for a in args):
-                env = {e["name"]: e for e in c["env"]}
-                assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+#: host path → (mounted read-only in report mode, the reason) — daemonset-agent.yaml says why
+HOST_PATHS = {
+    "/run/containerd": True,
+    "/var/lib/kubelet": True,
+    "/var/log/pods": True,
+    "/var/log/containers": True,
+    "/sys/fs/cgroup": True,
+    "/proc": True,
+    "/var/lib/cni": True,
+    "/run/netns": True,
+    "/run/kubegc": False,
+    "/var/lib/kubegc": False,
+}
 
 
-def test_the_image_is_this_version_and_the_dockerfile_builds_it_from_source() -> None:
+def test_the_agent_runs_critical_in_kube_system_on_every_node() -> None:
+    ds = find("DaemonSet", "kubegc-agent")
+    spec = pod_spec(ds)
+    assert ds["metadata"]["namespace"] == "kube-system"
+    assert spec["priorityClassName"] == "system-node-critical"
+    assert spec["tolerations"] == [{"operator": "Exists"}]  # every taint, every effect
+    assert spec["serviceAccountName"] == "kubegc-agent"
+    [c] = containers(ds)
+    assert c["args"][0] == "kubegc"
+    agent = c["args"][c["args"].index("agent") :]
+    assert agent == ["agent", "--mode=report", "--interval=5m", "--listen=:9808"]
+    assert "--node-name=$(NODE_NAME)" in c["args"] and "--host-root=/host" in c["args"]
+    assert "--config=/etc/kubegc/policy/config.yaml" in c["args"]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    [port] = c["ports"]
+    assert port["containerPort"] == 9808
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert c["resources"]["requests"].keys() == c["resources"]["limits"].keys() == {"cpu", "memory"}
+
+
+@pytest.mark.parametrize("mode", ["report", "apply"])
+def test_the_agent_command_line_is_one_kubegc_accepts(mode: str) -> None:
+    """The DaemonSet's arguments (and the apply-mode patch's) parsed by kubegc's own command
+    tree: every global option and every `agent` flag exists and takes the value given."""
+    from kubegc_cli.cli.main import cli
+    from kubegc_cli.cli.options import collected
+
+    [c] = containers(find("DaemonSet", "kubegc-agent"))
+    args = list(c["args"][1:])
+    if mode == "apply":
+        ops = yaml.safe_load((APPLY_MODE / "daemonset-apply.yaml").read_text())
+        for op in ops:
+            if op["op"] == "replace" and op["path"].endswith("/args/7"):
+                args[7 - 1] = op["value"]
+            elif op["op"] == "add" and op["path"].endswith("/args/-"):
+                args.append(op["value"])
+    split = args.index("agent")
+    ctx = cli.make_context("kubegc", args[:split])
+    agent = cli.get_command(ctx, "agent")
+    assert agent is not None
+    sub = agent.make_context("agent", args[split + 1 :], parent=ctx)
+    assert sub.params["mode"] == mode and sub.params["listen"] == ":9808"
+    given = collected(sub)
+    assert given["config"] == "/etc/kubegc/policy/config.yaml" and given["events"] is True
+    assert (given["host_root"], given["node_name"]) == ("/host", "$(NODE_NAME)")
+    if mode == "apply":
+        assert sub.params["apply_slots"] == 1
+
+
+def test_the_agent_mounts_only_what_it_reads_and_drops_every_capability() -> None:
+    ds = find("DaemonSet", "kubegc-agent")
+    spec = pod_spec(ds)
+    [c] = containers(ds)
+    host = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    assert "/" not in host.values()
+    assert sorted(host.values()) == sorted(HOST_PATHS)
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    for name, path in host.items():
+        m = mounts[name]
+        expected = "/var/lib/kubegc" if path == "/var/lib/kubegc" else f"/host{path}"
+        assert m["mountPath"] == expected, name
+        assert bool(m.get("readOnly")) is HOST_PATHS[path], path
+    [policy] = [v for v in spec["volumes"] if "configMap" in v]
+    assert policy["configMap"]["name"] == "kubegc-policy"
+    assert mounts[policy["name"]]["mountPath"] == "/etc/kubegc/policy"
+    sc = c["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"]}  # none added
+    assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True and sc["seccompProfile"]["type"] == "RuntimeDefault"
+
+
+def test_the_prune_cronjob_needs_no_host_and_no_root() -> None:
+    cron = find("CronJob", "kubegc-evict-prune")
+    spec = pod_spec(cron)
+    assert "volumes" not in spec and spec["securityContext"]["runAsNonRoot"] is True
+    [c] = containers(cron)
+    assert c["args"][c["args"].index("evict") :] == [
+        "evict", "prune", "--all-nodes", "--older-than=1h", "--yes"]  # fmt: skip
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    ns = find("Namespace", cron["metadata"]["namespace"])
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    _, err = capsys.readouterr()
+    return int(exc.value.code or 0), err
+
+
+def test_the_policy_configmap_is_a_kubegc_config_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its config.yaml is read as kubegc reads --config (a key kubegc does not know would be
+    exit 2, naming it)."""
+    text = find("ConfigMap", "kubegc-policy")["data"]["config.yaml"]
+    good = tmp_path / "config.yaml"
+    good.write_text(text)
+    code, err = run_cli(["--config", str(good), "config", "view"], capsys)
+    assert code == 0, err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("max-delete: 500", "max-deletes: 500", 1))
+    code, err = run_cli(["--config", str(bad), "config", "view"], capsys)
+    assert code == 2 and "max-deletes" in err, err
+
+
+def test_the_image_is_this_version_and_the_containerfile_builds_it_from_source() -> None:
     for w in workloads():
         for c in containers(w):
             assert c["image"] == f"kubegc:{__version__}"
-    dockerfile = (ROOT / "Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
-    assert "pip install ." in dockerfile
-    for src in re.findall(r"^COPY (.+) \S+$", dockerfile, re.M):
+    assert not (ROOT / "Dockerfile").exists()
+    containerfile = (ROOT / "Containerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim$", containerfile, re.M)
+    assert "pip install ." in containerfile and "registry is yours" in containerfile
+    assert re.search(r"^EXPOSE 9808$", containerfile, re.M)
+    ignored = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]  # fmt: skip
+    for src in re.findall(r"^COPY (.+) \S+$", containerfile, re.M):
         for part in src.split():
             assert (ROOT / part).exists(), part
+            # the build context (podman reads .dockerignore too) keeps what is copied
+            assert not any(fnmatch.fnmatch(part, pattern) for pattern in ignored), part
 
 
-# --- RBAC against the calls -----------------------------------------------------------------
+# --- RBAC -----------------------------------------------------------------------------------
 
-VERBS = {"POST": "create", "DELETE": "delete", "PATCH": "patch", "PUT": "update"}
+Rule = tuple[str, str, str, str | None, tuple[str, ...]]  # verb, group, resource, ns, names
+
+#: Every (verb, API group, resource, namespace or None for cluster-wide, resourceNames) each
+#: ServiceAccount is granted — rbac.yaml's comment says what each is for, tests/api/test_rbac.py
+#: makes each call for real.
+SLOTS = tuple(lease_name(i) for i in range(10))
+GRANTS: dict[tuple[str, str], set[Rule]] = {
+    ("kube-system", "kubegc-agent"): {
+        ("get", "", "nodes", None, ()),
+        ("list", "", "pods", None, ()),
+        ("get", "", "nodes/pods", None, ()),
+        ("get", "", "nodes/configz", None, ()),
+        *{(v, "kubegc.io", "nodegcreports", None, ()) for v in ("get", "create", "update")},
+        ("update", "kubegc.io", "nodegcreports/status", None, ()),
+        ("list", "kubegc.io", "nodegcreports", None, ()),  # apply mode: the breaker
+        ("create", "", "events", "default", ()),
+        ("get", "coordination.k8s.io", "leases", "kube-system", SLOTS),
+        ("update", "coordination.k8s.io", "leases", "kube-system", SLOTS),
+        ("create", "coordination.k8s.io", "leases", "kube-system", ()),
+    },
+    ("kubegc", "kubegc-prune"): {
+        ("list", "", "pods", None, ()),
+        ("delete", "", "pods", None, ()),
+    },
+}
 
 
-def rbac_request(method: str, path: str) -> tuple[str, str, str | None]:
-    """(verb, resource, namespace) of an API call, as the RBAC authorizer sees it (namespace
-    None for a cluster-scoped object or a list across all namespaces)."""
-    parts = path.strip("/").split("/")
-    assert parts[:2] == ["api", "v1"], path  # the core group is all kubegc uses
-    rest, namespace = parts[2:], None
-    if rest[0] == "namespaces" and len(rest) > 2:
-        namespace, rest = rest[1], rest[2:]
-    resource, named = rest[0], len(rest) > 1
-    verb = ("get" if named else "list") if method == "GET" else VERBS[method]
-    return verb, resource, namespace
-
-
-def granted(service_account: str) -> set[tuple[str, str, str | None]]:
-    """What the manifests grant `service_account` (in namespace kubegc): (verb, resource,
-    namespace) — namespace None means every namespace and cluster scope."""
-    out: set[tuple[str, str, str | None]] = set()
+def granted(namespace: str, service_account: str) -> set[Rule]:
+    """What the manifests (and the overlay) grant the ServiceAccount."""
+    out: set[Rule] = set()
     everything = all_docs()
+    subject = {"kind": "ServiceAccount", "name": service_account, "namespace": namespace}
     for binding in everything:
-        if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
-            continue
-        subject = {"kind": "ServiceAccount", "name": service_account, "namespace": "kubegc"}
-        if subject not in binding["subjects"]:
+        if (
+            binding["kind"] not in ("ClusterRoleBinding", "RoleBinding")
+            or subject not in binding["subjects"]
+        ):
             continue
         ref = binding["roleRef"]
         scope = (
@@ -182,20 +334,26 @@ def granted(service_account: str) -> set[tuple[str, str, str | None]]:
             and (ref["kind"] == "ClusterRole" or d["metadata"]["namespace"] == scope)
         ]  # fmt: skip
         for rule in role["rules"]:
-            assert rule["apiGroups"] == [""] and "resourceNames" not in rule
-            assert "*" not in rule["verbs"] and "*" not in rule["resources"]
-            out |= {(v, r, scope) for v in rule["verbs"] for r in rule["resources"]}
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"], rule
+            names = tuple(rule.get("resourceNames", ()))
+            out |= {(v, g, r, scope, names) for v in rule["verbs"] for g in rule["apiGroups"]
+                    for r in rule["resources"]}  # fmt: skip
     return out
 
 
-def allowed(grants: set[tuple[str, str, str | None]], req: tuple[str, str, str | None]) -> bool:
-    verb, resource, namespace = req
-    return (verb, resource, None) in grants or (
-        namespace is not None and (verb, resource, namespace) in grants
-    )
+@pytest.mark.parametrize("account", list(GRANTS), ids=lambda a: a[1])
+def test_rbac_grants_exactly_the_calls_each_account_makes(account: tuple[str, str]) -> None:
+    assert granted(*account) == GRANTS[account]
 
 
-def _host(root: Path) -> Path:
+def test_no_service_account_is_bound_that_no_workload_uses() -> None:
+    used = {(w["metadata"]["namespace"], pod_spec(w)["serviceAccountName"]) for w in workloads()}
+    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]) for d in all_docs()
+                if d["kind"] == "ServiceAccount"}  # fmt: skip
+    assert used == accounts == set(GRANTS)
+
+
+def host_tree(root: Path) -> Path:
     """A node's host tree: memory.available 50Mi of 1Gi (below the kubelet's default 100Mi),
     an orphaned pod directory, no CRI runtime socket."""
     write_mountinfo(root, MOUNTINFO_V1)
@@ -205,87 +363,6 @@ def _host(root: Path) -> Path:
     put(root, f"/var/lib/kubelet/pods/{ORPHAN_UID}/etc-hosts", "127.0.0.1 localhost\n")
     (root / "var/log/pods").mkdir(parents=True)
     return root
-
-
-def local_args(args: list[str], tmp: Path, host: Path, kubeconfig: Path) -> list[str]:
-    """A manifest's command line, made to run here: /host → the fixture tree, the hostPath
-    directories → tmp, $(NODE_NAME) → node-a, in-cluster credentials → the recorded API."""
-    assert args[0] == "kubegc"
-    out = []
-    for a in args[1:]:
-        a = a.replace("$(NODE_NAME)", NODE).replace("--host-root=/host", f"--host-root={host}")
-        a = a.replace("=/textfile/", f"={tmp}/").replace("=/var/lib/kubegc", f"={tmp}/state")
-        a = a.replace("=/dev/shm/kubegc-state", f"={tmp}/shm-state")
-        out.append(a)
-    return ["--kubeconfig", str(kubeconfig), *out]
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    _, err = capsys.readouterr()
-    return int(exc.value.code or 0), err
-
-
-@pytest.fixture
-def api(tmp_path: Path) -> Iterator[tuple[RecordedApi, Path]]:
-    with serve_recorded_api(tmp_path) as (recorded, kubeconfig):
-        recorded.honor_selectors = True
-        recorded.pages = [[api_pod("web-1", phase="Running", reason=""), api_pod("old-1")]]
-        recorded.nodes[NODE] = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": NODE},
-                                "status": {"allocatable": {"memory": "900Mi"}}}  # fmt: skip
-        yield recorded, kubeconfig
-
-
-#: Commands an operator runs by hand in the DaemonSet's pod (`kubectl exec`), as its account.
-BY_HAND = [["kubegc", "--host-root=/host", "--node-name=$(NODE_NAME)", "memory", "available"]]
-
-
-def test_rbac_rules_are_exactly_the_calls_each_account_makes(
-    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Each workload's own command lines run against the recorded API; every call must be
-    allowed to its ServiceAccount, and every rule granted must be used by some call."""
-    recorded, kubeconfig = api
-    host = _host(tmp_path / "host")
-    calls: dict[str, set[tuple[str, str, str | None]]] = {}
-    codes: dict[str, int] = {}
-    runs = [(pod_spec(w)["serviceAccountName"], c["args"]) for w in workloads()
-            for c in containers(w)]  # fmt: skip
-    runs += [("kubegc", args) for args in BY_HAND]
-    for account, args in runs:
-        recorded.calls.clear()
-        code, _ = run_cli(local_args(args, tmp_path, host, kubeconfig), capsys)
-        start = next(i for i, a in enumerate(args) if a in ("gc", "evict", "residue", "memory"))
-        command = " ".join(args[start : start + 2])
-        codes[command] = code
-        assert recorded.unexpected == [], (command, recorded.unexpected)
-        made = {rbac_request(m, p) for m, p in recorded.calls}
-        denied = [r for r in made if not allowed(granted(account), r)]
-        assert not denied, f"{command} as {account} needs {denied}: add them to rbac.yaml"
-        calls.setdefault(account, set()).update(made)
-    # what ran, and how it ended: the runtime is missing here, so gc and residue scan stop at 3
-    assert codes == {"evict check": 1, "gc all": 3, "residue scan": 3, "memory available": 0,
-                     "evict prune": 0}, codes  # fmt: skip
-    for account, made in calls.items():
-        unused = [g for g in granted(account) if not any(allowed({g}, r) for r in made)]
-        assert not unused, f"{account} is granted {unused}, which no kubegc call uses"
-    assert calls["kubegc"] == {("list", "pods", None), ("get", "nodes", None),
-                               ("create", "events", "default")}  # fmt: skip
-    assert calls["kubegc-prune"] == {("list", "pods", None), ("delete", "pods", "default")}
-    reasons = sorted(e["reason"] for e in recorded.events)
-    assert reasons == ["EvictionThresholdMet", "ResidueFound"]
-
-
-def test_a_missing_permission_would_be_caught() -> None:
-    grants = granted("kubegc")
-    assert not allowed(grants, ("delete", "pods", "default"))
-    assert not allowed(grants, ("create", "events", "kube-system"))
-    assert allowed(grants, ("create", "events", "default"))
-    assert rbac_request("GET", "/api/v1/pods") == ("list", "pods", None)
-    assert rbac_request("GET", "/api/v1/nodes/n") == ("get", "nodes", None)
-    assert rbac_request("POST", "/api/v1/namespaces/default/events") == (
-        "create", "events", "default")  # fmt: skip
 
 
 # --- systemd --------------------------------------------------------------------------------
@@ -343,7 +420,7 @@ def test_systemd_units_verify(tmp_path: Path) -> None:
 def test_systemd_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The unit's kubegc command lines, on a fixture host without a runtime: every option is
     accepted (exit 3 is the missing runtime), and the metrics reach the textfile."""
-    host = _host(tmp_path / "host")
+    host = host_tree(tmp_path / "host")
     lines = [ln for unit in SERVICES for ln in exec_lines(unit)]
     assert [ln[0] for ln in lines] == ["/usr/local/bin/kubegc"] * 2
     prom = tmp_path / "kubegc.prom"

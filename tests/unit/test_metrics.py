@@ -36,7 +36,6 @@ from kubegc_cli.report.metrics import (
     write_metrics,
 )
 from tests.unit.factories import NOW, ctr
-from tests.unit.recorded_api import api_pod, serve_recorded_api
 from tests.unit.test_cli import run
 
 T0 = 1_800_000_000.0
@@ -350,50 +349,6 @@ def test_cli_missing_metrics_directory_does_the_work_then_exits_1(
     assert code == 1
     assert json.loads(out)["actions"]  # the plan was made and printed
     assert err == f"kubegc: error: cannot write metrics file {prom}: no such directory\n"
-
-
-def _unwritable(directory: Path) -> list[str]:
-    """A command prefix under which `directory` cannot be written by kubegc: for root (who
-    writes anywhere) a private mount namespace with the directory bind-mounted read-only; for
-    anyone else the directory's mode. Skips when neither can be arranged."""
-    if os.geteuid() != 0:
-        directory.chmod(0o555)
-        return []
-    probe = subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-         f'mount --bind -o ro "{directory}" "{directory}" && ! touch "{directory}/x"'],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a directory read-only for root here: {probe.stderr.strip()}")
-    script = f'mount --bind -o ro "{directory}" "{directory}" && exec "$@"'
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "kubegc-test"]
-
-
-def test_case_3_unwritable_metrics_directory_work_done_one_line_exit_1(tmp_path: Path) -> None:
-    """Issue 7, case 3, end to end: `evict prune --yes` deletes the pods, then cannot write
-    the metrics file (a directory it may not write), says so in one line and exits 1."""
-    textfile = tmp_path / "textfile"
-    textfile.mkdir()
-    prefix = _unwritable(textfile)
-    with serve_recorded_api(tmp_path) as (recorded, kubeconfig):
-        recorded.honor_selectors = True
-        recorded.pages = [[api_pod("web-1"), api_pod("web-2")]]
-        res = subprocess.run(
-            [*prefix, sys.executable, "-m", "kubegc_cli", "--kubeconfig", str(kubeconfig),
-             "--node-name", "node-a", "--state-dir", str(tmp_path / "state"),
-             "--metrics-file", str(textfile / "kubegc.prom"),
-             "evict", "prune", "--yes", "-o", "json"],
-            capture_output=True, text=True, timeout=120,
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(tmp_path)},
-        )  # fmt: skip
-    assert sorted(d.name for d in recorded.deletes) == ["web-1", "web-2"]  # the work was done
-    assert json.loads(res.stdout)["summary"]["by_result"]["removed"] == 2
-    assert res.returncode == 1, res.stderr
-    assert res.stderr.count("\n") == 1, res.stderr
-    assert res.stderr.startswith(f"kubegc: error: cannot write metrics file {textfile}/kubegc.prom")
-    assert "Read-only file system" in res.stderr or "Permission denied" in res.stderr
-    assert list(textfile.iterdir()) == []
 
 
 def test_cli_other_commands_are_reported_too(
