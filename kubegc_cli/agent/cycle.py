@@ -211,9 +211,7 @@ class Agent:
             return ""
         try:
             why = outside_window(o, now)
-            if not why and self._breaker is not None:
-                why = self._breaker()
-        except KubegcError as exc:  # a window that does not parse, a breaker that cannot read
+        except KubegcError as exc:  # a window that does not parse
             run.fail("apply", exc)
             return ""
         if not why and self._slots is None:
@@ -230,7 +228,16 @@ class Agent:
         if name is None:
             n = o.apply_slots
             return f"all {n} apply slot(s) held by other nodes ({o.lease_namespace})"
+        # The breaker is read holding a slot: only the nodes about to act read every node's
+        # report, not every node every cycle.
         try:
+            try:
+                why = self._breaker() if self._breaker is not None else ""
+            except KubegcError as exc:  # the reports cannot be read: do not act blind
+                run.fail("apply", exc)
+                return ""
+            if why:
+                return why
             applied = run.apply(lambda: slots.renew(name), self._clock())
         finally:
             try:

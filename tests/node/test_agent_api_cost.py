@@ -11,9 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from kubernetes.client.exceptions import ApiException
-
 from kubegc_cli.core.fleet import GROUP, PLURAL, VERSION
 from tests.api.test_evict_prune import make_pod
 from tests.conftest import kustomization_docs
@@ -34,12 +31,6 @@ def agent_args() -> list[str]:
     return args[args.index("agent") :]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ApiException,  # the report's GET: 404
-    reason="cli/agent.py builds its Agent without node.fleet.reports.write_report: the cycle "
-    "writes no NodeGCReport",
-)
 def test_one_report_cycle_costs_what_the_arithmetic_says(
     node: LocalNode, ns: str, tmp_path: Path, control_plane: ControlPlane, admin: Any,
     deployed: list[str], node_name: str,

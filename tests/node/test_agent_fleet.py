@@ -13,9 +13,14 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from tests.api.test_rbac import APPLY_MODE, may
 from tests.controlplane import ControlPlane, free_port
 from tests.node.localnode import LocalNode, pod_list
 
@@ -39,7 +44,7 @@ def agent_argv(
     return [
         sys.executable, "-m", "kubegc_cli",
         "-r", node.endpoint, "--kubelet-config", str(node.kubelet_config),
-        "--state-dir", str(tmp_path / "state"), "--pods-file", str(pods),
+        "--state-dir", str(tmp_path / "state"), "--pods-file", str(pods), "--lock-timeout", "2m",
         "--kubeconfig", str(kubeconfig), "--node-name", node_name,
         "agent", "--root-dir", str(kubelet), *args,
     ]  # fmt: skip
@@ -76,12 +81,35 @@ def refused(cp: ControlPlane, since: int) -> list[str]:
         f"{e['verb']} {e.get('requestURI')}"
         for e in cp.requests(AGENT)[since:]
         if e.get("responseStatus", {}).get("code", 200) >= 400
+        and not (e["verb"] == "get" and e["responseStatus"]["code"] == 404)  # not there yet
     ]
+
+
+@pytest.fixture
+def apply_mode_rbac(control_plane: ControlPlane, admin: Any, deployed: list[str]) -> Iterator[None]:
+    """deploy/kubernetes-apply-mode's RBAC (the breaker's list of every report) in force for
+    the test, removed after: apply mode runs with what its overlay grants."""
+    from kubernetes import client, config, utils
+
+    docs = [d for d in yaml.safe_load_all((APPLY_MODE / "rbac-breaker.yaml").read_text()) if d]
+    for doc in docs:
+        utils.create_from_dict(admin, doc)
+    agent = config.new_client_from_config(str(control_plane.kubeconfig(AGENT)))
+    try:
+        deadline = time.monotonic() + 10
+        while not may(agent, "list", "nodegcreports", group="kubegc.io"):  # authorizer cache
+            assert time.monotonic() < deadline, "the breaker's binding never took effect"
+            time.sleep(0.2)
+        yield
+    finally:
+        rbac = client.RbacAuthorizationV1Api(admin)
+        rbac.delete_cluster_role_binding("kubegc-agent-breaker")
+        rbac.delete_cluster_role("kubegc-agent-breaker")
 
 
 def test_one_apply_cycle_removes_reports_and_releases_its_slot(
     node: LocalNode, ns: str, tmp_path: Path, control_plane: ControlPlane, admin: Any,
-    deployed: list[str], node_name: str,
+    apply_mode_rbac: None, node_name: str,
 ) -> None:  # fmt: skip
     from kubernetes import client
 
