@@ -60,6 +60,7 @@ def test_report_then_apply_against_containerd(own_node: LocalNode, tmp_path: Pat
         pod_source="none",
         env={"PATH": os.environ["PATH"], "HOME": "/"},
         node_name="agent-node",
+        lock_timeout=120.0,  # another run on this machine may hold the node lock a moment
     )
     opts = AgentOptions(
         root_dir=str(tmp_path / "kubelet"), scope=Scope(namespaces=frozenset({"agent"}))
