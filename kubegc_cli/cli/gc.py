@@ -17,7 +17,7 @@ from kubegc_cli.commands import gc as flows
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.selector import parse as parse_selector
 from kubegc_cli.core.units import parse_duration, rfc3339_to_ns
-from kubegc_cli.node.host.kubelet import load_kubelet_config
+from kubegc_cli.node.host.kubelet import kubelet_config_for
 from kubegc_cli.policy.containers import ContainerGCPolicy
 from kubegc_cli.policy.images import IMAGE_GC_SETTINGS, ImageGCPolicy, resolve_image_gc_settings
 from kubegc_cli.policy.scope import Scope
@@ -339,14 +339,14 @@ def image_gc_options(
     """`gc images`' option values as its run takes them: (policy, act options, pod infra
     image, assume-detected-at in ns). Each image GC setting from its flag or the config file,
     else the kubelet config file, else the default (`ui.info` says which). Raises `BadInput`."""
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS
         if ctx.get_parameter_source(name)
         in (ParameterSource.COMMANDLINE, ParameterSource.DEFAULT_MAP)
     }
-    settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source)
+    settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source, kcfg.sources)
     _name_config_values(ctx, settings)
     for line in settings.provenance():
         ui.info(line)

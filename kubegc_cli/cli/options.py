@@ -248,7 +248,17 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--kubelet-config",),
         {
             "metavar": "PATH",
-            "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",
+            "help": "Kubelet config file [default: the running kubelet's --config, else "
+            "/var/lib/kubelet/config.yaml if present].",
+        },
+    ),
+    (
+        ("--kubelet-config-dir",),
+        {
+            "metavar": "DIR",
+            "help": "Kubelet drop-in config directory: its *.conf files are merged onto the "
+            "kubelet config as the kubelet merges them [default: the running kubelet's "
+            "--config-dir, else none].",
         },
     ),
     (

@@ -49,7 +49,6 @@ from kubegc_cli.commands.flow import (
 )
 from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
 from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
-from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.plan import Plan, PodAction
 from kubegc_cli.core.pods import PodInventory
@@ -58,7 +57,7 @@ from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
-from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG, load_kubelet_config
+from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
 from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
@@ -85,6 +84,7 @@ from kubegc_cli.policy.eviction.thresholds import (
     RawEviction,
     ThresholdResult,
     evaluate,
+    kubelet_base_for_dropins,
     raw_from_kubelet_cmdline,
     raw_from_kubelet_config,
     resolve,
@@ -197,28 +197,45 @@ class EvictionReport:
 def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
     running kubelet's command line (from /proc, only when --host-root is /), else its
-    config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
-    path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
+    configuration files (`node.host.kubelet.load_kubelet_files`: `--kubelet-config` or the
+    running kubelet's `--config` or the default path, with the drop-ins of
+    `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
+    kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
+    it. Raises `BadInput` for bad values or files."""
     layers = [flags]
-    config_path = s.kubelet_config
     found = find_kubelet_cmdline(s.host_root)
     if found is not None:
         pid, argv = found
-        raw, cmd_config = raw_from_kubelet_cmdline(argv, f"kubelet command line (pid {pid})")
+        raw, _ = raw_from_kubelet_cmdline(argv, f"kubelet command line (pid {pid})")
         layers.append(raw)
         ui.info(f"running kubelet found: pid {pid}")
-        if config_path is None and cmd_config:
-            config_path = s.host_root / cmd_config.lstrip("/")
-    if config_path is None:
-        default = s.host_root / DEFAULT_CONFIG.lstrip("/")
-        config_path = default if present(default) else None
-    if config_path is not None:
-        doc = parse_yaml(read_text(config_path, "kubelet config"), config_path, "kubelet config")
-        if doc is not None and not isinstance(doc, Mapping):
-            raise BadInput(f"{config_path}: not a KubeletConfiguration (expected a mapping)")
-        layers.append(raw_from_kubelet_config(doc, str(config_path)))
-        ui.info(f"kubelet config: {config_path}")
-    return resolve(layers)
+    files = load_kubelet_files(s.kubelet_config, s.host_root, s.kubelet_config_dir, running=found)
+    notes: list[str] = []
+    if files.base is not None or files.dropins:
+        base_source = str(files.base) if files.base is not None else "kubelet defaults"
+        raw = raw_from_kubelet_config(files.base_doc, base_source)
+        if files.dropins:
+            doc, provenance = kubelet_base_for_dropins(
+                files.base_doc, merge_defaults=bool(raw.merge_defaults)
+            )
+            for path, dropin in files.dropins:
+                merge_patch(doc, dropin, str(path), provenance)
+                if dropin.get("mergeDefaultEvictionSettings") is not None:
+                    notes.append(
+                        f"mergeDefaultEvictionSettings in {path} has no effect: the kubelet "
+                        "reads it from the base config file only"
+                    )
+            merge = raw.merge_defaults
+            raw = raw_from_kubelet_config(doc, base_source, provenance=provenance)
+            raw.merge_defaults, raw.defaults_applied = merge, True
+        layers.append(raw)
+        if files.base is not None:
+            ui.info(f"kubelet config: {files.base}")
+        for path, _ in files.dropins:
+            ui.info(f"kubelet config drop-in: {path}")
+    config = resolve(layers)
+    config.notes.extend(notes)
+    return config
 
 
 def _families(config: EvictionConfig) -> set[str]:
@@ -439,7 +456,7 @@ def _pod_stats(
         out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
     if not disk:
         return out
-    logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    logs_dir = kubelet_config_for(s).pod_logs_dir
     local = local_disk_usage(s.host_root, logs_dir, root_dir, set(uids))
     layers, why = _writable_layers(s, ui, set(uids))
     if why:

@@ -34,6 +34,8 @@ class Settings:
     snapshot: Path | None = None
     now: int | None = None
     kubelet_config: Path | None = None
+    # --kubelet-config-dir: the kubelet's drop-in directory (--config-dir), read as given
+    kubelet_config_dir: Path | None = None
     # --runtime-config: containerd's config file, a host path (read under host_root)
     runtime_config: Path | None = None
     kubeconfig: str | None = None

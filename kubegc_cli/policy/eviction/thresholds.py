@@ -26,6 +26,7 @@ value came from (a flag, a file and key, the kubelet's command line) and the val
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import struct
@@ -429,7 +430,11 @@ class RawEviction:
     (`--eviction-hard`, `/var/lib/kubelet/config.yaml: evictionHard`, ...). `source` names the
     layer itself, for the scalar settings: `max_pod_grace_period` (seconds),
     `pressure_transition_period` (seconds), `merge_defaults` (mergeDefaultEvictionSettings),
-    `enforce_node_allocatable` (enforceNodeAllocatable).
+    `enforce_node_allocatable` (enforceNodeAllocatable). `key_sources` names, per (map,
+    signal) — `("hard", "memory.available")` — a source other than the map's (the drop-in that
+    set that one key); `defaults_applied` says the kubelet's defaults are already in `hard`
+    (the base file's fix-up before drop-ins merge: `kubelet_base_for_dropins`), so `resolve`
+    adds none.
     """
 
     hard: dict[str, str] | None = None
@@ -445,6 +450,8 @@ class RawEviction:
     max_pod_grace_period: int | None = None
     pressure_transition_period: float | None = None
     source: str = "kubegc flags"
+    key_sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    defaults_applied: bool = False
 
 
 def raw_from_flags(
@@ -495,7 +502,40 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEviction:
+def kubelet_base_for_dropins(
+    base: Mapping[str, Any], *, merge_defaults: bool
+) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The base config file as the kubelet holds it when it merges drop-ins onto it.
+
+    The rule (cmd/kubelet/app/server.go `loadConfigFile`, run on the base file before
+    `mergeKubeletConfigurations`): an unset `evictionHard` becomes the defaults
+    (`DEFAULT_EVICTION_HARD`); a set one, with `mergeDefaultEvictionSettings: true` in the base
+    file (from 1.33, kubernetes/kubernetes#127577), gets every unlisted default added. So a
+    drop-in's `evictionHard` merges key by key onto the defaults, and
+    `mergeDefaultEvictionSettings` counts only in the base file. `base` must have passed
+    `raw_from_kubelet_config`. Returns (a deep copy of `base` with that done, the source of
+    each key added: `{("evictionHard", signal): SOURCE_DEFAULT or SOURCE_MERGED_DEFAULT}`).
+    """
+    doc: dict[str, Any] = copy.deepcopy(dict(base))
+    added: dict[tuple[str, ...], str] = {}
+    hard = doc.get("evictionHard")
+    if hard is None:
+        doc["evictionHard"] = dict(DEFAULT_EVICTION_HARD)
+        added.update({("evictionHard", s): SOURCE_DEFAULT for s in DEFAULT_EVICTION_HARD})
+    elif merge_defaults:
+        for signal, value in DEFAULT_EVICTION_HARD.items():
+            if signal not in hard:
+                hard[signal] = value
+                added[("evictionHard", signal)] = SOURCE_MERGED_DEFAULT
+    return doc, added
+
+
+def raw_from_kubelet_config(
+    doc: Mapping[str, Any] | None,
+    source: str,
+    *,
+    provenance: Mapping[tuple[str, ...], str] | None = None,
+) -> RawEviction:
     """The eviction fields of a decoded KubeletConfiguration → `RawEviction`.
 
     Reads `evictionHard`, `evictionSoft`, `evictionSoftGracePeriod`, `evictionMinimumReclaim`
@@ -505,11 +545,26 @@ def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEv
     `enforceNodeAllocatable` (list of strings). A null field is unset. `source` names the file;
     each map's source is `"<file>: <key>"`. Raises `BadInput` naming the file and key for a
     value of the wrong type (numbers must be quoted, as the kubelet's decoder requires).
+
+    `provenance` (key path → file, or a `SOURCE_*` default; as `KubeletFiles.provenance` and
+    `kubelet_base_for_dropins` give it) names the file that set each value of a merged
+    document: errors and `key_sources` name it (`"<file>: evictionHard"`).
     """
     if doc is None:
         return RawEviction(source=source)
     if not isinstance(doc, Mapping):
         raise BadInput(f"{source}: not a KubeletConfiguration (expected a mapping)")
+    prov = provenance or {}
+
+    def where(*path: str) -> str:
+        for n in range(len(path), 0, -1):
+            if path[:n] in prov:
+                found = prov[path[:n]]
+                if found in (SOURCE_DEFAULT, SOURCE_MERGED_DEFAULT):
+                    return found
+                return f"{found}: {path[0]}"
+        return f"{source}: {path[0]}"
+
     raw = RawEviction(source=source)
     for attr, key in _CONFIG_MAPS:
         setattr(raw, f"{attr}_source", f"{source}: {key}")
@@ -517,43 +572,46 @@ def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEv
         if value is None:
             continue
         if not isinstance(value, Mapping):
-            raise BadInput(f"{source}: {key} must be a mapping of signal to string, got {value!r}")
+            raise BadInput(f"{where(key)} must be a mapping of signal to string, got {value!r}")
         entries: dict[str, str] = {}
         for name, text in value.items():
             if not isinstance(name, str) or not isinstance(text, str):
                 raise BadInput(
-                    f"{source}: {key}: {name!r}: {text!r} must be a string (quote the value)"
+                    f"{where(key, str(name))}: {name!r}: {text!r} must be a string "
+                    "(quote the value)"
                 )
             entries[name] = text
+            if prov and where(key, name) != f"{source}: {key}":
+                raw.key_sources[(attr, name)] = where(key, name)
         setattr(raw, attr, entries)
     grace = doc.get("evictionMaxPodGracePeriod")
     if grace is not None:
         if isinstance(grace, bool) or not isinstance(grace, int) or abs(grace) > _INT32_MAX:
             raise BadInput(
-                f"{source}: evictionMaxPodGracePeriod {_short(grace)} must be an integer (seconds)"
+                f"{where('evictionMaxPodGracePeriod')} {_short(grace)} must be an integer (seconds)"
             )
         raw.max_pod_grace_period = grace
     period = doc.get("evictionPressureTransitionPeriod")
     if period is not None:
         if not isinstance(period, str):
             raise BadInput(
-                f"{source}: evictionPressureTransitionPeriod {_short(period)} must be a "
+                f"{where('evictionPressureTransitionPeriod')} {_short(period)} must be a "
                 "duration string (e.g. 5m)"
             )
-        seconds = parse_duration(period, flag=f"{source}: evictionPressureTransitionPeriod")
+        seconds = parse_duration(period, flag=f"{where('evictionPressureTransitionPeriod')}")
         raw.pressure_transition_period = seconds if seconds != 0 else None
     merge = doc.get("mergeDefaultEvictionSettings")
     if merge is not None:
         if not isinstance(merge, bool):
             raise BadInput(
-                f"{source}: mergeDefaultEvictionSettings {_short(merge)} must be true or false"
+                f"{where('mergeDefaultEvictionSettings')} {_short(merge)} must be true or false"
             )
         raw.merge_defaults = merge
     enforce = doc.get("enforceNodeAllocatable")
     if enforce is not None:
         if not isinstance(enforce, list) or not all(isinstance(x, str) for x in enforce):
             raise BadInput(
-                f"{source}: enforceNodeAllocatable {_short(enforce)} must be a list of strings"
+                f"{where('enforceNodeAllocatable')} {_short(enforce)} must be a list of strings"
             )
         raw.enforce_node_allocatable = list(enforce)
     return raw
@@ -680,6 +738,13 @@ def _first_map(layers: Sequence[RawEviction], attr: str) -> tuple[dict[str, str]
     return None, ""
 
 
+def _key_sources(layers: Sequence[RawEviction], attr: str) -> dict[tuple[str, str], str]:
+    for layer in layers:
+        if getattr(layer, attr) is not None:
+            return layer.key_sources
+    return {}
+
+
 def _first_scalar(layers: Sequence[RawEviction], attr: str, default: Any) -> tuple[Any, str]:
     for layer in layers:
         value = getattr(layer, attr)
@@ -720,9 +785,11 @@ def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
     if hard is None:
         hard_entries = {s: (v, SOURCE_DEFAULT) for s, v in DEFAULT_EVICTION_HARD.items()}
     else:
-        hard_entries = {s: (v, hard_source) for s, v in hard.items()}
+        keys = _key_sources(layers, "hard")
+        hard_entries = {s: (v, keys.get(("hard", s), hard_source)) for s, v in hard.items()}
         missing = [s for s in DEFAULT_EVICTION_HARD if s not in hard]
-        if missing and cfg.merge_defaults:
+        applied = any(layer.defaults_applied for layer in layers if layer.hard is hard)
+        if missing and cfg.merge_defaults and not applied:
             for s in missing:
                 hard_entries[s] = (DEFAULT_EVICTION_HARD[s], SOURCE_MERGED_DEFAULT)
         elif missing:
@@ -746,20 +813,29 @@ def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
 
     soft_parsed: list[Threshold] = []
     soft = soft or {}
+    soft_keys = _key_sources(layers, "soft")
     for signal in soft:
-        _check_signal(signal, where=soft_source)
+        _check_signal(signal, where=soft_keys.get(("soft", signal), soft_source))
     for signal in _ordered(soft):
-        t = parse_threshold_value(signal, soft[signal], where=soft_source)
+        where = soft_keys.get(("soft", signal), soft_source)
+        t = parse_threshold_value(signal, soft[signal], where=where)
         if t is None:
-            cfg.disabled.append((signal, soft[signal], soft_source))
+            cfg.disabled.append((signal, soft[signal], where))
         else:
-            soft_parsed.append(replace(t, source=soft_source))
+            soft_parsed.append(replace(t, source=where))
 
     grace = grace or {}
-    periods = {s: parse_grace_period(s, grace[s], where=grace_source) for s in grace}
+    gk = _key_sources(layers, "grace")
+    periods = {
+        s: parse_grace_period(s, grace[s], where=gk.get(("grace", s), grace_source)) for s in grace
+    }
     min_reclaim = min_reclaim or {}
+    mk = _key_sources(layers, "min_reclaim")
     reclaims = {
-        s: parse_min_reclaim(s, min_reclaim[s], where=min_reclaim_source) for s in min_reclaim
+        s: parse_min_reclaim(
+            s, min_reclaim[s], where=mk.get(("min_reclaim", s), min_reclaim_source)
+        )
+        for s in min_reclaim
     }
 
     soft_thresholds: list[Threshold] = []
