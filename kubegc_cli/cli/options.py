@@ -262,6 +262,15 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         },
     ),
     (
+        ("--kubelet-version",),
+        {
+            "metavar": "VERSION",
+            "help": "The node's kubelet version (v1.30.2): the eviction defaults follow it "
+            "[default: the Node's kubeletVersion from the pod source, else the newest kubegc "
+            "knows].",
+        },
+    ),
+    (
         ("--runtime-config",),
         {
             "metavar": "PATH",

@@ -374,6 +374,8 @@ def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
         common += ["--kubelet-config", str(s.kubelet_config)]
     if s.kubelet_config_dir is not None:
         common += ["--kubelet-config-dir", str(s.kubelet_config_dir)]
+    if s.kubelet_version is not None:
+        common += ["--kubelet-version", s.kubelet_version]
     pods: list[str] = []
     if s.pods_file is not None:
         pods += ["--pods-file", str(s.pods_file)]

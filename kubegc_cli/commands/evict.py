@@ -60,7 +60,7 @@ from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_
 from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
-from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
+from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api, read_node
 from kubegc_cli.node.pods.evicted import close_api, list_failed
 from kubegc_cli.node.signals import (
     DISK_FAMILIES,
@@ -80,11 +80,14 @@ from kubegc_cli.policy.eviction.ranking import (
     rank_pid,
 )
 from kubegc_cli.policy.eviction.thresholds import (
+    NEWEST_KUBELET,
     EvictionConfig,
+    KubeletVersion,
     RawEviction,
     ThresholdResult,
     evaluate,
     kubelet_base_for_dropins,
+    parse_kubelet_version,
     raw_from_kubelet_cmdline,
     raw_from_kubelet_config,
     resolve,
@@ -130,8 +133,13 @@ class EvictionReport:
         return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
 
     def provenance(self) -> list[str]:
-        """Where each threshold (and each disabled one) came from, one line each."""
-        lines = [f"{r.threshold.expression}: source: {r.threshold.source}" for r in self.results]
+        """Where each threshold (and each disabled one) came from, one line each; first the
+        kubelet version whose defaults apply and where it came from."""
+        lines = [
+            f"kubelet version {self.config.kubelet_version}: source: "
+            f"{self.config.kubelet_version_source}"
+        ] if self.config.kubelet_version else []  # fmt: skip
+        lines += [f"{r.threshold.expression}: source: {r.threshold.source}" for r in self.results]
         lines += [
             f"{sig}<{text}: disabled; source: {src}" for sig, text, src in self.config.disabled
         ]
@@ -190,18 +198,64 @@ class EvictionReport:
             "filesystems": self.fs.to_dict(),
             "ranking": {k: list(v) for k, v in self.ranking.items()},
             "notes": list(self.notes),
+            "kubelet_version": {
+                "version": self.config.kubelet_version,
+                "source": self.config.kubelet_version_source,
+            },
             "exit_code": self.exit_code(),
         }
 
 
-def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
+def kubelet_version(
+    s: Settings, ui: Ui, pods: PodInventory | None = None
+) -> tuple[KubeletVersion, str]:
+    """The kubelet version whose defaults apply, and where it came from: `--kubelet-version`
+    (bad text is `BadInput`), else the Node's `status.nodeInfo.kubeletVersion` from `pods` (a
+    pods file holding the Node, or the API as the pod source: the Node is read from it),
+    else the newest kubegc knows. The running binary is never executed to ask it (`kubelet
+    --version` would run whatever file sits at that path, as root): without the flag or the
+    Node, the newest rules apply and the source says so."""
+    if s.kubelet_version:
+        version = parse_kubelet_version(s.kubelet_version, where="--kubelet-version")
+        return version, "--kubelet-version"
+    if pods is not None:
+        name = node_name(s.node_name)
+        node = pods.nodes.get(name)
+        if node is None and len(pods.nodes) == 1 and not s.node_name:
+            name, node = next(iter(pods.nodes.items()))
+        where = pods.source
+        if node is None and pods.source.startswith("api:"):
+            creds = find_credentials(s.kubeconfig, s.env)
+            if creds is not None:
+                try:
+                    node = read_node(ApiSource(creds, s.context, name), s.timeout)
+                except RuntimeUnavailable as exc:
+                    ui.info(f"kubelet version from the Node: {exc}")
+        info = node.get("status", {}).get("nodeInfo", {}) if isinstance(node, dict) else {}
+        text = info.get("kubeletVersion") if isinstance(info, dict) else None
+        if isinstance(text, str) and text:
+            field_name = f"Node {name} status.nodeInfo.kubeletVersion {text} ({where})"
+            try:
+                return parse_kubelet_version(text, where=field_name), field_name
+            except BadInput as exc:
+                ui.info(str(exc))
+    newest = f"{NEWEST_KUBELET[0]}.{NEWEST_KUBELET[1]}"
+    return NEWEST_KUBELET, f"the newest kubelet kubegc knows ({newest}; --kubelet-version sets it)"
+
+
+def eviction_config(
+    s: Settings, ui: Ui, flags: RawEviction, *, pods: PodInventory | None = None
+) -> EvictionConfig:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
     running kubelet's command line (from /proc, only when --host-root is /), else its
     configuration files (`node.host.kubelet.load_kubelet_files`: `--kubelet-config` or the
     running kubelet's `--config` or the default path, with the drop-ins of
     `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
     kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
-    it. Raises `BadInput` for bad values or files."""
+    it. The defaults follow the kubelet version `kubelet_version` finds (`pods`: the pod
+    source, for the Node's version). Raises `BadInput` for bad values or files."""
+    version, version_source = kubelet_version(s, ui, pods)
+    ui.info(f"kubelet version {version[0]}.{version[1]}: {version_source}")
     layers = [flags]
     found = find_kubelet_cmdline(s.host_root)
     if found is not None:
@@ -216,7 +270,7 @@ def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
         raw = raw_from_kubelet_config(files.base_doc, base_source)
         if files.dropins:
             doc, provenance = kubelet_base_for_dropins(
-                files.base_doc, merge_defaults=bool(raw.merge_defaults)
+                files.base_doc, merge_defaults=bool(raw.merge_defaults), version=version
             )
             for path, dropin in files.dropins:
                 merge_patch(doc, dropin, str(path), provenance)
@@ -233,8 +287,10 @@ def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
             ui.info(f"kubelet config: {files.base}")
         for path, _ in files.dropins:
             ui.info(f"kubelet config drop-in: {path}")
-    config = resolve(layers)
+    config = resolve(layers, version=version)
     config.notes.extend(notes)
+    config.kubelet_version = f"{version[0]}.{version[1]}"
+    config.kubelet_version_source = version_source
     return config
 
 
@@ -281,9 +337,9 @@ def evict_check(
     (host path); `allocatable` (bytes) replaces the kubepods cgroup limit; `top` limits each
     ranking (0 = all). Raises `BadInput` for bad thresholds or files; unreadable signals are
     reported in the result (exit 3 when nothing is met)."""
-    config = eviction_config(s, ui, flags)
     # A named pod source is read up front: a bad one is exit 2 whether or not anything is met.
     pods = load_pods(s, ui) if explicit_pod_source(s) else None
+    config = eviction_config(s, ui, flags, pods=pods)
     obs, unread, fs = observe(s, ui, config, root_dir=root_dir, allocatable=allocatable)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
     report = EvictionReport(config, results, obs, unread, fs, edges().clock())

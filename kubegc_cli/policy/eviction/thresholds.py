@@ -79,7 +79,8 @@ _CONDITION = {
     PID_AVAILABLE: PID_PRESSURE,
 }
 
-#: The kubelet's Linux `evictionHard` defaults (`pkg/kubelet/eviction/defaults_linux.go`).
+#: The kubelet's Linux `evictionHard` defaults (`pkg/kubelet/eviction/defaults_linux.go`), the
+#: newest kubelet's: `default_eviction_hard` gives a given version's.
 DEFAULT_EVICTION_HARD: Mapping[str, str] = {
     MEMORY_AVAILABLE: "100Mi",
     NODEFS_AVAILABLE: "10%",
@@ -87,6 +88,49 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = {
     IMAGEFS_AVAILABLE: "15%",
     IMAGEFS_INODES_FREE: "5%",
 }
+
+#: A kubelet version as kubegc compares it: (major, minor).
+KubeletVersion = tuple[int, int]
+#: The newest kubelet whose rules kubegc follows; the defaults follow it when the node's
+#: kubelet version is not known.
+NEWEST_KUBELET: KubeletVersion = (1, 35)
+#: `imagefs.inodesFree<5%` joined the Linux `evictionHard` defaults in 1.30
+#: (kubernetes/kubernetes#121834, `pkg/kubelet/eviction/defaults_linux.go`).
+IMAGEFS_INODES_DEFAULT_SINCE: KubeletVersion = (1, 30)
+#: `mergeDefaultEvictionSettings` exists from 1.33 (kubernetes/kubernetes#127577:
+#: cmd/kubelet/app/server.go `loadConfigFile`); an older kubelet ignores the field.
+MERGE_DEFAULTS_SINCE: KubeletVersion = (1, 33)
+
+_VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,6})?(?:[-+][0-9A-Za-z.+-]{0,200})?")
+
+
+def parse_kubelet_version(text: str, *, where: str) -> KubeletVersion:
+    """A Kubernetes version (`v1.30.2`, `1.33`, `v1.31.4-eks-1a2b3c`, `v1.29.0+k3s1`) →
+    (major, minor). Raises `BadInput` naming `where` and the text."""
+    m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise BadInput(f"{where}: {text!r} is not a Kubernetes version (e.g. v1.30.2)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def default_eviction_hard(version: KubeletVersion | None = None) -> dict[str, str]:
+    """The kubelet's Linux `evictionHard` defaults for kubelet `version` (None: the newest
+    kubegc knows): `memory.available<100Mi`, `nodefs.available<10%`, `nodefs.inodesFree<5%`,
+    `imagefs.available<15%`, and from 1.30 `imagefs.inodesFree<5%` (`defaults_linux.go`)."""
+    version = version or NEWEST_KUBELET
+    return {
+        s: v
+        for s, v in DEFAULT_EVICTION_HARD.items()
+        if s != IMAGEFS_INODES_FREE or version >= IMAGEFS_INODES_DEFAULT_SINCE
+    }
+
+
+def honours_merge_defaults(version: KubeletVersion | None = None) -> bool:
+    """Whether kubelet `version` (None: the newest kubegc knows) reads
+    `mergeDefaultEvictionSettings` (from 1.33)."""
+    return (version or NEWEST_KUBELET) >= MERGE_DEFAULTS_SINCE
+
+
 DEFAULT_PRESSURE_TRANSITION_PERIOD = 300.0
 DEFAULT_MAX_POD_GRACE_PERIOD = 0
 DEFAULT_ENFORCE_NODE_ALLOCATABLE: tuple[str, ...] = ("pods",)
@@ -503,27 +547,30 @@ def _short(value: object) -> str:
 
 
 def kubelet_base_for_dropins(
-    base: Mapping[str, Any], *, merge_defaults: bool
+    base: Mapping[str, Any], *, merge_defaults: bool, version: KubeletVersion | None = None
 ) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
     """The base config file as the kubelet holds it when it merges drop-ins onto it.
 
     The rule (cmd/kubelet/app/server.go `loadConfigFile`, run on the base file before
     `mergeKubeletConfigurations`): an unset `evictionHard` becomes the defaults
-    (`DEFAULT_EVICTION_HARD`); a set one, with `mergeDefaultEvictionSettings: true` in the base
+    (`default_eviction_hard`); a set one, with `mergeDefaultEvictionSettings: true` in the base
     file (from 1.33, kubernetes/kubernetes#127577), gets every unlisted default added. So a
     drop-in's `evictionHard` merges key by key onto the defaults, and
     `mergeDefaultEvictionSettings` counts only in the base file. `base` must have passed
-    `raw_from_kubelet_config`. Returns (a deep copy of `base` with that done, the source of
-    each key added: `{("evictionHard", signal): SOURCE_DEFAULT or SOURCE_MERGED_DEFAULT}`).
+    `raw_from_kubelet_config`. The defaults are kubelet `version`'s (`default_eviction_hard`;
+    `merge_defaults` counts only where `honours_merge_defaults`). Returns (a deep copy of
+    `base` with that done, the source of each key added:
+    `{("evictionHard", signal): SOURCE_DEFAULT or SOURCE_MERGED_DEFAULT}`).
     """
     doc: dict[str, Any] = copy.deepcopy(dict(base))
     added: dict[tuple[str, ...], str] = {}
+    defaults = default_eviction_hard(version)
     hard = doc.get("evictionHard")
     if hard is None:
-        doc["evictionHard"] = dict(DEFAULT_EVICTION_HARD)
-        added.update({("evictionHard", s): SOURCE_DEFAULT for s in DEFAULT_EVICTION_HARD})
-    elif merge_defaults:
-        for signal, value in DEFAULT_EVICTION_HARD.items():
+        doc["evictionHard"] = dict(defaults)
+        added.update({("evictionHard", s): SOURCE_DEFAULT for s in defaults})
+    elif merge_defaults and honours_merge_defaults(version):
+        for signal, value in defaults.items():
             if signal not in hard:
                 hard[signal] = value
                 added[("evictionHard", signal)] = SOURCE_MERGED_DEFAULT
@@ -717,7 +764,8 @@ class EvictionConfig:
     ignored grace period, containerfs values the kubelet overwrites).
     `max_pod_grace_period` is in seconds (soft evictions), `pressure_transition_period` in
     seconds, `enforce_node_allocatable_pods` says whether the allocatable copy applies.
-    `setting_sources` names the source of each scalar setting.
+    `setting_sources` names the source of each scalar setting. `kubelet_version` ("1.30") is
+    the kubelet version whose defaults apply, `kubelet_version_source` where it came from.
     """
 
     thresholds: list[Threshold] = field(default_factory=list)
@@ -728,6 +776,8 @@ class EvictionConfig:
     enforce_node_allocatable_pods: bool = True
     merge_defaults: bool = False
     setting_sources: dict[str, str] = field(default_factory=dict)
+    kubelet_version: str = ""
+    kubelet_version_source: str = ""
 
 
 def _first_map(layers: Sequence[RawEviction], attr: str) -> tuple[dict[str, str] | None, str]:
@@ -757,8 +807,13 @@ def _ordered(entries: Mapping[str, Any]) -> list[str]:
     return sorted(entries, key=SIGNALS.index)
 
 
-def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
-    """The kubelet's eviction configuration from layers given in precedence order.
+def resolve(
+    layers: Sequence[RawEviction], *, version: KubeletVersion | None = None
+) -> EvictionConfig:
+    """The kubelet's eviction configuration from layers given in precedence order, for
+    kubelet `version` (None: the newest kubegc knows): its defaults (`default_eviction_hard`)
+    and whether it reads mergeDefaultEvictionSettings (`honours_merge_defaults`; a note when
+    the field is set but ignored).
 
     Each map (hard, soft, grace periods, minimum reclaims) and each scalar setting comes whole
     from the first layer that sets it — kubegc's flags, then the running kubelet's command line,
@@ -773,27 +828,36 @@ def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
     value and for a soft threshold without a grace period.
     """
     cfg = EvictionConfig()
+    defaults = default_eviction_hard(version)
     hard, hard_source = _first_map(layers, "hard")
     soft, soft_source = _first_map(layers, "soft")
     grace, grace_source = _first_map(layers, "grace")
     min_reclaim, min_reclaim_source = _first_map(layers, "min_reclaim")
     merge, merge_source = _first_scalar(layers, "merge_defaults", False)
+    if merge and not honours_merge_defaults(version):
+        assert version is not None
+        cfg.notes.append(
+            f"mergeDefaultEvictionSettings ({merge_source}) is ignored: kubelet "
+            f"{version[0]}.{version[1]} has no such field (it exists from "
+            f"{MERGE_DEFAULTS_SINCE[0]}.{MERGE_DEFAULTS_SINCE[1]})"
+        )
+        merge = False
     cfg.merge_defaults = bool(merge)
     cfg.setting_sources["merge_defaults"] = merge_source
 
     hard_entries: dict[str, tuple[str, str]] = {}
     if hard is None:
-        hard_entries = {s: (v, SOURCE_DEFAULT) for s, v in DEFAULT_EVICTION_HARD.items()}
+        hard_entries = {s: (v, SOURCE_DEFAULT) for s, v in defaults.items()}
     else:
         keys = _key_sources(layers, "hard")
         hard_entries = {s: (v, keys.get(("hard", s), hard_source)) for s, v in hard.items()}
-        missing = [s for s in DEFAULT_EVICTION_HARD if s not in hard]
+        missing = [s for s in defaults if s not in hard]
         applied = any(layer.defaults_applied for layer in layers if layer.hard is hard)
         if missing and cfg.merge_defaults and not applied:
             for s in missing:
-                hard_entries[s] = (DEFAULT_EVICTION_HARD[s], SOURCE_MERGED_DEFAULT)
+                hard_entries[s] = (defaults[s], SOURCE_MERGED_DEFAULT)
         elif missing:
-            names = ", ".join(f"{s}<{DEFAULT_EVICTION_HARD[s]}" for s in missing)
+            names = ", ".join(f"{s}<{defaults[s]}" for s in missing)
             verb = "default is" if len(missing) == 1 else "defaults are"
             cfg.notes.append(
                 f"{names} {verb} not in force because evictionHard is set ({hard_source}); "
