@@ -47,7 +47,12 @@ from kubegc_cli.commands.flow import (
     may_act,
     open_client,
 )
-from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
+from kubegc_cli.commands.memory import (
+    explicit_pod_source,
+    load_pods,
+    pod_cgroup_notes,
+    runtime_cgroup_driver,
+)
 from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.plan import Plan, PodAction
@@ -487,7 +492,7 @@ def _pod_stats(
     nodefs, writable layers on the filesystem that holds them). `pods` names the pods."""
     out: dict[tuple[str, str], PodStats] = {}
     try:
-        layout = detect_layout(s.host_root)
+        layout = runtime_cgroup_driver(s, ui, detect_layout(s.host_root))
     except RuntimeUnavailable as exc:
         report.notes.append(f"pod cgroups unreadable, pods ranked without memory stats: {exc}")
         scan = PodCgroupScan()
