@@ -334,3 +334,23 @@ def test_kubelet_files_records_what_was_read(tmp_path: Path) -> None:
     assert files.base == base and [p for p, _ in files.dropins] == [a, b]
     assert files.doc["maxPods"] == 30 and files.source_of("maxPods") == str(b)
     assert files.source_of("podLogsDir") == "defaults"
+
+
+def test_the_running_kubelets_flags_override_the_dropins(tmp_path: Path) -> None:
+    """kubeletConfigFlagPrecedence: the command line is parsed again over the merged files."""
+    put(tmp_path, "etc/k/kubelet.yaml", KIND + "imageGCLowThresholdPercent: 60\n")
+    put(tmp_path, "etc/k/conf.d/50-gc.conf", KIND + "imageGCHighThresholdPercent: 90\n"
+        "imageMinimumGCAge: 5m\n")  # fmt: skip
+    argv = ["kubelet", "--config", "/etc/k/kubelet.yaml", "--config-dir=/etc/k/conf.d",
+            "--image-gc-high-threshold=75", "--minimum_image_ttl_duration", "1m"]  # fmt: skip
+    kcfg = load_kubelet_config(None, tmp_path, running=(7, argv))
+    assert kcfg.image_gc == {
+        "image_gc_high_threshold": 75,
+        "image_gc_low_threshold": 60,
+        "minimum_image_ttl_duration": 60,
+    }
+    flag = "kubelet command line (pid 7): --image-gc-high-threshold"
+    assert kcfg.sources["image_gc_high_threshold"] == flag
+    bad = [*argv, "--image-gc-low-threshold=lots"]
+    with pytest.raises(BadInput, match="--image-gc-low-threshold: 'lots' must be an integer"):
+        load_kubelet_config(None, tmp_path, running=(7, bad))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +107,11 @@ def parse_kubelet_config(
     )
 
 
-def kubelet_file_flags(argv: Sequence[str]) -> tuple[str | None, str | None]:
-    """The running kubelet's `--config` and `--config-dir` values from its `argv` (`argv[0]` is
-    the program), as pflag reads them: `--flag=value` or `--flag value`, `_` and `-` the same
-    in names, the last occurrence wins, parsing stops at `--`. An empty value is unset (the
-    kubelet reads no file for `--config=`). Returns (config, config_dir), host paths or None."""
+def kubelet_flags(argv: Sequence[str], names: Sequence[str]) -> dict[str, str]:
+    """The values of the kubelet flags `names` (without `--`) in `argv` (`argv[0]` is the
+    program), as pflag reads them: `--flag=value` or `--flag value`, `_` and `-` the same in
+    names, the last occurrence wins, parsing stops at `--`; a flag without a value is left
+    out. Returns flag name → value."""
     found: dict[str, str] = {}
     args = list(argv[1:])
     i = 0
@@ -124,7 +124,7 @@ def kubelet_file_flags(argv: Sequence[str]) -> tuple[str | None, str | None]:
             continue
         name, eq, value = arg[2:].partition("=")
         name = name.replace("_", "-")
-        if name not in ("config", "config-dir"):
+        if name not in names:
             continue
         if not eq:
             if i >= len(args):
@@ -132,7 +132,25 @@ def kubelet_file_flags(argv: Sequence[str]) -> tuple[str | None, str | None]:
             value = args[i]
             i += 1
         found[name] = value
+    return found
+
+
+def kubelet_file_flags(argv: Sequence[str]) -> tuple[str | None, str | None]:
+    """The running kubelet's `--config` and `--config-dir` values from its `argv`
+    (`kubelet_flags`). An empty value is unset (the kubelet reads no file for `--config=`).
+    Returns (config, config_dir), host paths or None."""
+    found = kubelet_flags(argv, ("config", "config-dir"))
     return found.get("config") or None, found.get("config-dir") or None
+
+
+#: The running kubelet's image GC flags kubegc reads → (kubegc option name, kind). A flag on
+#: the kubelet's command line overrides its config files and drop-ins
+#: (cmd/kubelet/app/server.go `kubeletConfigFlagPrecedence`).
+IMAGE_GC_FLAGS = {
+    "image-gc-high-threshold": ("image_gc_high_threshold", "int"),
+    "image-gc-low-threshold": ("image_gc_low_threshold", "int"),
+    "minimum-image-ttl-duration": ("minimum_image_ttl_duration", "duration"),
+}
 
 
 #: The most drop-in files and directory levels kubegc reads below a `--config-dir`.
@@ -234,7 +252,8 @@ class KubeletFiles:
     merge order, with its decoded mapping; `doc` the base with every drop-in merged onto it
     (`merge_patch`); `provenance` the file that set each value (key path → path as text;
     values not listed come from the base file or, absent, from the kubelet's defaults).
-    `running` is "pid N" when the paths came from the running kubelet's command line."""
+    `running` is "pid N" when the paths came from the running kubelet's command line, `argv`
+    that command line (empty when no running kubelet was found)."""
 
     base: Path | None = None
     base_doc: Mapping[str, Any] = field(default_factory=dict)
@@ -243,6 +262,7 @@ class KubeletFiles:
     doc: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[KeyPath, str] = field(default_factory=dict)
     running: str | None = None
+    argv: tuple[str, ...] = ()
 
     def source_of(self, *path: str) -> str:
         """The file that set the value at `path` (a drop-in, else the base file), or
@@ -363,6 +383,7 @@ def load_kubelet_files(
         doc=merged,
         provenance=provenance,
         running=who,
+        argv=tuple(found[1]) if isinstance(found, tuple) else (),
     )
 
 
@@ -378,9 +399,35 @@ def load_kubelet_config(
     fields kubegc uses parsed (`parse_kubelet_config`), each naming the file that set it."""
     files = load_kubelet_files(explicit, host_root, explicit_dir, running=running)
     if files.base is None and not files.dropins:
-        return KubeletConfig(files=files)
-    source = str(files.base) if files.base is not None else "defaults"
-    return parse_kubelet_config(files.doc, source=source, files=files)
+        kcfg = KubeletConfig(files=files)
+    else:
+        source = str(files.base) if files.base is not None else "defaults"
+        kcfg = parse_kubelet_config(files.doc, source=source, files=files)
+    return with_kubelet_flags(kcfg)
+
+
+def with_kubelet_flags(kcfg: KubeletConfig) -> KubeletConfig:
+    """`kcfg` with the running kubelet's image GC flags (`IMAGE_GC_FLAGS`, from
+    `kcfg.files.argv`) over what the files set, each naming the command line as its source.
+    Raises `BadInput` naming the flag for a value the kubelet would not take."""
+    if kcfg.files is None or not kcfg.files.argv:
+        return kcfg
+    flags = kubelet_flags(kcfg.files.argv, tuple(IMAGE_GC_FLAGS))
+    if not flags:
+        return kcfg
+    image_gc, sources = dict(kcfg.image_gc), dict(kcfg.sources)
+    for flag, text in flags.items():
+        name, kind = IMAGE_GC_FLAGS[flag]
+        where = f"kubelet command line ({kcfg.files.running}): --{flag}"
+        if kind == "int":
+            try:
+                image_gc[name] = int(text.strip(), 10)
+            except ValueError:
+                raise BadInput(f"{where}: {text!r} must be an integer") from None
+        else:
+            image_gc[name] = parse_duration(text, flag=where)
+        sources[name] = where
+    return replace(kcfg, image_gc=image_gc, sources=sources)
 
 
 def kubelet_config_for(s: Settings) -> KubeletConfig:
