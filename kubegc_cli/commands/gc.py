@@ -212,7 +212,7 @@ def gc_containers(
         )  # fmt: skip
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
-            f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
+            f"listed; pod source {pods.source}; kubelet config {kcfg.read_from()}"
         )
         plan = plan_from(snap, snap.endpoint)
         _note_logs_left(plan, sizer)

@@ -354,3 +354,19 @@ def test_the_running_kubelets_flags_override_the_dropins(tmp_path: Path) -> None
     bad = [*argv, "--image-gc-low-threshold=lots"]
     with pytest.raises(BadInput, match="--image-gc-low-threshold: 'lots' must be an integer"):
         load_kubelet_config(None, tmp_path, running=(7, bad))
+
+
+def test_gc_containers_takes_the_pod_log_root_from_a_dropin_and_says_so(tmp_path: Path) -> None:
+    from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
+
+    base = put(tmp_path, "var/lib/kubelet/config.yaml", KIND)
+    drop = put(tmp_path, "etc/kubelet.conf.d/10-logs.conf", KIND + "podLogsDir: /srv/pod-logs\n")
+    (tmp_path / "srv/pod-logs").mkdir(parents=True)
+    pods = put(tmp_path, "pods.json", '{"kind": "PodList", "items": []}')
+    with use_runtime(MemoryCri({}, {})):
+        code, _, err = run_cli(["--host-root", str(tmp_path), "--pods-file", str(pods), "-v",
+                                "--kubelet-config-dir", str(drop.parent),
+                                "--state-dir", str(tmp_path / "state"),
+                                "gc", "containers", "--dry-run"])  # fmt: skip
+    assert f"kubelet config {base} + 1 drop-in in {drop.parent} " in err, err
+    assert f"(podLogsDir /srv/pod-logs from {drop})" in err and code == 0, err

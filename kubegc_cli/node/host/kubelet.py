@@ -45,6 +45,16 @@ class KubeletConfig:
     sources: Mapping[str, str] = field(default_factory=dict)
     files: KubeletFiles | None = None
 
+    def read_from(self) -> str:
+        """The files read, for `-v`: the base file (or "defaults"), then "+ N drop-in(s) in
+        DIR" when drop-ins were merged, and the podLogsDir with the file that set it."""
+        text = self.source
+        if self.files is not None and self.files.dropins:
+            n = len(self.files.dropins)
+            text += f" + {n} drop-in{'s' if n != 1 else ''} in {self.files.config_dir}"
+        where = self.sources.get("pod_logs_dir", "default")
+        return f"{text} (podLogsDir {self.pod_logs_dir} from {where})"
+
 
 def validate_pod_logs_dir(value: object, *, source: str) -> str:
     """A pod log root as the kubelet requires it (absolute, clean, ASCII) and never `/`; kubegc
