@@ -93,7 +93,7 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = {
 KubeletVersion = tuple[int, int]
 #: The newest kubelet whose rules kubegc follows; the defaults follow it when the node's
 #: kubelet version is not known.
-NEWEST_KUBELET: KubeletVersion = (1, 35)
+NEWEST_KUBELET: KubeletVersion = (1, 36)
 #: `imagefs.inodesFree<5%` joined the Linux `evictionHard` defaults in 1.30
 #: (kubernetes/kubernetes#121834, `pkg/kubelet/eviction/defaults_linux.go`).
 IMAGEFS_INODES_DEFAULT_SINCE: KubeletVersion = (1, 30)
