@@ -82,6 +82,7 @@ def settings_from(ctx: click.Context) -> Settings:
         kubelet_config=Path(g["kubelet_config"]) if g.get("kubelet_config") else None,
         kubelet_config_dir=Path(g["kubelet_config_dir"]) if g.get("kubelet_config_dir") else None,
         kubelet_version=g.get("kubelet_version") or None,
+        kubelet_configz=bool(g.get("kubelet_configz")),
         runtime_config=runtime_config_option(g.get("runtime_config")),
         kubeconfig=g.get("kubeconfig") or None,
         context=g.get("context") or None,

@@ -271,6 +271,15 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         },
     ),
     (
+        ("--kubelet-configz",),
+        {
+            "is_flag": True,
+            "help": "evict check: read the kubelet's effective config from its /configz "
+            "through the API server's node proxy first (needs get on nodes/proxy, which "
+            "grants the whole kubelet API); a refusal falls back to the files.",
+        },
+    ),
+    (
         ("--runtime-config",),
         {
             "metavar": "PATH",

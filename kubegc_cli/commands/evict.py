@@ -259,10 +259,12 @@ def kubelet_configz(
     s: Settings, ui: Ui, pods: PodInventory | None
 ) -> tuple[dict[str, Any], str] | None:
     """The kubelet's effective configuration from its `/configz` through the API server's
-    node proxy (`node.pods.api.read_configz`), and its source text; only when the API is the
-    pod source (`pods`). None when it cannot be read (a 403 without `nodes/proxy`, no kubelet
-    behind the proxy): `-v` says why, and the files are read instead."""
-    if pods is None or not pods.source.startswith("api:"):
+    node proxy (`node.pods.api.read_configz`), and its source text; only with
+    `--kubelet-configz` (`nodes/proxy` grants the whole kubelet API — exec, logs — so kubegc
+    asks for it only when told to) and when the API is the pod source (`pods`). None when it
+    cannot be read (a 403 without `nodes/proxy`, no kubelet behind the proxy): `-v` says why,
+    and the files are read instead."""
+    if not s.kubelet_configz or pods is None or not pods.source.startswith("api:"):
         return None
     creds = find_credentials(s.kubeconfig, s.env)
     if creds is None:
@@ -288,8 +290,9 @@ def eviction_config(
     `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
     kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
     it. The defaults follow the kubelet version `kubelet_version` finds (`pods`: the pod
-    source, for the Node's version). When the API is the pod source and the kubelet's
-    `/configz` can be read through it (`kubelet_configz`), that effective configuration
+    source, for the Node's version). With `--kubelet-configz`, when the API is the pod source
+    and the kubelet's `/configz` can be read through it (`kubelet_configz`), that effective
+    configuration
     replaces the command line and the files. Raises `BadInput` for bad values or files."""
     version, version_source = kubelet_version(s, ui, pods)
     ui.info(f"kubelet version {version[0]}.{version[1]}: {version_source}")

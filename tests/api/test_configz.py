@@ -95,7 +95,7 @@ def _check(root: Path, kubeconfig: Path, node: str) -> subprocess.CompletedProce
     return subprocess.run(
         [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), "-v",
          "-r", "unix:///nonexistent/kubegc-test.sock", "--kubeconfig", str(kubeconfig),
-         "--node-name", node, "--pod-source", "api",
+         "--node-name", node, "--pod-source", "api", "--kubelet-configz",
          "evict", "check", "--root-dir", "/var/lib/kubelet", "-o", "json"],
         capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": "/"},
     )  # fmt: skip
