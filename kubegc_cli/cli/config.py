@@ -18,7 +18,7 @@ from kubegc_cli.cli.options import collected, global_options, global_sources
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duration, safe_text
-from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
 from kubegc_cli.render import plan as render
 
 
@@ -168,19 +168,20 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
     wanted = {"image_gc_high_threshold", "pod_logs_dir"} & names
     if not wanted:
         return {}
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
-    if kcfg.source == "defaults":
+    kcfg = kubelet_config_for(s)
+    if kcfg.source == "defaults" and not kcfg.sources:
         return {}
     out: dict[str, tuple[Any, str]] = {}
-    source = f"kubelet config {kcfg.source}"
     for name, value in kcfg.image_gc.items():
         if name in names:
             shown = value
             if "threshold" not in name:
                 shown = format_go_duration(value)
-            out[name] = (shown, source)
+            out[name] = (shown, f"kubelet config {kcfg.sources.get(name, kcfg.source)}")
     if "pod_logs_dir" in names and kcfg.pod_logs_dir:
-        out["pod_logs_dir"] = (kcfg.pod_logs_dir, source)
+        where = kcfg.sources.get("pod_logs_dir", kcfg.source)
+        if where != "defaults":
+            out["pod_logs_dir"] = (kcfg.pod_logs_dir, f"kubelet config {where}")
     return out
 
 

@@ -86,9 +86,10 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     """Check the eviction thresholds against the signals observed now.
 
     Thresholds come from --eviction-* (kubelet grammar), else the running kubelet's command
-    line, else its config file (--kubelet-config, default /var/lib/kubelet/config.yaml),
-    else the kubelet's defaults. Setting any hard threshold drops the unlisted defaults, as
-    on the kubelet; the output says which. One row per threshold: observed value, threshold,
+    line, else its config file (--kubelet-config, default /var/lib/kubelet/config.yaml) with
+    the drop-ins of --kubelet-config-dir merged onto it, else the kubelet's defaults.
+    Setting any hard threshold drops the unlisted defaults, as on the kubelet; the output
+    says which. One row per threshold: observed value, threshold,
     margin, met or not, hard or soft, the node condition, and what the kubelet reclaims first.
     With a pod source, the pods the kubelet would evict first for each met signal.
 

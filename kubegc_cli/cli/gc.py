@@ -17,7 +17,7 @@ from kubegc_cli.commands import gc as flows
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.selector import parse as parse_selector
 from kubegc_cli.core.units import parse_duration, rfc3339_to_ns
-from kubegc_cli.node.host.kubelet import load_kubelet_config
+from kubegc_cli.node.host.kubelet import kubelet_config_for
 from kubegc_cli.policy.containers import ContainerGCPolicy
 from kubegc_cli.policy.images import IMAGE_GC_SETTINGS, ImageGCPolicy, resolve_image_gc_settings
 from kubegc_cli.policy.scope import Scope
@@ -366,7 +366,7 @@ def image_gc_policy(
     """The image GC policy of a run: each setting of `IMAGE_GC_SETTINGS` the command has from
     its flag or the config file, else the kubelet config file, else the kubelet's default
     (`ui.info` says which); `--keep` patterns. Raises `BadInput` for a bad value."""
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS
@@ -374,7 +374,7 @@ def image_gc_policy(
         and ctx.get_parameter_source(name)
         in (ParameterSource.COMMANDLINE, ParameterSource.DEFAULT_MAP)
     }
-    settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source)
+    settings = resolve_image_gc_settings(given, kcfg.image_gc, kcfg.source, kcfg.sources)
     _name_config_values(ctx, settings)
     for line in settings.provenance():
         ui.info(line)

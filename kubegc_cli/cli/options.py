@@ -248,7 +248,35 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--kubelet-config",),
         {
             "metavar": "PATH",
-            "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",
+            "help": "Kubelet config file [default: the running kubelet's --config, else "
+            "/var/lib/kubelet/config.yaml if present].",
+        },
+    ),
+    (
+        ("--kubelet-config-dir",),
+        {
+            "metavar": "DIR",
+            "help": "Kubelet drop-in config directory: its *.conf files are merged onto the "
+            "kubelet config as the kubelet merges them [default: the running kubelet's "
+            "--config-dir, else none].",
+        },
+    ),
+    (
+        ("--kubelet-version",),
+        {
+            "metavar": "VERSION",
+            "help": "The node's kubelet version (v1.30.2): the eviction defaults follow it "
+            "[default: the Node's kubeletVersion from the pod source, else the newest kubegc "
+            "knows].",
+        },
+    ),
+    (
+        ("--kubelet-configz",),
+        {
+            "is_flag": True,
+            "help": "evict check: read the kubelet's effective config from its /configz "
+            "through the API server's node proxy first (needs get on nodes/proxy, which "
+            "grants the whole kubelet API); a refusal falls back to the files.",
         },
     ),
     (

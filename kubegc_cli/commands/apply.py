@@ -63,7 +63,7 @@ from kubegc_cli.node.execute.actions import (
     LogRemover,
     SandboxRemover,
 )
-from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
+from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR, kubelet_config_for
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
@@ -295,7 +295,7 @@ def apply_plan(
         may_act(mode, plan, ui, "object", act)
         return plan
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     client = open_client(s, ui)
     try:
         if plan.source and client.endpoint.display != plan.source:

@@ -86,7 +86,7 @@ from kubegc_cli.node.diskusage import (
 )
 from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.fs import FsStats
-from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
 from kubegc_cli.node.host.logs import host_path_of
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.imagefs import FsLayout, fs_layout
@@ -377,6 +377,10 @@ def _commands(s: Settings, opts: DfOptions) -> dict[str, str]:
         common += ["-r", s.runtime_endpoint]
     if s.kubelet_config is not None:
         common += ["--kubelet-config", str(s.kubelet_config)]
+    if s.kubelet_config_dir is not None:
+        common += ["--kubelet-config-dir", str(s.kubelet_config_dir)]
+    if s.kubelet_version is not None:
+        common += ["--kubelet-version", s.kubelet_version]
     pods: list[str] = []
     if s.pods_file is not None:
         pods += ["--pods-file", str(s.pods_file)]
@@ -428,13 +432,13 @@ def disk_usage(
     if opts.top < 0:
         raise BadInput(f"invalid value for --top: {opts.top} must be 0 or more")
     given_root = kubelet_root(opts.root_dir)
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     given_logs = (
         validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
         if opts.pod_logs_dir is not None
         else kcfg.pod_logs_dir
     )
-    gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source)
+    gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source, kcfg.sources)
     eviction = _eviction_config(s, ui)
     pods = load_pod_inventory(s, ui)
     now = edges().clock()
@@ -642,10 +646,12 @@ def _rank(
     report.pods = ranked[:top] if top > 0 else ranked
 
 
-def _image_gc_settings(config: Mapping[str, Any], source: str) -> ImageGCSettings:
+def _image_gc_settings(
+    config: Mapping[str, Any], source: str, sources: Mapping[str, str]
+) -> ImageGCSettings:
     """The image GC thresholds as `gc images` resolves them without flags: the kubelet config
     file, else the kubelet's defaults. Raises `BadInput` for values the kubelet rejects."""
-    settings = resolve_image_gc_settings({}, config, source)
+    settings = resolve_image_gc_settings({}, config, source, sources)
     ImageGCPolicy(**settings.values).validate(settings.names)
     return settings
 

@@ -47,9 +47,13 @@ from kubegc_cli.commands.flow import (
     may_act,
     open_client,
 )
-from kubegc_cli.commands.memory import explicit_pod_source, load_pods, pod_cgroup_notes
+from kubegc_cli.commands.memory import (
+    explicit_pod_source,
+    load_pods,
+    pod_cgroup_notes,
+    runtime_cgroup_driver,
+)
 from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
-from kubegc_cli.core.inputs import parse_yaml, present, read_text
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.plan import Plan, PodAction
 from kubegc_cli.core.pods import PodInventory
@@ -58,10 +62,17 @@ from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
-from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG, load_kubelet_config
+from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
-from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
+from kubegc_cli.node.pods.api import (
+    ApiSource,
+    find_credentials,
+    node_name,
+    open_api,
+    read_configz,
+    read_node,
+)
 from kubegc_cli.node.pods.evicted import close_api, list_failed
 from kubegc_cli.node.signals import (
     DISK_FAMILIES,
@@ -81,10 +92,14 @@ from kubegc_cli.policy.eviction.ranking import (
     rank_pid,
 )
 from kubegc_cli.policy.eviction.thresholds import (
+    NEWEST_KUBELET,
     EvictionConfig,
+    KubeletVersion,
     RawEviction,
     ThresholdResult,
     evaluate,
+    kubelet_base_for_dropins,
+    parse_kubelet_version,
     raw_from_kubelet_cmdline,
     raw_from_kubelet_config,
     resolve,
@@ -130,8 +145,13 @@ class EvictionReport:
         return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
 
     def provenance(self) -> list[str]:
-        """Where each threshold (and each disabled one) came from, one line each."""
-        lines = [f"{r.threshold.expression}: source: {r.threshold.source}" for r in self.results]
+        """Where each threshold (and each disabled one) came from, one line each; first the
+        kubelet version whose defaults apply and where it came from."""
+        lines = [
+            f"kubelet version {self.config.kubelet_version}: source: "
+            f"{self.config.kubelet_version_source}"
+        ] if self.config.kubelet_version else []  # fmt: skip
+        lines += [f"{r.threshold.expression}: source: {r.threshold.source}" for r in self.results]
         lines += [
             f"{sig}<{text}: disabled; source: {src}" for sig, text, src in self.config.disabled
         ]
@@ -190,35 +210,137 @@ class EvictionReport:
             "filesystems": self.fs.to_dict(),
             "ranking": {k: list(v) for k, v in self.ranking.items()},
             "notes": list(self.notes),
+            "kubelet_version": {
+                "version": self.config.kubelet_version,
+                "source": self.config.kubelet_version_source,
+            },
             "exit_code": self.exit_code(),
         }
 
 
-def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
+def kubelet_version(
+    s: Settings, ui: Ui, pods: PodInventory | None = None
+) -> tuple[KubeletVersion, str]:
+    """The kubelet version whose defaults apply, and where it came from: `--kubelet-version`
+    (bad text is `BadInput`), else the Node's `status.nodeInfo.kubeletVersion` from `pods` (a
+    pods file holding the Node, or the API as the pod source: the Node is read from it),
+    else the newest kubegc knows. The running binary is never executed to ask it (`kubelet
+    --version` would run whatever file sits at that path, as root): without the flag or the
+    Node, the newest rules apply and the source says so."""
+    if s.kubelet_version:
+        version = parse_kubelet_version(s.kubelet_version, where="--kubelet-version")
+        return version, "--kubelet-version"
+    if pods is not None:
+        name = node_name(s.node_name)
+        node = pods.nodes.get(name)
+        if node is None and len(pods.nodes) == 1 and not s.node_name:
+            name, node = next(iter(pods.nodes.items()))
+        where = pods.source
+        if node is None and pods.source.startswith("api:"):
+            creds = find_credentials(s.kubeconfig, s.env)
+            if creds is not None:
+                try:
+                    node = read_node(ApiSource(creds, s.context, name), s.timeout)
+                except RuntimeUnavailable as exc:
+                    ui.info(f"kubelet version from the Node: {exc}")
+        info = node.get("status", {}).get("nodeInfo", {}) if isinstance(node, dict) else {}
+        text = info.get("kubeletVersion") if isinstance(info, dict) else None
+        if isinstance(text, str) and text:
+            field_name = f"Node {name} status.nodeInfo.kubeletVersion {text} ({where})"
+            try:
+                return parse_kubelet_version(text, where=field_name), field_name
+            except BadInput as exc:
+                ui.info(str(exc))
+    newest = f"{NEWEST_KUBELET[0]}.{NEWEST_KUBELET[1]}"
+    return NEWEST_KUBELET, f"the newest kubelet kubegc knows ({newest}; --kubelet-version sets it)"
+
+
+def kubelet_configz(
+    s: Settings, ui: Ui, pods: PodInventory | None
+) -> tuple[dict[str, Any], str] | None:
+    """The kubelet's effective configuration from its `/configz` through the API server's
+    node proxy (`node.pods.api.read_configz`), and its source text; only with
+    `--kubelet-configz` (`nodes/proxy` grants the whole kubelet API — exec, logs — so kubegc
+    asks for it only when told to) and when the API is the pod source (`pods`). None when it
+    cannot be read (a 403 without `nodes/proxy`, no kubelet behind the proxy): `-v` says why,
+    and the files are read instead."""
+    if not s.kubelet_configz or pods is None or not pods.source.startswith("api:"):
+        return None
+    creds = find_credentials(s.kubeconfig, s.env)
+    if creds is None:
+        return None
+    name = node_name(s.node_name)
+    try:
+        doc = read_configz(ApiSource(creds, s.context, name), s.timeout)
+    except RuntimeUnavailable as exc:
+        ui.info(f"kubelet /configz not read ({exc}); reading the kubelet's files")
+        return None
+    source = f"kubelet /configz of node {name} (nodes/proxy)"
+    ui.info(f"kubelet config: {source}")
+    return doc, source
+
+
+def eviction_config(
+    s: Settings, ui: Ui, flags: RawEviction, *, pods: PodInventory | None = None
+) -> EvictionConfig:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
     running kubelet's command line (from /proc, only when --host-root is /), else its
-    config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
-    path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
+    configuration files (`node.host.kubelet.load_kubelet_files`: `--kubelet-config` or the
+    running kubelet's `--config` or the default path, with the drop-ins of
+    `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
+    kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
+    it. The defaults follow the kubelet version `kubelet_version` finds (`pods`: the pod
+    source, for the Node's version). With `--kubelet-configz`, when the API is the pod source
+    and the kubelet's `/configz` can be read through it (`kubelet_configz`), that effective
+    configuration
+    replaces the command line and the files. Raises `BadInput` for bad values or files."""
+    version, version_source = kubelet_version(s, ui, pods)
+    ui.info(f"kubelet version {version[0]}.{version[1]}: {version_source}")
+    configz = kubelet_configz(s, ui, pods)
+    if configz is not None:
+        doc, source = configz
+        raw = raw_from_kubelet_config(doc, source)
+        raw.defaults_applied = True  # /configz holds the maps as the kubelet filled them in
+        config = resolve([flags, raw], version=version)
+        config.kubelet_version = f"{version[0]}.{version[1]}"
+        config.kubelet_version_source = version_source
+        return config
     layers = [flags]
-    config_path = s.kubelet_config
     found = find_kubelet_cmdline(s.host_root)
     if found is not None:
         pid, argv = found
-        raw, cmd_config = raw_from_kubelet_cmdline(argv, f"kubelet command line (pid {pid})")
+        raw, _ = raw_from_kubelet_cmdline(argv, f"kubelet command line (pid {pid})")
         layers.append(raw)
         ui.info(f"running kubelet found: pid {pid}")
-        if config_path is None and cmd_config:
-            config_path = s.host_root / cmd_config.lstrip("/")
-    if config_path is None:
-        default = s.host_root / DEFAULT_CONFIG.lstrip("/")
-        config_path = default if present(default) else None
-    if config_path is not None:
-        doc = parse_yaml(read_text(config_path, "kubelet config"), config_path, "kubelet config")
-        if doc is not None and not isinstance(doc, Mapping):
-            raise BadInput(f"{config_path}: not a KubeletConfiguration (expected a mapping)")
-        layers.append(raw_from_kubelet_config(doc, str(config_path)))
-        ui.info(f"kubelet config: {config_path}")
-    return resolve(layers)
+    files = load_kubelet_files(s.kubelet_config, s.host_root, s.kubelet_config_dir, running=found)
+    notes: list[str] = []
+    if files.base is not None or files.dropins:
+        base_source = str(files.base) if files.base is not None else "kubelet defaults"
+        raw = raw_from_kubelet_config(files.base_doc, base_source)
+        if files.dropins:
+            doc, provenance = kubelet_base_for_dropins(
+                files.base_doc, merge_defaults=bool(raw.merge_defaults), version=version
+            )
+            for path, dropin in files.dropins:
+                merge_patch(doc, dropin, str(path), provenance)
+                if dropin.get("mergeDefaultEvictionSettings") is not None:
+                    notes.append(
+                        f"mergeDefaultEvictionSettings in {path} has no effect: the kubelet "
+                        "reads it from the base config file only"
+                    )
+            merge = raw.merge_defaults
+            raw = raw_from_kubelet_config(doc, base_source, provenance=provenance)
+            raw.merge_defaults, raw.defaults_applied = merge, True
+        layers.append(raw)
+        if files.base is not None:
+            ui.info(f"kubelet config: {files.base}")
+        for path, _ in files.dropins:
+            ui.info(f"kubelet config drop-in: {path}")
+    config = resolve(layers, version=version)
+    config.notes.extend(notes)
+    config.kubelet_version = f"{version[0]}.{version[1]}"
+    config.kubelet_version_source = version_source
+    return config
 
 
 def _families(config: EvictionConfig) -> set[str]:
@@ -264,9 +386,9 @@ def evict_check(
     (host path); `allocatable` (bytes) replaces the kubepods cgroup limit; `top` limits each
     ranking (0 = all). Raises `BadInput` for bad thresholds or files; unreadable signals are
     reported in the result (exit 3 when nothing is met)."""
-    config = eviction_config(s, ui, flags)
     # A named pod source is read up front: a bad one is exit 2 whether or not anything is met.
     pods = load_pods(s, ui) if explicit_pod_source(s) else None
+    config = eviction_config(s, ui, flags, pods=pods)
     obs, unread, fs = observe(s, ui, config, root_dir=root_dir, allocatable=allocatable)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)
     report = EvictionReport(config, results, obs, unread, fs, edges().clock())
@@ -414,7 +536,7 @@ def _pod_stats(
     nodefs, writable layers on the filesystem that holds them). `pods` names the pods."""
     out: dict[tuple[str, str], PodStats] = {}
     try:
-        layout = detect_layout(s.host_root)
+        layout = runtime_cgroup_driver(s, ui, detect_layout(s.host_root))
     except RuntimeUnavailable as exc:
         report.notes.append(f"pod cgroups unreadable, pods ranked without memory stats: {exc}")
         scan = PodCgroupScan()
@@ -439,7 +561,7 @@ def _pod_stats(
         out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
     if not disk:
         return out
-    logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    logs_dir = kubelet_config_for(s).pod_logs_dir
     local = local_disk_usage(s.host_root, logs_dir, root_dir, set(uids))
     layers, why = _writable_layers(s, ui, set(uids))
     if why:

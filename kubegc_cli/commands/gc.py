@@ -57,7 +57,7 @@ from kubegc_cli.node.execute.actions import (
 from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
-    load_kubelet_config,
+    kubelet_config_for,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
@@ -101,7 +101,7 @@ def load_snapshot(path: Path) -> NodeSnapshot:
 def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
     """`kubegc snapshot`: everything kubegc observes, with status for every container."""
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     client = open_client(s, ui)
     try:
         return observe_node(
@@ -200,7 +200,7 @@ def gc_containers(
         may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
         return offline
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
@@ -212,7 +212,7 @@ def gc_containers(
         )  # fmt: skip
         ui.info(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
-            f"listed; pod source {pods.source}; kubelet config {kcfg.source}"
+            f"listed; pod source {pods.source}; kubelet config {kcfg.read_from()}"
         )
         plan = plan_from(snap, snap.endpoint)
         _note_logs_left(plan, sizer)
@@ -276,7 +276,7 @@ def pod_logs_root_of(s: Settings, pod_logs_dir: str | None) -> str:
 
     if pod_logs_dir is not None:
         return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
-    return load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    return kubelet_config_for(s).pod_logs_dir
 
 
 def _observe_logs(
@@ -426,7 +426,7 @@ def plan_all(
     before acting (the container stage re-checks the plan against a fresh `ListContainers`).
     Raises `RuntimeUnavailable` when the runtime or the pod log root cannot be read.
     """
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = kubelet_config_for(s)
     mounts = MountTable.read()
     sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
     snap = _observe_for_containers(

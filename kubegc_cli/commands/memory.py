@@ -26,6 +26,7 @@ from kubegc_cli.node.host.cgroups import (
     UnreadablePodCgroup,
     detect_layout,
     read_pod_cgroups,
+    with_driver,
 )
 from kubegc_cli.node.host.memory import (
     AllocatableMemory,
@@ -97,6 +98,7 @@ class MemoryReport:
             "cgroup": {
                 "version": self.layout.version,
                 "driver": self.layout.driver,
+                "driver_source": self.layout.driver_source,
                 "memory_root": self.layout.memory_root,
                 "pods_cgroup": self.layout.pods_cgroup,
             },
@@ -226,7 +228,7 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     for a bad pod source or allocatable.
     """
     host = s.host_root
-    layout = detect_layout(host)
+    layout = runtime_cgroup_driver(s, ui, detect_layout(host))
     node = node_memory(host, layout)
     pods = load_pods(s, ui)
     alloc_bytes, alloc_source = resolve_allocatable(s, ui, allocatable, pods)
@@ -250,6 +252,30 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     report.notes.extend(memory_notes(node, alloc, alloc_source, layout))
     report.notes.extend(pod_cgroup_notes(scan, names))
     return report
+
+
+def runtime_cgroup_driver(s: Settings, ui: Ui, layout: CgroupLayout) -> CgroupLayout:
+    """`layout` with the cgroup driver the runtime reports (`CriClient.runtime_config`, the
+    kubelet's own source since KEP-4033) in place of the guess from the cgroup tree, where
+    the runtime answers; unchanged otherwise (a runtime that does not implement the call, as
+    containerd 1.x, or none reachable), with `driver_source` and `-v` saying why."""
+    try:
+        client = open_client(s, ui)
+        try:
+            ask = getattr(client, "runtime_config", None)
+            driver = ask() if ask is not None else None
+        finally:
+            client.close()
+    except (RuntimeUnavailable, BadInput) as exc:
+        why = str(exc)
+    else:
+        if driver is not None:
+            ui.info(f"cgroup driver {driver}: the runtime's RuntimeConfig")
+            return with_driver(s.host_root, layout, driver, "the runtime (RuntimeConfig)")
+        why = "the runtime does not answer RuntimeConfig"
+    source = f"guessed from the cgroup tree ({why})"
+    ui.info(f"cgroup driver {layout.driver or 'unknown'}: {source}")
+    return replace(layout, driver_source=source)
 
 
 def _without_stats(u: UnreadablePodCgroup, names: Mapping[str, tuple[str, str]]) -> PodWithoutStats:

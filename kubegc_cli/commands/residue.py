@@ -55,7 +55,7 @@ from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
-    load_kubelet_config,
+    kubelet_config_for,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import (
@@ -195,7 +195,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
     if opts.pod_logs_dir is not None:
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:
-        pod_logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+        pod_logs_dir = kubelet_config_for(s).pod_logs_dir
     pods = load_pod_inventory(s, ui)
     now = s.now if s.now is not None else edges().clock()
     mounts = MountTable.read()

@@ -34,6 +34,12 @@ class Settings:
     snapshot: Path | None = None
     now: int | None = None
     kubelet_config: Path | None = None
+    # --kubelet-config-dir: the kubelet's drop-in directory (--config-dir), read as given
+    kubelet_config_dir: Path | None = None
+    # --kubelet-version: the kubelet version whose defaults apply ("v1.30.2"), as given
+    kubelet_version: str | None = None
+    # --kubelet-configz: evict check reads the kubelet's /configz through nodes/proxy first
+    kubelet_configz: bool = False
     # --runtime-config: containerd's config file, a host path (read under host_root)
     runtime_config: Path | None = None
     kubeconfig: str | None = None

@@ -381,14 +381,18 @@ class ImageGCSettings:
 
 
 def resolve_image_gc_settings(
-    given: Mapping[str, Any], config: Mapping[str, Any], config_source: str
+    given: Mapping[str, Any],
+    config: Mapping[str, Any],
+    config_source: str,
+    sources: Mapping[str, str] | None = None,
 ) -> ImageGCSettings:
     """Each image GC setting from `given` (kubegc option name → value of a flag given on the
     command line; durations as text), else from `config` (the kubelet config file's values,
     `KubeletConfig.image_gc`, read from `config_source`), else the kubelet's default (the
-    `ImageGCPolicy` defaults: 85%, 80%, 2m, 0s). Validation is left to
-    `ImageGCPolicy.validate(settings.names)`. Raises `BadInput` for a flag's duration that
-    does not parse."""
+    `ImageGCPolicy` defaults: 85%, 80%, 2m, 0s). `sources` names, per option, the file that
+    set it when that is not `config_source` (a drop-in: `KubeletConfig.sources`). Validation
+    is left to `ImageGCPolicy.validate(settings.names)`. Raises `BadInput` for a flag's
+    duration that does not parse."""
 
     defaults = ImageGCPolicy()
     values: dict[str, Any] = {}
@@ -400,8 +404,9 @@ def resolve_image_gc_settings(
         if option in given:
             raw, origins[option] = given[option], flag
         elif option in config:
-            raw, origins[option] = config[option], config_source
-            names[fld] = f"{key} in {config_source}"
+            src = (sources or {}).get(option, config_source)
+            raw, origins[option] = config[option], src
+            names[fld] = f"{key} in {src}"
         else:
             raw, origins[option] = getattr(defaults, fld), "kubelet default"
         values[fld] = parse_duration(raw, flag=flag) if isinstance(raw, str) else raw

@@ -51,9 +51,13 @@ class MemoryCri:
     layers: dict[str, int] = field(default_factory=dict)  # container ID -> writable layer bytes
     lock: threading.Lock = field(default_factory=threading.Lock)
     endpoint: Any = field(default_factory=lambda: mock.Mock(display="unix:///memory.sock"))
+    cgroup_driver: str | None = None  # what RuntimeConfig answers (None: Unimplemented)
 
     def check(self) -> RuntimeInfo:
         return RuntimeInfo("memory", "1", "v1")
+
+    def runtime_config(self) -> str | None:
+        return self.cgroup_driver
 
     def close(self) -> None:
         pass

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -806,3 +807,32 @@ def test_working_set_never_negative_and_adds_up(
     assert node.working_set == max(0, anon + file - inactive)
     assert node.available + node.working_set == node.capacity
     assert node.active_file == active
+
+
+@pytest.mark.parametrize(
+    ("driver", "pods_cgroup"),
+    [("systemd", "/sys/fs/cgroup/kubepods.slice"), ("cgroupfs", None)],
+)
+def test_the_runtimes_cgroup_driver_replaces_the_guess(
+    tmp_path: Path, driver: str, pods_cgroup: str | None
+) -> None:
+    """The runtime's RuntimeConfig answer is the driver (KEP-4033: the kubelet takes the
+    runtime's); its kubepods cgroup is that driver's, None when that one does not exist."""
+    from kubegc_cli.commands.memory import runtime_cgroup_driver
+    from kubegc_cli.core.settings import Settings
+    from tests.unit.memorycri import MemoryCri, use_runtime
+
+    v2_systemd_node(tmp_path)
+    guessed = cgroups.detect_layout(tmp_path)
+    assert (guessed.driver, guessed.driver_source) == ("systemd", "guessed from the cgroup tree")
+    ui = mock.Mock()
+    with use_runtime(MemoryCri({}, {}, cgroup_driver=driver)):
+        layout = runtime_cgroup_driver(Settings(host_root=tmp_path), ui, guessed)
+    assert (layout.driver, layout.pods_cgroup) == (driver, pods_cgroup)
+    assert layout.driver_source == "the runtime (RuntimeConfig)"
+    with use_runtime(MemoryCri({}, {})):  # Unimplemented: the guess stays, and says why
+        layout = runtime_cgroup_driver(Settings(host_root=tmp_path), ui, guessed)
+    assert (layout.driver, layout.pods_cgroup) == ("systemd", guessed.pods_cgroup)
+    assert layout.driver_source == (
+        "guessed from the cgroup tree (the runtime does not answer RuntimeConfig)"
+    )

@@ -91,6 +91,8 @@ def test_v2_systemd_node_allocatable_and_top_pods(tmp_path: Path) -> None:
     assert alloc["allocatable"] == 5 * 1024**3 and alloc["working_set"] == 1_500_000_000
     assert alloc["available"] == 5 * 1024**3 - 1_500_000_000
     assert alloc["cgroup_limit"] == 6_000_000_000
+    source = doc["cgroup"].pop("driver_source")
+    assert source.startswith("guessed from the cgroup tree (no CRI runtime socket")  # -r
     assert doc["cgroup"] == {"version": 2, "driver": "systemd", "memory_root": "/sys/fs/cgroup",
                              "pods_cgroup": "/sys/fs/cgroup/kubepods.slice"}  # fmt: skip
     assert [(p["uid"], p["name"], p["qos"], p["working_set"]) for p in doc["pods"]] == [

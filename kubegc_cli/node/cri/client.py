@@ -250,6 +250,21 @@ class CriClient:
             )
         return info
 
+    def runtime_config(self) -> str | None:
+        """`RuntimeConfig` (CRI v1, KEP-4033): the runtime's cgroup driver, "systemd" or
+        "cgroupfs" (`linux.cgroup_driver`); None when the runtime does not implement the call
+        (containerd 1.x answers Unimplemented) or sends no Linux section. Raises
+        `RuntimeUnavailable` for any other failure."""
+        try:
+            r = self.runtime.RuntimeConfig(api_pb2.RuntimeConfigRequest(), timeout=self.timeout)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return None
+            raise self._error(err, "RuntimeConfig", self.timeout) from None
+        if not r.HasField("linux"):
+            return None
+        return "cgroupfs" if r.linux.cgroup_driver == api_pb2.CGROUPFS else "systemd"
+
     def status_info(self) -> dict[str, str]:
         """`Status` with `verbose`: the runtime's extra information (JSON strings by key)."""
         r = self._call(self.runtime.Status, api_pb2.StatusRequest(verbose=True), "Status")

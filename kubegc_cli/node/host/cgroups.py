@@ -98,12 +98,15 @@ class CgroupLayout:
     `/sys/fs/cgroup/memory`). `driver` is the kubelet's cgroup driver as seen from the tree:
     "systemd" when `kubepods.slice` exists under the root, "cgroupfs" when `kubepods` does,
     "" when neither. `pods_cgroup` is the host path of that kubepods cgroup, or None.
+    `driver_source` says where the driver came from: the cgroup tree (a guess), or the
+    runtime's `RuntimeConfig` (`with_driver`).
     """
 
     version: int
     memory_root: str
     driver: str
     pods_cgroup: str | None
+    driver_source: str = "guessed from the cgroup tree"
 
 
 def _memory_hierarchy(mounts: list[tuple[str, str, str]]) -> tuple[int, str] | None:
@@ -120,6 +123,20 @@ def _memory_hierarchy(mounts: list[tuple[str, str, str]]) -> tuple[int, str] | N
         if fstype == "cgroup2" and point == CGROUP_MOUNT:
             v2 = True
     return (2, CGROUP_MOUNT) if v2 else None
+
+
+#: The kubepods cgroup's name under each cgroup driver.
+KUBEPODS = {"systemd": "kubepods.slice", "cgroupfs": "kubepods"}
+
+
+def with_driver(host_root: Path, layout: CgroupLayout, driver: str, source: str) -> CgroupLayout:
+    """`layout` with the cgroup driver a runtime reported (`driver`: "systemd" or
+    "cgroupfs"; `source` says who): the kubepods cgroup is that driver's (`KUBEPODS`) when
+    it exists under the memory root, else None."""
+    name = KUBEPODS[driver]
+    path = f"{layout.memory_root.rstrip('/')}/{name}"
+    found = path if os.path.isdir(on_host(host_root, path)) else None
+    return CgroupLayout(layout.version, layout.memory_root, driver, found, source)
 
 
 def detect_layout(host_root: Path) -> CgroupLayout:

@@ -7,16 +7,19 @@ cannot be read or parsed is `BadInput`.
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.inputs import parse_yaml, present, read_text, shown
+from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import parse_duration
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
+from kubegc_cli.node.host.processes import find_kubelet_cmdline
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -29,14 +32,28 @@ API_VERSIONS = ("kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1")
 class KubeletConfig:
     """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
 
-    `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the file,
-    or `defaults` when none was read. `image_gc` holds the image GC fields the file sets, by
-    kubegc's option name (`image_gc_high_threshold`: int, `minimum_image_ttl_duration`: seconds).
+    `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the base
+    file, or `defaults` when none was read. `image_gc` holds the image GC fields the files
+    set, by kubegc's option name (`image_gc_high_threshold`: int, `minimum_image_ttl_duration`:
+    seconds). `sources` names the file that set each of those (and `pod_logs_dir`): a drop-in
+    or the base file. `files` is what was read (`load_kubelet_files`), None when parsed alone.
     """
 
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
     source: str = "defaults"
     image_gc: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+    files: KubeletFiles | None = None
+
+    def read_from(self) -> str:
+        """The files read, for `-v`: the base file (or "defaults"), then "+ N drop-in(s) in
+        DIR" when drop-ins were merged, and the podLogsDir with the file that set it."""
+        text = self.source
+        if self.files is not None and self.files.dropins:
+            n = len(self.files.dropins)
+            text += f" + {n} drop-in{'s' if n != 1 else ''} in {self.files.config_dir}"
+        where = self.sources.get("pod_logs_dir", "default")
+        return f"{text} (podLogsDir {self.pod_logs_dir} from {where})"
 
 
 def validate_pod_logs_dir(value: object, *, source: str) -> str:
@@ -56,11 +73,224 @@ def validate_pod_logs_dir(value: object, *, source: str) -> str:
     return clean
 
 
-def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
-    """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source`: not
-    a mapping, another `kind` or `apiVersion` (either may be left out), a bad field."""
+def parse_kubelet_config(
+    doc: Any, *, source: str, files: KubeletFiles | None = None
+) -> KubeletConfig:
+    """Decoded KubeletConfiguration → `KubeletConfig`. Raises `BadInput` naming `source` (or,
+    with `files`, the file that set the field): not a mapping, another `kind` or `apiVersion`
+    (either may be left out), a bad field."""
     if doc is None:
-        return KubeletConfig(source=source)
+        return KubeletConfig(source=source, files=files)
+    doc = _check_kind(doc, source)
+
+    def where(key: str) -> str:
+        return files.source_of(key) if files is not None else source
+
+    sources: dict[str, str] = {}
+    logs = doc.get("podLogsDir")
+    if logs is None or logs == "":  # the kubelet's default applies to an unset or empty field
+        logs = DEFAULT_POD_LOGS_DIR
+    else:
+        sources["pod_logs_dir"] = where("podLogsDir")
+    clean = validate_pod_logs_dir(logs, source=f"{where('podLogsDir')}: podLogsDir")
+    image_gc: dict[str, Any] = {}
+    for key, name in (
+        ("imageGCHighThresholdPercent", "image_gc_high_threshold"),
+        ("imageGCLowThresholdPercent", "image_gc_low_threshold"),
+    ):
+        if key in doc:
+            if not isinstance(doc[key], int) or isinstance(doc[key], bool):
+                raise BadInput(f"{where(key)}: {key} {shown(doc[key])} must be an integer")
+            image_gc[name] = doc[key]
+            sources[name] = where(key)
+    for key, name in (
+        ("imageMinimumGCAge", "minimum_image_ttl_duration"),
+        ("imageMaximumGCAge", "image_maximum_gc_age"),
+    ):
+        if key in doc:
+            if not isinstance(doc[key], str):  # a metav1.Duration is a string: "2m", "1h30m"
+                raise BadInput(f'{where(key)}: {key} {shown(doc[key])} must be a duration ("2m")')
+            image_gc[name] = parse_duration(doc[key], flag=f"{where(key)}: {key}")
+            sources[name] = where(key)
+    return KubeletConfig(
+        pod_logs_dir=clean, source=source, image_gc=image_gc, sources=sources, files=files
+    )
+
+
+def kubelet_flags(argv: Sequence[str], names: Sequence[str]) -> dict[str, str]:
+    """The values of the kubelet flags `names` (without `--`) in `argv` (`argv[0]` is the
+    program), as pflag reads them: `--flag=value` or `--flag value`, `_` and `-` the same in
+    names, the last occurrence wins, parsing stops at `--`; a flag without a value is left
+    out. Returns flag name → value."""
+    found: dict[str, str] = {}
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            break
+        if not arg.startswith("--"):
+            continue
+        name, eq, value = arg[2:].partition("=")
+        name = name.replace("_", "-")
+        if name not in names:
+            continue
+        if not eq:
+            if i >= len(args):
+                break
+            value = args[i]
+            i += 1
+        found[name] = value
+    return found
+
+
+def kubelet_file_flags(argv: Sequence[str]) -> tuple[str | None, str | None]:
+    """The running kubelet's `--config` and `--config-dir` values from its `argv`
+    (`kubelet_flags`). An empty value is unset (the kubelet reads no file for `--config=`).
+    Returns (config, config_dir), host paths or None."""
+    found = kubelet_flags(argv, ("config", "config-dir"))
+    return found.get("config") or None, found.get("config-dir") or None
+
+
+#: The running kubelet's image GC flags kubegc reads → (kubegc option name, kind). A flag on
+#: the kubelet's command line overrides its config files and drop-ins
+#: (cmd/kubelet/app/server.go `kubeletConfigFlagPrecedence`).
+IMAGE_GC_FLAGS = {
+    "image-gc-high-threshold": ("image_gc_high_threshold", "int"),
+    "image-gc-low-threshold": ("image_gc_low_threshold", "int"),
+    "minimum-image-ttl-duration": ("minimum_image_ttl_duration", "duration"),
+}
+
+
+#: The most drop-in files and directory levels kubegc reads below a `--config-dir`.
+MAX_DROPINS = 1000
+MAX_DROPIN_DEPTH = 32
+DROPIN_SUFFIX = ".conf"
+
+
+def dropin_files(config_dir: Path) -> list[Path]:
+    """The drop-in files below `config_dir` in the order the kubelet merges them.
+
+    The rule (cmd/kubelet/app/server.go `mergeKubeletConfigurations`): `filepath.WalkDir`
+    over the directory — each directory's entries in byte order of their names, a
+    subdirectory's files read where its name sorts, depth first — taking every entry that is
+    no directory and whose extension (`filepath.Ext`: from the last dot of the name) is exactly
+    `.conf` (case-sensitive: `a.CONF` and `a.conf.bak` are not read). A link to a directory
+    is not entered (WalkDir does not follow links). Paths are as given (host paths under
+    `--host-root` when the caller joined them).
+
+    Raises `BadInput` naming the directory when it cannot be listed (the kubelet refuses to
+    start then), gives no answer within `--timeout` (a hung mount), or holds more than
+    `MAX_DROPINS` files or `MAX_DROPIN_DEPTH` levels."""
+    out: list[Path] = []
+
+    def walk(watch: Watch) -> None:
+        def visit(d: str, depth: int) -> None:
+            if depth > MAX_DROPIN_DEPTH:
+                raise BadInput(f"kubelet config dir {config_dir}: deeper than {MAX_DROPIN_DEPTH}")
+            watch.at(d)
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: os.fsencode(e.name))
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    visit(e.path, depth + 1)
+                elif e.name.endswith(DROPIN_SUFFIX):  # filepath.Ext: from the last dot
+                    out.append(Path(e.path))
+                    if len(out) > MAX_DROPINS:
+                        raise BadInput(
+                            f"kubelet config dir {config_dir}: more than {MAX_DROPINS} "
+                            f"{DROPIN_SUFFIX} files"
+                        )
+
+        visit(str(config_dir), 0)
+
+    try:
+        bounded(walk)
+    except Stalled as exc:
+        raise BadInput(f"cannot read kubelet config dir {config_dir}: {exc.strerror}") from None
+    except OSError as exc:
+        raise BadInput(
+            f"cannot read kubelet config dir {config_dir}: {exc.strerror or exc}"
+        ) from None
+    return out
+
+
+#: A provenance path: the keys from the top of the document to a value
+#: (`("evictionHard", "memory.available")`).
+KeyPath = tuple[str, ...]
+
+
+def merge_patch(
+    target: dict[str, Any],
+    patch: Mapping[str, Any],
+    source: str,
+    provenance: dict[KeyPath, str],
+    at: KeyPath = (),
+) -> None:
+    """Apply `patch` onto `target` in place as a JSON merge patch (RFC 7386, what the kubelet
+    applies for each drop-in: `jsonpatch.MergePatch` in `mergeKubeletConfigurations`): a
+    mapping merges key by key into a mapping already there (recursively: `evictionHard`,
+    `authorization.webhook`, ...); a list or scalar replaces the value whole; a `null` removes
+    the key (the kubelet's default applies again). `provenance` (key path → file) is updated:
+    every value set names `source`; a removed or replaced value's entries below it go."""
+    for key, value in patch.items():
+        path = (*at, str(key))
+        for p in [p for p in provenance if p[: len(path)] == path]:
+            if not (isinstance(value, Mapping) and isinstance(target.get(key), dict)):
+                del provenance[p]
+        if value is None:
+            target.pop(key, None)
+            continue
+        if isinstance(value, Mapping):
+            if not isinstance(target.get(key), dict):
+                target[key] = {}
+            merge_patch(target[key], value, source, provenance, path)
+            if not target[key]:
+                provenance[path] = source
+            continue
+        target[key] = value
+        provenance[path] = source
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletFiles:
+    """The kubelet's configuration files as the kubelet reads them, merged.
+
+    `base` is the config file read (None: none), `base_doc` its decoded mapping (empty when
+    none); `config_dir` the drop-in directory (None: none), `dropins` each drop-in read, in
+    merge order, with its decoded mapping; `doc` the base with every drop-in merged onto it
+    (`merge_patch`); `provenance` the file that set each value (key path → path as text;
+    values not listed come from the base file or, absent, from the kubelet's defaults).
+    `running` is "pid N" when the paths came from the running kubelet's command line, `argv`
+    that command line (empty when no running kubelet was found)."""
+
+    base: Path | None = None
+    base_doc: Mapping[str, Any] = field(default_factory=dict)
+    config_dir: Path | None = None
+    dropins: tuple[tuple[Path, Mapping[str, Any]], ...] = ()
+    doc: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[KeyPath, str] = field(default_factory=dict)
+    running: str | None = None
+    argv: tuple[str, ...] = ()
+
+    def source_of(self, *path: str) -> str:
+        """The file that set the value at `path` (a drop-in, else the base file), or
+        "defaults" when no file sets it."""
+        for n in range(len(path), 0, -1):
+            if path[:n] in self.provenance:
+                return self.provenance[path[:n]]
+        node: Any = self.doc
+        for key in path:
+            if not isinstance(node, Mapping) or key not in node:
+                return "defaults"
+            node = node[key]
+        return str(self.base) if self.base is not None else "defaults"
+
+
+def _check_kind(doc: Any, source: str) -> Mapping[str, Any]:
+    if doc is None:
+        return {}
     if not isinstance(doc, dict):
         raise BadInput(f"{source}: not a KubeletConfiguration (expected a mapping)")
     kind = doc.get("kind")
@@ -72,49 +302,146 @@ def parse_kubelet_config(doc: Any, *, source: str) -> KubeletConfig:
             f"{source}: apiVersion is {shown(version)}, expected {' or '.join(API_VERSIONS)} "
             "(the kubelet would not load it)"
         )
-    logs = doc.get("podLogsDir")
-    if logs is None or logs == "":  # the kubelet's default applies to an unset or empty field
-        logs = DEFAULT_POD_LOGS_DIR
-    clean = validate_pod_logs_dir(logs, source=f"{source}: podLogsDir")
-    image_gc: dict[str, Any] = {}
-    for key, name in (
-        ("imageGCHighThresholdPercent", "image_gc_high_threshold"),
-        ("imageGCLowThresholdPercent", "image_gc_low_threshold"),
-    ):
-        if key in doc:
-            if not isinstance(doc[key], int) or isinstance(doc[key], bool):
-                raise BadInput(f"{source}: {key} {shown(doc[key])} must be an integer")
-            image_gc[name] = doc[key]
-    for key, name in (
-        ("imageMinimumGCAge", "minimum_image_ttl_duration"),
-        ("imageMaximumGCAge", "image_maximum_gc_age"),
-    ):
-        if key in doc:
-            if not isinstance(doc[key], str):  # a metav1.Duration is a string: "2m", "1h30m"
-                raise BadInput(f'{source}: {key} {shown(doc[key])} must be a duration ("2m")')
-            image_gc[name] = parse_duration(doc[key], flag=f"{source}: {key}")
-    return KubeletConfig(pod_logs_dir=clean, source=source, image_gc=image_gc)
+    return doc
 
 
-def load_kubelet_config(explicit: Path | None, host_root: Path) -> KubeletConfig:
-    """Read `explicit` (as given) or the default file under `host_root` if it exists.
+def _read_doc(path: Path, what: str, *, bounded_read: bool) -> Any:
+    if not bounded_read:
+        return parse_yaml(read_text(path, what), path, what)
 
-    The default file is looked for and read under `host.bounded.bounded`: a host directory
-    that gives no answer within `--timeout` (a hung mount) raises `BadInput` naming it, as a
-    file that cannot be read does, instead of hanging the run."""
-    if explicit is not None:
-        doc = parse_yaml(read_text(explicit, "kubelet config"), explicit, "kubelet config")
-        return parse_kubelet_config(doc, source=str(explicit))
-    path = host_root / DEFAULT_CONFIG.lstrip("/")
-
-    def read(watch: Watch) -> str | None:
+    def read(watch: Watch) -> str:
         watch.at(str(path))
-        return read_text(path, "kubelet config") if present(path) else None
+        return read_text(path, what)
 
     try:
         text = bounded(read)
     except Stalled as exc:
-        raise BadInput(f"cannot read kubelet config {path}: {exc.strerror}") from None
-    if text is None:
-        return KubeletConfig()
-    return parse_kubelet_config(parse_yaml(text, path, "kubelet config"), source=str(path))
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror}") from None
+    return parse_yaml(text, path, what)
+
+
+def running_kubelet(host_root: Path) -> tuple[int, list[str]] | None:
+    """The running kubelet's pid and argv (`processes.find_kubelet_cmdline`: only when
+    `host_root` is `/`), or None."""
+    return find_kubelet_cmdline(host_root)
+
+
+def load_kubelet_files(
+    explicit: Path | None,
+    host_root: Path,
+    explicit_dir: Path | None = None,
+    *,
+    running: tuple[int, list[str]] | bool | None = True,
+) -> KubeletFiles:
+    """The kubelet's config file and drop-ins, merged as the kubelet merges them.
+
+    Which files: the base file is `explicit` (`--kubelet-config`, as given), else the running
+    kubelet's `--config` (under `host_root`), else `/var/lib/kubelet/config.yaml` under
+    `host_root` when it exists; the drop-in directory is `explicit_dir`
+    (`--kubelet-config-dir`, as given), else the running kubelet's `--config-dir` (under
+    `host_root`), else none (the kubelet has no default). `running` is the running kubelet's
+    (pid, argv), None for none, or True to look for it (`running_kubelet`).
+
+    Each drop-in (`dropin_files`) is merged onto the base in order (`merge_patch`). A missing
+    default base file is fine; a named or running kubelet's file that cannot be read, and a
+    drop-in that cannot be read or parsed or is no KubeletConfiguration (an empty drop-in too:
+    the kubelet's loader refuses one), raise `BadInput` naming the file — the kubelet refuses
+    to start with such a file. Reads are bounded (`--timeout` for a hung mount)."""
+    found = running_kubelet(host_root) if running is True else running
+    cmd_config = cmd_dir = None
+    who = None
+    if isinstance(found, tuple):
+        cmd_config, cmd_dir = kubelet_file_flags(found[1])
+        who = f"pid {found[0]}"
+    base: Path | None = explicit
+    if base is None and cmd_config:
+        base = host_root / cmd_config.lstrip("/")
+    if base is None:
+        default = host_root / DEFAULT_CONFIG.lstrip("/")
+
+        def look(watch: Watch) -> bool:
+            watch.at(str(default))
+            return present(default)
+
+        try:
+            base = default if bounded(look) else None
+        except Stalled as exc:
+            raise BadInput(f"cannot read kubelet config {default}: {exc.strerror}") from None
+    config_dir = explicit_dir
+    if config_dir is None and cmd_dir:
+        config_dir = host_root / cmd_dir.lstrip("/")
+    base_doc: Mapping[str, Any] = {}
+    if base is not None:
+        doc = _read_doc(base, "kubelet config", bounded_read=explicit is None)
+        base_doc = _check_kind(doc, str(base))
+    merged: dict[str, Any] = copy.deepcopy(dict(base_doc))
+    provenance: dict[KeyPath, str] = {}
+    dropins: list[tuple[Path, Mapping[str, Any]]] = []
+    if config_dir is not None:
+        for path in dropin_files(config_dir):
+            doc = _read_doc(path, "kubelet config drop-in", bounded_read=True)
+            if doc is None:
+                raise BadInput(f"kubelet config drop-in {path} is empty (the kubelet refuses it)")
+            doc = _check_kind(doc, str(path))
+            dropins.append((path, doc))
+            merge_patch(merged, doc, str(path), provenance)
+    return KubeletFiles(
+        base=base,
+        base_doc=base_doc,
+        config_dir=config_dir,
+        dropins=tuple(dropins),
+        doc=merged,
+        provenance=provenance,
+        running=who,
+        argv=tuple(found[1]) if isinstance(found, tuple) else (),
+    )
+
+
+def load_kubelet_config(
+    explicit: Path | None,
+    host_root: Path,
+    explicit_dir: Path | None = None,
+    *,
+    running: tuple[int, list[str]] | bool | None = True,
+) -> KubeletConfig:
+    """The kubelet's configuration as the kubelet reads it: the base file and its drop-ins
+    (`load_kubelet_files`, which says which files and raises `BadInput` for a bad one), the
+    fields kubegc uses parsed (`parse_kubelet_config`), each naming the file that set it."""
+    files = load_kubelet_files(explicit, host_root, explicit_dir, running=running)
+    if files.base is None and not files.dropins:
+        kcfg = KubeletConfig(files=files)
+    else:
+        source = str(files.base) if files.base is not None else "defaults"
+        kcfg = parse_kubelet_config(files.doc, source=source, files=files)
+    return with_kubelet_flags(kcfg)
+
+
+def with_kubelet_flags(kcfg: KubeletConfig) -> KubeletConfig:
+    """`kcfg` with the running kubelet's image GC flags (`IMAGE_GC_FLAGS`, from
+    `kcfg.files.argv`) over what the files set, each naming the command line as its source.
+    Raises `BadInput` naming the flag for a value the kubelet would not take."""
+    if kcfg.files is None or not kcfg.files.argv:
+        return kcfg
+    flags = kubelet_flags(kcfg.files.argv, tuple(IMAGE_GC_FLAGS))
+    if not flags:
+        return kcfg
+    image_gc, sources = dict(kcfg.image_gc), dict(kcfg.sources)
+    for flag, text in flags.items():
+        name, kind = IMAGE_GC_FLAGS[flag]
+        where = f"kubelet command line ({kcfg.files.running}): --{flag}"
+        if kind == "int":
+            try:
+                image_gc[name] = int(text.strip(), 10)
+            except ValueError:
+                raise BadInput(f"{where}: {text!r} must be an integer") from None
+        else:
+            image_gc[name] = parse_duration(text, flag=where)
+        sources[name] = where
+    return replace(kcfg, image_gc=image_gc, sources=sources)
+
+
+def kubelet_config_for(s: Settings) -> KubeletConfig:
+    """`load_kubelet_config` with a run's settings (`--kubelet-config`, `--host-root`,
+    `--kubelet-config-dir`, the running kubelet): the one loader every command that reads the
+    kubelet config uses."""
+    return load_kubelet_config(s.kubelet_config, s.host_root, s.kubelet_config_dir)

@@ -270,3 +270,37 @@ def read_node(src: ApiSource, timeout: float) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("kind") not in (None, "Node"):
         raise ApiUnavailable(f"Kubernetes API {host}: node {src.node} is not a Node")
     return doc
+
+
+def read_configz(src: ApiSource, timeout: float) -> dict[str, Any]:
+    """The running kubelet's effective configuration (its files, drop-ins, flags and
+    defaults, as it runs) from its `/configz`, read through the API server's node proxy:
+    `GET /api/v1/nodes/<node>/proxy/configz` (needs `get` on `nodes/proxy`). Returns the
+    `kubeletconfig` mapping of the reply.
+
+    Raises `ApiUnavailable` when it cannot be read: refused (a 403 names the permission),
+    no kubelet answering behind the proxy, or a reply that holds no `kubeletconfig`."""
+    api, host = open_api(src)
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    what = f"node {src.node} /configz (nodes/proxy)"
+    try:
+        resp = api.connect_get_node_proxy_with_path(
+            src.node, "configz", _preload_content=False, _request_timeout=timeout
+        )
+        data = resp.data
+    except ApiException as exc:
+        if exc.status == 403:
+            why = "403 Forbidden: reading it needs get on nodes/proxy"
+        else:
+            why = why_refused(exc.status or 0, exc.reason or "", exc.body or "")
+        raise ApiUnavailable(f"Kubernetes API {host}: {what}: {why}") from None
+    except (HTTPError, OSError, ValueError) as exc:
+        raise ApiUnavailable(f"Kubernetes API {host} unreachable: {type(exc).__name__}") from None
+    doc = reply(data, host, what)
+    config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
+    if not isinstance(config, dict):
+        raise ApiUnavailable(f"Kubernetes API {host}: {what} holds no kubeletconfig")
+    return config

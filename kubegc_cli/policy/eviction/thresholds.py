@@ -26,6 +26,7 @@ value came from (a flag, a file and key, the kubelet's command line) and the val
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import struct
@@ -78,7 +79,8 @@ _CONDITION = {
     PID_AVAILABLE: PID_PRESSURE,
 }
 
-#: The kubelet's Linux `evictionHard` defaults (`pkg/kubelet/eviction/defaults_linux.go`).
+#: The kubelet's Linux `evictionHard` defaults (`pkg/kubelet/eviction/defaults_linux.go`), the
+#: newest kubelet's: `default_eviction_hard` gives a given version's.
 DEFAULT_EVICTION_HARD: Mapping[str, str] = {
     MEMORY_AVAILABLE: "100Mi",
     NODEFS_AVAILABLE: "10%",
@@ -86,6 +88,49 @@ DEFAULT_EVICTION_HARD: Mapping[str, str] = {
     IMAGEFS_AVAILABLE: "15%",
     IMAGEFS_INODES_FREE: "5%",
 }
+
+#: A kubelet version as kubegc compares it: (major, minor).
+KubeletVersion = tuple[int, int]
+#: The newest kubelet whose rules kubegc follows; the defaults follow it when the node's
+#: kubelet version is not known.
+NEWEST_KUBELET: KubeletVersion = (1, 36)
+#: `imagefs.inodesFree<5%` joined the Linux `evictionHard` defaults in 1.30
+#: (kubernetes/kubernetes#121834, `pkg/kubelet/eviction/defaults_linux.go`).
+IMAGEFS_INODES_DEFAULT_SINCE: KubeletVersion = (1, 30)
+#: `mergeDefaultEvictionSettings` exists from 1.33 (kubernetes/kubernetes#127577:
+#: cmd/kubelet/app/server.go `loadConfigFile`); an older kubelet ignores the field.
+MERGE_DEFAULTS_SINCE: KubeletVersion = (1, 33)
+
+_VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})(?:\.\d{1,6})?(?:[-+][0-9A-Za-z.+-]{0,200})?")
+
+
+def parse_kubelet_version(text: str, *, where: str) -> KubeletVersion:
+    """A Kubernetes version (`v1.30.2`, `1.33`, `v1.31.4-eks-1a2b3c`, `v1.29.0+k3s1`) →
+    (major, minor). Raises `BadInput` naming `where` and the text."""
+    m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise BadInput(f"{where}: {text!r} is not a Kubernetes version (e.g. v1.30.2)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def default_eviction_hard(version: KubeletVersion | None = None) -> dict[str, str]:
+    """The kubelet's Linux `evictionHard` defaults for kubelet `version` (None: the newest
+    kubegc knows): `memory.available<100Mi`, `nodefs.available<10%`, `nodefs.inodesFree<5%`,
+    `imagefs.available<15%`, and from 1.30 `imagefs.inodesFree<5%` (`defaults_linux.go`)."""
+    version = version or NEWEST_KUBELET
+    return {
+        s: v
+        for s, v in DEFAULT_EVICTION_HARD.items()
+        if s != IMAGEFS_INODES_FREE or version >= IMAGEFS_INODES_DEFAULT_SINCE
+    }
+
+
+def honours_merge_defaults(version: KubeletVersion | None = None) -> bool:
+    """Whether kubelet `version` (None: the newest kubegc knows) reads
+    `mergeDefaultEvictionSettings` (from 1.33)."""
+    return (version or NEWEST_KUBELET) >= MERGE_DEFAULTS_SINCE
+
+
 DEFAULT_PRESSURE_TRANSITION_PERIOD = 300.0
 DEFAULT_MAX_POD_GRACE_PERIOD = 0
 DEFAULT_ENFORCE_NODE_ALLOCATABLE: tuple[str, ...] = ("pods",)
@@ -429,7 +474,11 @@ class RawEviction:
     (`--eviction-hard`, `/var/lib/kubelet/config.yaml: evictionHard`, ...). `source` names the
     layer itself, for the scalar settings: `max_pod_grace_period` (seconds),
     `pressure_transition_period` (seconds), `merge_defaults` (mergeDefaultEvictionSettings),
-    `enforce_node_allocatable` (enforceNodeAllocatable).
+    `enforce_node_allocatable` (enforceNodeAllocatable). `key_sources` names, per (map,
+    signal) — `("hard", "memory.available")` — a source other than the map's (the drop-in that
+    set that one key); `defaults_applied` says the kubelet's defaults are already in `hard`
+    (the base file's fix-up before drop-ins merge: `kubelet_base_for_dropins`), so `resolve`
+    adds none.
     """
 
     hard: dict[str, str] | None = None
@@ -445,6 +494,8 @@ class RawEviction:
     max_pod_grace_period: int | None = None
     pressure_transition_period: float | None = None
     source: str = "kubegc flags"
+    key_sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    defaults_applied: bool = False
 
 
 def raw_from_flags(
@@ -495,7 +546,43 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEviction:
+def kubelet_base_for_dropins(
+    base: Mapping[str, Any], *, merge_defaults: bool, version: KubeletVersion | None = None
+) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    """The base config file as the kubelet holds it when it merges drop-ins onto it.
+
+    The rule (cmd/kubelet/app/server.go `loadConfigFile`, run on the base file before
+    `mergeKubeletConfigurations`): an unset `evictionHard` becomes the defaults
+    (`default_eviction_hard`); a set one, with `mergeDefaultEvictionSettings: true` in the base
+    file (from 1.33, kubernetes/kubernetes#127577), gets every unlisted default added. So a
+    drop-in's `evictionHard` merges key by key onto the defaults, and
+    `mergeDefaultEvictionSettings` counts only in the base file. `base` must have passed
+    `raw_from_kubelet_config`. The defaults are kubelet `version`'s (`default_eviction_hard`;
+    `merge_defaults` counts only where `honours_merge_defaults`). Returns (a deep copy of
+    `base` with that done, the source of each key added:
+    `{("evictionHard", signal): SOURCE_DEFAULT or SOURCE_MERGED_DEFAULT}`).
+    """
+    doc: dict[str, Any] = copy.deepcopy(dict(base))
+    added: dict[tuple[str, ...], str] = {}
+    defaults = default_eviction_hard(version)
+    hard = doc.get("evictionHard")
+    if hard is None:
+        doc["evictionHard"] = dict(defaults)
+        added.update({("evictionHard", s): SOURCE_DEFAULT for s in defaults})
+    elif merge_defaults and honours_merge_defaults(version):
+        for signal, value in defaults.items():
+            if signal not in hard:
+                hard[signal] = value
+                added[("evictionHard", signal)] = SOURCE_MERGED_DEFAULT
+    return doc, added
+
+
+def raw_from_kubelet_config(
+    doc: Mapping[str, Any] | None,
+    source: str,
+    *,
+    provenance: Mapping[tuple[str, ...], str] | None = None,
+) -> RawEviction:
     """The eviction fields of a decoded KubeletConfiguration → `RawEviction`.
 
     Reads `evictionHard`, `evictionSoft`, `evictionSoftGracePeriod`, `evictionMinimumReclaim`
@@ -505,11 +592,26 @@ def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEv
     `enforceNodeAllocatable` (list of strings). A null field is unset. `source` names the file;
     each map's source is `"<file>: <key>"`. Raises `BadInput` naming the file and key for a
     value of the wrong type (numbers must be quoted, as the kubelet's decoder requires).
+
+    `provenance` (key path → file, or a `SOURCE_*` default; as `KubeletFiles.provenance` and
+    `kubelet_base_for_dropins` give it) names the file that set each value of a merged
+    document: errors and `key_sources` name it (`"<file>: evictionHard"`).
     """
     if doc is None:
         return RawEviction(source=source)
     if not isinstance(doc, Mapping):
         raise BadInput(f"{source}: not a KubeletConfiguration (expected a mapping)")
+    prov = provenance or {}
+
+    def where(*path: str) -> str:
+        for n in range(len(path), 0, -1):
+            if path[:n] in prov:
+                found = prov[path[:n]]
+                if found in (SOURCE_DEFAULT, SOURCE_MERGED_DEFAULT):
+                    return found
+                return f"{found}: {path[0]}"
+        return f"{source}: {path[0]}"
+
     raw = RawEviction(source=source)
     for attr, key in _CONFIG_MAPS:
         setattr(raw, f"{attr}_source", f"{source}: {key}")
@@ -517,43 +619,46 @@ def raw_from_kubelet_config(doc: Mapping[str, Any] | None, source: str) -> RawEv
         if value is None:
             continue
         if not isinstance(value, Mapping):
-            raise BadInput(f"{source}: {key} must be a mapping of signal to string, got {value!r}")
+            raise BadInput(f"{where(key)} must be a mapping of signal to string, got {value!r}")
         entries: dict[str, str] = {}
         for name, text in value.items():
             if not isinstance(name, str) or not isinstance(text, str):
                 raise BadInput(
-                    f"{source}: {key}: {name!r}: {text!r} must be a string (quote the value)"
+                    f"{where(key, str(name))}: {name!r}: {text!r} must be a string "
+                    "(quote the value)"
                 )
             entries[name] = text
+            if prov and where(key, name) != f"{source}: {key}":
+                raw.key_sources[(attr, name)] = where(key, name)
         setattr(raw, attr, entries)
     grace = doc.get("evictionMaxPodGracePeriod")
     if grace is not None:
         if isinstance(grace, bool) or not isinstance(grace, int) or abs(grace) > _INT32_MAX:
             raise BadInput(
-                f"{source}: evictionMaxPodGracePeriod {_short(grace)} must be an integer (seconds)"
+                f"{where('evictionMaxPodGracePeriod')} {_short(grace)} must be an integer (seconds)"
             )
         raw.max_pod_grace_period = grace
     period = doc.get("evictionPressureTransitionPeriod")
     if period is not None:
         if not isinstance(period, str):
             raise BadInput(
-                f"{source}: evictionPressureTransitionPeriod {_short(period)} must be a "
+                f"{where('evictionPressureTransitionPeriod')} {_short(period)} must be a "
                 "duration string (e.g. 5m)"
             )
-        seconds = parse_duration(period, flag=f"{source}: evictionPressureTransitionPeriod")
+        seconds = parse_duration(period, flag=f"{where('evictionPressureTransitionPeriod')}")
         raw.pressure_transition_period = seconds if seconds != 0 else None
     merge = doc.get("mergeDefaultEvictionSettings")
     if merge is not None:
         if not isinstance(merge, bool):
             raise BadInput(
-                f"{source}: mergeDefaultEvictionSettings {_short(merge)} must be true or false"
+                f"{where('mergeDefaultEvictionSettings')} {_short(merge)} must be true or false"
             )
         raw.merge_defaults = merge
     enforce = doc.get("enforceNodeAllocatable")
     if enforce is not None:
         if not isinstance(enforce, list) or not all(isinstance(x, str) for x in enforce):
             raise BadInput(
-                f"{source}: enforceNodeAllocatable {_short(enforce)} must be a list of strings"
+                f"{where('enforceNodeAllocatable')} {_short(enforce)} must be a list of strings"
             )
         raw.enforce_node_allocatable = list(enforce)
     return raw
@@ -659,7 +764,8 @@ class EvictionConfig:
     ignored grace period, containerfs values the kubelet overwrites).
     `max_pod_grace_period` is in seconds (soft evictions), `pressure_transition_period` in
     seconds, `enforce_node_allocatable_pods` says whether the allocatable copy applies.
-    `setting_sources` names the source of each scalar setting.
+    `setting_sources` names the source of each scalar setting. `kubelet_version` ("1.30") is
+    the kubelet version whose defaults apply, `kubelet_version_source` where it came from.
     """
 
     thresholds: list[Threshold] = field(default_factory=list)
@@ -670,6 +776,8 @@ class EvictionConfig:
     enforce_node_allocatable_pods: bool = True
     merge_defaults: bool = False
     setting_sources: dict[str, str] = field(default_factory=dict)
+    kubelet_version: str = ""
+    kubelet_version_source: str = ""
 
 
 def _first_map(layers: Sequence[RawEviction], attr: str) -> tuple[dict[str, str] | None, str]:
@@ -678,6 +786,13 @@ def _first_map(layers: Sequence[RawEviction], attr: str) -> tuple[dict[str, str]
         if value is not None:
             return value, str(getattr(layer, f"{attr}_source"))
     return None, ""
+
+
+def _key_sources(layers: Sequence[RawEviction], attr: str) -> dict[tuple[str, str], str]:
+    for layer in layers:
+        if getattr(layer, attr) is not None:
+            return layer.key_sources
+    return {}
 
 
 def _first_scalar(layers: Sequence[RawEviction], attr: str, default: Any) -> tuple[Any, str]:
@@ -692,8 +807,13 @@ def _ordered(entries: Mapping[str, Any]) -> list[str]:
     return sorted(entries, key=SIGNALS.index)
 
 
-def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
-    """The kubelet's eviction configuration from layers given in precedence order.
+def resolve(
+    layers: Sequence[RawEviction], *, version: KubeletVersion | None = None
+) -> EvictionConfig:
+    """The kubelet's eviction configuration from layers given in precedence order, for
+    kubelet `version` (None: the newest kubegc knows): its defaults (`default_eviction_hard`)
+    and whether it reads mergeDefaultEvictionSettings (`honours_merge_defaults`; a note when
+    the field is set but ignored).
 
     Each map (hard, soft, grace periods, minimum reclaims) and each scalar setting comes whole
     from the first layer that sets it — kubegc's flags, then the running kubelet's command line,
@@ -708,25 +828,36 @@ def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
     value and for a soft threshold without a grace period.
     """
     cfg = EvictionConfig()
+    defaults = default_eviction_hard(version)
     hard, hard_source = _first_map(layers, "hard")
     soft, soft_source = _first_map(layers, "soft")
     grace, grace_source = _first_map(layers, "grace")
     min_reclaim, min_reclaim_source = _first_map(layers, "min_reclaim")
     merge, merge_source = _first_scalar(layers, "merge_defaults", False)
+    if merge and not honours_merge_defaults(version):
+        assert version is not None
+        cfg.notes.append(
+            f"mergeDefaultEvictionSettings ({merge_source}) is ignored: kubelet "
+            f"{version[0]}.{version[1]} has no such field (it exists from "
+            f"{MERGE_DEFAULTS_SINCE[0]}.{MERGE_DEFAULTS_SINCE[1]})"
+        )
+        merge = False
     cfg.merge_defaults = bool(merge)
     cfg.setting_sources["merge_defaults"] = merge_source
 
     hard_entries: dict[str, tuple[str, str]] = {}
     if hard is None:
-        hard_entries = {s: (v, SOURCE_DEFAULT) for s, v in DEFAULT_EVICTION_HARD.items()}
+        hard_entries = {s: (v, SOURCE_DEFAULT) for s, v in defaults.items()}
     else:
-        hard_entries = {s: (v, hard_source) for s, v in hard.items()}
-        missing = [s for s in DEFAULT_EVICTION_HARD if s not in hard]
-        if missing and cfg.merge_defaults:
+        keys = _key_sources(layers, "hard")
+        hard_entries = {s: (v, keys.get(("hard", s), hard_source)) for s, v in hard.items()}
+        missing = [s for s in defaults if s not in hard]
+        applied = any(layer.defaults_applied for layer in layers if layer.hard is hard)
+        if missing and cfg.merge_defaults and not applied:
             for s in missing:
-                hard_entries[s] = (DEFAULT_EVICTION_HARD[s], SOURCE_MERGED_DEFAULT)
+                hard_entries[s] = (defaults[s], SOURCE_MERGED_DEFAULT)
         elif missing:
-            names = ", ".join(f"{s}<{DEFAULT_EVICTION_HARD[s]}" for s in missing)
+            names = ", ".join(f"{s}<{defaults[s]}" for s in missing)
             verb = "default is" if len(missing) == 1 else "defaults are"
             cfg.notes.append(
                 f"{names} {verb} not in force because evictionHard is set ({hard_source}); "
@@ -746,20 +877,29 @@ def resolve(layers: Sequence[RawEviction]) -> EvictionConfig:
 
     soft_parsed: list[Threshold] = []
     soft = soft or {}
+    soft_keys = _key_sources(layers, "soft")
     for signal in soft:
-        _check_signal(signal, where=soft_source)
+        _check_signal(signal, where=soft_keys.get(("soft", signal), soft_source))
     for signal in _ordered(soft):
-        t = parse_threshold_value(signal, soft[signal], where=soft_source)
+        where = soft_keys.get(("soft", signal), soft_source)
+        t = parse_threshold_value(signal, soft[signal], where=where)
         if t is None:
-            cfg.disabled.append((signal, soft[signal], soft_source))
+            cfg.disabled.append((signal, soft[signal], where))
         else:
-            soft_parsed.append(replace(t, source=soft_source))
+            soft_parsed.append(replace(t, source=where))
 
     grace = grace or {}
-    periods = {s: parse_grace_period(s, grace[s], where=grace_source) for s in grace}
+    gk = _key_sources(layers, "grace")
+    periods = {
+        s: parse_grace_period(s, grace[s], where=gk.get(("grace", s), grace_source)) for s in grace
+    }
     min_reclaim = min_reclaim or {}
+    mk = _key_sources(layers, "min_reclaim")
     reclaims = {
-        s: parse_min_reclaim(s, min_reclaim[s], where=min_reclaim_source) for s in min_reclaim
+        s: parse_min_reclaim(
+            s, min_reclaim[s], where=mk.get(("min_reclaim", s), min_reclaim_source)
+        )
+        for s in min_reclaim
     }
 
     soft_thresholds: list[Threshold] = []

@@ -7,6 +7,11 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CgroupDriver(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SYSTEMD: _ClassVar[CgroupDriver]
+    CGROUPFS: _ClassVar[CgroupDriver]
+
 class NamespaceMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     POD: _ClassVar[NamespaceMode]
@@ -25,6 +30,8 @@ class ContainerState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CONTAINER_RUNNING: _ClassVar[ContainerState]
     CONTAINER_EXITED: _ClassVar[ContainerState]
     CONTAINER_UNKNOWN: _ClassVar[ContainerState]
+SYSTEMD: CgroupDriver
+CGROUPFS: CgroupDriver
 POD: NamespaceMode
 CONTAINER: NamespaceMode
 NODE: NamespaceMode
@@ -92,6 +99,22 @@ class StatusResponse(_message.Message):
     status: RuntimeStatus
     info: _containers.ScalarMap[str, str]
     def __init__(self, status: _Optional[_Union[RuntimeStatus, _Mapping]] = ..., info: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RuntimeConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RuntimeConfigResponse(_message.Message):
+    __slots__ = ("linux",)
+    LINUX_FIELD_NUMBER: _ClassVar[int]
+    linux: LinuxRuntimeConfiguration
+    def __init__(self, linux: _Optional[_Union[LinuxRuntimeConfiguration, _Mapping]] = ...) -> None: ...
+
+class LinuxRuntimeConfiguration(_message.Message):
+    __slots__ = ("cgroup_driver",)
+    CGROUP_DRIVER_FIELD_NUMBER: _ClassVar[int]
+    cgroup_driver: CgroupDriver
+    def __init__(self, cgroup_driver: _Optional[_Union[CgroupDriver, str]] = ...) -> None: ...
 
 class Int64Value(_message.Message):
     __slots__ = ("value",)

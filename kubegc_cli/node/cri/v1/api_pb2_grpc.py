@@ -104,6 +104,11 @@ class RuntimeServiceStub:
                 request_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
                 response_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.RuntimeConfig = channel.unary_unary(
+                '/runtime.v1.RuntimeService/RuntimeConfig',
+                request_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigRequest.SerializeToString,
+                response_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -193,6 +198,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RuntimeConfig(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -265,6 +276,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusRequest.FromString,
                     response_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusResponse.SerializeToString,
+            ),
+            'RuntimeConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.RuntimeConfig,
+                    request_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigRequest.FromString,
+                    response_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -645,6 +661,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/Status',
             kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
             kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RuntimeConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/RuntimeConfig',
+            kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigRequest.SerializeToString,
+            kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.RuntimeConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,
