@@ -147,3 +147,18 @@ def test_no_reports_says_so() -> None:
     text = rendered([], 80)
     assert text.splitlines()[0] == "no NodeGCReports: is kubegc agent running on the nodes?"
     assert "0 node(s)" in text
+
+
+def test_report_text_is_plain_text_never_markup_nor_escape_sequences() -> None:
+    hostile = [
+        report("n[/x]", reclaimable=Gi, mode="[red]x",
+               conditions=("Disk\x1b]8;;http://e\x07Pressure", "[link=http://e]P"),
+               signals=(SignalMargin("nodefs.available", "[/b]10%", Gi, Mi, False),),
+               error="open [/var/lib/kubelet/pods]: [bold red]denied[/] \x1b[2J"),
+    ]  # fmt: skip
+    text = rendered(hostile, 200)  # the old code raised rich's MarkupError here
+    assert "\x1b" not in text and "\x07" not in text
+    for shown in ["n[/x]", "[red]x", "[/b]10%", "open [/var/lib/kubelet/pods]:",
+                  "[bold", "denied[/]", "\\x1b[2J", "[link=http://e]P", "\\x1b]8;;"]:  # fmt: skip
+        assert shown in text, f"{shown!r} not shown as it is:\n{text}"
+    assert "\\x1b" in pressure_cell(("Disk\x1bPressure",))
