@@ -42,7 +42,8 @@ def fleet(ctx: click.Context, /, **opts: Any) -> None:
     (--kubeconfig, --context). Lists the nodes with the most reclaimable bytes, the nodes
     nearest to eviction (a met threshold first, then the smallest margin: available minus
     threshold, in the signal's unit), and the reports that are not current: stale (observed
-    longer ago than --stale, or never) or failing (the last cycle's error). The last line
+    longer ago than --stale, or never, or dated more than 5 minutes ahead of this clock:
+    flagged future) or failing (the last cycle's error). The last line
     sums up every report. Bytes are shown in binary units; -o json or -o yaml gives every
     report whole, bytes as integers.
 

@@ -24,6 +24,10 @@ PLURAL = "nodegcreports"
 LEASE_PREFIX = "kubegc-apply-"
 #: At most this many items in any list of a report (pods to evict first, ...).
 TOP = 5
+#: A report's time (`observedAt`, `lastApply.at`) more than this many seconds ahead of the
+#: reader's clock is not believed: clocks may run a little ahead, a time far in the future is
+#: a broken clock or a forged report (any node's agent can write any report).
+FUTURE_SKEW = 300
 
 
 def lease_name(slot: int) -> str:

@@ -61,6 +61,8 @@ def _plain_row(t: Any, *cells: str) -> None:
 
 
 def age_cell(row: NodeRow) -> str:
+    if row.future:
+        return "future"
     return "never" if row.age is None else format_duration(row.age)
 
 
@@ -139,11 +141,13 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
         console.print()
     if view.not_current:
         t = _table(
-            f"Reports not current (stale after {stale_after}, or the last cycle failed)",
+            f"Reports not current (stale after {stale_after} or dated ahead, or the last cycle "
+            "failed)",
             [("NODE", "text"), ("OBSERVED", "num"), ("STATE", "word"), ("ERROR", "text")],
         )
         for r in view.not_current:
-            state = ", ".join(w for w, on in (("stale", r.stale), ("failing", r.failing)) if on)
+            flags = (("stale", r.stale), ("future", r.future), ("failing", r.failing))
+            state = ", ".join(w for w, on in flags if on)
             _plain_row(t, safe_text(r.node), age_cell(r), state, safe_text(r.report.error) or "-")
         console.print(t)
         console.print()

@@ -68,6 +68,22 @@ def test_a_report_exactly_at_the_stale_limit_is_not_stale() -> None:
     assert [r.stale for r in v.rows] == [False, True]
 
 
+def test_a_report_dated_more_than_5_minutes_ahead_is_flagged_and_stale() -> None:
+    reports = [report("a", ago=-300), report("b", ago=-301, reclaimable=Gi),
+               report("c", ago=None), NodeReport("d", "9999-12-31T23:59:59Z")]  # fmt: skip
+    v = fleet_view(reports, NOW, FleetOptions(stale=900))
+    assert [(r.node, r.stale, r.future) for r in v.rows] == [
+        ("a", False, False),
+        ("b", True, True),
+        ("c", True, False),
+        ("d", True, True),
+    ]
+    assert v.summary()["stale"] == 3 and v.summary()["current"] == 1
+    assert v.to_dict()["nodes"][3]["future"] is True
+    text = rendered(reports, 100)
+    assert "stale, future" in text and "future*" in text
+
+
 def test_the_json_document_holds_every_report_whole() -> None:
     reports = [report(f"n{i}", reclaimable=i * Ti + 1) for i in range(15)]
     doc = fleet_view(reports, NOW, FleetOptions(top=2)).to_dict()
