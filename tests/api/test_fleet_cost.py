@@ -17,7 +17,10 @@ import pytest
 
 from kubegc_cli.core.fleet import (
     GROUP,
+    NAME_MAX,
     PLURAL,
+    POD_NAME_MAX,
+    TEXT_MAX,
     TOP,
     VERSION,
     Category,
@@ -46,7 +49,8 @@ def documented(name: str) -> int:
 
 
 def largest_report(node: str) -> NodeReport:
-    """A report with every list full and every string long: what a node writes at most."""
+    """A report with every list full and every free-text string and name at its bound: what
+    an honest node writes at most."""
     big = 987_654_321_098
     return NodeReport(
         node=node,
@@ -60,7 +64,8 @@ def largest_report(node: str) -> NodeReport:
         ),
         conditions=("MemoryPressure", "DiskPressure", "PIDPressure"),
         evict_first=tuple(
-            EvictCandidate("n" * 63, "p" * 63, "nodefs.available") for _ in range(TOP)
+            EvictCandidate("n" * NAME_MAX, "p" * POD_NAME_MAX, "nodefs.available")
+            for _ in range(TOP)
         ),
         residue={r: 12345 for r in RESIDUE},
         last_apply=LastApply(
@@ -69,10 +74,10 @@ def largest_report(node: str) -> NodeReport:
             1234,
             big,
             12,
-            "e" * 200,
+            "e" * TEXT_MAX,
         ),
-        error="x" * 200,
-        paused="y" * 200,
+        error="x" * TEXT_MAX,
+        paused="y" * TEXT_MAX,
     )
 
 
