@@ -74,8 +74,9 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               metavar="N",
               help="Nodes of the cluster applying at once: Leases kubegc-apply-0 .. N-1 in "
                    "--lease-namespace.")  # fmt: skip
-@click.option("--lease-namespace", default="kube-system", show_default=True, metavar="NS",
-              type=GIVEN, help="Namespace of the apply slots' Leases.")  # fmt: skip
+@click.option("--lease-namespace", default="kubegc", show_default=True, metavar="NS",
+              type=GIVEN, help="Namespace of the apply slots' Leases (kubegc's own: the "
+                               "agent may create Leases there, and only there).")  # fmt: skip
 @click.option("--max-failed-percent", type=click.FloatRange(0, 100), default=20.0,
               show_default=True, metavar="PCT",
               help="Circuit breaker: take no apply slot while more than this share of the "

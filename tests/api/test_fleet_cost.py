@@ -147,8 +147,8 @@ def test_a_lease_is_as_small_as_the_arithmetic_assumes(agent: Any, admin: Any) -
 
     slot = lease_name(8)
     with contextlib.suppress(ApiException):
-        client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kube-system")
-    path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+        client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kubegc")
+    path = "/apis/coordination.k8s.io/v1/namespaces/kubegc/leases"
     at = "2026-11-29T12:00:00.000000Z"
     spec = {"holderIdentity": "n" * 63, "leaseDurationSeconds": 60, "acquireTime": at,
             "renewTime": at, "leaseTransitions": 3}  # fmt: skip
@@ -163,7 +163,7 @@ def test_a_lease_is_as_small_as_the_arithmetic_assumes(agent: Any, admin: Any) -
         header_params={"Content-Type": "application/json", "Accept": "application/json"},
     )
     assert agent.call_api(method, url, header_params=headers, body=body).status == 201
-    size = served_bytes(agent, f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{slot}")
+    size = served_bytes(agent, f"/apis/coordination.k8s.io/v1/namespaces/kubegc/leases/{slot}")
     print(f"lease: served {size} bytes")
     assert size <= documented("LEASE_MAX"), size
 

@@ -309,9 +309,9 @@ GRANTS: dict[tuple[str, str], set[Rule]] = {
         ("update", "kubegc.io", "nodegcreports/status", None, ()),
         ("list", "kubegc.io", "nodegcreports", None, ()),  # apply mode: the breaker
         ("create", "", "events", "default", ()),
-        ("get", "coordination.k8s.io", "leases", "kube-system", SLOTS),
-        ("update", "coordination.k8s.io", "leases", "kube-system", SLOTS),
-        ("create", "coordination.k8s.io", "leases", "kube-system", ()),
+        ("get", "coordination.k8s.io", "leases", "kubegc", SLOTS),
+        ("update", "coordination.k8s.io", "leases", "kubegc", SLOTS),
+        ("create", "coordination.k8s.io", "leases", "kubegc", ()),
     },
     ("kubegc", "kubegc-prune"): {
         ("list", "", "pods", None, ()),
