@@ -44,6 +44,7 @@ from kubegc_cli.core.units import format_duration
 from kubegc_cli.policy.fleet import first_delay
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.events import policy_rejected, post_events
+from kubegc_cli.report.metrics import sample_value
 
 #: Cycle timeout when none is given: how long a cycle may run before `/healthz` says the loop
 #: is stuck (added to twice the interval).
@@ -294,7 +295,9 @@ class LoopState:
         taken = {line.split()[2] for line in head.splitlines() if line.startswith("# TYPE ")}
         for name, kind, text, value in rows:
             if name not in taken:
-                out.append(f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {value:g}\n")
+                out.append(
+                    f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {sample_value(value)}\n"
+                )
         return "".join(out)
 
 
