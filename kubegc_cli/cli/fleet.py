@@ -23,7 +23,9 @@ from kubegc_cli.render.fleet import render_fleet
     default=DEFAULT_STALE,
     show_default=True,
     metavar="DURATION",
-    help="A report observed longer ago than this is stale (its agent is not reporting).",
+    help="A report observed longer ago than this is stale (its agent is not reporting). A "
+    "quiet agent writes only at its --heartbeat (30m): the default is that, one --interval "
+    "(5m) and slack.",
 )
 @click.option(
     "--top",

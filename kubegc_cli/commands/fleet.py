@@ -36,7 +36,9 @@ from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, ope
 from kubegc_cli.node.pods.evicted import close_api
 
 VIEW_KIND = "FleetView"
-DEFAULT_STALE = "15m"
+#: A quiet, healthy agent writes its report only at its heartbeat (30m): stale after the
+#: heartbeat, one interval (5m) and as much again of slack.
+DEFAULT_STALE = "40m"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,7 @@ class FleetOptions:
     """`stale`: seconds after which a report counts as stale (the agent is not reporting);
     `top`: rows in each ranked list (0 = every node)."""
 
-    stale: float = 900.0
+    stale: float = 2400.0
     top: int = 10
 
 

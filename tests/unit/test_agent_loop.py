@@ -197,10 +197,13 @@ def test_once_runs_one_cycle_at_once_and_its_exit_code_says_how_it_went(
     clock = SteppedClock()
     state = LoopState(INTERVAL, clock=clock)
     seam = ScriptedCycle([step], clock=clock, stepped=clock)
+    said: list[str] = []
     end = run_loop(seam, policy(once=True), state, sleep=clock.sleep, draw=lambda: 0.9,
-                   received=lambda: None, say=lambda *_: None)  # fmt: skip
+                   received=lambda: None, say=lambda _, m: said.append(m))  # fmt: skip
     assert seam.starts == [1000.0] and clock.waits == []  # no delay
     assert exit_code(end, once=True) == code
+    # --once exits after its cycle: a failure says nothing about retrying
+    assert len(said) == code and not any("retrying" in m for m in said), said
 
 
 @pytest.mark.parametrize(

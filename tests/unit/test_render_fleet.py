@@ -8,9 +8,10 @@ import io
 
 import pytest
 
-from kubegc_cli.commands.fleet import FleetOptions, age_of, fleet_view
+from kubegc_cli.agent.options import AgentOptions
+from kubegc_cli.commands.fleet import DEFAULT_STALE, FleetOptions, age_of, fleet_view
 from kubegc_cli.core.fleet import LastApply, NodeReport, SignalMargin
-from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339, parse_duration
 from kubegc_cli.render.fleet import count_cell, pressure_cell, render_fleet, summary_line
 
 NOW = 1_764_900_000 * 10**9  # 2025-12-05T02:00:00Z
@@ -63,6 +64,15 @@ def test_the_view_ranks_reclaimable_nearest_and_not_current() -> None:
     )
 
 
+def test_by_default_a_quiet_agent_writing_at_its_heartbeat_is_not_stale() -> None:
+    a = AgentOptions()
+    assert parse_duration(DEFAULT_STALE) == FleetOptions().stale == 2400
+    assert FleetOptions().stale > a.heartbeat + a.interval  # a write 35 minutes ago is current
+    v = fleet_view([report("quiet", ago=a.heartbeat + a.interval), report("gone", ago=2401)],
+                   NOW, FleetOptions())  # fmt: skip
+    assert [(r.node, r.stale) for r in v.rows] == [("gone", True), ("quiet", False)]
+
+
 def test_a_report_exactly_at_the_stale_limit_is_not_stale() -> None:
     v = fleet_view([report("a", ago=900), report("b", ago=901)], NOW, FleetOptions(stale=900))
     assert [r.stale for r in v.rows] == [False, True]
@@ -91,7 +101,7 @@ def test_the_json_document_holds_every_report_whole() -> None:
     by_name = {n["node"]: n for n in doc["nodes"]}
     assert all(by_name[r.node]["status"] == r.to_status() for r in reports)
     assert doc["summary"]["reclaimable_bytes"] == sum(i * Ti + 1 for i in range(15))
-    assert doc["now"] == "2025-12-05T02:00:00Z" and doc["stale_after_seconds"] == 900
+    assert doc["now"] == "2025-12-05T02:00:00Z" and doc["stale_after_seconds"] == 2400
 
 
 # --- the tables -----------------------------------------------------------------------------
