@@ -188,3 +188,14 @@ def test_report_text_is_plain_text_never_markup_nor_escape_sequences() -> None:
                   "[bold", "denied[/]", "\\x1b[2J", "[link=http://e]P", "\\x1b]8;;"]:  # fmt: skip
         assert shown in text, f"{shown!r} not shown as it is:\n{text}"
     assert "\\x1b" in pressure_cell(("Disk\x1bPressure",))
+
+
+def test_a_df_threshold_from_the_kubelet_config_is_never_read_as_markup() -> None:
+    from kubegc_cli.render.df import _threshold_text
+    from kubegc_cli.render.plan import make_console
+
+    row = {"signal": "nodefs.available", "hard": True, "met": True, "margin": -1,
+           "threshold": "[/x][red]10%", "threshold_quantity": Gi, "observed": Mi}  # fmt: skip
+    out = io.StringIO()
+    make_console(out).print("  eviction: " + _threshold_text(row), highlight=False)
+    assert "nodefs.available<[/x][red]10% = " in out.getvalue() and "MET" in out.getvalue()
