@@ -44,6 +44,7 @@ from kubegc_cli.core.units import format_duration
 from kubegc_cli.policy.fleet import first_delay
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.events import policy_rejected, post_events
+from kubegc_cli.report.metrics import sample_value
 
 #: Cycle timeout when none is given: how long a cycle may run before `/healthz` says the loop
 #: is stuck (added to twice the interval).
@@ -294,7 +295,9 @@ class LoopState:
         taken = {line.split()[2] for line in head.splitlines() if line.startswith("# TYPE ")}
         for name, kind, text, value in rows:
             if name not in taken:
-                out.append(f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {value:g}\n")
+                out.append(
+                    f"# HELP {name} {text}\n# TYPE {name} {kind}\n{name} {sample_value(value)}\n"
+                )
         return "".join(out)
 
 
@@ -338,7 +341,7 @@ def run_loop(
     cycles, failed = 0, False
     try:
         if policy.options.once:
-            failed = _one_cycle(agent, state, say)
+            failed = _one_cycle(agent, state, say, once=True)
             return Ending(_signal(received), failed, 1)
         due = state.clock() + first_delay(policy.options.interval, draw())
         while not state.stopping:
@@ -367,8 +370,11 @@ def _signal(received: Callable[[], int | None]) -> str:
     return "" if signum is None else stop.name_of(signum)
 
 
-def _one_cycle(agent: Cycle, state: LoopState, say: Callable[[str, str], None]) -> bool:
-    """Run one cycle; True when it failed (said in one line)."""
+def _one_cycle(
+    agent: Cycle, state: LoopState, say: Callable[[str, str], None], *, once: bool = False
+) -> bool:
+    """Run one cycle; True when it failed (said in one line: when the next cycle retries, or
+    nothing about retrying with `once`)."""
     state.started()
     began = state.clock()
     try:
@@ -381,9 +387,9 @@ def _one_cycle(agent: Cycle, state: LoopState, say: Callable[[str, str], None]) 
     duration = state.clock() - began
     state.ended(error, duration, metrics)
     if error:
-        next_in = format_duration(state.interval)
         said = " ".join(error.split())
-        say("error", f"cycle failed after {duration:.1f}s: {said}; retrying in {next_in}")
+        then = "" if once else f"; retrying in {format_duration(state.interval)}"
+        say("error", f"cycle failed after {duration:.1f}s: {said}{then}")
     return bool(error)
 
 

@@ -43,7 +43,7 @@ class AgentOptions:
     root_dir: str = "/var/lib/kubelet"
     pod_logs_dir: str | None = None
     apply_slots: int = 1
-    lease_namespace: str = "kube-system"
+    lease_namespace: str = "kubegc"
     lease_seconds: float = 60.0
     max_failed_percent: float = 20.0
     breaker_window: float = 3600.0

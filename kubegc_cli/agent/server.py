@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -29,6 +31,8 @@ METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 #: Seconds a connection may sit idle before its thread gives up on it.
 REQUEST_TIMEOUT = 10.0
+#: At most one line on stderr per this many seconds for requests that failed in the server.
+ERROR_LINE_EVERY = 60.0
 
 _LISTEN = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[^:\[\]]*)):(?P<port>[0-9]{1,5})")
 
@@ -49,6 +53,25 @@ def parse_listen(text: str) -> tuple[str, int]:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     dual_stack = False
+    _last_error_line = -ERROR_LINE_EVERY
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that failed: a client that went away early (a probe timing out, a
+        scraper closing: broken pipe, reset) is not an error of the agent's and says nothing;
+        anything else is one line on stderr, at most one per `ERROR_LINE_EVERY` seconds
+        (never a traceback per connection)."""
+        exc = sys.exc_info()[1]
+        if exc is None or isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        now = time.monotonic()
+        if now - self._last_error_line < ERROR_LINE_EVERY:
+            return
+        self._last_error_line = now
+        first = (str(exc).splitlines() or [""])[0]
+        sys.stderr.write(
+            f"kubegc agent: HTTP request from {client_address[0] if client_address else '?'} "
+            f"failed: {type(exc).__name__}{': ' + first if first else ''}\n"
+        )
 
     def server_bind(self) -> None:
         if self.dual_stack:  # `:port`: IPv4 and IPv6 both (an IPv6-only cluster too)

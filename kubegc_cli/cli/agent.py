@@ -74,12 +74,14 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               metavar="N",
               help="Nodes of the cluster applying at once: Leases kubegc-apply-0 .. N-1 in "
                    "--lease-namespace.")  # fmt: skip
-@click.option("--lease-namespace", default="kube-system", show_default=True, metavar="NS",
-              type=GIVEN, help="Namespace of the apply slots' Leases.")  # fmt: skip
+@click.option("--lease-namespace", default="kubegc", show_default=True, metavar="NS",
+              type=GIVEN, help="Namespace of the apply slots' Leases (kubegc's own: the "
+                               "agent may create Leases there, and only there).")  # fmt: skip
 @click.option("--max-failed-percent", type=click.FloatRange(0, 100), default=20.0,
               show_default=True, metavar="PCT",
               help="Circuit breaker: take no apply slot while more than this share of the "
-                   "reports showing a recent apply say it failed.")  # fmt: skip
+                   "reports showing an apply in the last hour say it failed (judged from 5 "
+                   "such applies on: with fewer the breaker stays closed).")  # fmt: skip
 @click.option("--window", type=GIVEN, metavar="WINDOW",
               help="When apply mode may act: DAYS HH:MM-HH:MM, ';'-separated (e.g. "
                    "'Mon-Fri 01:00-05:00; Sat,Sun 22:00-06:00') [default: always].")  # fmt: skip

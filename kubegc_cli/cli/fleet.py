@@ -23,7 +23,9 @@ from kubegc_cli.render.fleet import render_fleet
     default=DEFAULT_STALE,
     show_default=True,
     metavar="DURATION",
-    help="A report observed longer ago than this is stale (its agent is not reporting).",
+    help="A report observed longer ago than this is stale (its agent is not reporting). A "
+    "quiet agent writes only at its --heartbeat (30m): the default is that, one --interval "
+    "(5m) and slack.",
 )
 @click.option(
     "--top",
@@ -42,7 +44,8 @@ def fleet(ctx: click.Context, /, **opts: Any) -> None:
     (--kubeconfig, --context). Lists the nodes with the most reclaimable bytes, the nodes
     nearest to eviction (a met threshold first, then the smallest margin: available minus
     threshold, in the signal's unit), and the reports that are not current: stale (observed
-    longer ago than --stale, or never) or failing (the last cycle's error). The last line
+    longer ago than --stale, or never, or dated more than 5 minutes ahead of this clock:
+    flagged future) or failing (the last cycle's error). The last line
     sums up every report. Bytes are shown in binary units; -o json or -o yaml gives every
     report whole, bytes as integers.
 

@@ -12,7 +12,9 @@ written. From the reports (`fleet_view`, pure):
 - a summary computed from every report.
 
 A report's age is measured from its `observedAt` to the run's now (`--now`, else the edges'
-clock); an `observedAt` in the future (clock skew) counts as age 0.
+clock); an `observedAt` a little in the future (clock skew) counts as age 0; one more than
+`FUTURE_SKEW` seconds (5 minutes) ahead is not believed: the report is flagged `future` and
+counts as stale (a forged or broken time must not keep a report current forever).
 
 Raises `BadInput` (exit 2) when no credentials are found or they are unusable, and
 `ApiUnavailable` (exit 3) when the reports cannot be read to the end.
@@ -26,7 +28,7 @@ from typing import Any
 
 from kubegc_cli.commands.edges import edges
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.fleet import GROUP, KIND, PLURAL, NodeReport, SignalMargin
+from kubegc_cli.core.fleet import FUTURE_SKEW, GROUP, KIND, PLURAL, NodeReport, SignalMargin
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import NS_PER_SECOND, ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.node.fleet.reports import list_reports
@@ -34,7 +36,9 @@ from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, ope
 from kubegc_cli.node.pods.evicted import close_api
 
 VIEW_KIND = "FleetView"
-DEFAULT_STALE = "15m"
+#: A quiet, healthy agent writes its report only at its heartbeat (30m): stale after the
+#: heartbeat, one interval (5m) and as much again of slack.
+DEFAULT_STALE = "40m"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,19 +46,21 @@ class FleetOptions:
     """`stale`: seconds after which a report counts as stale (the agent is not reporting);
     `top`: rows in each ranked list (0 = every node)."""
 
-    stale: float = 900.0
+    stale: float = 2400.0
     top: int = 10
 
 
 @dataclass(frozen=True, slots=True)
 class NodeRow:
     """One node's report as the fleet view sees it: `age` seconds since `observedAt` (None:
-    never observed, or not an RFC 3339 time), `stale` per `FleetOptions.stale`, `nearest`
+    never observed, or not an RFC 3339 time), `stale` per `FleetOptions.stale` (or `future`),
+    `future` when `observedAt` lies more than `FUTURE_SKEW` seconds ahead of now, `nearest`
     its nearest signal (None when no signal was read)."""
 
     report: NodeReport
     age: float | None
     stale: bool
+    future: bool = False
 
     @property
     def node(self) -> str:
@@ -73,6 +79,7 @@ class NodeRow:
             "node": self.node,
             "age_seconds": self.age,
             "stale": self.stale,
+            "future": self.future,
             "failing": self.failing,
             "status": self.report.to_status(),
         }
@@ -133,6 +140,16 @@ def age_of(observed_at: str, now: int) -> float | None:
     return max(0, now - at) / NS_PER_SECOND
 
 
+def ahead_of(observed_at: str, now: int) -> bool:
+    """True when `observed_at` (RFC 3339) lies more than `FUTURE_SKEW` seconds after `now`
+    (ns): not believed."""
+    try:
+        at = rfc3339_to_ns(observed_at, what="observedAt") if observed_at else None
+    except BadInput:
+        return False
+    return at is not None and at > now + FUTURE_SKEW * NS_PER_SECOND
+
+
 def _top(rows: list[NodeRow], n: int) -> list[NodeRow]:
     return rows if n <= 0 else rows[:n]
 
@@ -142,7 +159,8 @@ def fleet_view(reports: Iterable[NodeReport], now: int, options: FleetOptions) -
     rows = []
     for report in sorted(reports, key=lambda r: r.node):
         age = age_of(report.observed_at, now)
-        rows.append(NodeRow(report, age, age is None or age > options.stale))
+        future = ahead_of(report.observed_at, now)
+        rows.append(NodeRow(report, age, future or age is None or age > options.stale, future))
     by_reclaimable = sorted(rows, key=lambda r: (-r.report.reclaimable, r.node))
 
     def nearness(r: NodeRow) -> tuple[bool, int, str]:

@@ -24,6 +24,24 @@ PLURAL = "nodegcreports"
 LEASE_PREFIX = "kubegc-apply-"
 #: At most this many items in any list of a report (pods to evict first, ...).
 TOP = 5
+#: The longest strings a report holds (deploy/kubernetes/crd-nodegcreport.yaml's `maxLength`s,
+#: which `to_status` cuts to, so that kubegc never writes what its CRD refuses): a name (a
+#: signal, a category, a condition, a namespace, a plan), a pod name (a DNS subdomain), a
+#: time or version, a threshold, free text (an error, why paused).
+NAME_MAX, POD_NAME_MAX, STAMP_MAX, THRESHOLD_MAX, TEXT_MAX = 63, 253, 64, 256, 1024
+#: The most items of each list and map of a report (the CRD's `maxItems`, `maxProperties`).
+CATEGORIES_MAX, SIGNALS_MAX, CONDITIONS_MAX, PLANS_MAX, RESIDUE_MAX = 32, 32, 8, 16, 32
+
+
+def cut(text: str, most: int) -> str:
+    """`text` at most `most` characters long: cut, its last character `…` when cut."""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+#: A report's time (`observedAt`, `lastApply.at`) more than this many seconds ahead of the
+#: reader's clock is not believed: clocks may run a little ahead, a time far in the future is
+#: a broken clock or a forged report (any node's agent can write any report).
+FUTURE_SKEW = 300
 
 
 def lease_name(slot: int) -> str:
@@ -42,7 +60,11 @@ class Category:
     reclaimable: int | None
 
     def to_status(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes": self.bytes, "reclaimableBytes": self.reclaimable}
+        return {
+            "name": cut(self.name, NAME_MAX),
+            "bytes": self.bytes,
+            "reclaimableBytes": self.reclaimable,
+        }
 
     @classmethod
     def from_status(cls, d: Mapping[str, Any]) -> Category:
@@ -65,8 +87,8 @@ class SignalMargin:
 
     def to_status(self) -> dict[str, Any]:
         return {
-            "signal": self.signal,
-            "threshold": self.threshold,
+            "signal": cut(self.signal, NAME_MAX),
+            "threshold": cut(self.threshold, THRESHOLD_MAX),
             "available": self.available,
             "margin": self.margin,
             "met": self.met,
@@ -94,7 +116,11 @@ class EvictCandidate:
     signal: str
 
     def to_status(self) -> dict[str, Any]:
-        return {"namespace": self.namespace, "name": self.name, "signal": self.signal}
+        return {
+            "namespace": cut(self.namespace, NAME_MAX),
+            "name": cut(self.name, POD_NAME_MAX),
+            "signal": cut(self.signal, NAME_MAX),
+        }
 
     @classmethod
     def from_status(cls, d: Mapping[str, Any]) -> EvictCandidate:
@@ -116,12 +142,12 @@ class LastApply:
 
     def to_status(self) -> dict[str, Any]:
         return {
-            "at": self.at,
-            "plans": list(self.plans),
+            "at": cut(self.at, STAMP_MAX),
+            "plans": [cut(p, NAME_MAX) for p in self.plans[:PLANS_MAX]],
             "removed": self.removed,
             "bytesFreed": self.bytes_freed,
             "failures": self.failures,
-            "error": self.error,
+            "error": cut(self.error, TEXT_MAX),
         }
 
     @classmethod
@@ -170,22 +196,23 @@ class NodeReport:
         return min(read, key=lambda s: (not s.met, s.margin))
 
     def to_status(self) -> dict[str, Any]:
-        """The CR's `status`: camelCase JSON, bounded lists."""
+        """The CR's `status`: camelCase JSON, every list and string within the CRD's bounds
+        (cut when longer: `cut`, the `*_MAX` bounds)."""
         nearest = self.nearest()
         return {
-            "observedAt": self.observed_at,
+            "observedAt": cut(self.observed_at, STAMP_MAX),
             "mode": self.mode,
-            "version": self.version,
-            "categories": [c.to_status() for c in self.categories],
+            "version": cut(self.version, STAMP_MAX),
+            "categories": [c.to_status() for c in self.categories[:CATEGORIES_MAX]],
             "reclaimableBytes": self.reclaimable,
-            "signals": [s.to_status() for s in self.signals],
-            "nearestSignal": nearest.signal if nearest else "",
-            "conditions": list(self.conditions),
+            "signals": [s.to_status() for s in self.signals[:SIGNALS_MAX]],
+            "nearestSignal": cut(nearest.signal, NAME_MAX) if nearest else "",
+            "conditions": [cut(c, NAME_MAX) for c in self.conditions[:CONDITIONS_MAX]],
             "evictFirst": [p.to_status() for p in self.evict_first[:TOP]],
-            "residue": dict(self.residue),
+            "residue": {cut(k, NAME_MAX): v for k, v in list(self.residue.items())[:RESIDUE_MAX]},
             "lastApply": self.last_apply.to_status() if self.last_apply else None,
-            "error": self.error,
-            "paused": self.paused,
+            "error": cut(self.error, TEXT_MAX),
+            "paused": cut(self.paused, TEXT_MAX),
         }
 
     @classmethod
@@ -227,6 +254,7 @@ def leading(n: int | None, digits: int = 2) -> int | None:
 
 
 def _material(r: NodeReport) -> NodeReport:
+    r = NodeReport.from_status(r.node, r.to_status())  # as written: cut to the CRD's bounds
     return replace(
         r,
         observed_at="",

@@ -21,7 +21,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.fleet import NodeReport
+from kubegc_cli.core.fleet import FUTURE_SKEW, NodeReport
 from kubegc_cli.core.units import NS_PER_SECOND, format_duration, rfc3339_to_ns
 
 # --- the first run ----------------------------------------------------------------------------
@@ -204,8 +204,10 @@ def breaker(
     """The fleet's circuit breaker: "" when closed, else why it is open (one line).
 
     Counts the reports whose last apply happened within `window` seconds before `now`
-    (seconds since the epoch; an apply stamped up to the future counts too, as other nodes'
-    clocks may run ahead; a report without a readable `lastApply.at` does not count). An apply
+    (seconds since the epoch; an apply stamped up to `FUTURE_SKEW` seconds in the future
+    counts too, as other nodes' clocks may run ahead; one stamped further ahead does not, so
+    that a forged or broken `lastApply.at` cannot hold the breaker open; nor does a report
+    without a readable `lastApply.at`). An apply
     failed when it had failures or an error. The breaker opens when at least `min_applied`
     applies count and more than `max_failed_percent` percent of them failed (strictly more:
     20% of 10 failed keeps it closed at 20). Raises `ValueError` for a negative window or a
@@ -218,7 +220,7 @@ def breaker(
     applied = failed = 0
     for r in reports:
         at = _at(r)
-        if at is None or at < now - window or r.last_apply is None:
+        if at is None or not now - window <= at <= now + FUTURE_SKEW or r.last_apply is None:
             continue
         applied += 1
         if r.last_apply.failures > 0 or r.last_apply.error:

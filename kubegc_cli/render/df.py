@@ -70,6 +70,12 @@ def _header(f: Filesystem) -> str:
     )
 
 
+def _unmarked(value: str) -> str:
+    """Text from a configuration file inside a line printed as rich markup: control
+    characters escaped, `[` escaped so it is never read as a tag."""
+    return safe_text(value).replace("[", "\\[")
+
+
 def _threshold_text(row: dict[str, Any]) -> str:
     inodes = row["signal"].endswith("inodesFree")
 
@@ -79,7 +85,7 @@ def _threshold_text(row: dict[str, Any]) -> str:
     kind = "hard" if row["hard"] else f"soft, {row['grace_period_seconds']:g}s grace"
     state = "[bold red]MET[/]" if row["met"] else f"margin {fmt(row['margin'])}"
     return (
-        f"{row['signal']}<{safe_text(row['threshold'])} = {fmt(row['threshold_quantity'])} "
+        f"{row['signal']}<{_unmarked(row['threshold'])} = {fmt(row['threshold_quantity'])} "
         f"({kind}): observed {fmt(row['observed'])}, {state}"
     )
 
@@ -188,7 +194,8 @@ def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None)
         ])  # fmt: skip
         for p in report.pods:
             pt.add_row(
-                safe_text(p.namespace or "?"), safe_text(p.name or p.uid), bytes_cell(p.logs),
+                Text(safe_text(p.namespace or "?")), Text(safe_text(p.name or p.uid)),
+                bytes_cell(p.logs),
                 bytes_cell(p.empty_dir), "unknown" if p.writable_layers is None else
                 bytes_cell(p.writable_layers), bytes_cell(p.footprint), str(len(p.mounted)),
                 "deleted" if p.deleted else "",

@@ -45,11 +45,24 @@ def amount(s: SignalMargin, n: int | None) -> str:
 
 
 def pressure_cell(conditions: tuple[str, ...]) -> str:
-    """The conditions held, short: `DiskPressure` → `Disk`; `-` for none."""
-    return ",".join(c.removesuffix("Pressure") for c in conditions) or "-"
+    """The conditions held, short: `DiskPressure` → `Disk`; `-` for none (control characters
+    replaced: the names come from a report)."""
+    return safe_text(",".join(c.removesuffix("Pressure") for c in conditions)) or "-"
+
+
+def _plain_row(t: Any, *cells: str) -> None:
+    """Add a row whose every cell is plain text: a report's text is never read as rich
+    markup (`[/var/lib]` would raise, `[red]` would style) and never reaches the terminal
+    with its control characters."""
+    # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
+    from rich.text import Text
+
+    t.add_row(*(Text(safe_text(c)) for c in cells))
 
 
 def age_cell(row: NodeRow) -> str:
+    if row.future:
+        return "future"
     return "never" if row.age is None else format_duration(row.age)
 
 
@@ -104,8 +117,8 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
         t = _table(title, columns)
         for r in view.by_reclaimable:
             last = r.report.last_apply
-            t.add_row(
-                safe_text(r.node), bytes_cell(r.report.reclaimable),
+            _plain_row(
+                t, safe_text(r.node), bytes_cell(r.report.reclaimable),
                 pressure_cell(r.report.conditions), safe_text(r.report.mode)[:6],
                 "-" if last is None else bytes_cell(last.bytes_freed),
                 age_cell(r) + ("*" if r.stale else ""),
@@ -120,20 +133,22 @@ def render_fleet(view: FleetView, *, out: IO[str] | None = None, width: int | No
         for r in view.nearest:
             s = r.nearest
             assert s is not None
-            t.add_row(
-                safe_text(r.node), safe_text(s.signal), safe_text(s.threshold),
+            _plain_row(
+                t, safe_text(r.node), safe_text(s.signal), safe_text(s.threshold),
                 amount(s, s.available), amount(s, s.margin), "MET" if s.met else "",
             )  # fmt: skip
         console.print(t)
         console.print()
     if view.not_current:
         t = _table(
-            f"Reports not current (stale after {stale_after}, or the last cycle failed)",
+            f"Reports not current (stale after {stale_after} or dated ahead, or the last cycle "
+            "failed)",
             [("NODE", "text"), ("OBSERVED", "num"), ("STATE", "word"), ("ERROR", "text")],
         )
         for r in view.not_current:
-            state = ", ".join(w for w, on in (("stale", r.stale), ("failing", r.failing)) if on)
-            t.add_row(safe_text(r.node), age_cell(r), state, safe_text(r.report.error) or "-")
+            flags = (("stale", r.stale), ("future", r.future), ("failing", r.failing))
+            state = ", ".join(w for w, on in flags if on)
+            _plain_row(t, safe_text(r.node), age_cell(r), state, safe_text(r.report.error) or "-")
         console.print(t)
         console.print()
     console.print(Text(summary_line(view), style="bold"))

@@ -192,7 +192,10 @@ def _unescape(value: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), value)
 
 
-def _number(value: float) -> str:
+def sample_value(value: float) -> str:
+    """A sample's value in the Prometheus text format at full precision: a whole number in
+    digits (a timestamp `1796450000`, never `1.79645e+09`), else `repr` (the shortest text
+    that reads back as the same float), `NaN`, `+Inf`, `-Inf`."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -250,7 +253,9 @@ def render(samples: Mapping[Key, float], metrics: Mapping[str, tuple[str, str]] 
         for labels, value in rows:
             inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
             lines.append(
-                f"{name}{{{inner}}} {_number(value)}" if inner else f"{name} {_number(value)}"
+                f"{name}{{{inner}}} {sample_value(value)}"
+                if inner
+                else f"{name} {sample_value(value)}"
             )
     return "\n".join(lines) + "\n"
 

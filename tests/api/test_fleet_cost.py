@@ -17,7 +17,10 @@ import pytest
 
 from kubegc_cli.core.fleet import (
     GROUP,
+    NAME_MAX,
     PLURAL,
+    POD_NAME_MAX,
+    TEXT_MAX,
     TOP,
     VERSION,
     Category,
@@ -46,7 +49,8 @@ def documented(name: str) -> int:
 
 
 def largest_report(node: str) -> NodeReport:
-    """A report with every list full and every string long: what a node writes at most."""
+    """A report with every list full and every free-text string and name at its bound: what
+    an honest node writes at most."""
     big = 987_654_321_098
     return NodeReport(
         node=node,
@@ -60,7 +64,8 @@ def largest_report(node: str) -> NodeReport:
         ),
         conditions=("MemoryPressure", "DiskPressure", "PIDPressure"),
         evict_first=tuple(
-            EvictCandidate("n" * 63, "p" * 63, "nodefs.available") for _ in range(TOP)
+            EvictCandidate("n" * NAME_MAX, "p" * POD_NAME_MAX, "nodefs.available")
+            for _ in range(TOP)
         ),
         residue={r: 12345 for r in RESIDUE},
         last_apply=LastApply(
@@ -69,10 +74,10 @@ def largest_report(node: str) -> NodeReport:
             1234,
             big,
             12,
-            "e" * 200,
+            "e" * TEXT_MAX,
         ),
-        error="x" * 200,
-        paused="y" * 200,
+        error="x" * TEXT_MAX,
+        paused="y" * TEXT_MAX,
     )
 
 
@@ -142,8 +147,8 @@ def test_a_lease_is_as_small_as_the_arithmetic_assumes(agent: Any, admin: Any) -
 
     slot = lease_name(8)
     with contextlib.suppress(ApiException):
-        client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kube-system")
-    path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+        client.CoordinationV1Api(admin).delete_namespaced_lease(slot, "kubegc")
+    path = "/apis/coordination.k8s.io/v1/namespaces/kubegc/leases"
     at = "2026-11-29T12:00:00.000000Z"
     spec = {"holderIdentity": "n" * 63, "leaseDurationSeconds": 60, "acquireTime": at,
             "renewTime": at, "leaseTransitions": 3}  # fmt: skip
@@ -158,7 +163,7 @@ def test_a_lease_is_as_small_as_the_arithmetic_assumes(agent: Any, admin: Any) -
         header_params={"Content-Type": "application/json", "Accept": "application/json"},
     )
     assert agent.call_api(method, url, header_params=headers, body=body).status == 201
-    size = served_bytes(agent, f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{slot}")
+    size = served_bytes(agent, f"/apis/coordination.k8s.io/v1/namespaces/kubegc/leases/{slot}")
     print(f"lease: served {size} bytes")
     assert size <= documented("LEASE_MAX"), size
 

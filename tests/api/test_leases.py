@@ -188,6 +188,30 @@ def test_microtimes_with_whole_seconds_are_accepted(admin: Any, namespace: str) 
     assert micro_time(0.25) == "1970-01-01T00:00:00.250000Z"
 
 
+@pytest.mark.parametrize(
+    ("renewed", "duration"),
+    [(datetime(9999, 12, 31, 23, 59, 59, 1, UTC), 60), (None, 2147483647)],
+    ids=["renewed-in-the-year-9999", "held-for-68-years"],
+)
+def test_a_squatted_slot_is_free_within_two_of_our_lease_durations(
+    admin: Any, namespace: str, renewed: datetime | None, duration: int
+) -> None:
+    from kubernetes import client
+
+    now = time.time()
+    spec = {"holderIdentity": "squatter", "leaseDurationSeconds": duration,
+            "renewTime": renewed or datetime.fromtimestamp(now - 2.5, UTC)}  # fmt: skip
+    body = {"metadata": {"name": lease_name(0)}, "spec": spec}
+    client.CoordinationV1Api(admin).create_namespaced_lease(namespace, body)
+    # a record the API server keeps as written, which without the clamp no agent would take
+    got = lease(admin, namespace, lease_name(0))
+    assert got.spec.holder_identity == "squatter"
+    assert got.spec.lease_duration_seconds == duration
+    a = slots(admin, namespace, "agent-a", lease_seconds=2)
+    assert a.acquire() == lease_name(0)
+    assert lease(admin, namespace, lease_name(0)).spec.holder_identity == "agent-a"
+
+
 def test_an_api_refusal_is_one_line(admin: Any) -> None:
     a = slots(admin, "no-such-namespace-" + uuid.uuid4().hex[:6], "agent-a")
     with pytest.raises(ApiUnavailable) as err:
@@ -202,7 +226,7 @@ def test_an_unreachable_api_is_one_line() -> None:
     cfg = client.Configuration()
     cfg.host = "https://127.0.0.1:1"
     cfg.retries = 0
-    a = ApplySlots(client.ApiClient(cfg), "kube-system", "agent-a", 1, timeout=2)
+    a = ApplySlots(client.ApiClient(cfg), "kubegc", "agent-a", 1, timeout=2)
     with pytest.raises(ApiUnavailable) as err:
         a.acquire()
     msg = str(err.value)

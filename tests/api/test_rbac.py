@@ -6,8 +6,8 @@ refused what they must not grant.
 What RBAC allows and what it cannot express, as these tests show it: the agent may list pods
 across the cluster (it always asks with a `spec.nodeName` field selector, which RBAC cannot
 require) and read any Node (RBAC cannot name "the node this pod runs on"); it may create a
-Lease of any name in kube-system (a create names no object to the authorizer) but read and
-update only the apply slots.
+Lease of any name in its own namespace kubegc (a create names no object to the authorizer)
+but read and update only the apply slots there, and no Lease at all in kube-system.
 """
 
 from __future__ import annotations
@@ -249,7 +249,7 @@ def test_the_agent_may_make_each_granted_call(
     )
     assert got["metadata"]["ownerReferences"][0]["uid"] == node.metadata.uid
 
-    slots = ApplySlots(agent, "kube-system", node_name, 10, lease_seconds=60)
+    slots = ApplySlots(agent, "kubegc", node_name, 10, lease_seconds=60)
     held = slots.acquire()  # any of kubegc-apply-0 … 9 that no live holder has
     assert held is not None and held.startswith("kubegc-apply-")
     assert slots.renew(held)
@@ -292,7 +292,15 @@ def test_the_agent_is_refused_what_it_does_not_need(
     refused(leases.replace_namespaced_lease, other, "kube-system",
             {"metadata": {"name": other}, "spec": {"holderIdentity": node_name}})  # fmt: skip
     refused(leases.create_namespaced_lease, "default", {"metadata": {"name": lease_name(0)}})
-    assert may(agent, "create", "leases", group="coordination.k8s.io", namespace="kube-system")
+    # nor created: a controller's leader-election Lease that does not exist yet cannot be
+    # squatted; the slots live in namespace kubegc
+    squat = f"kube-scheduler-{uuid.uuid4().hex[:6]}"
+    refused(leases.create_namespaced_lease, "kube-system",
+            {"metadata": {"name": squat}, "spec": {"holderIdentity": node_name}})  # fmt: skip
+    refused(leases.create_namespaced_lease, "kube-system", {"metadata": {"name": lease_name(0)}})
+    assert not may(agent, "create", "leases", group="coordination.k8s.io",
+                   namespace="kube-system")  # fmt: skip
+    assert may(agent, "create", "leases", group="coordination.k8s.io", namespace="kubegc")
 
     assert not may(agent, "get", "nodes", sub="proxy", name=node_name)  # exec, logs, ...
     assert not may(agent, "create", "nodes", sub="proxy", name=node_name)

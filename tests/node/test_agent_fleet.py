@@ -121,13 +121,12 @@ def test_one_apply_cycle_removes_reports_and_releases_its_slot(
     pods = tmp_path / "pods.json"
     pods.write_text(json.dumps(pod_list([p])))
     kubeconfig = control_plane.kubeconfig(AGENT, tmp_path / "kubeconfig")
-    lease_ns = "kube-system"
+    lease_ns = "kubegc"  # the default
     before = len(control_plane.requests(AGENT))
 
     res = subprocess.run(
         agent_argv(node, tmp_path, kubeconfig, node_name, pods, "--once", "--mode", "apply",
-                   "-n", ns, "--apply-slots", "1", "--lease-namespace", lease_ns,
-                   "--checks", "df,gc"),
+                   "-n", ns, "--apply-slots", "1", "--checks", "df,gc"),
         capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert res.returncode == 0, res.stderr

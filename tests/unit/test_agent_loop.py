@@ -6,6 +6,7 @@ clock the loop's waits step)."""
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -155,10 +156,31 @@ def test_the_state_counts_cycles_and_failures_for_metrics() -> None:
     assert "kubegc_cycle_seen 1\n" in text  # the cycle's own metrics first
     for line in ("kubegc_agent_loop_cycles_total 2", "kubegc_agent_loop_failed_cycles_total 1",
                  "kubegc_agent_loop_last_success 1", "kubegc_agent_loop_last_duration_seconds 4",
-                 "kubegc_agent_loop_last_start_timestamp_seconds 1.7e+09",
+                 "kubegc_agent_loop_last_start_timestamp_seconds 1700000000",
                  "kubegc_agent_policy_in_force 1"):  # fmt: skip
         assert f"\n{line}\n" in text, line
     assert state.alive is False  # the loop ended
+
+
+def test_every_agent_sample_is_written_at_full_precision() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    state = LoopState(INTERVAL, wall=lambda: 1_796_450_000.25)
+    state.started()
+    state.ended("", 0.125, "")
+    got = {s.name: s.value for f in text_string_to_metric_families(state.metrics_text())
+           for s in f.samples}  # fmt: skip
+    assert got["kubegc_agent_start_time_seconds"] == 1_796_450_000.25
+    assert got["kubegc_agent_loop_last_start_timestamp_seconds"] == 1_796_450_000.25
+    assert got["kubegc_agent_loop_last_duration_seconds"] == 0.125
+    # and with the real clock: now, to the second, not an hour off
+    real = LoopState(INTERVAL)
+    real.started()
+    got = {s.name: s.value for f in text_string_to_metric_families(real.metrics_text())
+           for s in f.samples}  # fmt: skip
+    for name in ("kubegc_agent_start_time_seconds",
+                 "kubegc_agent_loop_last_start_timestamp_seconds"):  # fmt: skip
+        assert abs(got[name] - time.time()) < 5, (name, got[name])
 
 
 @pytest.mark.parametrize(
@@ -175,10 +197,13 @@ def test_once_runs_one_cycle_at_once_and_its_exit_code_says_how_it_went(
     clock = SteppedClock()
     state = LoopState(INTERVAL, clock=clock)
     seam = ScriptedCycle([step], clock=clock, stepped=clock)
+    said: list[str] = []
     end = run_loop(seam, policy(once=True), state, sleep=clock.sleep, draw=lambda: 0.9,
-                   received=lambda: None, say=lambda *_: None)  # fmt: skip
+                   received=lambda: None, say=lambda _, m: said.append(m))  # fmt: skip
     assert seam.starts == [1000.0] and clock.waits == []  # no delay
     assert exit_code(end, once=True) == code
+    # --once exits after its cycle: a failure says nothing about retrying
+    assert len(said) == code and not any("retrying" in m for m in said), said
 
 
 @pytest.mark.parametrize(

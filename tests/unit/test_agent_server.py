@@ -229,3 +229,27 @@ def test_a_port_alone_serves_every_address() -> None:
             assert get(("::1", port), "/healthz")[:2] == (200, "ok\n")
     finally:
         ep.close()
+
+
+def test_a_client_going_away_early_writes_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ep = Endpoints("127.0.0.1:0", LoopState(0.2))
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+            try:
+                raise gone
+            except OSError:
+                ep.server.handle_error(None, ("10.0.0.9", 40000))
+        assert capsys.readouterr().err == ""
+        for _ in range(3):  # another failure: one line, and not again within the minute
+            try:
+                raise ValueError("bad request line\nsecond line")
+            except ValueError:
+                ep.server.handle_error(None, ("10.0.0.9", 40000))
+        err = capsys.readouterr().err
+        assert (
+            err == "kubegc agent: HTTP request from 10.0.0.9 failed: ValueError: bad request line\n"
+        )
+    finally:
+        ep.close()

@@ -21,7 +21,14 @@ from kubernetes_validate.utils import all_versions, major_minor
 
 from kubegc_cli import __version__
 from kubegc_cli.cli.main import main
-from kubegc_cli.core.fleet import lease_name
+from kubegc_cli.core.fleet import (
+    Category,
+    EvictCandidate,
+    LastApply,
+    NodeReport,
+    SignalMargin,
+    lease_name,
+)
 from tests.unit.hostfixtures import (
     MOUNTINFO_V1,
     V1_ROOT,
@@ -302,9 +309,9 @@ GRANTS: dict[tuple[str, str], set[Rule]] = {
         ("update", "kubegc.io", "nodegcreports/status", None, ()),
         ("list", "kubegc.io", "nodegcreports", None, ()),  # apply mode: the breaker
         ("create", "", "events", "default", ()),
-        ("get", "coordination.k8s.io", "leases", "kube-system", SLOTS),
-        ("update", "coordination.k8s.io", "leases", "kube-system", SLOTS),
-        ("create", "coordination.k8s.io", "leases", "kube-system", ()),
+        ("get", "coordination.k8s.io", "leases", "kubegc", SLOTS),
+        ("update", "coordination.k8s.io", "leases", "kubegc", SLOTS),
+        ("create", "coordination.k8s.io", "leases", "kubegc", ()),
     },
     ("kubegc", "kubegc-prune"): {
         ("list", "", "pods", None, ()),
@@ -435,3 +442,45 @@ def test_systemd_command_lines_run(tmp_path: Path, capsys: pytest.CaptureFixture
     text = prom.read_text()
     assert 'kubegc_last_run_exit_code{command="gc all"} 3' in text
     assert 'kubegc_last_run_exit_code{command="residue scan"} 3' in text
+
+
+def _outside(value: Any, schema: dict[str, Any], where: str = "status") -> list[str]:
+    """Where `value` breaks `schema`'s bounds (maxLength, maxItems, maxProperties), recursively;
+    and every string the schema leaves unbounded (a string without maxLength or enum)."""
+    bad = []
+    if schema.get("type") == "string" and "enum" not in schema and "maxLength" not in schema:
+        bad.append(f"{where}: a string without maxLength")
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        bad.append(f"{where}: {len(value)} characters, more than {schema['maxLength']}")
+    if isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            bad.append(f"{where}: {len(value)} items, more than {schema['maxItems']}")
+        bad += [
+            x for i, v in enumerate(value) for x in _outside(v, schema["items"], f"{where}[{i}]")
+        ]
+    if isinstance(value, dict):
+        if len(value) > schema.get("maxProperties", len(value)):
+            bad.append(f"{where}: {len(value)} keys, more than {schema['maxProperties']}")
+        for k, v in value.items():
+            sub = schema.get("properties", {}).get(k) or schema.get("additionalProperties")
+            assert isinstance(sub, dict), f"{where}.{k} is not in the schema"
+            bad += _outside(v, sub, f"{where}.{k}")
+    return bad
+
+
+def test_a_report_of_any_size_is_cut_to_what_the_crd_accepts() -> None:
+    crd = docs(K8S / "crd-nodegcreport.yaml")[0]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    long = "x" * 100_000
+    huge = NodeReport(
+        node=long, observed_at=long, mode="apply", version=long,
+        categories=tuple(Category(long + str(i), 1, 1) for i in range(100)), reclaimable=1,
+        signals=tuple(SignalMargin(long, long, 1, 1, False) for _ in range(100)),
+        conditions=(long,) * 100, evict_first=(EvictCandidate(long, long, long),) * 100,
+        residue={f"{long}{i}": i for i in range(100)},
+        last_apply=LastApply(long, (long,) * 100, 1, 1, 1, long), error=long, paused=long,
+    )  # fmt: skip
+    status = huge.to_status()
+    assert _outside(status, schema) == []
+    assert status["error"].endswith("…") and len(status["error"]) == 1024
+    assert NodeReport.from_status(huge.node, status).same_as(huge)  # no write just for the cut

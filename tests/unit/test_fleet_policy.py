@@ -270,6 +270,9 @@ def fleet(ok: int, failed: int, *, ago: float = 60, errored: int = 0) -> list[No
         (fleet(2, 3) + [node(99, ago=None)] * 20, 20, "3 of 5 applies"),
         # a node whose clock runs ahead still counts
         ([*fleet(2, 2), node(99, ago=-30, failures=1)], 20, "3 of 5 applies"),
+        ([*fleet(2, 2), node(99, ago=-300, failures=1)], 20, "3 of 5 applies"),
+        # but not one stamped more than 5 minutes ahead: a forged or broken time
+        ([*fleet(2, 2), node(99, ago=-301, failures=1)], 20, ""),
         ([], 20, ""),
     ],
 )
@@ -285,6 +288,14 @@ def test_a_report_with_an_unreadable_apply_time_is_not_counted() -> None:
     unreadable = LastApply("yesterday", ("gc containers",), 0, 0, 1)
     bad = [replace(r, last_apply=unreadable) for r in fleet(0, 5)]
     assert breaker(bad + fleet(0, 4), NOW, window=HOUR, max_failed_percent=20) == ""
+
+
+def test_failed_applies_stamped_far_in_the_future_never_hold_the_breaker_open() -> None:
+    # year 9999: without the bound these five would count in every window until then
+    forged = [replace(r, last_apply=replace(r.last_apply, at="9999-12-31T23:59:59Z"))
+              for r in fleet(0, 5) if r.last_apply is not None]  # fmt: skip
+    assert breaker(forged, NOW, window=HOUR, max_failed_percent=20) == ""
+    assert breaker(forged + fleet(0, 5), NOW, window=HOUR, max_failed_percent=20)
 
 
 def test_the_minimum_sample_can_be_set() -> None:

@@ -20,6 +20,7 @@ def record(**spec: Any) -> dict[str, Any]:
 
 LIVE = {"holderIdentity": "agent-b", "leaseDurationSeconds": 60}
 RENEWED = micro_time(NOW)
+SQUAT = {"holderIdentity": "x", "leaseDurationSeconds": 2147483647}
 PLUS_ONE_HOUR = datetime.fromtimestamp(NOW - 10, timezone(timedelta(hours=1))).isoformat()
 
 
@@ -29,6 +30,14 @@ PLUS_ONE_HOUR = datetime.fromtimestamp(NOW - 10, timezone(timedelta(hours=1))).i
         (record(**LIVE, renewTime=micro_time(NOW - 59.9)), "agent-b"),
         (record(**LIVE, renewTime=micro_time(NOW - 60)), ""),  # renewTime + duration is past
         (record(**LIVE, renewTime=micro_time(NOW + 30)), "agent-b"),  # its clock runs ahead
+        # squatting, clamped: a renewTime up to our duration (60 s) ahead counts as now, one
+        # further ahead is not believed; a duration above ours counts as ours
+        (record(**LIVE, renewTime=micro_time(NOW + 60)), "agent-b"),
+        (record(**LIVE, renewTime=micro_time(NOW + 61)), ""),
+        (record(**LIVE, renewTime="9999-12-31T23:59:59.000000Z"), ""),
+        (record(**SQUAT, renewTime=micro_time(NOW - 59.9)), "x"),
+        (record(**SQUAT, renewTime=micro_time(NOW - 60)), ""),
+        (record(holderIdentity="x", leaseDurationSeconds=30, renewTime=micro_time(NOW - 31)), ""),
         (record(**LIVE, renewTime="2026-01-01T00:00:00.5+01:00"), ""),  # an offset, long ago
         (record(**LIVE, renewTime=PLUS_ONE_HOUR), "agent-b"),  # 10 s ago, written at +01:00
         (record(leaseDurationSeconds=60, renewTime=micro_time(NOW)), ""),  # no holder

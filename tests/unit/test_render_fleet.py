@@ -8,9 +8,10 @@ import io
 
 import pytest
 
-from kubegc_cli.commands.fleet import FleetOptions, age_of, fleet_view
+from kubegc_cli.agent.options import AgentOptions
+from kubegc_cli.commands.fleet import DEFAULT_STALE, FleetOptions, age_of, fleet_view
 from kubegc_cli.core.fleet import LastApply, NodeReport, SignalMargin
-from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339, parse_duration
 from kubegc_cli.render.fleet import count_cell, pressure_cell, render_fleet, summary_line
 
 NOW = 1_764_900_000 * 10**9  # 2025-12-05T02:00:00Z
@@ -63,9 +64,34 @@ def test_the_view_ranks_reclaimable_nearest_and_not_current() -> None:
     )
 
 
+def test_by_default_a_quiet_agent_writing_at_its_heartbeat_is_not_stale() -> None:
+    a = AgentOptions()
+    assert parse_duration(DEFAULT_STALE) == FleetOptions().stale == 2400
+    assert FleetOptions().stale > a.heartbeat + a.interval  # a write 35 minutes ago is current
+    v = fleet_view([report("quiet", ago=a.heartbeat + a.interval), report("gone", ago=2401)],
+                   NOW, FleetOptions())  # fmt: skip
+    assert [(r.node, r.stale) for r in v.rows] == [("gone", True), ("quiet", False)]
+
+
 def test_a_report_exactly_at_the_stale_limit_is_not_stale() -> None:
     v = fleet_view([report("a", ago=900), report("b", ago=901)], NOW, FleetOptions(stale=900))
     assert [r.stale for r in v.rows] == [False, True]
+
+
+def test_a_report_dated_more_than_5_minutes_ahead_is_flagged_and_stale() -> None:
+    reports = [report("a", ago=-300), report("b", ago=-301, reclaimable=Gi),
+               report("c", ago=None), NodeReport("d", "9999-12-31T23:59:59Z")]  # fmt: skip
+    v = fleet_view(reports, NOW, FleetOptions(stale=900))
+    assert [(r.node, r.stale, r.future) for r in v.rows] == [
+        ("a", False, False),
+        ("b", True, True),
+        ("c", True, False),
+        ("d", True, True),
+    ]
+    assert v.summary()["stale"] == 3 and v.summary()["current"] == 1
+    assert v.to_dict()["nodes"][3]["future"] is True
+    text = rendered(reports, 100)
+    assert "stale, future" in text and "future*" in text
 
 
 def test_the_json_document_holds_every_report_whole() -> None:
@@ -75,7 +101,7 @@ def test_the_json_document_holds_every_report_whole() -> None:
     by_name = {n["node"]: n for n in doc["nodes"]}
     assert all(by_name[r.node]["status"] == r.to_status() for r in reports)
     assert doc["summary"]["reclaimable_bytes"] == sum(i * Ti + 1 for i in range(15))
-    assert doc["now"] == "2025-12-05T02:00:00Z" and doc["stale_after_seconds"] == 900
+    assert doc["now"] == "2025-12-05T02:00:00Z" and doc["stale_after_seconds"] == 2400
 
 
 # --- the tables -----------------------------------------------------------------------------
@@ -147,3 +173,29 @@ def test_no_reports_says_so() -> None:
     text = rendered([], 80)
     assert text.splitlines()[0] == "no NodeGCReports: is kubegc agent running on the nodes?"
     assert "0 node(s)" in text
+
+
+def test_report_text_is_plain_text_never_markup_nor_escape_sequences() -> None:
+    hostile = [
+        report("n[/x]", reclaimable=Gi, mode="[red]x",
+               conditions=("Disk\x1b]8;;http://e\x07Pressure", "[link=http://e]P"),
+               signals=(SignalMargin("nodefs.available", "[/b]10%", Gi, Mi, False),),
+               error="open [/var/lib/kubelet/pods]: [bold red]denied[/] \x1b[2J"),
+    ]  # fmt: skip
+    text = rendered(hostile, 200)  # the old code raised rich's MarkupError here
+    assert "\x1b" not in text and "\x07" not in text
+    for shown in ["n[/x]", "[red]x", "[/b]10%", "open [/var/lib/kubelet/pods]:",
+                  "[bold", "denied[/]", "\\x1b[2J", "[link=http://e]P", "\\x1b]8;;"]:  # fmt: skip
+        assert shown in text, f"{shown!r} not shown as it is:\n{text}"
+    assert "\\x1b" in pressure_cell(("Disk\x1bPressure",))
+
+
+def test_a_df_threshold_from_the_kubelet_config_is_never_read_as_markup() -> None:
+    from kubegc_cli.render.df import _threshold_text
+    from kubegc_cli.render.plan import make_console
+
+    row = {"signal": "nodefs.available", "hard": True, "met": True, "margin": -1,
+           "threshold": "[/x][red]10%", "threshold_quantity": Gi, "observed": Mi}  # fmt: skip
+    out = io.StringIO()
+    make_console(out).print("  eviction: " + _threshold_text(row), highlight=False)
+    assert "nodefs.available<[/x][red]10% = " in out.getvalue() and "MET" in out.getvalue()

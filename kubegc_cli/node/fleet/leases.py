@@ -15,6 +15,11 @@ the cluster. The Lease record follows client-go's leader election (`tools/leader
 - Release clears the holder (as `ReleaseOnCancel` does: `leaseDurationSeconds` 1, the times
   set to now, the transitions kept), and only while the Lease is still ours.
 
+Squatting: any agent can write a slot's Lease. A `renewTime` up to one lease duration in the
+future counts as the reader's now, one further ahead makes the slot free, and a
+`leaseDurationSeconds` longer than the reader's own lease duration counts as that duration: a
+record that is not renewed frees its slot within two lease durations, whatever it says.
+
 Clock skew: a Lease's `renewTime` is written by its holder's clock and judged by the reader's.
 Renewals come every `lease_seconds / 3` or sooner (the agent renews while it acts), so a live
 holder's record is at most a third of its duration old: a reader whose clock runs up to two
@@ -224,7 +229,11 @@ class ApplySlots:
     def holder(self, lease: dict[str, Any], now: float) -> str:
         """The live holder of a Lease read from the API, "" when the slot is free: no holder,
         or `renewTime + leaseDurationSeconds <= now` (a record without a readable renewTime or
-        duration is free too: no holder could renew it)."""
+        duration is free too: no holder could renew it). Clamped, so that no record holds a
+        slot much longer than one of ours: a `renewTime` up to `lease_seconds` in the future
+        counts as `now`, one further ahead is not believed (the slot is free: no clock runs
+        that far ahead), and a `leaseDurationSeconds` above `lease_seconds` counts as
+        `lease_seconds`. A record not renewed frees its slot within two lease durations."""
         spec = _spec(lease)
         who = spec.get("holderIdentity")
         if not isinstance(who, str) or not who:
@@ -233,7 +242,9 @@ class ApplySlots:
         duration = spec.get("leaseDurationSeconds")
         if renewed is None or not isinstance(duration, int) or isinstance(duration, bool):
             return ""
-        return who if renewed + duration > now else ""
+        if renewed > now + self.lease_seconds:
+            return ""  # the year 9999: not a clock, a squatter
+        return who if min(renewed, now) + min(duration, self.lease_seconds) > now else ""
 
     @staticmethod
     def _transitions(lease: dict[str, Any]) -> int:
