@@ -12,12 +12,14 @@ A cycle (`Agent.cycle`):
    evict first), `df`, `residue` (`residue scan`), `gc` (the dry runs of `options.plans`:
    `gc all`, or the single commands, and `gc images`) — through the commands the CLI runs.
 3. Apply mode only: inside `options.window`, with the circuit breaker closed (`breaker()`
-   returns ""), and holding an apply slot (`slots.acquire()`, renewed between plans, released
-   after), it carries out `options.plans` through `gc all` / `gc images` with `options.act`'s
-   caps and `yes` (so each re-check, the node lock and the audit rows are the CLI's), on a
-   fresh observation under the node lock, and measures the bytes freed as the filesystems'
-   available space before and after (statvfs; never negative). Nothing is carried out after
-   a cycle whose observation failed.
+   returns ""), and holding an apply slot (`slots.acquire()`, released after), it carries
+   out `options.plans` through `gc all` / `gc images` with `options.act`'s caps and `yes`
+   (so each re-check, the node lock and the audit rows are the CLI's), on a fresh
+   observation under the node lock, and measures the bytes freed as the filesystems'
+   available space before and after (statvfs; never negative). Before each plan and each
+   removal (`edges().abandon`) the slot must still be held and the window still open: else
+   no further removal starts (the one in flight finishes) and the last apply says why.
+   Nothing is carried out after a cycle whose observation failed.
 4. Builds the `NodeReport`, hands it to `write_report` when `should_write` says so (at most
    once a cycle), and the metrics samples (`agent.metrics`).
 
@@ -238,7 +240,9 @@ class Agent:
                 return ""
             if why:
                 return why
-            applied = run.apply(lambda: slots.renew(name), self._clock())
+            applied = run.apply(
+                lambda: _why_stop(lambda: slots.renew(name), o, self._clock), self._clock()
+            )
         finally:
             try:
                 slots.release(name)
@@ -405,20 +409,31 @@ class _Cycle:
 
     # ---- act ----
 
-    def apply(self, renew: Callable[[], bool], now: float) -> LastApply:
-        """Carry out the plans (the slot held: `renew()` before each but the first), on the
-        real runtime and pod source, measuring the filesystems before and after; `now`
-        (seconds since the epoch) is when the apply began."""
+    def apply(self, abandon: Callable[[], str], now: float) -> LastApply:
+        """Carry out the plans while `abandon()` says "" (asked before each plan and, through
+        the edges, before each removal: the slot lost, the window ended — then no further
+        removal starts, the one in flight finishes), on the real runtime and pod source,
+        measuring the filesystems before and after; `now` (seconds since the epoch) is when
+        the apply began."""
         act = replace(self.o.act, dry_run=False, yes=True)
         unwritten: list[str] = []
         before = self._available()
         done: list[str] = []
         removed = failures = 0
         error = ""
-        with using(audit_unwritten=unwritten.append):
-            for i, (command, carry) in enumerate(self.plans()):
-                if i and not _still_held(renew):
-                    error = "the apply slot was lost; later plans not carried out"
+        stopped: list[str] = []
+
+        def why_stop() -> str:  # the first reason, kept: once stopped, the apply stays stopped
+            if not stopped:
+                why = abandon()
+                if why:
+                    stopped.append(why)
+            return stopped[0] if stopped else ""
+
+        with using(audit_unwritten=unwritten.append, abandon=why_stop):
+            for command, carry in self.plans():
+                if why_stop():
+                    error = f"{stopped[0]}; later plans not carried out"
                     break
                 started, mono = time.time(), time.monotonic()
                 try:
@@ -438,6 +453,9 @@ class _Cycle:
                     raise Terminated if plan.interrupted == "SIGTERM" else KeyboardInterrupt
                 if plan.runtime_lost:
                     error = f"{command}: {plan.runtime_lost}"
+                    break
+                if stopped:
+                    error = f"{command}: {stopped[0]}; the removals not begun were not carried out"
                     break
         after = self._available()
         freed = sum(max(0, after[dev] - avail) for dev, avail in before.items() if dev in after)
@@ -494,12 +512,19 @@ class _Cycle:
         return out
 
 
-def _still_held(renew: Callable[[], bool]) -> bool:
-    """`renew()`, False as well when the slot could not be renewed (the API down)."""
+def _why_stop(renew: Callable[[], bool], o: AgentOptions, clock: Callable[[], float]) -> str:
+    """Why an apply must start no further removal ("" to go on): the slot lost (`renew()`
+    False, or it could not be renewed), or `clock()` past the apply window's end."""
     try:
-        return renew()
+        held = renew()
     except KubegcError:
-        return False
+        held = False
+    if not held:
+        return "the apply slot was lost"
+    try:
+        return outside_window(o, clock())
+    except KubegcError as exc:
+        return " ".join(str(exc).split())
 
 
 def _dry_run(

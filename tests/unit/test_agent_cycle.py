@@ -286,7 +286,8 @@ def test_apply_removes_what_gc_all_would_within_its_caps_and_measures_it(
     assert cri.removed == ["dead0000"]
     assert set(cri.containers) == {"dead0001", "dead0002"}
     assert not (root / LOGS.lstrip("/") / "0.log").exists()
-    assert slots.calls == ["acquire", "renew kubegc-apply-0", "release kubegc-apply-0"]
+    assert slots.calls[0] == "acquire" and slots.calls[-1] == "release kubegc-apply-0"
+    assert set(slots.calls[1:-1]) == {"renew kubegc-apply-0"}  # before each plan and removal
     applied = result.report.last_apply
     assert applied is not None and result.report.paused == ""
     assert applied.plans == ("gc all", "gc images") and applied.removed == 1
@@ -420,7 +421,34 @@ def test_sigterm_mid_apply_finishes_the_removal_releases_the_slot_and_passes_thr
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
-    assert slots.calls == ["acquire", "release kubegc-apply-0"] and slots.held == set()
+    assert slots.calls[0] == "acquire" and slots.calls[-1] == "release kubegc-apply-0"
+    assert slots.held == set()
+
+
+class SlotLostMidRemoval(CountingCri):
+    """Fault injection: the apply slot is lost while the first removal is in flight."""
+
+    slots: SlotsStandIn
+
+    def remove_container(self, cid: str) -> bool:
+        self.slots.held.clear()
+        return super().remove_container(cid)
+
+
+def test_a_slot_lost_mid_plan_starts_no_further_removal_and_says_why(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = SlotLostMidRemoval(base.containers, {}, images=base.images)
+    cri.slots = slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots)
+    with in_force(cri):
+        result = agent.cycle()
+    assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
+    applied = result.report.last_apply
+    assert applied is not None and applied.removed == 1
+    assert "the apply slot was lost" in applied.error, applied.error
+    assert "the apply slot was lost" in result.error
 
 
 def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Path) -> None:
