@@ -7,7 +7,9 @@ apply mode takes no slot (apply slots are Leases: no API, no apply; the report s
 
 While an apply runs the slot is renewed every third of its lease duration from a thread of
 its own (`KeptSlots`), so a plan that takes longer than the lease never lets another node
-take the slot: an agent that dies stops renewing, and its slot expires by its duration.
+take the slot: an agent that dies stops renewing, and its slot expires by its duration. A
+failed renewal is retried until shortly before the Lease would expire; only then is the slot
+lost and the apply stops starting removals.
 """
 
 from __future__ import annotations
@@ -32,49 +34,90 @@ class KeptSlots:
     """`Slots` that keep the slot held while it is: `make()` gives the slots in force (made
     again at each `acquire`, so a re-read policy's slot count, namespace and lease duration
     apply from the next apply); after `acquire` returns a name, a daemon thread renews it
-    every `every()` seconds until `release`. `renew(name)` is False once a renewal failed or
-    found the slot taken: the cycle then stops before its next plan. `warn` is told each
-    failed renewal (one line)."""
+    every `lease_seconds() / 3` seconds until `release`.
 
-    def __init__(self, make: Any, every: Any, warn: Any) -> None:
-        self._make, self._every_of, self._warn = make, every, warn
+    A renewal that fails (the API down, a timeout) is retried every `retry` seconds until the
+    Lease's own record would expire: the last successful renewal (timed as the request was
+    sent) plus the lease duration, less `margin(lease)` — only then is the slot lost. A
+    renewal that finds the slot taken by another holder loses it at once. `renew(name)` is
+    the thread's verdict (True while held) and never calls the API, so the cycle and the
+    thread never race to write the Lease. `warn` is told each failed renewal (one line).
+    `clock` (seconds, monotonic) and `wait(seconds)` (True when `release` began) are
+    injectable for tests."""
+
+    def __init__(
+        self,
+        make: Any,
+        lease_seconds: Any,
+        warn: Any,
+        *,
+        retry: float = 2.0,
+        clock: Any = time.monotonic,
+        wait: Any = None,
+    ) -> None:
+        self._make, self._lease_of, self._warn = make, lease_seconds, warn
+        self._retry, self._clock = retry, clock
         self._slots: Slots | None = None
-        self._every = 1.0
+        self._lease = 60.0
         self._stop = threading.Event()
+        self._wait = wait if wait is not None else self._stop.wait
         self._thread: threading.Thread | None = None
         self._held = False
+        self._until = 0.0  # (clock) when the slot counts as lost without a renewal
+
+    @staticmethod
+    def margin(lease: float) -> float:
+        """How long before the Lease's record expires the slot is given up: a sixth of the
+        lease duration, at least a second."""
+        return max(lease / 6, 1.0)
 
     def acquire(self) -> str | None:
-        self._slots, self._every = self._make(), float(self._every_of())
+        self._slots, self._lease = self._make(), float(self._lease_of())
+        sent = self._clock()
         name = self._slots.acquire()
         if name is not None:
+            self._until = sent + self._lease - self.margin(self._lease)
             self._held = True
             self._stop.clear()
             self._thread = threading.Thread(
-                target=self._keep, args=(name,), name="kubegc-apply-slot", daemon=True
+                target=self.keep, args=(name,), name="kubegc-apply-slot", daemon=True
             )
             self._thread.start()
         return name
 
-    def _keep(self, name: str) -> None:
+    def keep(self, name: str) -> None:
+        """The renewal loop (the thread's body) until `release`, or the slot is lost."""
         assert self._slots is not None
-        while not self._stop.wait(self._every):
+        every = max(self._lease / 3, 1.0)
+        delay = every
+        while True:
+            if self._wait(max(0.0, min(delay, self._until - self._clock()))):
+                return
+            if self._clock() >= self._until:
+                self._warn(f"apply slot {name}: not renewed before its lease ran out: lost")
+                self._held = False
+                return
+            sent = self._clock()
             try:
                 held = self._slots.renew(name)
             except KubegcError as exc:
-                self._warn(f"apply slot {name}: {exc}")
-                held = False
+                self._warn(f"apply slot {name}: {exc}; retrying")
+                delay = self._retry
+                continue
             if not held:
+                self._warn(f"apply slot {name}: held by another: lost")
                 self._held = False
                 return
+            self._until = sent + self._lease - self.margin(self._lease)
+            delay = every
 
     def renew(self, name: str) -> bool:
-        return self._held and self._slots is not None and self._slots.renew(name)
+        return self._held and self._clock() < self._until
 
     def release(self, name: str) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=self._every + 30)
+            self._thread.join(timeout=self._lease + 30)
         self._held = False
         if self._slots is not None:
             self._slots.release(name)
@@ -114,6 +157,6 @@ def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
             lease_seconds=o.lease_seconds, timeout=timeout,
         )  # fmt: skip
 
-    slots = KeptSlots(leases, lambda: max(agent.options.lease_seconds / 3, 1.0), ui.warn)
+    slots = KeptSlots(leases, lambda: agent.options.lease_seconds, ui.warn)
     agent = Agent(s, options, ui, write_report=write, slots=slots, breaker=fleet_breaker)
     return agent
