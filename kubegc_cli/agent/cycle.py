@@ -211,8 +211,8 @@ class Agent:
             return ""
         if run.planned == 0:  # the dry runs found nothing: no slot, no breaker read
             return ""
-        try:
-            why = outside_window(o, now)
+        try:  # judged now, right before acquiring: the checks may have taken a while
+            why = outside_window(o, self._clock())
         except KubegcError as exc:  # a window that does not parse
             run.fail("apply", exc)
             return ""

@@ -337,6 +337,49 @@ def test_apply_mode_takes_no_slot_while_paused(
         assert slots.calls == expected
 
 
+FRIDAY_3_59 = 1_799_985_540.0  # 2027-01-15T03:59:00Z: inside a 02:00-04:00 window
+
+
+def test_the_window_is_judged_again_right_before_acquiring(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    cri = runtime()
+    slots = SlotsStandIn()
+    times = iter([FRIDAY_3_59])  # the cycle begins inside the window; then it has ended
+    opts = AgentOptions(mode="apply", window="Mon-Fri 02:00-04:00")
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots,
+                  clock=lambda: next(times, FRIDAY_3_59 + 120))  # fmt: skip
+    with in_force(cri):
+        result = agent.cycle()
+    assert "apply window" in result.report.paused
+    assert slots.calls == [] and cri.removed == []
+
+
+class WindowEndsMidRemoval(CountingCri):
+    """Fault injection: the apply window ends while the first removal is in flight."""
+
+    now = FRIDAY_3_59
+
+    def remove_container(self, cid: str) -> bool:
+        self.now = FRIDAY_3_59 + 120
+        return super().remove_container(cid)
+
+
+def test_an_apply_stops_starting_removals_at_the_windows_end(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = WindowEndsMidRemoval(base.containers, {}, images=base.images)
+    slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", window="Mon-Fri 02:00-04:00",
+                        act=ActOptions(yes=True, concurrency=1))  # fmt: skip
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots, clock=lambda: cri.now)
+    with in_force(cri):
+        result = agent.cycle()
+    assert cri.removed == ["dead0000"]
+    applied = result.report.last_apply
+    assert applied is not None and "outside the apply window" in applied.error, applied
+    assert slots.held == set()
+
+
 def test_a_runtime_that_is_down_fails_the_cycle_and_the_next_one_succeeds(
     tmp_path: Path,
 ) -> None:
