@@ -60,7 +60,7 @@ from kubegc_cli.commands.gc import gc_all, gc_containers, gc_images, gc_logs, gc
 from kubegc_cli.commands.residue import ResidueOptions, residue_scan
 from kubegc_cli.core.errors import ExitCode, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.fleet import LastApply, NodeReport
-from kubegc_cli.core.plan import Plan
+from kubegc_cli.core.plan import Plan, Result
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.stop import Terminated
@@ -412,7 +412,9 @@ class _Cycle:
     def apply(self, abandon: Callable[[], str], now: float) -> LastApply:
         """Carry out the plans while `abandon()` says "" (asked before each plan and, through
         the edges, before each removal: the slot lost, the window ended — then no further
-        removal starts, the one in flight finishes), on the real runtime and pod source,
+        removal starts, the one in flight finishes), within one budget of `options.act`'s
+        caps for all the plans (each plan's caps less what the plans before it attempted),
+        on the real runtime and pod source,
         measuring the filesystems before and after; `now` (seconds since the epoch) is when
         the apply began."""
         act = replace(self.o.act, dry_run=False, yes=True)
@@ -430,6 +432,8 @@ class _Cycle:
                     stopped.append(why)
             return stopped[0] if stopped else ""
 
+        # one budget for the whole apply: each plan's caps are what the plans before left
+        left_delete, left_bytes = act.max_delete, act.max_bytes
         with using(audit_unwritten=unwritten.append, abandon=why_stop):
             for command, carry in self.plans():
                 if why_stop():
@@ -437,13 +441,18 @@ class _Cycle:
                     break
                 started, mono = time.time(), time.monotonic()
                 try:
-                    plan = carry(act)
+                    plan = carry(replace(act, max_delete=left_delete, max_bytes=left_bytes))
                 except KubegcError as exc:
                     self._ran(command, started, mono, exc.exit_code, None)
                     error = f"{command}: {' '.join(str(exc).split())}"
                     break
                 self.applied.append(plan)
                 done.append(command)
+                spent = [a for a in plan.actions if a.result in _SPENT]
+                if left_delete is not None:
+                    left_delete = max(0, left_delete - len(spent))
+                if left_bytes is not None:
+                    left_bytes = max(0, left_bytes - sum(a.planned_bytes for a in spent))
                 counts = plan.counts()
                 removed += counts["removed"]
                 failures += counts["failed"]
@@ -510,6 +519,11 @@ class _Cycle:
         if self.eviction is not None:
             out.update(eviction_gauges(self.eviction.report.results))
         return out
+
+
+#: The actions that count against an apply's caps: attempted removals (a failed one may
+#: still have happened: its outcome can be unknown).
+_SPENT = (Result.REMOVED, Result.FAILED)
 
 
 def _why_stop(renew: Callable[[], bool], o: AgentOptions, clock: Callable[[], float]) -> str:

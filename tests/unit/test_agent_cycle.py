@@ -21,13 +21,14 @@ from unittest import mock
 
 import pytest
 
-from kubegc_cli.agent.cycle import Agent
+from kubegc_cli.agent.cycle import Agent, _Cycle
 from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.commands.edges import using
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.fleet import NodeReport
 from kubegc_cli.core.model import Container, Image
+from kubegc_cli.core.plan import LogAction, Plan, Result, apply_caps
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.stop import Terminated
 from kubegc_cli.node.cri.observed import ObservedCri, RemovalRefused
@@ -378,6 +379,39 @@ def test_an_apply_stops_starting_removals_at_the_windows_end(tmp_path: Path) -> 
     applied = result.report.last_apply
     assert applied is not None and "outside the apply window" in applied.error, applied
     assert slots.held == set()
+
+
+@pytest.mark.parametrize(
+    ("max_delete", "max_bytes", "removed", "caps"),
+    [
+        (4, None, 4, [(4, None), (1, None)]),
+        (None, 250, 2, [(None, 250), (None, 50)]),
+    ],
+)
+def test_the_caps_bound_the_whole_apply_not_each_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_delete: Any, max_bytes: Any,
+    removed: int, caps: list[Any],
+) -> None:  # fmt: skip
+    seen: list[tuple[Any, Any]] = []
+
+    def carry(act: ActOptions) -> Plan[Any]:  # three 100-byte removals, within the caps given
+        seen.append((act.max_delete, act.max_bytes))
+        actions = [LogAction("pod-log-dir", f"/l/{i}", f"/l/{i}", "uid", "r", "why", bytes=100)
+                   for i in range(3)]  # fmt: skip
+        plan: Plan[Any] = Plan("gc logs", {}, NOW, actions=actions, dry_run=False)
+        apply_caps(plan, act.max_delete, act.max_bytes)
+        for a in plan.actions:
+            if a.result is Result.PLANNED:
+                a.result = Result.REMOVED
+        return plan
+
+    monkeypatch.setattr(_Cycle, "plans", lambda self: [("gc a", carry), ("gc b", carry)])
+    root = host(tmp_path / "host")
+    opts = AgentOptions(mode="apply", act=ActOptions(max_delete=max_delete, max_bytes=max_bytes))
+    run = _Cycle(settings(tmp_path, root), opts, QuietUi())
+    applied = run.apply(lambda: "", time.time())
+    assert seen == caps
+    assert applied.removed == removed and applied.error == ""
 
 
 def test_a_runtime_that_is_down_fails_the_cycle_and_the_next_one_succeeds(
