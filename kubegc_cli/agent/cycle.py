@@ -26,8 +26,8 @@ A cycle (`Agent.cycle`):
 A runtime, API or host file that cannot be read makes the cycle fail — `CycleResult.error`,
 one line, the first failure — and the next cycle tries again; the process never stops for it.
 A stop signal (`KeyboardInterrupt`, `core.stop.Terminated`) passes through, also one that
-interrupted a removal (after the removal was finished or abandoned as the CLI does, and the
-slot released).
+interrupted a removal (after the removal was finished or abandoned as the CLI does, the slot
+released, the last apply recorded as interrupted and one report write tried).
 """
 
 from __future__ import annotations
@@ -179,7 +179,11 @@ class Agent:
             self._memory = run.eviction.memory
         paused = ""
         if o.mode == "apply":
-            paused = self._maybe_apply(run, began)
+            try:
+                paused = self._maybe_apply(run, began)
+            except KeyboardInterrupt:
+                self._last_words(run, began)
+                raise
         report = run.report(node_name(s.node_name), began, self._last_apply, paused)
         written = False
         if self._write_report is not None and should_write(
@@ -202,6 +206,20 @@ class Agent:
         samples[_gauge("kubegc_agent_last_cycle_timestamp_seconds")] = round(began, 3)
         pending = dict(run.eviction.pending) if run.eviction else {}
         return CycleResult(report, samples, duration, run.error, written, pending)
+
+    def _last_words(self, run: _Cycle, began: float) -> None:
+        """A stop signal ended an apply: remember it (interrupted, what was removed) and try
+        one report write, so the breaker and `kubegc fleet` see it."""
+        if run.last_apply is None:
+            return
+        self._last_apply = run.last_apply
+        if self._write_report is None:
+            return
+        report = run.report(node_name(self._settings.node_name), began, self._last_apply, "")
+        try:
+            self._write_report(report)
+        except KubegcError as exc:
+            self._ui.warn(f"report: {' '.join(str(exc).split())}")
 
     def _maybe_apply(self, run: _Cycle, now: float) -> str:
         """Apply mode: why no slot is taken now ("" when the plans were carried out, or the
@@ -274,6 +292,7 @@ class _Cycle:
         self.runtime_fs: list[tuple[str, str]] = []  # (role, mountpoint) of ImageFsInfo
         self.applied: list[Plan[Any]] = []
         self.planned: int | None = None  # removals the gc dry runs planned (None: not run)
+        self.last_apply: LastApply | None = None  # what `apply` did, also when interrupted
 
     def fail(self, what: str, exc: BaseException | str) -> None:
         """Keep the first failure as the cycle's error (one line: `what: why`)."""
@@ -422,7 +441,7 @@ class _Cycle:
         before = self._available()
         done: list[str] = []
         removed = failures = 0
-        error = ""
+        error = interrupted = ""
         stopped: list[str] = []
 
         def why_stop() -> str:  # the first reason, kept: once stopped, the apply stays stopped
@@ -459,7 +478,9 @@ class _Cycle:
                 code = _exit_code(plan)
                 self._ran(command, started, mono, code, plan)
                 if plan.interrupted:
-                    raise Terminated if plan.interrupted == "SIGTERM" else KeyboardInterrupt
+                    interrupted = plan.interrupted
+                    error = f"interrupted by {interrupted}"
+                    break
                 if plan.runtime_lost:
                     error = f"{command}: {plan.runtime_lost}"
                     break
@@ -472,7 +493,10 @@ class _Cycle:
         if error:
             self.fail("apply", error)
         at = ns_to_rfc3339(int(now * 1e9))
-        return LastApply(at, tuple(done), removed, freed, failures, error)
+        self.last_apply = LastApply(at, tuple(done), removed, freed, failures, error)
+        if interrupted:  # the stop signal passes through, the apply recorded
+            raise Terminated if interrupted == "SIGTERM" else KeyboardInterrupt
+        return self.last_apply
 
     def _available(self) -> dict[int, int]:
         """Device → available bytes (statvfs, as the kubelet reads it) of the filesystems an

@@ -502,6 +502,30 @@ def test_sigterm_mid_apply_finishes_the_removal_releases_the_slot_and_passes_thr
     assert slots.held == set()
 
 
+def test_sigterm_mid_apply_records_the_apply_and_writes_the_report(tmp_path: Path) -> None:
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = StoppedMidRemoval(base.containers, {}, images=base.images)
+    written: list[NodeReport] = []
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=SlotsStandIn(),
+                  write_report=written.append)  # fmt: skip
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with in_force(cri), pytest.raises(Terminated):
+            agent.cycle()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert cri.removed == ["dead0000"]
+    assert written and written[-1].last_apply is not None
+    applied = written[-1].last_apply
+    assert applied.error == "interrupted by SIGTERM" and applied.removed == 1
+    assert applied.plans == ("gc all",)
+
+
 class SlotLostMidRemoval(CountingCri):
     """Fault injection: the apply slot is lost while the first removal is in flight."""
 
