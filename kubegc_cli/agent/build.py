@@ -10,12 +10,18 @@ its own (`KeptSlots`), so a plan that takes longer than the lease never lets ano
 take the slot: an agent that dies stops renewing, and its slot expires by its duration. A
 failed renewal is retried until shortly before the Lease would expire; only then is the slot
 lost and the apply stops starting removals.
+
+Each agent process holds slots under an identity of its own (`slot_identity`: the pod or node
+name and a random suffix): an agent restarted does not take its old slot back but waits, as
+any other node does, for it to expire (the lease duration, 60 s by default).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kubegc_cli.agent.cycle import Agent, Slots
@@ -123,9 +129,18 @@ class KeptSlots:
             self._slots.release(name)
 
 
+def slot_identity(node: str, env: Mapping[str, str], token: str | None = None) -> str:
+    """The apply slot holder identity of this agent process: `POD_NAME` (when set, else the
+    node name), `/`, 8 random hex digits (`token`). Two agents on one node (the DaemonSet's
+    and a `kubectl exec ... agent --once`) hold distinct slots and never release each other's;
+    an agent restarted is a new holder and waits for its old slot to expire (lease duration)."""
+    prefix = env.get("POD_NAME") or node
+    return f"{prefix}/{token if token is not None else secrets.token_hex(4)}"
+
+
 def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
     """The `Agent` `kubegc agent` runs: with the API when credentials are found (its report
-    written, apply slots as Leases named by the node, the breaker over every node's report),
+    written, apply slots as Leases held as `slot_identity`, the breaker over every node's report),
     else without. Raises `BadInput` for a kubeconfig that cannot be used."""
     found = find_credentials(s.kubeconfig, s.env)
     if found is None:
@@ -139,6 +154,7 @@ def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
     api_client = core.api_client
     timeout = s.timeout
     agent: Agent  # made below; the closures read its options in force
+    identity = slot_identity(node, s.env)
 
     def write(report: NodeReport) -> None:
         write_report(api_client, report, timeout=timeout)
@@ -153,7 +169,7 @@ def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
     def leases() -> ApplySlots:
         o = agent.options
         return ApplySlots(
-            api_client, o.lease_namespace, node, o.apply_slots,
+            api_client, o.lease_namespace, identity, o.apply_slots,
             lease_seconds=o.lease_seconds, timeout=timeout,
         )  # fmt: skip
 

@@ -6,9 +6,10 @@ real API server."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from kubegc_cli.agent.build import KeptSlots
+from kubegc_cli.agent.build import KeptSlots, slot_identity
 from kubegc_cli.node.pods.api import ApiUnavailable
 
 
@@ -95,3 +96,12 @@ def test_the_cycles_renew_never_calls_the_api() -> None:
     assert k.renew("kubegc-apply-0") and leases.renewed == []
     clock.now += 60  # no renewal reached the API since: the record is about to expire
     assert not k.renew("kubegc-apply-0")
+
+
+def test_each_agent_process_holds_slots_under_an_identity_of_its_own() -> None:
+    assert slot_identity("node-1", {}, "0a1b2c3d") == "node-1/0a1b2c3d"
+    assert slot_identity("node-1", {"POD_NAME": "kubegc-agent-x7"}, "00ff00ff") == (
+        "kubegc-agent-x7/00ff00ff"
+    )
+    one, two = slot_identity("node-1", {}), slot_identity("node-1", {})
+    assert one != two and re.fullmatch(r"node-1/[0-9a-f]{8}", one)
