@@ -21,17 +21,17 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubegc_cli.agent.cycle import Agent, Slots
 from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.commands.edges import Ui
 from kubegc_cli.core.errors import KubegcError
-from kubegc_cli.core.fleet import NodeReport
+from kubegc_cli.core.fleet import LastApply, NodeReport
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.fleet.leases import ApplySlots
-from kubegc_cli.node.fleet.reports import list_reports, write_report
+from kubegc_cli.node.fleet.reports import list_reports, read_report, write_report
 from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
 from kubegc_cli.policy.fleet import breaker
 
@@ -138,10 +138,22 @@ def slot_identity(node: str, env: Mapping[str, str], token: str | None = None) -
     return f"{prefix}/{token if token is not None else secrets.token_hex(4)}"
 
 
+def previous_last_apply(read: Callable[[], NodeReport | None]) -> LastApply | None:
+    """The last apply of the node's report as it stands (`read()`), for an agent just
+    started to carry over (the breaker counts the failed ones); None when there is none or it
+    cannot be read (the API down: the agent starts without it)."""
+    try:
+        found = read()
+    except KubegcError:
+        return None
+    return found.last_apply if found is not None else None
+
+
 def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
     """The `Agent` `kubegc agent` runs: with the API when credentials are found (its report
-    written, apply slots as Leases held as `slot_identity`, the breaker over every node's report),
-    else without. Raises `BadInput` for a kubeconfig that cannot be used."""
+    written, the last apply of the report already there carried over, apply slots as Leases
+    held as `slot_identity`, the breaker over every node's report), else without.
+    Raises `BadInput` for a kubeconfig that cannot be used."""
     found = find_credentials(s.kubeconfig, s.env)
     if found is None:
         ui.warn(
@@ -174,5 +186,7 @@ def build_agent(s: Settings, options: AgentOptions, ui: Ui) -> Agent:
         )  # fmt: skip
 
     slots = KeptSlots(leases, lambda: agent.options.lease_seconds, ui.warn)
-    agent = Agent(s, options, ui, write_report=write, slots=slots, breaker=fleet_breaker)
+    last = previous_last_apply(lambda: read_report(api_client, node, timeout=timeout))
+    agent = Agent(s, options, ui, write_report=write, slots=slots, breaker=fleet_breaker,
+                  last_apply=last)  # fmt: skip
     return agent

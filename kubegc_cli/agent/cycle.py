@@ -122,7 +122,8 @@ class Agent:
     None: not stored); `slots` the apply slots (None: apply mode never acts, `paused` says
     so); `breaker()` the circuit breaker ("" closed, else why it is open; None: closed);
     `clock()` seconds since the epoch (the report's time, the eviction manager's memory, the
-    window, the heartbeat). Not thread-safe: one cycle at a time.
+    window, the heartbeat); `last_apply` the last apply before this process (from the node's
+    report), reported until this agent applies. Not thread-safe: one cycle at a time.
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class Agent:
         slots: Slots | None = None,
         breaker: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.time,
+        last_apply: LastApply | None = None,
     ) -> None:
         self._settings = settings
         self._options = options
@@ -146,7 +148,7 @@ class Agent:
         self._memory: EvictionMemory = fresh_memory()
         self._runs: dict[Key, float] = {}  # kubegc's run and reclaim series, merged per run
         self._counters: dict[Key, float] = {}  # the agent's own counters
-        self._last_apply: LastApply | None = None
+        self._last_apply = last_apply
         self._written: NodeReport | None = None
         self._written_at = 0.0
         for result in ("ok", "failed"):

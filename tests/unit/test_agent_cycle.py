@@ -414,6 +414,18 @@ def test_the_caps_bound_the_whole_apply_not_each_plan(
     assert applied.removed == removed and applied.error == ""
 
 
+def test_the_last_apply_before_a_restart_is_reported_until_the_next_apply(
+    tmp_path: Path,
+) -> None:
+    from tests.unit.test_agent_slots import FAILED_APPLY
+
+    root = host(tmp_path / "host")
+    agent = Agent(settings(tmp_path, root), AgentOptions(), QuietUi(), last_apply=FAILED_APPLY)
+    with in_force(runtime()):
+        result = agent.cycle()
+    assert result.report.last_apply == FAILED_APPLY
+
+
 def test_a_runtime_that_is_down_fails_the_cycle_and_the_next_one_succeeds(
     tmp_path: Path,
 ) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from unittest import mock
 
-from kubegc_cli.agent.build import KeptSlots, slot_identity
+from kubegc_cli.agent.build import KeptSlots, previous_last_apply, slot_identity
+from kubegc_cli.core.fleet import LastApply
 from kubegc_cli.node.pods.api import ApiUnavailable
 
 
@@ -105,3 +107,17 @@ def test_each_agent_process_holds_slots_under_an_identity_of_its_own() -> None:
     )
     one, two = slot_identity("node-1", {}), slot_identity("node-1", {})
     assert one != two and re.fullmatch(r"node-1/[0-9a-f]{8}", one)
+
+
+FAILED_APPLY = LastApply("2026-12-05T03:00:00Z", ("gc all",), 3, 0, 2, "gc all: runtime gone")
+
+
+def test_an_agent_started_again_carries_the_reports_last_apply_over() -> None:
+    report = mock.Mock(last_apply=FAILED_APPLY)
+    assert previous_last_apply(lambda: report) == FAILED_APPLY
+    assert previous_last_apply(lambda: None) is None
+
+    def down() -> None:
+        raise ApiUnavailable("Kubernetes API: unreachable")
+
+    assert previous_last_apply(down) is None  # the API down: started without it, quietly
