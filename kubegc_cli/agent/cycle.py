@@ -435,9 +435,9 @@ class _Cycle:
         the edges, before each removal: the slot lost, the window ended — then no further
         removal starts, the one in flight finishes), within one budget of `options.act`'s
         caps for all the plans (each plan's caps less what the plans before it attempted),
-        on the real runtime and pod source,
-        measuring the filesystems before and after; `now` (seconds since the epoch) is when
-        the apply began."""
+        on the real runtime and pod source, measuring the filesystems before and after; `now`
+        (seconds since the epoch) is when the apply began. A stop signal passes through,
+        `last_apply` set first."""
         act = replace(self.o.act, dry_run=False, yes=True)
         unwritten: list[str] = []
         before = self._available()
