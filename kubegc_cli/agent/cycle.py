@@ -12,20 +12,22 @@ A cycle (`Agent.cycle`):
    evict first), `df`, `residue` (`residue scan`), `gc` (the dry runs of `options.plans`:
    `gc all`, or the single commands, and `gc images`) — through the commands the CLI runs.
 3. Apply mode only: inside `options.window`, with the circuit breaker closed (`breaker()`
-   returns ""), and holding an apply slot (`slots.acquire()`, renewed between plans, released
-   after), it carries out `options.plans` through `gc all` / `gc images` with `options.act`'s
-   caps and `yes` (so each re-check, the node lock and the audit rows are the CLI's), on a
-   fresh observation under the node lock, and measures the bytes freed as the filesystems'
-   available space before and after (statvfs; never negative). Nothing is carried out after
-   a cycle whose observation failed.
+   returns ""), and holding an apply slot (`slots.acquire()`, released after), it carries
+   out `options.plans` through `gc all` / `gc images` with `options.act`'s caps and `yes`
+   (so each re-check, the node lock and the audit rows are the CLI's), on a fresh
+   observation under the node lock, and measures the bytes freed as the filesystems'
+   available space before and after (statvfs; never negative). Before each plan and each
+   removal (`edges().abandon`) the slot must still be held and the window still open: else
+   no further removal starts (the one in flight finishes) and the last apply says why.
+   Nothing is carried out after a cycle whose observation failed.
 4. Builds the `NodeReport`, hands it to `write_report` when `should_write` says so (at most
    once a cycle), and the metrics samples (`agent.metrics`).
 
 A runtime, API or host file that cannot be read makes the cycle fail — `CycleResult.error`,
 one line, the first failure — and the next cycle tries again; the process never stops for it.
 A stop signal (`KeyboardInterrupt`, `core.stop.Terminated`) passes through, also one that
-interrupted a removal (after the removal was finished or abandoned as the CLI does, and the
-slot released).
+interrupted a removal (after the removal was finished or abandoned as the CLI does, the slot
+released, the last apply recorded as interrupted and one report write tried).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from kubegc_cli.commands.gc import gc_all, gc_containers, gc_images, gc_logs, gc
 from kubegc_cli.commands.residue import ResidueOptions, residue_scan
 from kubegc_cli.core.errors import ExitCode, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.fleet import LastApply, NodeReport
-from kubegc_cli.core.plan import Plan
+from kubegc_cli.core.plan import Plan, Result
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.stop import Terminated
@@ -120,7 +122,8 @@ class Agent:
     None: not stored); `slots` the apply slots (None: apply mode never acts, `paused` says
     so); `breaker()` the circuit breaker ("" closed, else why it is open; None: closed);
     `clock()` seconds since the epoch (the report's time, the eviction manager's memory, the
-    window, the heartbeat). Not thread-safe: one cycle at a time.
+    window, the heartbeat); `last_apply` the last apply before this process (from the node's
+    report), reported until this agent applies. Not thread-safe: one cycle at a time.
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class Agent:
         slots: Slots | None = None,
         breaker: Callable[[], str] | None = None,
         clock: Callable[[], float] = time.time,
+        last_apply: LastApply | None = None,
     ) -> None:
         self._settings = settings
         self._options = options
@@ -144,7 +148,7 @@ class Agent:
         self._memory: EvictionMemory = fresh_memory()
         self._runs: dict[Key, float] = {}  # kubegc's run and reclaim series, merged per run
         self._counters: dict[Key, float] = {}  # the agent's own counters
-        self._last_apply: LastApply | None = None
+        self._last_apply = last_apply
         self._written: NodeReport | None = None
         self._written_at = 0.0
         for result in ("ok", "failed"):
@@ -177,7 +181,11 @@ class Agent:
             self._memory = run.eviction.memory
         paused = ""
         if o.mode == "apply":
-            paused = self._maybe_apply(run, began)
+            try:
+                paused = self._maybe_apply(run, began)
+            except KeyboardInterrupt:
+                self._last_words(run, began)
+                raise
         report = run.report(node_name(s.node_name), began, self._last_apply, paused)
         written = False
         if self._write_report is not None and should_write(
@@ -201,6 +209,20 @@ class Agent:
         pending = dict(run.eviction.pending) if run.eviction else {}
         return CycleResult(report, samples, duration, run.error, written, pending)
 
+    def _last_words(self, run: _Cycle, began: float) -> None:
+        """A stop signal ended an apply: remember it (interrupted, what was removed) and try
+        one report write, so the breaker and `kubegc fleet` see it."""
+        if run.last_apply is None:
+            return
+        self._last_apply = run.last_apply
+        if self._write_report is None:
+            return
+        report = run.report(node_name(self._settings.node_name), began, self._last_apply, "")
+        try:
+            self._write_report(report)
+        except KubegcError as exc:
+            self._ui.warn(f"report: {' '.join(str(exc).split())}")
+
     def _maybe_apply(self, run: _Cycle, now: float) -> str:
         """Apply mode: why no slot is taken now ("" when the plans were carried out, or the
         cycle failed before); the last apply is remembered for the reports."""
@@ -209,8 +231,8 @@ class Agent:
             return ""
         if run.planned == 0:  # the dry runs found nothing: no slot, no breaker read
             return ""
-        try:
-            why = outside_window(o, now)
+        try:  # judged now, right before acquiring: the checks may have taken a while
+            why = outside_window(o, self._clock())
         except KubegcError as exc:  # a window that does not parse
             run.fail("apply", exc)
             return ""
@@ -238,7 +260,9 @@ class Agent:
                 return ""
             if why:
                 return why
-            applied = run.apply(lambda: slots.renew(name), self._clock())
+            applied = run.apply(
+                lambda: _why_stop(lambda: slots.renew(name), o, self._clock), self._clock()
+            )
         finally:
             try:
                 slots.release(name)
@@ -270,6 +294,7 @@ class _Cycle:
         self.runtime_fs: list[tuple[str, str]] = []  # (role, mountpoint) of ImageFsInfo
         self.applied: list[Plan[Any]] = []
         self.planned: int | None = None  # removals the gc dry runs planned (None: not run)
+        self.last_apply: LastApply | None = None  # what `apply` did, also when interrupted
 
     def fail(self, what: str, exc: BaseException | str) -> None:
         """Keep the first failure as the cycle's error (one line: `what: why`)."""
@@ -405,39 +430,64 @@ class _Cycle:
 
     # ---- act ----
 
-    def apply(self, renew: Callable[[], bool], now: float) -> LastApply:
-        """Carry out the plans (the slot held: `renew()` before each but the first), on the
-        real runtime and pod source, measuring the filesystems before and after; `now`
-        (seconds since the epoch) is when the apply began."""
+    def apply(self, abandon: Callable[[], str], now: float) -> LastApply:
+        """Carry out the plans while `abandon()` says "" (asked before each plan and, through
+        the edges, before each removal: the slot lost, the window ended — then no further
+        removal starts, the one in flight finishes), within one budget of `options.act`'s
+        caps for all the plans (each plan's caps less what the plans before it attempted),
+        on the real runtime and pod source, measuring the filesystems before and after; `now`
+        (seconds since the epoch) is when the apply began. A stop signal passes through,
+        `last_apply` set first."""
         act = replace(self.o.act, dry_run=False, yes=True)
         unwritten: list[str] = []
         before = self._available()
         done: list[str] = []
         removed = failures = 0
-        error = ""
-        with using(audit_unwritten=unwritten.append):
-            for i, (command, carry) in enumerate(self.plans()):
-                if i and not _still_held(renew):
-                    error = "the apply slot was lost; later plans not carried out"
+        error = interrupted = ""
+        stopped: list[str] = []
+
+        def why_stop() -> str:  # the first reason, kept: once stopped, the apply stays stopped
+            if not stopped:
+                why = abandon()
+                if why:
+                    stopped.append(why)
+            return stopped[0] if stopped else ""
+
+        # one budget for the whole apply: each plan's caps are what the plans before left
+        left_delete, left_bytes = act.max_delete, act.max_bytes
+        with using(audit_unwritten=unwritten.append, abandon=why_stop):
+            for command, carry in self.plans():
+                if why_stop():
+                    error = f"{stopped[0]}; later plans not carried out"
                     break
                 started, mono = time.time(), time.monotonic()
                 try:
-                    plan = carry(act)
+                    plan = carry(replace(act, max_delete=left_delete, max_bytes=left_bytes))
                 except KubegcError as exc:
                     self._ran(command, started, mono, exc.exit_code, None)
                     error = f"{command}: {' '.join(str(exc).split())}"
                     break
                 self.applied.append(plan)
                 done.append(command)
+                spent = [a for a in plan.actions if a.result in _SPENT]
+                if left_delete is not None:
+                    left_delete = max(0, left_delete - len(spent))
+                if left_bytes is not None:
+                    left_bytes = max(0, left_bytes - sum(a.planned_bytes for a in spent))
                 counts = plan.counts()
                 removed += counts["removed"]
                 failures += counts["failed"]
                 code = _exit_code(plan)
                 self._ran(command, started, mono, code, plan)
                 if plan.interrupted:
-                    raise Terminated if plan.interrupted == "SIGTERM" else KeyboardInterrupt
+                    interrupted = plan.interrupted
+                    error = f"interrupted by {interrupted}"
+                    break
                 if plan.runtime_lost:
                     error = f"{command}: {plan.runtime_lost}"
+                    break
+                if stopped:
+                    error = f"{command}: {stopped[0]}; the removals not begun were not carried out"
                     break
         after = self._available()
         freed = sum(max(0, after[dev] - avail) for dev, avail in before.items() if dev in after)
@@ -445,7 +495,10 @@ class _Cycle:
         if error:
             self.fail("apply", error)
         at = ns_to_rfc3339(int(now * 1e9))
-        return LastApply(at, tuple(done), removed, freed, failures, error)
+        self.last_apply = LastApply(at, tuple(done), removed, freed, failures, error)
+        if interrupted:  # the stop signal passes through, the apply recorded
+            raise Terminated if interrupted == "SIGTERM" else KeyboardInterrupt
+        return self.last_apply
 
     def _available(self) -> dict[int, int]:
         """Device → available bytes (statvfs, as the kubelet reads it) of the filesystems an
@@ -494,12 +547,24 @@ class _Cycle:
         return out
 
 
-def _still_held(renew: Callable[[], bool]) -> bool:
-    """`renew()`, False as well when the slot could not be renewed (the API down)."""
+#: The actions that count against an apply's caps: attempted removals (a failed one may
+#: still have happened: its outcome can be unknown).
+_SPENT = (Result.REMOVED, Result.FAILED)
+
+
+def _why_stop(renew: Callable[[], bool], o: AgentOptions, clock: Callable[[], float]) -> str:
+    """Why an apply must start no further removal ("" to go on): the slot lost (`renew()`
+    False, or it could not be renewed), or `clock()` past the apply window's end."""
     try:
-        return renew()
+        held = renew()
     except KubegcError:
-        return False
+        held = False
+    if not held:
+        return "the apply slot was lost"
+    try:
+        return outside_window(o, clock())
+    except KubegcError as exc:
+        return " ".join(str(exc).split())
 
 
 def _dry_run(

@@ -7,7 +7,10 @@ call time.
   `commands.flow.load_pod_inventory`, which use kubegc's own (the endpoint crictl's way,
   the `--pod-source`) unless the edges name another;
 - the report of the run: `edges().audit_unwritten(message)`, where a run that acted says its
-  audit rows could not be written (the report layer puts its own there while it reports a run).
+  audit rows could not be written (the report layer puts its own there while it reports a run);
+- whether a run that acts may start its next removal: `edges().abandon()`, "" to go on, else
+  why not (`kubegc agent` puts its own there while it holds an apply slot: the slot lost, the
+  apply window ended); `carry_out` asks it before each stage and each removal.
 
 The edges' clock is the run's "now" for planning (ages, MinAge, MaxAge, timestamps). The
 safety checks that compare a file's modification time with the time right before acting (a
@@ -69,6 +72,11 @@ PodLoader = Callable[["Settings", Ui], "PodInventory"]
 Clock = Callable[[], int]
 
 
+def go_on() -> str:
+    """Whether a run that acts must stop starting removals: never ("")."""
+    return ""
+
+
 def unreported(message: str) -> None:
     """Where an unwritten audit log is said outside a reported run: nowhere (the plan's notes
     still say it)."""
@@ -84,6 +92,9 @@ class Edges:
     pods: PodLoader | None = None
     clock: Clock = time.time_ns
     audit_unwritten: Callable[[str], None] = unreported
+    #: Why a run that acts must start no further removal ("" to go on): asked before each
+    #: one; those in flight finish, those not begun are skipped with the reason.
+    abandon: Callable[[], str] = go_on
     #: Makes `kubegc agent`'s cycle (`Settings`, `AgentOptions`, `Ui` → an object with
     #: `cycle()` and `reconfigure(settings, options)`, `agent.loop.Cycle`); None: kubegc's
     #: own (`agent.cycle.Agent`). A test hands its own to inject faults and timing.
@@ -103,10 +114,10 @@ def edges() -> Edges:
 @contextmanager
 def using(new: Edges | None = None, /, **changes: Any) -> Iterator[Edges]:
     """Within the block, commands reach `new` (default: the edges in force) with `changes`
-    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`, `agent=`); after it,
-    the edges of the blocks still open are in force (the newest), else kubegc's own — also
-    when blocks end in another order than they began. Process-wide, as the runtime and the
-    clock are."""
+    (fields of `Edges`: `cri=`, `pods=`, `clock=`, `audit_unwritten=`, `abandon=`,
+    `agent=`); after it, the edges of the blocks still open are in force (the newest), else
+    kubegc's own — also when blocks end in another order than they began. Process-wide, as
+    the runtime and the clock are."""
     with _lock:
         mine = replace(edges() if new is None else new, **changes)
         _active.append(mine)

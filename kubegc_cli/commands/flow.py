@@ -27,6 +27,7 @@ from kubegc_cli.node.cri.endpoint import Endpoint, resolve_endpoint
 from kubegc_cli.node.execute.actions import (
     HALTED,
     LAST_WORDS_SECONDS,
+    NOT_ATTEMPTED,
     Executor,
     Interrupted,
     LogRemover,
@@ -225,6 +226,8 @@ def carry_out(
     they still cannot be written a note says so and the edges' report hears it
     (`edges().audit_unwritten`: the run ends with exit 1).
 
+    Once `edges().abandon()` names a reason (asked before each stage and each removal), no
+    further removal starts: those in flight finish, the rest are skipped with the reason.
     After an interrupt, later stages start nothing: their actions are marked skipped. So
     once the runtime stopped answering (`plan.runtime_lost`, the message): a stage's re-check
     could not ask it, or a stage's executor gave up on it (`Executor.runtime_gone`). The run
@@ -252,12 +255,18 @@ def carry_out(
             skip_planned(plan.actions, INTERRUPTED)
             audit.finish(plan.actions, delays=(), timeout=LAST_WORDS_SECONDS)
 
+        abandon = edges().abandon
         for stage in stages:
             stage.executor.on_done = done
             stage.executor.last_words = last_words
+            stage.executor.abandon = abandon
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]
             if plan.interrupted or plan.runtime_lost:
                 skip_planned(todo, INTERRUPTED if plan.interrupted else HALTED)
+                continue
+            why = abandon()
+            if why:
+                skip_planned(todo, f"{NOT_ATTEMPTED}{why}")
                 continue
             if stage.recheck is not None:
                 try:

@@ -244,3 +244,28 @@ def test_an_identity_without_lease_rights_is_told_which(
     msg = str(err.value)
     assert "\n" not in msg and "403 Forbidden" in msg
     assert f"get, create and update leases in namespace {namespace}" in msg
+
+
+def test_a_kept_slot_stays_held_while_the_cycle_asks_and_another_waits(
+    admin: Any, namespace: str
+) -> None:
+    """`agent.build.KeptSlots`: the thread renews every third of the lease; the cycle's
+    `renew` (asked before every removal) is the thread's verdict, never a write racing it."""
+    from kubegc_cli.agent.build import KeptSlots
+
+    warned: list[str] = []
+    kept = KeptSlots(lambda: slots(admin, namespace, "agent-a", lease_seconds=3), lambda: 3,
+                     warned.append)  # fmt: skip
+    other = slots(admin, namespace, "agent-b", lease_seconds=3)
+    name = kept.acquire()
+    assert name == "kubegc-apply-0"
+    try:
+        end = time.monotonic() + 5  # longer than the lease: only the renewals keep it
+        while time.monotonic() < end:
+            assert kept.renew(name), warned
+            time.sleep(0.01)
+        assert other.acquire() is None
+        assert lease(admin, namespace, name).spec.holder_identity == "agent-a"
+    finally:
+        kept.release(name)
+    assert warned == [] and other.acquire() == name

@@ -21,13 +21,14 @@ from unittest import mock
 
 import pytest
 
-from kubegc_cli.agent.cycle import Agent
+from kubegc_cli.agent.cycle import Agent, _Cycle
 from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.commands.edges import using
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.fleet import NodeReport
 from kubegc_cli.core.model import Container, Image
+from kubegc_cli.core.plan import LogAction, Plan, Result, apply_caps
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.stop import Terminated
 from kubegc_cli.node.cri.observed import ObservedCri, RemovalRefused
@@ -286,7 +287,8 @@ def test_apply_removes_what_gc_all_would_within_its_caps_and_measures_it(
     assert cri.removed == ["dead0000"]
     assert set(cri.containers) == {"dead0001", "dead0002"}
     assert not (root / LOGS.lstrip("/") / "0.log").exists()
-    assert slots.calls == ["acquire", "renew kubegc-apply-0", "release kubegc-apply-0"]
+    assert slots.calls[0] == "acquire" and slots.calls[-1] == "release kubegc-apply-0"
+    assert set(slots.calls[1:-1]) == {"renew kubegc-apply-0"}  # before each plan and removal
     applied = result.report.last_apply
     assert applied is not None and result.report.paused == ""
     assert applied.plans == ("gc all", "gc images") and applied.removed == 1
@@ -334,6 +336,94 @@ def test_apply_mode_takes_no_slot_while_paused(
         if window or slots.free == 0:
             expected = [] if window else ["acquire"]
         assert slots.calls == expected
+
+
+FRIDAY_3_59 = 1_799_985_540.0  # 2027-01-15T03:59:00Z: inside a 02:00-04:00 window
+
+
+def test_the_window_is_judged_again_right_before_acquiring(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    cri = runtime()
+    slots = SlotsStandIn()
+    times = iter([FRIDAY_3_59])  # the cycle begins inside the window; then it has ended
+    opts = AgentOptions(mode="apply", window="Mon-Fri 02:00-04:00")
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots,
+                  clock=lambda: next(times, FRIDAY_3_59 + 120))  # fmt: skip
+    with in_force(cri):
+        result = agent.cycle()
+    assert "apply window" in result.report.paused
+    assert slots.calls == [] and cri.removed == []
+
+
+class WindowEndsMidRemoval(CountingCri):
+    """Fault injection: the apply window ends while the first removal is in flight."""
+
+    now = FRIDAY_3_59
+
+    def remove_container(self, cid: str) -> bool:
+        self.now = FRIDAY_3_59 + 120
+        return super().remove_container(cid)
+
+
+def test_an_apply_stops_starting_removals_at_the_windows_end(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = WindowEndsMidRemoval(base.containers, {}, images=base.images)
+    slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", window="Mon-Fri 02:00-04:00",
+                        act=ActOptions(yes=True, concurrency=1))  # fmt: skip
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots, clock=lambda: cri.now)
+    with in_force(cri):
+        result = agent.cycle()
+    assert cri.removed == ["dead0000"]
+    applied = result.report.last_apply
+    assert applied is not None and "outside the apply window" in applied.error, applied
+    assert slots.held == set()
+
+
+@pytest.mark.parametrize(
+    ("max_delete", "max_bytes", "removed", "caps"),
+    [
+        (4, None, 4, [(4, None), (1, None)]),
+        (None, 250, 2, [(None, 250), (None, 50)]),
+    ],
+)
+def test_the_caps_bound_the_whole_apply_not_each_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_delete: Any, max_bytes: Any,
+    removed: int, caps: list[Any],
+) -> None:  # fmt: skip
+    seen: list[tuple[Any, Any]] = []
+
+    def carry(act: ActOptions) -> Plan[Any]:  # three 100-byte removals, within the caps given
+        seen.append((act.max_delete, act.max_bytes))
+        actions = [LogAction("pod-log-dir", f"/l/{i}", f"/l/{i}", "uid", "r", "why", bytes=100)
+                   for i in range(3)]  # fmt: skip
+        plan: Plan[Any] = Plan("gc logs", {}, NOW, actions=actions, dry_run=False)
+        apply_caps(plan, act.max_delete, act.max_bytes)
+        for a in plan.actions:
+            if a.result is Result.PLANNED:
+                a.result = Result.REMOVED
+        return plan
+
+    monkeypatch.setattr(_Cycle, "plans", lambda self: [("gc a", carry), ("gc b", carry)])
+    root = host(tmp_path / "host")
+    opts = AgentOptions(mode="apply", act=ActOptions(max_delete=max_delete, max_bytes=max_bytes))
+    run = _Cycle(settings(tmp_path, root), opts, QuietUi())
+    applied = run.apply(lambda: "", time.time())
+    assert seen == caps
+    assert applied.removed == removed and applied.error == ""
+
+
+def test_the_last_apply_before_a_restart_is_reported_until_the_next_apply(
+    tmp_path: Path,
+) -> None:
+    from tests.unit.test_agent_slots import FAILED_APPLY
+
+    root = host(tmp_path / "host")
+    agent = Agent(settings(tmp_path, root), AgentOptions(), QuietUi(), last_apply=FAILED_APPLY)
+    with in_force(runtime()):
+        result = agent.cycle()
+    assert result.report.last_apply == FAILED_APPLY
 
 
 def test_a_runtime_that_is_down_fails_the_cycle_and_the_next_one_succeeds(
@@ -420,7 +510,58 @@ def test_sigterm_mid_apply_finishes_the_removal_releases_the_slot_and_passes_thr
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
-    assert slots.calls == ["acquire", "release kubegc-apply-0"] and slots.held == set()
+    assert slots.calls[0] == "acquire" and slots.calls[-1] == "release kubegc-apply-0"
+    assert slots.held == set()
+
+
+def test_sigterm_mid_apply_records_the_apply_and_writes_the_report(tmp_path: Path) -> None:
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = StoppedMidRemoval(base.containers, {}, images=base.images)
+    written: list[NodeReport] = []
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=SlotsStandIn(),
+                  write_report=written.append)  # fmt: skip
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        with in_force(cri), pytest.raises(Terminated):
+            agent.cycle()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert cri.removed == ["dead0000"]
+    assert written and written[-1].last_apply is not None
+    applied = written[-1].last_apply
+    assert applied.error == "interrupted by SIGTERM" and applied.removed == 1
+    assert applied.plans == ("gc all",)
+
+
+class SlotLostMidRemoval(CountingCri):
+    """Fault injection: the apply slot is lost while the first removal is in flight."""
+
+    slots: SlotsStandIn
+
+    def remove_container(self, cid: str) -> bool:
+        self.slots.held.clear()
+        return super().remove_container(cid)
+
+
+def test_a_slot_lost_mid_plan_starts_no_further_removal_and_says_why(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = SlotLostMidRemoval(base.containers, {}, images=base.images)
+    cri.slots = slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots)
+    with in_force(cri):
+        result = agent.cycle()
+    assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
+    applied = result.report.last_apply
+    assert applied is not None and applied.removed == 1
+    assert "the apply slot was lost" in applied.error, applied.error
+    assert "the apply slot was lost" in result.error
 
 
 def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Path) -> None:

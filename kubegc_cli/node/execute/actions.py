@@ -146,6 +146,8 @@ UNKNOWN_STOP_GRACE_SECONDS = 2
 
 # What an action not attempted because the runtime stopped answering says.
 HALTED = "not attempted: the runtime stopped answering"
+# What an action not begun because the run was abandoned (`Executor.abandon`) says, then why.
+NOT_ATTEMPTED = "not attempted: "
 # What a removal the runtime did not answer says (it may have happened all the same).
 OUTCOME_UNKNOWN = "outcome unknown"
 
@@ -175,12 +177,17 @@ class Executor(ABC, Generic[A]):
     concurrency: int = 4
     on_done: Callable[[A], None] | None = field(default=None, kw_only=True)
     last_words: Callable[[], None] | None = field(default=None, kw_only=True)
+    #: Why no further action may start ("" to go on), asked before each: once it names a
+    #: reason, the actions not begun are `skipped` ("not attempted: <reason>") and the calls
+    #: in flight finish, as for a stop signal.
+    abandon: Callable[[], str] | None = field(default=None, kw_only=True)
     _halt: threading.Event = field(default_factory=threading.Event, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _unreachable_in_a_row: int = field(default=0, init=False)
     _attempted: int = field(default=0, init=False)
     _unanswered: int = field(default=0, init=False)
     _unanswered_error: str = field(default="", init=False)
+    _abandoned: str = field(default="", init=False)
     _in_flight: dict[int, A] = field(default_factory=dict, init=False)
     _pods: PodLiveness | None = field(default=None, init=False, repr=False)
 
@@ -235,6 +242,30 @@ class Executor(ABC, Generic[A]):
             if a.result is Result.PLANNED:
                 a.result, a.error = Result.FAILED, EXITED_IN_FLIGHT
 
+    def _abandon_why(self) -> str:
+        """Why no further action may start ("" to go on): the first reason `abandon` gave,
+        kept (a failing `abandon` is a reason too)."""
+        if self.abandon is None:
+            return ""
+        with self._lock:
+            if self._abandoned:
+                return self._abandoned
+        try:
+            why = self.abandon()
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        if why:
+            with self._lock:
+                self._abandoned = self._abandoned or why
+                return self._abandoned
+        return ""
+
+    @property
+    def abandoned(self) -> str:
+        """The reason this executor stopped starting actions ("" when it did not)."""
+        with self._lock:
+            return self._abandoned
+
     @property
     def halted(self) -> bool:
         """True once the runtime stopped answering and the rest of the run was given up."""
@@ -262,6 +293,10 @@ class Executor(ABC, Generic[A]):
     def _one_action(self, a: A) -> None:
         if self._halt.is_set():
             a.result, a.error = Result.SKIPPED, HALTED
+            return
+        why = self._abandon_why()
+        if why:
+            a.result, a.error = Result.SKIPPED, f"{NOT_ATTEMPTED}{why}"
             return
         with self._lock:
             self._attempted += 1

@@ -84,10 +84,11 @@ class _Conflict(Exception):
 
 class ApplySlots:
     """The apply slots of one agent: `slots` Leases `lease_name(0)` … in `namespace`, held
-    as `identity` (the agent's pod name), through `api_client` (a `kubernetes.client.
-    ApiClient`). `lease_seconds` is the record's `leaseDurationSeconds` (whole seconds, ≥ 1);
-    `clock` gives seconds since the epoch; `rng` orders the slots tried (a fleet spreads over
-    them); `timeout` is seconds per request.
+    as `identity` (one per agent process: `agent.build.slot_identity`), through
+    `api_client` (a `kubernetes.client.ApiClient`). `lease_seconds` is the record's
+    `leaseDurationSeconds` (whole seconds, ≥ 1); `clock` gives seconds since the epoch;
+    `rng` orders the slots tried (a fleet spreads over them); `timeout` is seconds per
+    request.
 
     Every method raises `ApiUnavailable` when the API refuses (other than a lost race) or
     cannot be reached; `ValueError` for settings that cannot be meant.
@@ -257,8 +258,8 @@ class ApplySlots:
         """Take a free apply slot: the name of the Lease now held, or None when every slot
         has a live holder other than us (or the races for the free ones were lost).
 
-        Slots are tried in a random order. A slot already held by this identity (an agent
-        restarted under the same pod name) is renewed and returned. A missing Lease is
+        Slots are tried in a random order. A slot already held by this identity is renewed
+        and returned. A missing Lease is
         created; a free one is taken over with the `resourceVersion` read, `leaseTransitions`
         + 1. Raises `ApiUnavailable`.
         """
