@@ -41,12 +41,16 @@ from pathlib import Path
 from typing import Any
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
+# built with them (scripts/build-control-plane) for the node tests' kubelet
+KUBELET_NODE = "kubegc-kubelet"
 
 # identity → (user name, groups) in the API server's token file
 IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("kubegc-test-admin", ("system:masters",)),
     "nobody": ("kubegc-test-nobody", ()),
     "kube-controller-manager": ("system:kube-controller-manager", ()),
+    # the node tests' kubelet (tests/node/localkubelet.py), registered as Node KUBELET_NODE
+    "kubelet": (f"system:node:{KUBELET_NODE}", ("system:nodes",)),
     "kubegc-agent": (
         "system:serviceaccount:kube-system:kubegc-agent",
         ("system:serviceaccounts", "system:serviceaccounts:kube-system"),
