@@ -11,13 +11,14 @@
 - serving https://127.0.0.1:<port> with a certificate signed by the control plane's CA, and
   checking every caller through the API server (webhook authentication: TokenReview;
   webhook authorization: SubjectAccessReview), as a kubelet in a cluster does;
-- with its own --root-dir under `work`, the pods' logs under the node's directory, no
-  read-only port, no healthz port, no eviction, no image GC, no QoS cgroups or node
-  allocatable enforcement, no iptables chains;
+- with its own --root-dir and volume plugin directory under `work`, the pods' logs under the
+  node's directory, no read-only port, no healthz port, no eviction, no image GC, no QoS
+  cgroups or node allocatable enforcement, no iptables chains;
 - in a mount namespace of its own in which the six kernel settings the kubelet otherwise
   rewrites (vm.overcommit_memory, kernel.panic_on_oops, ...) read as the values it wants,
   with `protectKernelDefaults: true`: it changes no sysctl of the machine, and refuses to start
-  rather than change one if those files could not be masked.
+  rather than change one if those files could not be masked; and in which /var/lib is an empty
+  tmpfs, for the one directory it writes at a fixed path (/var/lib/kubelet/device-plugins).
 
 The process gets SIGKILL when the Python process that started it dies (PDEATHSIG), as the
 control plane's do; `stop()` ends it (SIGTERM, then SIGKILL after 10 s).
@@ -53,6 +54,19 @@ KERNEL_TUNABLES = {
 }
 
 
+# Paths the kubelet uses whatever its --root-dir: kept in its namespace or its work dir.
+FIXED_PATHS = ("/var/lib/kubelet", "/usr/libexec/kubernetes")
+
+
+def machine_state() -> dict[str, str | bool]:
+    """The sysctls of KERNEL_TUNABLES and whether each of FIXED_PATHS exists."""
+    state: dict[str, str | bool] = {
+        key: Path("/proc/sys", key).read_text().strip() for key in KERNEL_TUNABLES
+    }
+    state.update({path: Path(path).exists() for path in FIXED_PATHS})
+    return state
+
+
 def _openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
 
@@ -66,6 +80,9 @@ class LocalKubelet:
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # the machine as it was before the start: KERNEL_TUNABLES' values, and whether each of
+    # FIXED_PATHS existed
+    before: dict[str, str | bool] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -139,6 +156,7 @@ class LocalKubelet:
             },
             "containerRuntimeEndpoint": node.endpoint,
             "podLogsDir": str(node.pod_logs_dir),
+            "volumePluginDir": str(self.work / "volume-plugins"),
             "cgroupDriver": "cgroupfs",
             "cgroupsPerQOS": False,
             "enforceNodeAllocatable": [],
@@ -163,6 +181,7 @@ class LocalKubelet:
     ) -> None:
         w = self.work
         w.mkdir(parents=True, exist_ok=True)
+        self.before = machine_state()
         self._certs(cp)
         self.port = free_port()
         (w / "config.json").write_text(self._config(node))
@@ -179,6 +198,8 @@ class LocalKubelet:
             "--kubeconfig", str(kubeconfig), "--root-dir", str(w / "root"),
             "--cert-dir", str(w / "pki"), "--hostname-override", self.name, "--v=2",
         ]  # fmt: skip
+        # /var/lib/kubelet/device-plugins is a fixed path: an empty /var/lib of its own
+        binds.append("mount -t tmpfs -o mode=0755,size=16m kubegc-kubelet /var/lib")
         script = " && ".join([*binds, "exec " + shlex.join(argv)])
         began = time.monotonic()
         with self.log_path.open("wb") as log:
