@@ -65,7 +65,7 @@ from kubegc_cli.core.stop import Terminated
 from kubegc_cli.core.units import ns_to_rfc3339
 from kubegc_cli.node.cri.observed import ObservedCri
 from kubegc_cli.node.diskusage import role_filesystems
-from kubegc_cli.node.host.kubelet import load_kubelet_config
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.node.pods.api import node_name
 from kubegc_cli.policy.eviction.memory import EvictionMemory, Recalled, remember
 from kubegc_cli.policy.fleet import parse_window, should_write
@@ -452,7 +452,7 @@ class _Cycle:
         apply touches: the kubelet root, the pod log root, the image and container
         filesystems the runtime reports."""
         s, o = self.s, self.o
-        logs = o.pod_logs_dir or load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+        logs = o.pod_logs_dir or effective_kubelet_config(s).pod_logs_dir
         roles = [("nodefs", o.root_dir), ("logs", logs), *self.runtime_fs]
         notes: list[str] = []
         try:
@@ -520,7 +520,7 @@ def _exit_code(plan: Plan[Any]) -> int:
 def image_policy(s: Settings) -> ImageGCPolicy:
     """The image GC policy as `gc images` takes it without flags: the kubelet config file's
     settings, else the kubelet's defaults. Raises `BadInput` for values the kubelet rejects."""
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     settings = resolve_image_gc_settings({}, kcfg.image_gc, kcfg.source)
     policy = ImageGCPolicy(**settings.values)
     policy.validate(settings.names)

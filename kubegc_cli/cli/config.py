@@ -18,7 +18,8 @@ from kubegc_cli.cli.options import collected, global_options, global_sources
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duration, safe_text
-from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.node.host.kubelet import validate_pod_logs_dir
+from kubegc_cli.node.kubeletapi import CONFIGZ_SOURCE, effective_kubelet_config
 from kubegc_cli.render import plan as render
 
 
@@ -124,7 +125,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
             else:
                 source = "default"
             value = sub.params.get(param.name)
-            if param.name in kubelet and source.startswith("kubelet config"):
+            if param.name in kubelet and source == kubelet[param.name][1]:
                 value = kubelet[param.name][0]
             rows.append({"key": ".".join((*path, key)), "value": _value_text(value),
                          "source": source})  # fmt: skip
@@ -168,11 +169,13 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
     wanted = {"image_gc_high_threshold", "pod_logs_dir"} & names
     if not wanted:
         return {}
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
+    if kcfg.fallback:
+        ConsoleUi(0, s.output).warn(f"{kcfg.fallback}; the kubelet's config file is shown instead")
     if kcfg.source == "defaults":
         return {}
     out: dict[str, tuple[Any, str]] = {}
-    source = f"kubelet config {kcfg.source}"
+    source = kcfg.source if kcfg.source == CONFIGZ_SOURCE else f"kubelet config {kcfg.source}"
     for name, value in kcfg.image_gc.items():
         if name in names:
             shown = value

@@ -17,7 +17,7 @@ from kubegc_cli.commands import gc as flows
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.selector import parse as parse_selector
 from kubegc_cli.core.units import parse_duration, rfc3339_to_ns
-from kubegc_cli.node.host.kubelet import load_kubelet_config
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.policy.containers import ContainerGCPolicy
 from kubegc_cli.policy.images import IMAGE_GC_SETTINGS, ImageGCPolicy, resolve_image_gc_settings
 from kubegc_cli.policy.scope import Scope
@@ -366,7 +366,9 @@ def image_gc_policy(
     """The image GC policy of a run: each setting of `IMAGE_GC_SETTINGS` the command has from
     its flag or the config file, else the kubelet config file, else the kubelet's default
     (`ui.info` says which); `--keep` patterns. Raises `BadInput` for a bad value."""
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
+    if kcfg.fallback:
+        ui.warn(f"{kcfg.fallback}; reading the kubelet's config file instead")
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS

@@ -190,9 +190,10 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--pod-source",),
         {
-            "type": click.Choice(["none", "file", "api"]),
-            "help": "Where desired pods come from [default: file with --pods-file, else api "
-            "when a kubeconfig or in-cluster account is found, else none].",
+            "type": click.Choice(["none", "file", "api", "kubelet"]),
+            "help": "Where desired pods come from: kubelet is the node's kubelet's /pods "
+            "(--kubelet-url) [default: file with --pods-file, else api when a kubeconfig or "
+            "in-cluster account is found, else none].",
         },
     ),
     (
@@ -248,7 +249,24 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--kubelet-config",),
         {
             "metavar": "PATH",
-            "help": "Kubelet config file [default: /var/lib/kubelet/config.yaml if present].",
+            "help": "Kubelet config file [default: the kubelet's /configz with --kubelet-url "
+            "when readable, else /var/lib/kubelet/config.yaml if present].",
+        },
+    ),
+    (
+        ("--kubelet-url",),
+        {
+            "metavar": "URL",
+            "help": "The node's kubelet, https://HOST:10250, read for /pods and /configz with "
+            "the kubeconfig's credentials [default: none, the kubelet is not asked].",
+        },
+    ),
+    (
+        ("--kubelet-ca",),
+        {
+            "metavar": "PATH",
+            "help": "CA file for the kubelet's serving certificate [default: the API server's "
+            "CA from the kubeconfig or in-cluster account].",
         },
     ),
     (

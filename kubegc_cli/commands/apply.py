@@ -63,10 +63,11 @@ from kubegc_cli.node.execute.actions import (
     LogRemover,
     SandboxRemover,
 )
-from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR, load_kubelet_config
+from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
@@ -295,7 +296,7 @@ def apply_plan(
         may_act(mode, plan, ui, "object", act)
         return plan
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     client = open_client(s, ui)
     try:
         if plan.source and client.endpoint.display != plan.source:

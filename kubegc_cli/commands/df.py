@@ -86,10 +86,11 @@ from kubegc_cli.node.diskusage import (
 )
 from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.fs import FsStats
-from kubegc_cli.node.host.kubelet import load_kubelet_config, validate_pod_logs_dir
+from kubegc_cli.node.host.kubelet import validate_pod_logs_dir
 from kubegc_cli.node.host.logs import host_path_of
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.imagefs import FsLayout, fs_layout
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.node.signals import disk_observations
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
 from kubegc_cli.policy.eviction.thresholds import (
@@ -428,7 +429,7 @@ def disk_usage(
     if opts.top < 0:
         raise BadInput(f"invalid value for --top: {opts.top} must be 0 or more")
     given_root = kubelet_root(opts.root_dir)
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     given_logs = (
         validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
         if opts.pod_logs_dir is not None

@@ -58,10 +58,22 @@ from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
-from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG, load_kubelet_config
+from kubegc_cli.node.host.kubelet import DEFAULT_CONFIG
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
-from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, open_api
+from kubegc_cli.node.kubeletapi import (
+    CONFIGZ_SOURCE,
+    effective_kubelet_config,
+    kubelet_source,
+    read_configz,
+)
+from kubegc_cli.node.pods.api import (
+    ApiSource,
+    ApiUnavailable,
+    find_credentials,
+    node_name,
+    open_api,
+)
 from kubegc_cli.node.pods.evicted import close_api, list_failed
 from kubegc_cli.node.signals import (
     DISK_FAMILIES,
@@ -200,6 +212,15 @@ def eviction_config(s: Settings, ui: Ui, flags: RawEviction) -> EvictionConfig:
     config file (`--kubelet-config`, the `--config` of the running kubelet, or the default
     path under --host-root), else the kubelet's defaults. Raises `BadInput` for bad values."""
     layers = [flags]
+    kubelet = kubelet_source(s) if s.kubelet_config is None and s.kubelet_url else None
+    if kubelet is not None:  # the effective config: its file, flags and defaults merged
+        try:
+            doc = read_configz(kubelet, s.timeout)
+        except ApiUnavailable as exc:
+            ui.warn(f"{exc}; reading the kubelet's command line and config file instead")
+        else:
+            ui.info(f"kubelet config: {CONFIGZ_SOURCE} ({kubelet.url})")
+            return resolve([*layers, raw_from_kubelet_config(doc, CONFIGZ_SOURCE)])
     config_path = s.kubelet_config
     found = find_kubelet_cmdline(s.host_root)
     if found is not None:
@@ -439,7 +460,7 @@ def _pod_stats(
         out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
     if not disk:
         return out
-    logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    logs_dir = effective_kubelet_config(s).pod_logs_dir
     local = local_disk_usage(s.host_root, logs_dir, root_dir, set(uids))
     layers, why = _writable_layers(s, ui, set(uids))
     if why:

@@ -57,13 +57,13 @@ from kubegc_cli.node.execute.actions import (
 from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
-    load_kubelet_config,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
 from kubegc_cli.node.imagefs import image_filesystem
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.sandboximages import NamedImage, runtime_sandbox_images
 from kubegc_cli.node.state import (
@@ -101,7 +101,7 @@ def load_snapshot(path: Path) -> NodeSnapshot:
 def snapshot_node(s: Settings, ui: Ui) -> NodeSnapshot:
     """`kubegc snapshot`: everything kubegc observes, with status for every container."""
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     client = open_client(s, ui)
     try:
         return observe_node(
@@ -200,7 +200,7 @@ def gc_containers(
         may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
         return offline
 
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     client = open_client(s, ui)
     try:
         mounts = MountTable.read()
@@ -276,7 +276,7 @@ def pod_logs_root_of(s: Settings, pod_logs_dir: str | None) -> str:
 
     if pod_logs_dir is not None:
         return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
-    return load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+    return effective_kubelet_config(s).pod_logs_dir
 
 
 def _observe_logs(
@@ -426,7 +426,7 @@ def plan_all(
     before acting (the container stage re-checks the plan against a fresh `ListContainers`).
     Raises `RuntimeUnavailable` when the runtime or the pod log root cannot be read.
     """
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root)
+    kcfg = effective_kubelet_config(s)
     mounts = MountTable.read()
     sizer = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)
     snap = _observe_for_containers(

@@ -55,7 +55,6 @@ from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
-    load_kubelet_config,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import (
@@ -64,6 +63,7 @@ from kubegc_cli.node.host.logs import (
 )
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
+from kubegc_cli.node.kubeletapi import effective_kubelet_config
 from kubegc_cli.node.residue_runtime import RuntimeFacts, observe_runtime, with_runtime
 from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
 
@@ -195,7 +195,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
     if opts.pod_logs_dir is not None:
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:
-        pod_logs_dir = load_kubelet_config(s.kubelet_config, s.host_root).pod_logs_dir
+        pod_logs_dir = effective_kubelet_config(s).pod_logs_dir
     pods = load_pod_inventory(s, ui)
     now = s.now if s.now is not None else edges().clock()
     mounts = MountTable.read()

@@ -34,6 +34,9 @@ class Settings:
     snapshot: Path | None = None
     now: int | None = None
     kubelet_config: Path | None = None
+    # --kubelet-url, --kubelet-ca: the node's kubelet (/pods, /configz) and its serving CA
+    kubelet_url: str | None = None
+    kubelet_ca: str | None = None
     # --runtime-config: containerd's config file, a host path (read under host_root)
     runtime_config: Path | None = None
     kubeconfig: str | None = None

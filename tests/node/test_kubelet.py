@@ -1,9 +1,10 @@
-"""The node's own kubelet's `/pods` and `/configz` through its authorizer: a real kubelet
-(``localkubelet.py``) registered with the real API server, which checks every caller's token
-(TokenReview) and right (SubjectAccessReview) against the manifests' RBAC. The agent's
-identity (kube-system/kubegc-agent, granted `get nodes/pods, nodes/configz`) is let through;
-kubegc-prune (allowed to list pods through the API, not granted the kubelet's subresources)
-and an identity granted nothing are refused with 403."""
+"""kubegc and the node's own kubelet: `/pods` as the pod source and `/configz` as the kubelet
+configuration, against a real kubelet (``localkubelet.py``) registered with the real API
+server, which checks every caller's token (TokenReview) and right (SubjectAccessReview)
+against the manifests' RBAC. The agent's identity (kube-system/kubegc-agent, granted
+`get nodes/pods, nodes/configz`) is let through; kubegc-prune (allowed to list pods through
+the API, not granted the kubelet's subresources) is refused with 403, and kubegc then lists
+the node's pods through the API and reads the kubelet's config file instead."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.controlplane import KUBELET_NODE, ControlPlane
-from tests.node.localkubelet import LocalKubelet
+from tests.node.localkubelet import LocalKubelet, machine_state
+from tests.node.localnode import LocalNode
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +87,119 @@ def test_the_kubelet_lets_the_agent_read_pods_and_configz_and_refuses_others(
         ("tokenreviews", "subjectaccessreviews")
     }  # fmt: skip
     assert asked == {"tokenreviews", "subjectaccessreviews"}
+
+
+def plan_pod_source(res: subprocess.CompletedProcess[str]) -> str:
+    assert res.returncode == 0, res.stderr
+    return str(json.loads(res.stdout)["policy"]["pod_source"])
+
+
+def gc_args(
+    cp: ControlPlane, identity: str, kubelet: LocalKubelet, node: LocalNode, tmp_path: Path
+) -> list[str]:
+    """Global options of a `gc` dry run as `identity`, on the kubelet's node, with its URL."""
+    kubeconfig = cp.kubeconfig(identity, tmp_path / f"{identity}.kubeconfig")
+    return ["-r", node.endpoint, "--kubeconfig", str(kubeconfig), "--node-name", KUBELET_NODE,
+            "--kubelet-url", kubelet.url, "--kubelet-config", str(node.kubelet_config),
+            "--state-dir", str(tmp_path / "state"), "--lock-timeout", "2m",
+            "-o", "json"]  # fmt: skip
+
+
+def test_pods_come_from_the_kubelet_without_an_api_list(
+    kubelet: LocalKubelet, control_plane: ControlPlane, kubelet_pod: str, node: LocalNode,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    common = gc_args(control_plane, "kubegc-agent", kubelet, node, tmp_path)
+    mark = len(control_plane.requests("kubegc-agent"))
+    for extra in (["--pod-source", "kubelet"], []):  # explicit, and preferred by default
+        res = kubegc(*common, *extra, "-v", "gc", "containers", "--dry-run")
+        assert plan_pod_source(res) == f"kubelet:{kubelet.url} node {KUBELET_NODE}"
+        assert f"pod source: kubelet {kubelet.url}/pods" in res.stderr
+    lists = [e for e in control_plane.requests("kubegc-agent")[mark:]
+             if e["objectRef"].get("resource") == "pods"]  # fmt: skip
+    assert lists == []
+
+
+def test_a_refused_kubelet_falls_back_to_the_api_list(
+    kubelet: LocalKubelet, control_plane: ControlPlane, kubelet_pod: str, node: LocalNode,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    common = gc_args(control_plane, "kubegc-prune", kubelet, node, tmp_path)
+    res = kubegc(*common, "gc", "containers", "--dry-run")
+    assert plan_pod_source(res) == f"api:{control_plane.url} node {KUBELET_NODE}"
+    assert f"kubelet {kubelet.url}/pods: 403 Forbidden" in res.stderr
+    assert "listing the node's pods through the API instead" in res.stderr
+    res = kubegc(*common, "--pod-source", "kubelet", "gc", "containers", "--dry-run")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.count("\n") == 1 and "403 Forbidden" in res.stderr
+
+
+def config_sources(res: subprocess.CompletedProcess[str]) -> dict[str, tuple[Any, str]]:
+    assert res.returncode == 0, res.stderr
+    return {r["key"]: (r["value"], r["source"]) for r in json.loads(res.stdout)["values"]}
+
+
+def test_the_effective_config_comes_from_configz_and_a_refusal_falls_back_to_the_file(
+    kubelet: LocalKubelet, control_plane: ControlPlane, tmp_path: Path,
+) -> None:  # fmt: skip
+    host = tmp_path / "host"
+    (host / "var/lib/kubelet").mkdir(parents=True)
+    (host / "var/lib/kubelet/config.yaml").write_text(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+        "imageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 55\n"
+    )
+    for identity, high, source in (
+        ("kubegc-agent", 100, "kubelet /configz"),
+        ("kubegc-prune", 77, f"kubelet config {host}/var/lib/kubelet/config.yaml"),
+    ):
+        kubeconfig = control_plane.kubeconfig(identity, tmp_path / f"{identity}.kubeconfig")
+        res = kubegc("--host-root", str(host), "--kubeconfig", str(kubeconfig),
+                     "--node-name", KUBELET_NODE, "--kubelet-url", kubelet.url, "-o", "json",
+                     "config", "view", "gc", "images")  # fmt: skip
+        values = config_sources(res)
+        assert values["gc.images.image-gc-high-threshold"] == (high, source), (identity, values)
+        refused = f"kubelet {kubelet.url}/configz: 403 Forbidden"
+        assert (refused in res.stderr) == (identity == "kubegc-prune"), res.stderr
+
+
+def test_evict_check_takes_the_thresholds_from_configz(
+    kubelet: LocalKubelet, control_plane: ControlPlane, node: LocalNode, tmp_path: Path,
+) -> None:  # fmt: skip
+    kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
+    res = kubegc("-r", node.endpoint, "--kubeconfig", str(kubeconfig), "--node-name",
+                 KUBELET_NODE, "--kubelet-url", kubelet.url, "--pod-source", "none",
+                 "--state-dir", str(tmp_path / "state"), "-v", "-o", "json",
+                 "evict", "check", "--root-dir", str(tmp_path))  # fmt: skip
+    assert res.returncode in (0, 1), res.stderr
+    assert f"kubelet config: kubelet /configz ({kubelet.url})" in res.stderr
+
+
+def test_the_agent_reads_its_pods_from_the_kubelet(
+    kubelet: LocalKubelet, control_plane: ControlPlane, kubelet_pod: str, node: LocalNode,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The DaemonSet's agent cycle with `--kubelet-url`: its pods from `/pods`, its config from
+    `/configz`; the API server sees no pod list from it, only the report's requests."""
+    from tests.node.test_agent_api_cost import MAX_REQUESTS, agent_args
+
+    kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
+    (tmp_path / "kubelet").mkdir()
+    mark = len(control_plane.requests("kubegc-agent"))
+    res = kubegc("-r", node.endpoint, "--state-dir", str(tmp_path / "state"),
+                 "--kubeconfig", str(kubeconfig), "--node-name", KUBELET_NODE,
+                 "--kubelet-url", kubelet.url, "-v", *agent_args(), "--once",
+                 "--root-dir", str(tmp_path / "kubelet"))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"pod source: kubelet {kubelet.url}/pods, node {KUBELET_NODE}" in res.stderr
+    made = control_plane.requests("kubegc-agent")[mark:]
+    seen = [(e["verb"], e["objectRef"].get("resource")) for e in made]
+    assert ("list", "pods") not in seen, seen
+    assert len(made) <= MAX_REQUESTS, seen
+
+
+def test_the_kubelet_changes_no_sysctl_and_writes_no_fixed_host_path(
+    kubelet: LocalKubelet, kubelet_pod: str
+) -> None:
+    """Once it has registered and taken a pod, the machine's kernel settings and the paths a
+    kubelet writes whatever its --root-dir are as they were before it started."""
+    assert machine_state() == kubelet.before

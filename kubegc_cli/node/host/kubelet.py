@@ -30,13 +30,16 @@ class KubeletConfig:
     """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
 
     `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the file,
-    or `defaults` when none was read. `image_gc` holds the image GC fields the file sets, by
-    kubegc's option name (`image_gc_high_threshold`: int, `minimum_image_ttl_duration`: seconds).
+    `kubelet /configz` (`node.kubeletapi`), or `defaults` when none was read. `image_gc` holds
+    the image GC fields the file sets, by kubegc's option name (`image_gc_high_threshold`: int,
+    `minimum_image_ttl_duration`: seconds).
     """
 
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
     source: str = "defaults"
     image_gc: Mapping[str, Any] = field(default_factory=dict)
+    # why the kubelet's /configz was not used, when it was asked and this was read instead
+    fallback: str = ""
 
 
 def validate_pod_logs_dir(value: object, *, source: str) -> str:

@@ -70,6 +70,18 @@ def node_name(explicit: str | None) -> str:
 
 
 def open_api(src: ApiSource) -> tuple[Any, str]:
+    """A `CoreV1Api` for `src` and the API's URL. Raises `BadInput` as `api_config` does."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from kubernetes import client
+
+    cfg = api_config(src)
+    return client.CoreV1Api(client.ApiClient(cfg)), cfg.host
+
+
+def api_config(src: ApiSource) -> Any:
+    """The official client's `Configuration` for `src`'s kubeconfig or in-cluster account:
+    the API's URL, CA file, bearer token or client certificate. Raises `BadInput` (one line)
+    for a kubeconfig that cannot be used."""
     # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     from kubernetes import client
     from kubernetes import config as kubeconfig
@@ -109,7 +121,7 @@ def open_api(src: ApiSource) -> tuple[Any, str]:
         )
     cfg.proxy = proxy_url(src.kubeconfig, cfg.proxy)
     cfg.retries = 0
-    return client.CoreV1Api(client.ApiClient(cfg)), cfg.host
+    return cfg
 
 
 #: The `proxy-url` schemes kubectl (client-go) takes.
