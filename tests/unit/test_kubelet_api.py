@@ -1,10 +1,15 @@
 """`--kubelet-url`, `--pod-source kubelet` and the kubelet's replies as kubegc reads them, without
-a kubelet: what is refused before any connection, and a kubelet that cannot be reached. The
-real kubelet's answers and refusals are tests/node/test_kubelet.py's."""
+a kubelet: what is refused before any connection, a kubelet that cannot be reached, and
+(`test_fault_*`, a TLS stand-in) the faults a real kubelet will not produce on demand: one that
+never answers, a reply over the bound. The real kubelet's answers and refusals are
+tests/node/test_kubelet.py's."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +70,91 @@ def test_an_unreachable_kubelet_named_as_the_pod_source_is_exit_3_in_one_line(
     assert code == 3, err
     assert err.count("\n") == 1
     assert f"kubelet {url}/pods unreachable: ConnectionRefusedError" in err
+
+
+class StandIn:
+    """A TLS server on 127.0.0.1 standing in for a kubelet, for the faults a real one will
+    not produce on demand: `hang` reads the request and never answers; `huge` answers 200
+    with a JSON body of `size` bytes. Its certificate is signed by `ca`."""
+
+    def __init__(self, certs: Path, mode: str, size: int = 0) -> None:
+        import ssl
+        import threading
+
+        self.mode, self.size = mode, size
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs / "serving.crt", certs / "serving.key")
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.url = f"https://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        import ssl
+
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+                tls = self.ctx.wrap_socket(conn, server_side=True)
+                tls.recv(65536)
+            except (OSError, ssl.SSLError):
+                continue
+            if self.mode == "hang":
+                self.stop.wait(30)
+            else:
+                body = b'{"kubeletconfig": {"x": "' + b"a" * self.size + b'"}}'
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                with contextlib.suppress(OSError):
+                    tls.sendall(head + body)
+            tls.close()
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.controlplane import make_certs
+
+    d = tmp_path_factory.mktemp("certs")
+    make_certs(d)
+    return d
+
+
+def test_fault_a_kubelet_that_never_answers_is_given_up_after_the_timeout(
+    tmp_path: Path, certs: Path
+) -> None:
+    kubelet = StandIn(certs, "hang")
+    try:
+        args = ["--kubeconfig", str(kubeconfig(tmp_path)), "--kubelet-url", kubelet.url,
+                "--kubelet-ca", str(certs / "ca.crt"), "--timeout", "1s"]  # fmt: skip
+        began = time.monotonic()
+        with use_runtime(MemoryCri({}, {})):
+            code, _, err = run_cli([*args, "--pod-source", "kubelet", "gc", "containers",
+                                    "--dry-run"])  # fmt: skip
+        assert time.monotonic() - began < 10
+    finally:
+        kubelet.stop.set()
+    assert code == 3, err
+    assert err.count("\n") == 1
+    assert f"kubelet {kubelet.url}/pods unreachable: TimeoutError" in err
+
+
+def test_fault_a_configz_reply_over_the_bound_is_not_read_and_the_file_is(
+    tmp_path: Path, certs: Path
+) -> None:
+    kubelet = StandIn(certs, "huge", size=5 << 20)
+    host = tmp_path / "host"
+    (host / "var/lib/kubelet").mkdir(parents=True)
+    config = host / "var/lib/kubelet/config.yaml"
+    config.write_text("imageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 55\n")
+    try:
+        code, out, err = run_cli(["--kubeconfig", str(kubeconfig(tmp_path)), "--host-root",
+                                  str(host), "--kubelet-url", kubelet.url, "--kubelet-ca",
+                                  str(certs / "ca.crt"), "-o", "json", "config", "view", "gc",
+                                  "images"])  # fmt: skip
+    finally:
+        kubelet.stop.set()
+    assert code == 0, err
+    assert f"kubelet {kubelet.url}/configz: the reply is larger than 4 MiB" in err
+    rows = {r["key"]: r for r in json.loads(out)["values"]}
+    assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
