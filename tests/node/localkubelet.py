@@ -147,12 +147,14 @@ class LocalKubelet:
             "rotateCertificates": False,
             "authentication": {
                 "anonymous": {"enabled": False},
-                "webhook": {"enabled": True, "cacheTTL": "0s"},
+                "webhook": {"enabled": True, "cacheTTL": "1s"},
                 "x509": {"clientCAFile": str(self.work / "ca.crt")},
             },
             "authorization": {
                 "mode": "Webhook",
-                "webhook": {"cacheAuthorizedTTL": "0s", "cacheUnauthorizedTTL": "0s"},
+                # 0s would mean the defaults (2m, 5m, 30s): each caller's grant is asked
+                # again after a second, so a test can change it
+                "webhook": {"cacheAuthorizedTTL": "1s", "cacheUnauthorizedTTL": "1s"},
             },
             "containerRuntimeEndpoint": node.endpoint,
             "podLogsDir": str(node.pod_logs_dir),

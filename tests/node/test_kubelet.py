@@ -203,3 +203,35 @@ def test_the_kubelet_changes_no_sysctl_and_writes_no_fixed_host_path(
     """Once it has registered and taken a pod, the machine's kernel settings and the paths a
     kubelet writes whatever its --root-dir are as they were before it started."""
     assert machine_state() == kubelet.before
+
+
+def test_the_kubelet_also_accepts_nodes_proxy(
+    kubelet: LocalKubelet, control_plane: ControlPlane, admin: Any
+) -> None:
+    """Fine-grained kubelet authorization falls back to `nodes/proxy` (which rbac.yaml does not
+    grant, as it also allows exec): granted only that, an identity reads /pods and /configz."""
+    from kubernetes import client
+
+    rbac = client.RbacAuthorizationV1Api(admin)
+    name = "kubegc-test-nodes-proxy"
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": [
+        {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]})  # fmt: skip
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "kubegc-test-nobody"}],
+    })  # fmt: skip
+    try:
+        token = control_plane.tokens["nobody"]
+        deadline = time.monotonic() + 20  # the RBAC cache takes the binding, the kubelet asks again
+        while (codes := [kubelet.get(p, token)[0] for p in ("/pods", "/configz")]) != [200, 200]:
+            assert time.monotonic() < deadline, codes
+            time.sleep(0.2)
+    finally:
+        rbac.delete_cluster_role_binding(name)
+        rbac.delete_cluster_role(name)
+    deadline = time.monotonic() + 20
+    while kubelet.get("/pods", token)[0] != 403:  # and "nobody" is granted nothing again
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
