@@ -64,10 +64,11 @@ def check_url(url: str) -> str:
     """`--kubelet-url` without a trailing slash. Raises `BadInput` unless it is an https:// URL
     with a host and no path beyond `/`."""
     try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
+        parts: urllib.parse.SplitResult | None = urllib.parse.urlsplit(url)
+        assert parts is not None
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number)
     except ValueError:
-        parts, port = None, None
+        parts = None
     if (
         parts is None
         or parts.scheme != "https"
@@ -78,7 +79,6 @@ def check_url(url: str) -> str:
         or not url.isprintable()
     ):
         raise BadInput(f"--kubelet-url {url!r} must be https://HOST[:PORT] (the kubelet's port)")
-    del port
     return url.rstrip("/")
 
 
@@ -195,14 +195,16 @@ def effective_kubelet_config(s: Settings) -> KubeletConfig:
     """The kubelet configuration a run uses: `--kubelet-config` when given; else the
     kubelet's `/configz` when `--kubelet-url` is given and it answers; else the config file
     under `--host-root` (`host.kubelet.load_kubelet_config`), whose `fallback` then says why
-    `/configz` was not used (refused, unreachable, no credentials)."""
+    `/configz` was not used (refused, unreachable, not a reply kubegc reads). Raises `BadInput`
+    for what the user must fix: no credentials, an unusable `--kubelet-ca`, a bad field (as
+    in a file)."""
     if s.kubelet_config is not None or not s.kubelet_url:
         return load_kubelet_config(s.kubelet_config, s.host_root)
+    src = kubelet_source(s)
+    assert src is not None
     try:
-        src = kubelet_source(s)
-        assert src is not None
         return load_configz(src, s.timeout)
-    except (ApiUnavailable, BadInput) as exc:
+    except ApiUnavailable as exc:
         why = str(exc)
     found = load_kubelet_config(None, s.host_root)
     return dataclasses.replace(found, fallback=why)

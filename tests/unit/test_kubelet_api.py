@@ -158,3 +158,18 @@ def test_fault_a_configz_reply_over_the_bound_is_not_read_and_the_file_is(
     assert f"kubelet {kubelet.url}/configz: the reply is larger than 4 MiB" in err
     rows = {r["key"]: r for r in json.loads(out)["values"]}
     assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["config", "view", "gc", "images"],
+     ["--pod-source", "kubelet", "gc", "containers", "--dry-run"]],
+)  # fmt: skip
+def test_an_unusable_kubelet_ca_is_exit_2_in_one_line(tmp_path: Path, command: list[str]) -> None:
+    url = f"https://127.0.0.1:{closed_port()}"
+    missing = tmp_path / "no-ca.crt"
+    with use_runtime(MemoryCri({}, {})):
+        code, _, err = run_cli(["--kubeconfig", str(kubeconfig(tmp_path)), "--kubelet-url", url,
+                                "--kubelet-ca", str(missing), *command])  # fmt: skip
+    assert code == 2, err
+    assert err == f"kubegc: error: cannot use --kubelet-ca {missing}: No such file or directory\n"
