@@ -176,10 +176,14 @@ def test_evict_check_takes_the_thresholds_from_configz(
 
 def test_the_agent_reads_its_pods_from_the_kubelet(
     kubelet: LocalKubelet, control_plane: ControlPlane, kubelet_pod: str, node: LocalNode,
-    tmp_path: Path,
+    tmp_path: Path, admin: Any,
 ) -> None:  # fmt: skip
     """The DaemonSet's agent cycle with `--kubelet-url`: its pods from `/pods`, its config from
-    `/configz`; the API server sees no pod list from it, only the report's requests."""
+    `/configz`, as its report says; the API server sees no pod list from it, only the report's
+    requests."""
+    from kubernetes import client
+
+    from kubegc_cli.core.fleet import GROUP, PLURAL, VERSION
     from tests.node.test_agent_api_cost import MAX_REQUESTS, agent_args
 
     kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
@@ -194,7 +198,12 @@ def test_the_agent_reads_its_pods_from_the_kubelet(
     made = control_plane.requests("kubegc-agent")[mark:]
     seen = [(e["verb"], e["objectRef"].get("resource")) for e in made]
     assert ("list", "pods") not in seen, seen
-    assert len(made) <= MAX_REQUESTS, seen
+    assert len(made) <= MAX_REQUESTS + 1, seen  # + 1: the first write creates the report
+    report = client.CustomObjectsApi(admin).get_cluster_custom_object(
+        GROUP, VERSION, PLURAL, KUBELET_NODE
+    )
+    assert report["status"]["podSource"] == "kubelet"
+    assert report["status"]["kubeletConfig"] == "kubelet /configz"
 
 
 def test_the_kubelet_changes_no_sysctl_and_writes_no_fixed_host_path(
