@@ -149,29 +149,36 @@ def load_kubelet_inventory(src: KubeletSource, timeout: float) -> PodInventory:
         raise ApiUnavailable(str(exc)) from None
 
 
-_configz: dict[KubeletSource, tuple[float, KubeletConfig]] = {}
+# kubelet → (when asked, its kubeletconfig or why it could not be read)
+_configz: dict[KubeletSource, tuple[float, dict[str, Any] | str]] = {}
 
 
 def read_configz(src: KubeletSource, timeout: float) -> dict[str, Any]:
-    """The kubelet's effective KubeletConfiguration (`/configz`'s `kubeletconfig`), decoded.
-    Raises `ApiUnavailable` as `get_json` does, and when the reply has no such object."""
-    doc = get_json(src, "/configz", MAX_CONFIGZ_BYTES, timeout)
-    config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
-    if not isinstance(config, dict):
-        raise ApiUnavailable(f"kubelet {src.url}/configz: no kubeletconfig object in the reply")
-    return config
+    """The kubelet's effective KubeletConfiguration (`/configz`'s `kubeletconfig`), decoded;
+    the answer (or the failure) is reused for `CONFIGZ_TTL` seconds, so that the several
+    readers of one run or agent cycle ask once. Raises `ApiUnavailable` as `get_json` does,
+    and when the reply has no such object."""
+    now = time.monotonic()
+    hit = _configz.get(src)
+    if hit is None or now - hit[0] >= CONFIGZ_TTL:
+        try:
+            doc = get_json(src, "/configz", MAX_CONFIGZ_BYTES, timeout)
+        except ApiUnavailable as exc:
+            hit = (now, str(exc))
+        else:
+            config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
+            hit = (now, config if isinstance(config, dict) else
+                   f"kubelet {src.url}/configz: no kubeletconfig object in the reply")  # fmt: skip
+        _configz[src] = hit
+    if isinstance(hit[1], str):
+        raise ApiUnavailable(hit[1])
+    return hit[1]
 
 
 def load_configz(src: KubeletSource, timeout: float) -> KubeletConfig:
-    """`read_configz` as a `KubeletConfig` named `kubelet /configz`, reused for `CONFIGZ_TTL`
-    seconds. Raises `ApiUnavailable` as `read_configz` does, `BadInput` for a bad field."""
-    now = time.monotonic()
-    hit = _configz.get(src)
-    if hit is not None and now - hit[0] < CONFIGZ_TTL:
-        return hit[1]
-    config = parse_kubelet_config(read_configz(src, timeout), source=CONFIGZ_SOURCE)
-    _configz[src] = (now, config)
-    return config
+    """`read_configz` as a `KubeletConfig` named `kubelet /configz`. Raises `ApiUnavailable` as
+    `read_configz` does, `BadInput` for a bad field."""
+    return parse_kubelet_config(read_configz(src, timeout), source=CONFIGZ_SOURCE)
 
 
 def kubelet_source(s: Settings) -> KubeletSource | None:

@@ -82,6 +82,7 @@ class StandIn:
         import threading
 
         self.mode, self.size = mode, size
+        self.requests = 0
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(certs / "serving.crt", certs / "serving.key")
         self.sock = socket.socket()
@@ -101,6 +102,7 @@ class StandIn:
                 tls.recv(65536)
             except (OSError, ssl.SSLError):
                 continue
+            self.requests += 1
             if self.mode == "hang":
                 self.stop.wait(30)
             else:
@@ -173,3 +175,26 @@ def test_an_unusable_kubelet_ca_is_exit_2_in_one_line(tmp_path: Path, command: l
                                 "--kubelet-ca", str(missing), *command])  # fmt: skip
     assert code == 2, err
     assert err == f"kubegc: error: cannot use --kubelet-ca {missing}: No such file or directory\n"
+
+
+@pytest.mark.parametrize("size", [10, 5 << 20])
+def test_fault_one_run_asks_configz_once_whether_it_answers_or_not(
+    tmp_path: Path, certs: Path, size: int
+) -> None:
+    from kubegc_cli.node import kubeletapi
+    from kubegc_cli.node.pods.api import ApiSource, ApiUnavailable
+
+    kubelet = StandIn(certs, "huge", size=size)
+    src = kubeletapi.KubeletSource(
+        kubelet.url, str(certs / "ca.crt"), ApiSource(str(kubeconfig(tmp_path)), None, "n")
+    )
+    try:
+        for _ in range(3):
+            try:
+                assert kubeletapi.read_configz(src, 5)["x"] == "a" * size
+            except ApiUnavailable as exc:
+                assert "larger than 4 MiB" in str(exc)
+                assert size > kubeletapi.MAX_CONFIGZ_BYTES
+    finally:
+        kubelet.stop.set()
+    assert kubelet.requests == 1
