@@ -140,7 +140,7 @@ def config_sources(res: subprocess.CompletedProcess[str]) -> dict[str, tuple[Any
 
 
 def test_the_effective_config_comes_from_configz_and_a_refusal_falls_back_to_the_file(
-    kubelet: LocalKubelet, control_plane: ControlPlane, tmp_path: Path,
+    kubelet: LocalKubelet, control_plane: ControlPlane, tmp_path: Path, deployed: list[str],
 ) -> None:  # fmt: skip
     host = tmp_path / "host"
     (host / "var/lib/kubelet").mkdir(parents=True)
@@ -164,14 +164,22 @@ def test_the_effective_config_comes_from_configz_and_a_refusal_falls_back_to_the
 
 def test_evict_check_takes_the_thresholds_from_configz(
     kubelet: LocalKubelet, control_plane: ControlPlane, node: LocalNode, tmp_path: Path,
+    deployed: list[str],
 ) -> None:  # fmt: skip
-    kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
-    res = kubegc("-r", node.endpoint, "--kubeconfig", str(kubeconfig), "--node-name",
-                 KUBELET_NODE, "--kubelet-url", kubelet.url, "--pod-source", "none",
-                 "--state-dir", str(tmp_path / "state"), "-v", "-o", "json",
-                 "evict", "check", "--root-dir", str(tmp_path))  # fmt: skip
-    assert res.returncode in (0, 1), res.stderr
-    assert f"kubelet config: kubelet /configz ({kubelet.url})" in res.stderr
+    def check(identity: str) -> str:
+        kubeconfig = control_plane.kubeconfig(identity, tmp_path / f"{identity}.kubeconfig")
+        res = kubegc("-r", node.endpoint, "--kubeconfig", str(kubeconfig), "--node-name",
+                     KUBELET_NODE, "--kubelet-url", kubelet.url, "--pod-source", "none",
+                     "--state-dir", str(tmp_path / "state"), "-v", "-o", "json",
+                     "evict", "check", "--root-dir", str(tmp_path))  # fmt: skip
+        assert res.returncode in (0, 1), res.stderr
+        return res.stderr
+
+    assert f"kubelet config: kubelet /configz ({kubelet.url})" in check("kubegc-agent")
+    refused = check("kubegc-prune")
+    assert f"kubelet {kubelet.url}/configz: 403 Forbidden" in refused
+    assert "reading the kubelet's command line and config file instead" in refused
+    assert "kubelet config: kubelet /configz" not in refused
 
 
 def test_the_agent_reads_its_pods_from_the_kubelet(
