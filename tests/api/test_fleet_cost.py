@@ -17,6 +17,7 @@ import pytest
 
 from kubegc_cli.core.fleet import (
     GROUP,
+    MAX_SOURCE,
     PLURAL,
     TOP,
     VERSION,
@@ -73,6 +74,8 @@ def largest_report(node: str) -> NodeReport:
         ),
         error="x" * 200,
         paused="y" * 200,
+        pod_source="kubelet",
+        kubelet_config="k" * MAX_SOURCE,
     )
 
 

@@ -368,7 +368,8 @@ def test_commands_run_by_hand_in_the_agent_pod_are_allowed(
     assert [e.reason for e in node_events(admin, node_name)] == ["EvictionThresholdMet"]
     made = calls(control_plane, "kubegc-agent", mark)
     assert sorted((r["verb"], r["resource"], r["namespace"], r["code"]) for r in made) == [
-        ("create", "events", "default", 201), ("list", "pods", "", 200)]  # fmt: skip
+        ("create", "events", "default", 201), ("get", "nodes", "", 200),
+        ("list", "pods", "", 200)]  # fmt: skip
     [listed] = [r for r in made if r["verb"] == "list"]
     assert listed["query"]["fieldSelector"] == f"spec.nodeName={node_name}"
     assert listed["query"]["limit"] == "500"
