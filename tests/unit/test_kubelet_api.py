@@ -198,3 +198,38 @@ def test_fault_one_run_asks_configz_once_whether_it_answers_or_not(
     finally:
         kubelet.stop.set()
     assert kubelet.requests == 1
+
+
+def test_configz_is_asked_one_way_and_named_by_the_way_it_was_reached(tmp_path: Path) -> None:
+    from kubegc_cli.core.settings import Settings
+    from kubegc_cli.node.kubeletapi import KubeletSource, configz_route, configz_source
+    from kubegc_cli.node.pods.api import ApiSource
+
+    kc = str(kubeconfig(tmp_path))
+    url = "https://10.0.0.5:10250"
+    base = {"kubeconfig": kc, "node_name": "n1", "env": {}}
+    direct = configz_route(Settings(**base, kubelet_url=url, kubelet_configz=True))
+    assert isinstance(direct, KubeletSource) and direct.url == url
+    assert configz_source(direct) == "kubelet /configz"
+    proxy = configz_route(Settings(**base, kubelet_configz=True))
+    assert proxy == ApiSource(kc, None, "n1")
+    assert configz_source(proxy) == "kubelet /configz of node n1 (nodes/proxy)"
+    named = Settings(**base, kubelet_url=url, kubelet_config=tmp_path / "config.yaml")
+    assert configz_route(named) is None
+    assert configz_route(Settings(**base)) is None
+
+
+def test_a_refused_configz_through_the_node_proxy_falls_back_to_the_files_and_says_why(
+    tmp_path: Path,
+) -> None:
+    host = tmp_path / "host"
+    (host / "var/lib/kubelet").mkdir(parents=True)
+    config = host / "var/lib/kubelet/config.yaml"
+    config.write_text("imageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 55\n")
+    code, out, err = run_cli(["--kubeconfig", str(kubeconfig(tmp_path)), "--host-root", str(host),
+                              "--node-name", "n1", "--kubelet-configz", "-o", "json", "config",
+                              "view", "gc", "images"])  # fmt: skip
+    assert code == 0, err
+    assert "kubegc: Kubernetes API https://127.0.0.1:1 unreachable: MaxRetryError; " in err
+    rows = {r["key"]: r for r in json.loads(out)["values"]}
+    assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
