@@ -41,12 +41,16 @@ from pathlib import Path
 from typing import Any
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager")
+# built with them (scripts/build-control-plane) for the node tests' kubelet
+KUBELET_NODE = "kubegc-kubelet"
 
 # identity → (user name, groups) in the API server's token file
 IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("kubegc-test-admin", ("system:masters",)),
     "nobody": ("kubegc-test-nobody", ()),
     "kube-controller-manager": ("system:kube-controller-manager", ()),
+    # the node tests' kubelet (tests/node/localkubelet.py), registered as Node KUBELET_NODE
+    "kubelet": (f"system:node:{KUBELET_NODE}", ("system:nodes",)),
     "kubegc-agent": (
         "system:serviceaccount:kube-system:kubegc-agent",
         ("system:serviceaccounts", "system:serviceaccounts:kube-system"),
@@ -101,6 +105,17 @@ def make_certs(d: Path) -> None:
              "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
              "-extfile", str(d / "serving.ext"), "-out", str(d / "serving.crt"))  # fmt: skip
     _openssl("genrsa", "-out", str(d / "sa.key"), "2048")
+
+
+def end_process(proc: subprocess.Popen[Any]) -> None:
+    """Terminate `proc` if it still runs (killed after 10 s); waits until it has exited."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 @dataclass
@@ -268,13 +283,7 @@ class ControlPlane:
     def stop(self) -> None:
         """End every process started, newest first; waits until each has exited."""
         for _name, proc in reversed(list(self.procs.items())):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+            end_process(proc)
         self.procs.clear()
 
     def __enter__(self) -> ControlPlane:

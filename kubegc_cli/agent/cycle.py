@@ -59,7 +59,7 @@ from kubegc_cli.commands.flow import ActOptions, load_pod_inventory, open_client
 from kubegc_cli.commands.gc import gc_all, gc_containers, gc_images, gc_logs, gc_sandboxes
 from kubegc_cli.commands.residue import ResidueOptions, residue_scan
 from kubegc_cli.core.errors import ExitCode, KubegcError, RuntimeUnavailable
-from kubegc_cli.core.fleet import LastApply, NodeReport
+from kubegc_cli.core.fleet import MAX_SOURCE, LastApply, NodeReport
 from kubegc_cli.core.plan import Plan, Result
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory
 from kubegc_cli.core.settings import Settings
@@ -290,6 +290,7 @@ class _Cycle:
         self.eviction: Eviction | None = None
         self.df: DfReport | None = None
         self.residue: dict[str, int] = {}
+        self.pod_source = ""  # kubelet, api, file or none: where observe() read the pods
         self.observed: ObservedCri | None = None
         self.runtime_fs: list[tuple[str, str]] = []  # (role, mountpoint) of ImageFsInfo
         self.applied: list[Plan[Any]] = []
@@ -339,6 +340,7 @@ class _Cycle:
             pods = load_pod_inventory(s, ui)
         except KubegcError as exc:
             self.fail("pod source", exc)
+        self.pod_source = pods.source.split(":", 1)[0] if pods.known else "none"
         self.observed = ObservedCri(client) if client is not None else None
 
         def runtime(*_: Any) -> Any:
@@ -537,7 +539,15 @@ class _Cycle:
             last_apply=last_apply,
             error=self.error,
             paused=paused,
+            pod_source=self.pod_source,
+            kubelet_config=self._kubelet_config_source(),
         )
+
+    def _kubelet_config_source(self) -> str:
+        try:
+            return kubelet_config_for(self.s).source[:MAX_SOURCE]
+        except KubegcError:  # said by the checks that read it
+            return ""
 
     def gauges(self, report: NodeReport) -> dict[Key, float]:
         """This cycle's gauges: eviction margins, reclaimable bytes by category."""

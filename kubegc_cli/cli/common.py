@@ -24,6 +24,7 @@ from kubegc_cli.core.stop import ending
 from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
 from kubegc_cli.node.execute.actions import OUTCOME_UNKNOWN
 from kubegc_cli.node.host.bounded import set_walk_timeout
+from kubegc_cli.node.kubeletapi import check_url
 from kubegc_cli.render import plan as render
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_settings
@@ -83,6 +84,8 @@ def settings_from(ctx: click.Context) -> Settings:
         kubelet_config_dir=Path(g["kubelet_config_dir"]) if g.get("kubelet_config_dir") else None,
         kubelet_version=g.get("kubelet_version") or None,
         kubelet_configz=bool(g.get("kubelet_configz")),
+        kubelet_url=check_url(g["kubelet_url"]) if g.get("kubelet_url") else None,
+        kubelet_ca=g.get("kubelet_ca") or None,
         runtime_config=runtime_config_option(g.get("runtime_config")),
         kubeconfig=g.get("kubeconfig") or None,
         context=g.get("context") or None,

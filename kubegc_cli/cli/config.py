@@ -19,6 +19,7 @@ from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duration, safe_text
 from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
+from kubegc_cli.node.kubeletapi import CONFIGZ_SOURCE
 from kubegc_cli.render import plan as render
 
 
@@ -124,7 +125,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
             else:
                 source = "default"
             value = sub.params.get(param.name)
-            if param.name in kubelet and source.startswith("kubelet config"):
+            if param.name in kubelet and source == kubelet[param.name][1]:
                 value = kubelet[param.name][0]
             rows.append({"key": ".".join((*path, key)), "value": _value_text(value),
                          "source": source})  # fmt: skip
@@ -169,19 +170,25 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
     if not wanted:
         return {}
     kcfg = kubelet_config_for(s)
+    if kcfg.fallback:
+        ConsoleUi(0, s.output).warn(f"{kcfg.fallback}; the kubelet's config file is shown instead")
     if kcfg.source == "defaults" and not kcfg.sources:
         return {}
     out: dict[str, tuple[Any, str]] = {}
+
+    def shown_source(where: str) -> str:
+        return where if where.startswith(CONFIGZ_SOURCE) else f"kubelet config {where}"
+
     for name, value in kcfg.image_gc.items():
         if name in names:
             shown = value
             if "threshold" not in name:
                 shown = format_go_duration(value)
-            out[name] = (shown, f"kubelet config {kcfg.sources.get(name, kcfg.source)}")
+            out[name] = (shown, shown_source(kcfg.sources.get(name, kcfg.source)))
     if "pod_logs_dir" in names and kcfg.pod_logs_dir:
         where = kcfg.sources.get("pod_logs_dir", kcfg.source)
         if where != "defaults":
-            out["pod_logs_dir"] = (kcfg.pod_logs_dir, f"kubelet config {where}")
+            out["pod_logs_dir"] = (kcfg.pod_logs_dir, shown_source(where))
     return out
 
 

@@ -367,6 +367,8 @@ def image_gc_policy(
     its flag or the config file, else the kubelet config file, else the kubelet's default
     (`ui.info` says which); `--keep` patterns. Raises `BadInput` for a bad value."""
     kcfg = kubelet_config_for(s)
+    if kcfg.fallback:
+        ui.warn(f"{kcfg.fallback}; reading the kubelet's config file instead")
     given = {
         name: opts[name]
         for name, _, _ in IMAGE_GC_SETTINGS

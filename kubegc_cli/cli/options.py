@@ -190,9 +190,10 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--pod-source",),
         {
-            "type": click.Choice(["none", "file", "api"]),
-            "help": "Where desired pods come from [default: file with --pods-file, else api "
-            "when a kubeconfig or in-cluster account is found, else none].",
+            "type": click.Choice(["none", "file", "api", "kubelet"]),
+            "help": "Where desired pods come from: kubelet is the node's kubelet's /pods "
+            "(--kubelet-url) [default: file with --pods-file, else api when a kubeconfig or "
+            "in-cluster account is found, else none].",
         },
     ),
     (
@@ -248,8 +249,9 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--kubelet-config",),
         {
             "metavar": "PATH",
-            "help": "Kubelet config file [default: the running kubelet's --config, else "
-            "/var/lib/kubelet/config.yaml if present].",
+            "help": "Kubelet config file [default: the kubelet's /configz when asked "
+            "(--kubelet-url, --kubelet-configz) and readable, else the running kubelet's "
+            "--config, else /var/lib/kubelet/config.yaml if present].",
         },
     ),
     (
@@ -271,12 +273,28 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         },
     ),
     (
+        ("--kubelet-url",),
+        {
+            "metavar": "URL",
+            "help": "The node's kubelet, https://HOST:10250, read for /pods and /configz with "
+            "the kubeconfig's credentials [default: none, the kubelet is not asked].",
+        },
+    ),
+    (
+        ("--kubelet-ca",),
+        {
+            "metavar": "PATH",
+            "help": "CA file for the kubelet's serving certificate [default: the API server's "
+            "CA from the kubeconfig or in-cluster account].",
+        },
+    ),
+    (
         ("--kubelet-configz",),
         {
             "is_flag": True,
-            "help": "evict check: read the kubelet's effective config from its /configz "
-            "through the API server's node proxy first (needs get on nodes/proxy, which "
-            "grants the whole kubelet API); a refusal falls back to the files.",
+            "help": "Without --kubelet-url, read the kubelet's effective config from its "
+            "/configz through the API server's node proxy first (needs get on nodes/proxy, "
+            "which grants the whole kubelet API); a refusal falls back to the files.",
         },
     ),
     (

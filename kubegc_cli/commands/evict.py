@@ -65,12 +65,12 @@ from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_
 from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
+from kubegc_cli.node.kubeletapi import kubelet_configz
 from kubegc_cli.node.pods.api import (
     ApiSource,
     find_credentials,
     node_name,
     open_api,
-    read_configz,
     read_node,
 )
 from kubegc_cli.node.pods.evicted import close_api, list_failed
@@ -255,31 +255,6 @@ def kubelet_version(
     return NEWEST_KUBELET, f"the newest kubelet kubegc knows ({newest}; --kubelet-version sets it)"
 
 
-def kubelet_configz(
-    s: Settings, ui: Ui, pods: PodInventory | None
-) -> tuple[dict[str, Any], str] | None:
-    """The kubelet's effective configuration from its `/configz` through the API server's
-    node proxy (`node.pods.api.read_configz`), and its source text; only with
-    `--kubelet-configz` (`nodes/proxy` grants the whole kubelet API — exec, logs — so kubegc
-    asks for it only when told to) and when the API is the pod source (`pods`). None when it
-    cannot be read (a 403 without `nodes/proxy`, no kubelet behind the proxy): `-v` says why,
-    and the files are read instead."""
-    if not s.kubelet_configz or pods is None or not pods.source.startswith("api:"):
-        return None
-    creds = find_credentials(s.kubeconfig, s.env)
-    if creds is None:
-        return None
-    name = node_name(s.node_name)
-    try:
-        doc = read_configz(ApiSource(creds, s.context, name), s.timeout)
-    except RuntimeUnavailable as exc:
-        ui.info(f"kubelet /configz not read ({exc}); reading the kubelet's files")
-        return None
-    source = f"kubelet /configz of node {name} (nodes/proxy)"
-    ui.info(f"kubelet config: {source}")
-    return doc, source
-
-
 def eviction_config(
     s: Settings, ui: Ui, flags: RawEviction, *, pods: PodInventory | None = None
 ) -> EvictionConfig:
@@ -290,16 +265,19 @@ def eviction_config(
     `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
     kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
     it. The defaults follow the kubelet version `kubelet_version` finds (`pods`: the pod
-    source, for the Node's version). With `--kubelet-configz`, when the API is the pod source
-    and the kubelet's `/configz` can be read through it (`kubelet_configz`), that effective
-    configuration
-    replaces the command line and the files. Raises `BadInput` for bad values or files."""
+    source, for the Node's version). When the kubelet's `/configz` is asked (`--kubelet-url`,
+    or `--kubelet-configz` through the node proxy: `node.kubeletapi.kubelet_configz`, the
+    source `kubelet_config_for` also prefers) and answers, that effective configuration
+    replaces the command line and the files; refused, a warning says why and they are read.
+    Raises `BadInput` for bad values or files."""
     version, version_source = kubelet_version(s, ui, pods)
     ui.info(f"kubelet version {version[0]}.{version[1]}: {version_source}")
-    configz = kubelet_configz(s, ui, pods)
-    if configz is not None:
-        doc, source = configz
-        raw = raw_from_kubelet_config(doc, source)
+    configz = kubelet_configz(s)
+    if configz is not None and configz.fallback:
+        ui.warn(f"{configz.fallback}; reading the kubelet's command line and config file instead")
+    if configz is not None and configz.doc is not None:
+        ui.info(f"kubelet config: {configz.label}")
+        raw = raw_from_kubelet_config(configz.doc, configz.source)
         raw.defaults_applied = True  # /configz holds the maps as the kubelet filled them in
         config = resolve([flags, raw], version=version)
         config.kubelet_version = f"{version[0]}.{version[1]}"

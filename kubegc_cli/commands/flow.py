@@ -32,6 +32,7 @@ from kubegc_cli.node.execute.actions import (
     Interrupted,
     LogRemover,
 )
+from kubegc_cli.node.kubeletapi import kubelet_source, load_kubelet_inventory
 from kubegc_cli.node.pods.api import (
     ApiSource,
     ApiUnavailable,
@@ -78,15 +79,30 @@ def read_pod_source(s: Settings, ui: Ui) -> PodInventory:
     """The pod source chosen by `--pod-source` / `--pods-file`, else found like kubectl does.
 
     Default: `file` with `--pods-file`; else `api` when a kubeconfig or in-cluster service
-    account is found — and if that API cannot be read, a warning and `none`; else `none`.
-    An explicit `--pod-source api` that cannot be read raises `ApiUnavailable` (exit 3).
-    Raises `BadInput` for unusable files and contradictions.
+    account is found — first the kubelet's `/pods` when `--kubelet-url` is given, the API's
+    field-selector list when the kubelet cannot be read — and if that API cannot be read, a
+    warning and `none`; else `none`. An explicit `--pod-source api` or `kubelet` that cannot be
+    read raises `ApiUnavailable` (exit 3). Raises `BadInput` for unusable files and
+    contradictions.
     """
     explicit = s.pod_source
     creds = find_credentials(s.kubeconfig, s.env)
     source = explicit or ("file" if s.pods_file else "api" if creds else "none")
     if s.pods_file and source != "file":
         raise BadInput(f"--pods-file given with --pod-source {source}; drop one of them")
+    if source == "kubelet" or (source == "api" and not explicit and s.kubelet_url):
+        kubelet = kubelet_source(s) if s.kubelet_url else None
+        if kubelet is None:
+            raise BadInput("--pod-source kubelet needs --kubelet-url https://HOST:10250")
+        try:
+            pods = load_kubelet_inventory(kubelet, s.timeout)
+        except ApiUnavailable as exc:
+            if explicit == "kubelet":
+                raise
+            ui.warn(f"{exc}; listing the node's pods through the API instead")
+        else:
+            ui.info(f"pod source: kubelet {kubelet.url}/pods, node {kubelet.api.node}")
+            return pods
     if source == "none":
         return NO_POD_SOURCE
     if source == "file":
@@ -94,7 +110,7 @@ def read_pod_source(s: Settings, ui: Ui) -> PodInventory:
             raise BadInput("--pod-source file needs --pods-file PATH")
         return load_pods_file(s.pods_file)
     if source != "api":
-        raise BadInput(f"unknown --pod-source {source!r} (use none, file or api)")
+        raise BadInput(f"unknown --pod-source {source!r} (use none, file, api or kubelet)")
     if creds is None:
         raise BadInput("--pod-source api: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) "
                        "and no in-cluster service account")  # fmt: skip

@@ -162,6 +162,10 @@ class LastApply:
         )
 
 
+#: The longest `NodeReport.kubelet_config` written (a config file's path is cut there).
+MAX_SOURCE = 256
+
+
 @dataclass(frozen=True, slots=True)
 class NodeReport:
     """One node's report: the status of its `NodeGCReport`.
@@ -170,7 +174,10 @@ class NodeReport:
     the `df` categories; `reclaimable` their sum (bytes); `signals` every threshold's margin;
     `conditions` the pressure conditions held (DiskPressure, ...); `evict_first` at most `TOP`
     pods; `residue` finding counts by type; `last_apply`; `error` why the last cycle failed
-    ("" when it did not); `paused` why the agent takes no apply slot now ("" when it may).
+    ("" when it did not); `paused` why the agent takes no apply slot now ("" when it may);
+    `pod_source` where the cycle's pods came from (`kubelet`, `api`, `file`, `none`);
+    `kubelet_config` where the kubelet configuration came from (`kubelet /configz`, a file,
+    `defaults`).
     """
 
     node: str
@@ -186,6 +193,8 @@ class NodeReport:
     last_apply: LastApply | None = None
     error: str = ""
     paused: str = ""
+    pod_source: str = ""
+    kubelet_config: str = ""
 
     def nearest(self) -> SignalMargin | None:
         """The signal nearest to (or furthest past) its threshold, by margin relative to the
@@ -213,6 +222,8 @@ class NodeReport:
             "lastApply": self.last_apply.to_status() if self.last_apply else None,
             "error": cut(self.error, TEXT_MAX),
             "paused": cut(self.paused, TEXT_MAX),
+            "podSource": cut(self.pod_source, MAX_SOURCE),
+            "kubeletConfig": cut(self.kubelet_config, MAX_SOURCE),
         }
 
     @classmethod
@@ -233,6 +244,8 @@ class NodeReport:
             last_apply=LastApply.from_status(last) if isinstance(last, Mapping) else None,
             error=str(d.get("error") or ""),
             paused=str(d.get("paused") or ""),
+            pod_source=str(d.get("podSource") or ""),
+            kubelet_config=str(d.get("kubeletConfig") or ""),
         )
 
     def same_as(self, other: NodeReport | None) -> bool:

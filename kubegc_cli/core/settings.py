@@ -40,6 +40,9 @@ class Settings:
     kubelet_version: str | None = None
     # --kubelet-configz: evict check reads the kubelet's /configz through nodes/proxy first
     kubelet_configz: bool = False
+    # --kubelet-url, --kubelet-ca: the node's kubelet (/pods, /configz) and its serving CA
+    kubelet_url: str | None = None
+    kubelet_ca: str | None = None
     # --runtime-config: containerd's config file, a host path (read under host_root)
     runtime_config: Path | None = None
     kubeconfig: str | None = None

@@ -129,7 +129,7 @@ def test_a_403_on_nodes_proxy_falls_back_to_the_files(
     v1_node(root, available_mib=900)
     config = root / "var/lib/kubelet/config.yaml"
     config.write_text("kind: KubeletConfiguration\nevictionHard:\n  memory.available: 10Mi\n")
-    res = _check(root, control_plane.kubeconfig("kubegc", tmp_path / "kubegc"), kubelet)
+    res = _check(root, control_plane.kubeconfig("kubegc-agent", tmp_path / "kubegc-agent"), kubelet)
     doc = json.loads(res.stdout)
     rows = by_signal(doc)
     assert rows["memory.available"]["threshold"] == "10Mi", res.stderr

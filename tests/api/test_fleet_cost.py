@@ -17,6 +17,7 @@ import pytest
 
 from kubegc_cli.core.fleet import (
     GROUP,
+    MAX_SOURCE,
     NAME_MAX,
     PLURAL,
     POD_NAME_MAX,
@@ -78,6 +79,8 @@ def largest_report(node: str) -> NodeReport:
         ),
         error="x" * TEXT_MAX,
         paused="y" * TEXT_MAX,
+        pod_source="kubelet",
+        kubelet_config="k" * MAX_SOURCE,
     )
 
 

@@ -13,9 +13,12 @@ import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.controlplane import IDENTITIES, KUBELET_NODE
+from tests.node.localkubelet import KUBELET, LocalKubelet
 from tests.node.localnode import LocalNode, missing_requirements
 
 NODE_TESTS = Path(__file__).parent
@@ -62,3 +65,49 @@ def ns(node: LocalNode, request: pytest.FixtureRequest) -> Iterator[str]:
     namespace = f"{stem or 'test'}-{uuid.uuid4().hex[:6]}"
     yield namespace
     node.remove_namespace(namespace)
+
+
+@pytest.fixture(scope="session")
+def kubelet(
+    tmp_path_factory: pytest.TempPathFactory, control_plane: Any, admin: Any
+) -> Iterator[LocalKubelet]:
+    """A real kubelet (``localkubelet.py``) registered with the session's control plane as
+    Node ``KUBELET_NODE``, over a containerd of its own (never the ``node`` fixture's: the
+    kubelet removes what runs in its runtime without a pod); started once, stopped at the end.
+    Skipped with the reason when it is not built or cannot start here, except under CI."""
+    from kubernetes import client
+
+    bin_dir = control_plane.bin_dir
+    if not (bin_dir / KUBELET).is_file():
+        message = f"the kubelet is not built in {bin_dir}: run scripts/build-control-plane"
+        if _in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    # The kubelet's rights on the API; in a cluster the Node authorizer grants them.
+    rbac = client.RbacAuthorizationV1Api(admin)
+    binding = {
+        "metadata": {"name": f"kubegc-test:{KUBELET_NODE}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "system:node"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": IDENTITIES["kubelet"][0]}],
+    }  # fmt: skip
+    rbac.create_cluster_role_binding(binding)
+    base = tmp_path_factory.mktemp("kubelet")
+    local = LocalNode(base / "node")
+    local.start()
+    try:
+        try:
+            kl = LocalKubelet.start(control_plane.bin_dir, base / "kubelet", control_plane,
+                                    local, KUBELET_NODE)  # fmt: skip
+        except RuntimeError as exc:
+            if _in_ci():
+                raise
+            pytest.skip(f"the kubelet does not start here: {str(exc)[:2000]}")
+        try:
+            yield kl
+        finally:
+            kl.stop()
+    finally:
+        local.stop()
+        rbac.delete_cluster_role_binding(binding["metadata"]["name"])

@@ -20,6 +20,7 @@ from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import parse_duration
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
+from kubegc_cli.node.kubeletapi import kubelet_configz
 
 DEFAULT_CONFIG = "/var/lib/kubelet/config.yaml"
 DEFAULT_POD_LOGS_DIR = "/var/log/pods"
@@ -33,10 +34,13 @@ class KubeletConfig:
     """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
 
     `pod_logs_dir` is `podLogsDir` (kubelet default `/var/log/pods`). `source` names the base
-    file, or `defaults` when none was read. `image_gc` holds the image GC fields the files
+    file, the kubelet's `/configz` (`node.kubeletapi.configz_source`), or `defaults` when none
+    was read. `image_gc` holds the image GC fields the files
     set, by kubegc's option name (`image_gc_high_threshold`: int, `minimum_image_ttl_duration`:
     seconds). `sources` names the file that set each of those (and `pod_logs_dir`): a drop-in
     or the base file. `files` is what was read (`load_kubelet_files`), None when parsed alone.
+    `fallback` says why the kubelet's `/configz` was not used when it was asked and the files
+    were read instead ("" otherwise).
     """
 
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
@@ -44,6 +48,7 @@ class KubeletConfig:
     image_gc: Mapping[str, Any] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
     files: KubeletFiles | None = None
+    fallback: str = ""
 
     def read_from(self) -> str:
         """The files read, for `-v`: the base file (or "defaults"), then "+ N drop-in(s) in
@@ -441,7 +446,16 @@ def with_kubelet_flags(kcfg: KubeletConfig) -> KubeletConfig:
 
 
 def kubelet_config_for(s: Settings) -> KubeletConfig:
-    """`load_kubelet_config` with a run's settings (`--kubelet-config`, `--host-root`,
-    `--kubelet-config-dir`, the running kubelet): the one loader every command that reads the
-    kubelet config uses."""
-    return load_kubelet_config(s.kubelet_config, s.host_root, s.kubelet_config_dir)
+    """The kubelet configuration of a run: the one loader every command that reads the
+    kubelet config uses. The kubelet's effective configuration from its `/configz` when it is
+    asked (`--kubelet-url`, or `--kubelet-configz` through the node proxy; never with
+    `--kubelet-config`) and answers (`node.kubeletapi.kubelet_configz`), each value named
+    after it; else `load_kubelet_config` with the run's settings (`--kubelet-config`,
+    `--host-root`, `--kubelet-config-dir`, the running kubelet), whose `fallback` then says
+    why `/configz` was not used. Raises `BadInput` for a bad field, file, `--kubelet-ca`, or
+    `--kubelet-url` without credentials."""
+    configz = kubelet_configz(s)
+    if configz is not None and configz.doc is not None:
+        return parse_kubelet_config(configz.doc, source=configz.source)
+    kcfg = load_kubelet_config(s.kubelet_config, s.host_root, s.kubelet_config_dir)
+    return replace(kcfg, fallback=configz.fallback) if configz is not None else kcfg

@@ -70,6 +70,18 @@ def node_name(explicit: str | None) -> str:
 
 
 def open_api(src: ApiSource) -> tuple[Any, str]:
+    """A `CoreV1Api` for `src` and the API's URL. Raises `BadInput` as `api_config` does."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    from kubernetes import client
+
+    cfg = api_config(src)
+    return client.CoreV1Api(client.ApiClient(cfg)), cfg.host
+
+
+def api_config(src: ApiSource) -> Any:
+    """The official client's `Configuration` for `src`'s kubeconfig or in-cluster account:
+    the API's URL, CA file, bearer token or client certificate. Raises `BadInput` (one line)
+    for a kubeconfig that cannot be used."""
     # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     from kubernetes import client
     from kubernetes import config as kubeconfig
@@ -109,7 +121,7 @@ def open_api(src: ApiSource) -> tuple[Any, str]:
         )
     cfg.proxy = proxy_url(src.kubeconfig, cfg.proxy)
     cfg.retries = 0
-    return client.CoreV1Api(client.ApiClient(cfg)), cfg.host
+    return cfg
 
 
 #: The `proxy-url` schemes kubectl (client-go) takes.
@@ -272,35 +284,31 @@ def read_node(src: ApiSource, timeout: float) -> dict[str, Any]:
     return doc
 
 
-def read_configz(src: ApiSource, timeout: float) -> dict[str, Any]:
-    """The running kubelet's effective configuration (its files, drop-ins, flags and
-    defaults, as it runs) from its `/configz`, read through the API server's node proxy:
-    `GET /api/v1/nodes/<node>/proxy/configz` (needs `get` on `nodes/proxy`). Returns the
-    `kubeletconfig` mapping of the reply.
+def get_node_proxy(src: ApiSource, path: str, limit: int, timeout: float) -> tuple[bytes, str]:
+    """GET `path` of the node's kubelet through the API server's node proxy:
+    `GET /api/v1/nodes/<node>/proxy/<path>` (needs `get` on `nodes/proxy`). Returns the reply's
+    first `limit + 1` bytes (the caller tells an oversized reply by its length) and the text
+    naming what was asked.
 
-    Raises `ApiUnavailable` when it cannot be read: refused (a 403 names the permission),
-    no kubelet answering behind the proxy, or a reply that holds no `kubeletconfig`."""
+    Raises `ApiUnavailable` when it cannot be read: refused (a 403 names the permission), or no
+    kubelet answering behind the proxy."""
     api, host = open_api(src)
     # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
 
-    what = f"node {src.node} /configz (nodes/proxy)"
+    what = f"Kubernetes API {host}: node {src.node} /{path} (nodes/proxy)"
     try:
         resp = api.connect_get_node_proxy_with_path(
-            src.node, "configz", _preload_content=False, _request_timeout=timeout
+            src.node, path, _preload_content=False, _request_timeout=timeout
         )
-        data = resp.data
+        data = resp.read(limit + 1)
     except ApiException as exc:
         if exc.status == 403:
             why = "403 Forbidden: reading it needs get on nodes/proxy"
         else:
             why = why_refused(exc.status or 0, exc.reason or "", exc.body or "")
-        raise ApiUnavailable(f"Kubernetes API {host}: {what}: {why}") from None
+        raise ApiUnavailable(f"{what}: {why}") from None
     except (HTTPError, OSError, ValueError) as exc:
         raise ApiUnavailable(f"Kubernetes API {host} unreachable: {type(exc).__name__}") from None
-    doc = reply(data, host, what)
-    config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
-    if not isinstance(config, dict):
-        raise ApiUnavailable(f"Kubernetes API {host}: {what} holds no kubeletconfig")
-    return config
+    return bytes(data), what
