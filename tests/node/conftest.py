@@ -67,13 +67,15 @@ def ns(node: LocalNode, request: pytest.FixtureRequest) -> Iterator[str]:
     node.remove_namespace(namespace)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kubelet(
     tmp_path_factory: pytest.TempPathFactory, control_plane: Any, admin: Any
 ) -> Iterator[LocalKubelet]:
     """A real kubelet (``localkubelet.py``) registered with the session's control plane as
     Node ``KUBELET_NODE``, over a containerd of its own (never the ``node`` fixture's: the
-    kubelet removes what runs in its runtime without a pod); started once, stopped at the end.
+    kubelet removes what runs in its runtime without a pod); started for the module that uses
+    it and stopped after it (kubegc finds a running kubelet through /proc: other tests must not
+    see this one).
     Skipped with the reason when it is not built or cannot start here, except under CI."""
     from kubernetes import client
 
