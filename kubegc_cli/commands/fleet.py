@@ -6,7 +6,8 @@ written. From the reports (`fleet_view`, pure):
 - nodes by reclaimable bytes, most first (`reclaimableBytes`, the sum of the report's df
   categories), the top `FleetOptions.top`;
 - nodes nearest to eviction: each report's nearest signal (`NodeReport.nearest`: a met
-  threshold first, then the smallest margin), across nodes by the same order;
+  threshold first, then the smallest margin as a share of its threshold), across nodes by
+  the same order;
 - reports that are not current: stale (observed longer ago than `FleetOptions.stale`, or
   never: the agent is not reporting) or failing (the last cycle's `error`);
 - a summary computed from every report.
@@ -163,10 +164,10 @@ def fleet_view(reports: Iterable[NodeReport], now: int, options: FleetOptions) -
         rows.append(NodeRow(report, age, future or age is None or age > options.stale, future))
     by_reclaimable = sorted(rows, key=lambda r: (-r.report.reclaimable, r.node))
 
-    def nearness(r: NodeRow) -> tuple[bool, int, str]:
+    def nearness(r: NodeRow) -> tuple[bool, float, str]:
         s = r.nearest
-        assert s is not None and s.margin is not None
-        return (not s.met, s.margin, r.node)
+        assert s is not None and s.relative is not None
+        return (not s.met, s.relative, r.node)
 
     nearest = sorted((r for r in rows if r.nearest is not None), key=nearness)
     not_current = sorted(

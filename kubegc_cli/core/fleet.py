@@ -13,6 +13,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -84,6 +85,19 @@ class SignalMargin:
     margin: int | None
     met: bool
     hard: bool = True
+
+    @property
+    def relative(self) -> float | None:
+        """The margin as a share of the threshold (available − margin, in the signal's own
+        unit), so that a byte signal, an inode signal and a PID signal compare: −0.5 is half
+        the threshold past it, 2.0 twice the threshold to spare. None when the signal was not
+        read; ±inf for a threshold of 0."""
+        if self.margin is None or self.available is None:
+            return None
+        threshold = self.available - self.margin
+        if threshold <= 0:
+            return math.inf if self.margin >= 0 else -math.inf
+        return self.margin / threshold
 
     def to_status(self) -> dict[str, Any]:
         return {
@@ -198,11 +212,12 @@ class NodeReport:
 
     def nearest(self) -> SignalMargin | None:
         """The signal nearest to (or furthest past) its threshold, by margin relative to the
-        threshold's own scale: the smallest margin among those read, met ones first."""
-        read = [s for s in self.signals if s.margin is not None]
+        threshold's own scale (`SignalMargin.relative`: bytes, inodes and PIDs compared as
+        shares of their thresholds), met ones first."""
+        read = [s for s in self.signals if s.relative is not None]
         if not read:
             return None
-        return min(read, key=lambda s: (not s.met, s.margin))
+        return min(read, key=lambda s: (not s.met, s.relative or 0.0))
 
     def to_status(self) -> dict[str, Any]:
         """The CR's `status`: camelCase JSON, every list and string within the CRD's bounds

@@ -416,3 +416,17 @@ def test_a_live_nodes_small_moves_are_not_a_write(new: NodeReport, writes: bool)
     old = _live(20_000_000_000, 9_000_000_000)
     assert should_write(new, old, last_write=1000.0, now=1300.0, heartbeat=1800.0) is writes
     assert should_write(new, old, last_write=1000.0, now=2800.0, heartbeat=1800.0)
+
+
+def test_the_nearest_signal_compares_margins_as_shares_of_their_thresholds() -> None:
+    """60 GB to spare over a 10 GB threshold is nearer than 900,000 inodes over 100,000: the
+    raw margins (bytes against inodes) would pick the inodes."""
+    disk = SignalMargin("nodefs.available", "10Gi", 70_000_000_000, 60_000_000_000, False)
+    inodes = SignalMargin("nodefs.inodesFree", "5%", 1_000_000, 900_000, False)
+    report = NodeReport(node="n1", observed_at="2026-12-05T04:00:00Z", signals=(inodes, disk))
+    assert disk.relative == 6.0 and inodes.relative == 9.0
+    assert report.nearest() == disk
+    past = SignalMargin("memory.available", "100Mi", 50_000_000, -50_000_000, True)
+    assert replace(report, signals=(inodes, disk, past)).nearest() == past
+    assert SignalMargin("pid.available", "0", 10, 10, False).relative == float("inf")
+    assert SignalMargin("pid.available", "x", None, None, False).relative is None
