@@ -896,17 +896,18 @@ class LocalNode:
                 raise LocalNodeError(f"{' '.join(command)} failed: {result.stderr.strip()}")
         finally:
             archive.unlink(missing_ok=True)
-        return [self._wait_for_image(build.ref) for build in builds]
+        return [self._wait_for_image(build.ref, digest=pullable) for build in builds]
 
-    def _wait_for_image(self, ref: str, timeout: float = 10.0) -> str:
-        """Wait until CRI knows ``ref`` (its image cache follows containerd events)."""
+    def _wait_for_image(self, ref: str, timeout: float = 10.0, *, digest: bool = False) -> str:
+        """Wait until CRI knows ``ref`` — and, with ``digest``, its name by digest too (CRI's
+        image cache follows containerd's events, one per name: the digest's may come later)."""
         deadline = time.monotonic() + timeout
         while True:
             status = self.images.ImageStatus(
                 api_pb2.ImageStatusRequest(image=api_pb2.ImageSpec(image=ref)),
                 timeout=_RPC_TIMEOUT,
             )
-            if status.image.id:
+            if status.image.id and (not digest or status.image.repo_digests):
                 return str(status.image.id)
             if time.monotonic() > deadline:
                 raise LocalNodeError(f"CRI does not list the imported image {ref}")
