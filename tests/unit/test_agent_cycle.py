@@ -564,6 +564,34 @@ def test_a_slot_lost_mid_plan_starts_no_further_removal_and_says_why(tmp_path: P
     assert "the apply slot was lost" in result.error
 
 
+class SlotLostDuringRecheck(CountingCri):
+    """Fault injection: the apply slot is lost while the first removal's re-check asks the
+    runtime (a slow runtime: the re-checks can take several calls of --timeout each)."""
+
+    slots: SlotsStandIn
+
+    def container_status(self, cid: str) -> Any:
+        self.slots.held.clear()
+        return super().container_status(cid)
+
+
+def test_a_slot_lost_during_a_removals_recheck_removes_nothing(tmp_path: Path) -> None:
+    """The executors ask again right before the first change of each action, after its
+    re-checks: a slot lost meanwhile starts no removal, not even the one being re-checked."""
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = SlotLostDuringRecheck(base.containers, {}, images=base.images)
+    cri.slots = slots = SlotsStandIn()
+    opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots)
+    with in_force(cri):
+        result = agent.cycle()
+    assert cri.removed == [] and len(cri.containers) == 3
+    applied = result.report.last_apply
+    assert applied is not None and applied.removed == 0
+    assert "the apply slot was lost" in applied.error, applied.error
+
+
 def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Path) -> None:
     cri = runtime()
     seen = ObservedCri(cri)

@@ -260,6 +260,16 @@ class Executor(ABC, Generic[A]):
                 return self._abandoned
         return ""
 
+    def _may_change(self, a: A) -> bool:
+        """Asked again right before an action's first change, after its re-checks (which
+        may take several runtime calls): False, and `a` skipped as not attempted, once the
+        run is abandoned meanwhile."""
+        why = self._abandon_why()
+        if why:
+            a.result, a.error = Result.SKIPPED, f"{NOT_ATTEMPTED}{why}"
+            return False
+        return True
+
     @property
     def abandoned(self) -> str:
         """The reason this executor stopped starting actions ("" when it did not)."""
@@ -370,6 +380,8 @@ class ContainerRemover(Executor[ContainerAction]):
                 return
         if why := pod_refusal(self.pods, a.rule, planned.pod_uid):
             a.result, a.error = Result.SKIPPED, why
+            return
+        if not self._may_change(a):
             return
         if status.state is ContainerState.UNKNOWN:
             try:
@@ -514,6 +526,8 @@ class LogRemover(Executor[LogAction]):
                     why = POD_ALIVE if alive else "the runtime has containers of it now"
                     a.result, a.error = Result.SKIPPED, why
                     return
+                if not self._may_change(a):
+                    return
                 done = remove_pod_log_dir(a.local_path, self.mounts, self.roots.pin)
                 a.bytes_freed = done.size_freed
                 if not done.complete:
@@ -616,6 +630,8 @@ class ImageRemover(Executor[ImageAction]):
         if self._refs.get() & {img.id, *img.repo_tags, *img.repo_digests}:
             a.result, a.error = Result.SKIPPED, "used by a container now"
             return
+        if not self._may_change(a):
+            return
         try:
             gone_already = not self.client.remove_image(a.id)
         except RuntimeUnavailable as exc:
@@ -655,6 +671,8 @@ class SandboxRemover(Executor[SandboxAction]):
             return
         if self.client.list_containers(sandbox_id=planned.id):
             a.result, a.error = Result.SKIPPED, "has containers now; active"
+            return
+        if not self._may_change(a):
             return
         try:
             if not self.client.stop_pod_sandbox(planned.id):
