@@ -469,6 +469,10 @@ class _Cycle:
                     self._ran(command, started, mono, exc.exit_code, None)
                     error = f"{command}: {' '.join(str(exc).split())}"
                     break
+                except KeyboardInterrupt as exc:  # a stop while planning or re-checking
+                    interrupted = getattr(exc, "signal_name", "SIGINT")
+                    error = f"interrupted by {interrupted}"
+                    break
                 self.applied.append(plan)
                 done.append(command)
                 spent = [a for a in plan.actions if a.result in _SPENT]

@@ -592,6 +592,32 @@ def test_a_slot_lost_during_a_removals_recheck_removes_nothing(tmp_path: Path) -
     assert "the apply slot was lost" in applied.error, applied.error
 
 
+class StoppedBetweenPlans(CountingCri):
+    """Fault injection: SIGTERM arrives while `gc images` lists the images, after `gc all`
+    removed containers."""
+
+    def list_images(self) -> list[Image]:
+        if self.removed:
+            raise Terminated()
+        return super().list_images()
+
+
+def test_a_stop_between_plans_records_the_apply_before_passing_through(tmp_path: Path) -> None:
+    root = host(tmp_path / "host")
+    base = runtime()
+    cri = StoppedBetweenPlans(base.containers, {}, images=base.images)
+    written: list[NodeReport] = []
+    opts = AgentOptions(mode="apply", plans=("containers", "sandboxes", "logs", "images"))
+    agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=SlotsStandIn(),
+                  write_report=written.append)  # fmt: skip
+    with in_force(cri), pytest.raises(Terminated):
+        agent.cycle()
+    assert cri.removed  # gc all removed before the stop
+    assert written and written[-1].last_apply is not None
+    last = written[-1].last_apply
+    assert last.removed == len(cri.removed) and "interrupted by SIGTERM" in last.error
+
+
 def test_the_observation_refuses_every_removal_and_keeps_a_failure(tmp_path: Path) -> None:
     cri = runtime()
     seen = ObservedCri(cri)
