@@ -21,10 +21,12 @@ future counts as the reader's now, one further ahead makes the slot free, and a
 record that is not renewed frees its slot within two lease durations, whatever it says.
 
 Clock skew: a Lease's `renewTime` is written by its holder's clock and judged by the reader's.
-Renewals come every `lease_seconds / 3` or sooner (the agent renews while it acts), so a live
-holder's record is at most a third of its duration old: a reader whose clock runs up to two
-thirds of the lease duration ahead (40 s at the default 60 s) still sees it held. A reader
-whose clock runs behind only waits longer for a dead holder's slot. Nodes synchronise their
+Renewals come every `lease_seconds / 3` while all goes well, so a healthy holder's record is
+at most a third of its duration old and a reader whose clock runs up to two thirds of the
+duration ahead (40 s at the default 60 s) sees it held. When renewals fail, the holder keeps
+acting until its last renewal is five sixths of the duration old (`agent.build.KeptSlots`):
+then the skew tolerated is one sixth (10 s at 60 s). A reader whose clock runs behind only
+waits longer for a dead holder's slot. Nodes synchronise their
 clocks (NTP, chrony) to well under a second; kubegc adds no margin of its own. client-go
 avoids the comparison by timing the record's changes on its own clock, which needs a reader
 that watches continuously; an agent looks once per cycle.
