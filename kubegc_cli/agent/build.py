@@ -78,6 +78,11 @@ class KeptSlots:
         return max(lease / 6, 1.0)
 
     def acquire(self) -> str | None:
+        if self._thread is not None and self._thread.is_alive():
+            # The last slot's renewal is still stuck in a request (release's join timed
+            # out): no new slot until it ends, or it would renew under the new one's state.
+            self._warn("apply slot: the last slot's renewal has not ended; no slot taken")
+            return None
         self._slots, self._lease = self._make(), float(self._lease_of())
         sent = self._clock()
         name = self._slots.acquire()

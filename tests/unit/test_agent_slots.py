@@ -91,6 +91,31 @@ def test_the_slot_taken_by_another_is_lost_at_once() -> None:
     assert leases.renewed == [1020.0] and not k.renew("kubegc-apply-0")
 
 
+def test_no_slot_is_taken_while_the_last_ones_renewal_is_still_stuck() -> None:
+    """A renewal stuck in a request outlives `release`'s join: the next `acquire` takes no
+    slot (and makes no new slots object) until that thread has ended, so the stuck thread
+    never renews under the new slot's state."""
+    import threading
+
+    clock = Clock()
+    leases = Leases(clock, [])
+    made: list[Leases] = []
+    warned: list[str] = []
+    k = KeptSlots(lambda: made.append(leases) or leases, lambda: 60, warned.append,
+                  clock=clock, wait=clock.wait)  # fmt: skip
+    stuck = threading.Event()
+    k._thread = threading.Thread(target=stuck.wait, daemon=True)
+    k._thread.start()
+    try:
+        assert k.acquire() is None and made == []
+        assert "has not ended" in warned[-1]
+    finally:
+        stuck.set()
+        k._thread.join()
+    with mock.patch("threading.Thread.start"):  # the renewal loop itself is tested above
+        assert k.acquire() == "kubegc-apply-0" and made == [leases]
+
+
 def test_the_cycles_renew_never_calls_the_api() -> None:
     clock = Clock()
     leases = Leases(clock, [])
