@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.inputs import parse_yaml, present, read_text, shown
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import parse_duration
@@ -128,25 +129,9 @@ def kubelet_flags(argv: Sequence[str], names: Sequence[str]) -> dict[str, str]:
     names, the last occurrence wins, parsing stops at `--`; a flag without a value is left
     out. Returns flag name → value."""
     found: dict[str, str] = {}
-    args = list(argv[1:])
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            break
-        if not arg.startswith("--"):
-            continue
-        name, eq, value = arg[2:].partition("=")
-        name = name.replace("_", "-")
-        if name not in names:
-            continue
-        if not eq:
-            if i >= len(args):
-                break
-            value = args[i]
-            i += 1
-        found[name] = value
+    for name, value in long_flags(argv, names):
+        if value is not None:
+            found[name] = value
     return found
 
 

@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import MAX_QUANTITY_DIGITS, parse_duration, parse_quantity
 
@@ -696,24 +697,10 @@ def raw_from_kubelet_cmdline(argv: Sequence[str], source: str) -> tuple[RawEvict
     transition: float | None = None
     enforce: list[str] | None = None
     config: str | None = None
-    args = list(argv[1:])
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            break
-        if not arg.startswith("--"):
-            continue
-        name, eq, value = arg[2:].partition("=")
-        name = name.replace("_", "-")
-        if name not in _CMDLINE_FLAGS:
-            continue
-        if not eq:
-            if i >= len(args):
-                raise BadInput(f"{source}: --{name} has no value")
-            value = args[i]
-            i += 1
+    for name, found in long_flags(argv, _CMDLINE_FLAGS):
+        if found is None:
+            raise BadInput(f"{source}: --{name} has no value")
+        value = found
         where = f"{source}: --{name}"
         if name in ("eviction-hard", "eviction-soft"):
             maps.setdefault(name, {}).update(parse_threshold_map(value, flag=where))
