@@ -4,7 +4,7 @@ through the status subresource, the printer columns as the server prints them, t
 ownerReference to the Node, and `kubegc fleet` over the reports.
 
 The Nodes are made through the API as the admin (no kubelet: a Node object is all a report
-needs). Every test uses node names of its own; the reports of other tests in the session are
+needs). Every test uses node names of its own; the reports of other tests of the run are
 there too, and the checks over the whole list hold for them as well.
 """
 

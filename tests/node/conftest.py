@@ -71,7 +71,7 @@ def ns(node: LocalNode, request: pytest.FixtureRequest) -> Iterator[str]:
 def kubelet(
     tmp_path_factory: pytest.TempPathFactory, control_plane: Any, admin: Any
 ) -> Iterator[LocalKubelet]:
-    """A real kubelet (``localkubelet.py``) registered with the session's control plane as
+    """A real kubelet (``localkubelet.py``) registered with the test run's control plane as
     Node ``KUBELET_NODE``, over a containerd of its own (never the ``node`` fixture's: the
     kubelet removes what runs in its runtime without a pod); started for the module that uses
     it and stopped after it (kubegc finds a running kubelet through /proc: other tests must not
