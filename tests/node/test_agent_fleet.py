@@ -250,3 +250,28 @@ def test_sigterm_mid_apply_stops_removing_gives_the_slot_back_and_reports_it(
     assert "interrupted by SIGTERM" in last["error"], last
     assert last["removed"] == len(dead) - len(left), (last, len(left))
     assert refused(control_plane, before) == []
+
+
+def test_report_mode_plans_the_whole_plan_and_says_nothing_of_the_caps(
+    node: LocalNode, ns: str, tmp_path: Path, control_plane: ControlPlane, admin: Any,
+    deployed: list[str], node_name: str,
+) -> None:  # fmt: skip
+    """The caps bound what an apply removes; a report cycle's dry run plans everything (3
+    dead containers of a deleted pod under --max-delete 1), removes nothing and logs no
+    "held back" line, cycle after cycle."""
+    make_node(admin, node_name)
+    live = node.run_pod("live", namespace=ns)
+    gone = node.run_pod("gone", namespace=ns)
+    dead = {node.add_container(gone, f"c{i}", state="created", symlink=False) for i in range(3)}
+    node.stop_pod(gone)
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps(pod_list([live])))
+    kubeconfig = control_plane.kubeconfig(AGENT, tmp_path / "kubeconfig")
+    res = subprocess.run(
+        agent_argv(node, tmp_path, kubeconfig, node_name, pods, "--once", "-n", ns,
+                   "--max-delete", "1", "--checks", "gc"),
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "held back" not in res.stderr, res.stderr
+    assert dead <= node.container_ids(namespace=ns)
