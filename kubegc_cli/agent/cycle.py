@@ -401,7 +401,10 @@ class _Cycle:
         self._check("residue scan", body)
 
     def _gc(self, pods: PodInventory, memory: Any, now: float) -> None:
-        dry = replace(self.o.act, dry_run=True, yes=False)
+        # the whole plan, without the caps: they bound what an apply removes, and a dry run
+        # removes nothing (in report mode a note "held back by --max-delete" every cycle
+        # would say nothing true)
+        dry = replace(self.o.act, dry_run=True, yes=False, max_delete=None, max_bytes=None)
         planned = 0
         for command, carry in self.plans():
             plan = self._check(command, _dry_run(carry, dry))

@@ -24,7 +24,7 @@ from kubegc_cli.core.stop import ending
 from kubegc_cli.core.units import parse_bytes, parse_duration, rfc3339_to_ns
 from kubegc_cli.node.execute.actions import OUTCOME_UNKNOWN
 from kubegc_cli.node.host.bounded import set_walk_timeout
-from kubegc_cli.node.kubeletapi import check_url
+from kubegc_cli.node.kubeletapi import check_server_name, check_url
 from kubegc_cli.render import plan as render
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_settings
@@ -85,7 +85,10 @@ def settings_from(ctx: click.Context) -> Settings:
         kubelet_version=g.get("kubelet_version") or None,
         kubelet_configz=bool(g.get("kubelet_configz")),
         kubelet_url=check_url(g["kubelet_url"]) if g.get("kubelet_url") else None,
-        kubelet_ca=g.get("kubelet_ca") or None,
+        kubelet_ca=tuple(g.get("kubelet_ca") or ()),
+        kubelet_server_name=(
+            check_server_name(g["kubelet_server_name"]) if g.get("kubelet_server_name") else None
+        ),
         runtime_config=runtime_config_option(g.get("runtime_config")),
         kubeconfig=g.get("kubeconfig") or None,
         context=g.get("context") or None,

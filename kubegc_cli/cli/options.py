@@ -284,8 +284,20 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--kubelet-ca",),
         {
             "metavar": "PATH",
-            "help": "CA file for the kubelet's serving certificate [default: the API server's "
-            "CA from the kubeconfig or in-cluster account].",
+            "multiple": True,
+            "help": "CA file for the kubelet's serving certificate; given more than once, "
+            "each that exists is trusted (a self-signed kubelet's <cert-dir>/kubelet.crt, "
+            "the cluster CA) [default: the API server's CA from the kubeconfig or in-cluster "
+            "account].",
+        },
+    ),
+    (
+        ("--kubelet-server-name",),
+        {
+            "metavar": "NAME",
+            "help": "The name the kubelet's serving certificate must be valid for, when it "
+            "differs from --kubelet-url's host (a self-signed kubelet certificate names the "
+            "node's hostname, not its IP) [default: the URL's host].",
         },
     ),
     (

@@ -232,6 +232,8 @@ class NodeReport:
             "signals": [s.to_status() for s in self.signals[:SIGNALS_MAX]],
             "nearestSignal": cut(nearest.signal, NAME_MAX) if nearest else "",
             "conditions": [cut(c, NAME_MAX) for c in self.conditions[:CONDITIONS_MAX]],
+            # the same, one string: a printer column prints a list as JSON
+            "pressure": ",".join(cut(c, NAME_MAX) for c in self.conditions[:CONDITIONS_MAX]),
             "evictFirst": [p.to_status() for p in self.evict_first[:TOP]],
             "residue": {cut(k, NAME_MAX): v for k, v in list(self.residue.items())[:RESIDUE_MAX]},
             "lastApply": self.last_apply.to_status() if self.last_apply else None,

@@ -40,9 +40,12 @@ class Settings:
     kubelet_version: str | None = None
     # --kubelet-configz: evict check reads the kubelet's /configz through nodes/proxy first
     kubelet_configz: bool = False
-    # --kubelet-url, --kubelet-ca: the node's kubelet (/pods, /configz) and its serving CA
+    # --kubelet-url, --kubelet-ca, --kubelet-server-name: the node's kubelet (/pods,
+    # /configz), the CA files trusted for its serving certificate (each that exists), and
+    # the name that certificate must carry (None: the URL's host)
     kubelet_url: str | None = None
-    kubelet_ca: str | None = None
+    kubelet_ca: tuple[str, ...] = ()
+    kubelet_server_name: str | None = None
     # --runtime-config: containerd's config file, a host path (read under host_root)
     runtime_config: Path | None = None
     kubeconfig: str | None = None

@@ -14,10 +14,18 @@ when that is given. kubegc authenticates as it does to the API server (the kubec
 in-cluster account's bearer token or client certificate); the kubelet checks the token with
 the API server (TokenReview) and asks it whether the caller may `get` `nodes/pods` or
 `nodes/configz` (SubjectAccessReview; fine-grained kubelet authorization, GA in 1.36, where
-the kubelet also accepts `nodes/proxy`). Its serving certificate is checked against
-`--kubelet-ca`, else the CA kubegc trusts for the API server (the kubeconfig's, or the
-in-cluster `ca.crt`): right where kubelets serve certificates signed by the cluster's CA
-(`serverTLSBootstrap`), and a self-signed kubelet certificate needs `--kubelet-ca`.
+the kubelet also accepts `nodes/proxy`).
+
+Its serving certificate is always verified, never skipped: against the `--kubelet-ca` files,
+else the CA kubegc trusts for the API server (the kubeconfig's, or the in-cluster `ca.crt`),
+and for the name `--kubelet-server-name`, else the URL's host. A kubelet that serves a
+certificate of the cluster's CA (`serverTLSBootstrap`) is verified by the API's CA; one that
+made its own (the kubelet's default without `tlsCertFile`: `<cert-dir>/kubelet.crt`, the
+certificate for the node's hostname followed by the CA that signed it,
+`certutil.GenerateSelfSignedCertKey`) by that file as `--kubelet-ca` and the hostname as
+`--kubelet-server-name`, since its certificate names no IP address. `--kubelet-ca` given more
+than once trusts every one of the files that exists (a DaemonSet names both, and each node
+has one); none existing is an error.
 
 A reply is read to at most `MAX_PODS_BYTES` / `MAX_CONFIGZ_BYTES`; every failure is one line
 (`ApiUnavailable`: unreachable, refused, not JSON; `BadInput`: a bad URL or CA file).
@@ -26,6 +34,8 @@ A reply is read to at most `MAX_PODS_BYTES` / `MAX_CONFIGZ_BYTES`; every failure
 from __future__ import annotations
 
 import http.client
+import os
+import re
 import ssl
 import time
 import urllib.parse
@@ -55,12 +65,15 @@ CONFIGZ_TTL = 30.0
 
 @dataclass(frozen=True, slots=True)
 class KubeletSource:
-    """The kubelet at `url` (`https://host:port`), its serving CA `ca` (None: the API's), and
-    the credentials `api` names (kubeconfig or in-cluster; its `node` is this node)."""
+    """The kubelet at `url` (`https://host:port`), the CA files `ca` trusted for its serving
+    certificate (empty: the API's CA), the name `server_name` that certificate must be valid
+    for (None: the URL's host), and the credentials `api` names (kubeconfig or in-cluster;
+    its `node` is this node)."""
 
     url: str
-    ca: str | None
+    ca: tuple[str, ...]
     api: ApiSource
+    server_name: str | None = None
 
 
 def check_url(url: str) -> str:
@@ -85,21 +98,80 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def check_server_name(name: str) -> str:
+    """`--kubelet-server-name` as given. Raises `BadInput` unless it is a DNS name or an IP
+    address (letters, digits, `.`, `-`, `:`; at most 253 characters)."""
+    if not _SERVER_NAME.fullmatch(name) or name.startswith((".", "-")):
+        raise BadInput(
+            f"--kubelet-server-name {name!r} must be a DNS name or an IP address "
+            "(the name the kubelet's serving certificate carries)"
+        )
+    return name
+
+
+_SERVER_NAME = re.compile(r"[A-Za-z0-9.:-]{1,253}")
+
+
+class KubeletConnection(http.client.HTTPSConnection):
+    """An HTTPS connection to `host`:`port` that verifies the server's certificate for
+    `server_name` (SNI and hostname check) rather than for `host`: a kubelet reached at the
+    node's IP address whose certificate names only the node's hostname."""
+
+    def __init__(
+        self, host: str, port: int, *, timeout: float, context: ssl.SSLContext, server_name: str
+    ) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self.tls = context
+        self.server_name = server_name
+
+    def connect(self) -> None:
+        """Connect over TCP, then TLS for `server_name`. Raises `OSError` (an
+        `ssl.SSLCertVerificationError` for a certificate not valid for it)."""
+        http.client.HTTPConnection.connect(self)
+        self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.server_name)
+
+
+def trust(ca_files: tuple[str, ...], api_ca: str | None) -> ssl.SSLContext:
+    """A client TLS context trusting each of `ca_files` that exists (`--kubelet-ca`), or, none
+    given, the API's CA file `api_ca` (None: the system's CAs). Raises `BadInput` naming the
+    file when none of `ca_files` exists, or one that exists cannot be read as PEM
+    certificates."""
+    if not ca_files:
+        try:
+            return ssl.create_default_context(cafile=api_ca) if api_ca else (
+                ssl.create_default_context())  # fmt: skip
+        except (OSError, ssl.SSLError) as exc:
+            raise BadInput(f"cannot use the API's CA {api_ca}: {exc.strerror or exc}") from None
+    present = [f for f in ca_files if os.path.exists(f)] if len(ca_files) > 1 else list(ca_files)
+    if not present:
+        raise BadInput(f"cannot use --kubelet-ca: none of {', '.join(ca_files)} exists")
+    ctx: ssl.SSLContext | None = None
+    for f in present:
+        try:  # the first as create_default_context's cafile: the system's CAs are not loaded
+            if ctx is None:
+                ctx = ssl.create_default_context(cafile=f)
+            else:
+                ctx.load_verify_locations(cafile=f)
+        except (OSError, ssl.SSLError) as exc:
+            raise BadInput(f"cannot use --kubelet-ca {f}: {exc.strerror or exc}") from None
+    assert ctx is not None
+    return ctx
+
+
 def _connect(src: KubeletSource, timeout: float) -> tuple[http.client.HTTPSConnection, str]:
     """An HTTPS connection to the kubelet and the Authorization header value ("" for none)."""
     cfg = api_config(src.api)
-    ca = src.ca or cfg.ssl_ca_cert
-    try:
-        ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
-        if cfg.cert_file and cfg.key_file:
+    ctx = trust(src.ca, cfg.ssl_ca_cert)
+    if cfg.cert_file and cfg.key_file:
+        try:
             ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-    except (OSError, ssl.SSLError) as exc:
-        what = f"--kubelet-ca {src.ca}" if src.ca else f"the API's CA {ca}"
-        raise BadInput(f"cannot use {what}: {exc.strerror or exc}") from None
+        except (OSError, ssl.SSLError) as exc:
+            raise BadInput(f"cannot use the client certificate {cfg.cert_file}: "
+                           f"{exc.strerror or exc}") from None  # fmt: skip
     parts = urllib.parse.urlsplit(src.url)
-    conn = http.client.HTTPSConnection(
-        parts.hostname or "", parts.port or DEFAULT_PORT, timeout=timeout, context=ctx
-    )
+    host = parts.hostname or ""
+    conn = KubeletConnection(host, parts.port or DEFAULT_PORT, timeout=timeout, context=ctx,
+                             server_name=src.server_name or host)  # fmt: skip
     auth = ""  # the header the official client would send (its token, refreshed if it must be)
     for setting in (cfg.auth_settings() or {}).values():
         if setting.get("in") == "header" and str(setting.get("key")).lower() == "authorization":
@@ -229,7 +301,10 @@ def kubelet_source(s: Settings) -> KubeletSource | None:
             "KUBECONFIG, ~/.kube/config or the in-cluster service account)"
         )
     return KubeletSource(
-        s.kubelet_url, s.kubelet_ca, ApiSource(creds, s.context, node_name(s.node_name))
+        s.kubelet_url,
+        s.kubelet_ca,
+        ApiSource(creds, s.context, node_name(s.node_name)),
+        s.kubelet_server_name,
     )
 
 

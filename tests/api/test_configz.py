@@ -91,11 +91,13 @@ def kubelet(tmp_path: Path, admin: Any, node_name: str) -> Iterator[str]:
         core.delete_node(node_name)
 
 
-def _check(root: Path, kubeconfig: Path, node: str) -> subprocess.CompletedProcess[str]:
+def _check(
+    root: Path, kubeconfig: Path, node: str, pod_source: str = "api"
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), "-v",
          "-r", "unix:///nonexistent/kubegc-test.sock", "--kubeconfig", str(kubeconfig),
-         "--node-name", node, "--pod-source", "api", "--kubelet-configz",
+         "--node-name", node, "--pod-source", pod_source, "--kubelet-configz",
          "evict", "check", "--root-dir", "/var/lib/kubelet", "-o", "json"],
         capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": "/"},
     )  # fmt: skip
@@ -124,12 +126,14 @@ def test_a_403_on_nodes_proxy_falls_back_to_the_files(
     control_plane: ControlPlane, deployed: list[str], kubelet: str, tmp_path: Path
 ) -> None:
     """kubegc's own RBAC (deploy/kubernetes/rbac.yaml) grants no nodes/proxy: refused, and
-    the kubelet's config file is read instead."""
+    the kubelet's config file is read instead (no pod source: the agent may not list pods
+    through the API either)."""
     root = tmp_path / "host"
     v1_node(root, available_mib=900)
     config = root / "var/lib/kubelet/config.yaml"
     config.write_text("kind: KubeletConfiguration\nevictionHard:\n  memory.available: 10Mi\n")
-    res = _check(root, control_plane.kubeconfig("kubegc-agent", tmp_path / "kubegc-agent"), kubelet)
+    agent = control_plane.kubeconfig("kubegc-agent", tmp_path / "kubegc-agent")
+    res = _check(root, agent, kubelet, pod_source="none")
     doc = json.loads(res.stdout)
     rows = by_signal(doc)
     assert rows["memory.available"]["threshold"] == "10Mi", res.stderr

@@ -3,11 +3,12 @@ every object of the kustomization and of the apply-mode overlay), and each Servi
 identity making, for real, every call its rules grant — a 403 fails the test — and being
 refused what they must not grant.
 
-What RBAC allows and what it cannot express, as these tests show it: the agent may list pods
-across the cluster (it always asks with a `spec.nodeName` field selector, which RBAC cannot
-require) and read any Node (RBAC cannot name "the node this pod runs on"); it may create a
-Lease of any name in its own namespace kubegc (a create names no object to the authorizer)
-but read and update only the apply slots there, and no Lease at all in kube-system.
+What RBAC allows and what it cannot express, as these tests show it: the agent may not list
+pods at all, anywhere (its node's pods come from its own kubelet's `/pods`:
+tests/node/test_kubelet.py), and it may read any Node (RBAC cannot name "the node this pod
+runs on"); it may create a Lease of any name in its own namespace kubegc (a create names no
+object to the authorizer) but read and update only the apply slots there, and no Lease at
+all in kube-system.
 """
 
 from __future__ import annotations
@@ -30,11 +31,9 @@ from kubegc_cli.core.fleet import GROUP, PLURAL, VERSION, NodeReport, lease_name
 from kubegc_cli.node.fleet.leases import ApplySlots
 from kubegc_cli.node.fleet.reports import list_reports, read_report, write_report
 from kubegc_cli.node.pods.api import ApiUnavailable
-from tests.api.test_events import node_events
 from tests.api.test_evict_prune import exists, make_pod
 from tests.conftest import DEPLOY, kustomization_docs
 from tests.controlplane import ControlPlane
-from tests.unit.test_deploy import host_tree
 
 APPLY_MODE = DEPLOY.parent / "kubernetes-apply-mode"
 #: priority >= this makes a pod critical to the kubelet (kubelet types IsCriticalPodBasedOnPriority:
@@ -226,19 +225,13 @@ def test_the_prune_pod_meets_the_restricted_pod_security_level(
 def test_the_agent_may_make_each_granted_call(
     agent: Any, core: Any, node: Any, node_name: str, admin: Any
 ) -> None:
-    """Each call the agent's rules grant, made for real with its token: the pod source's
-    list, the Node, its report written and read by node.fleet.reports, an apply slot taken,
-    renewed and released by node.fleet.leases; the kubelet's subresources by review."""
+    """Each call the agent's rules grant, made for real with its token: the Node, its report
+    written and read by node.fleet.reports, an apply slot taken, renewed and released by
+    node.fleet.leases; the kubelet's subresources (the node's pods and config) by review."""
     from kubernetes import client
 
     agent_core = client.CoreV1Api(agent)
     assert agent_core.read_node(node_name).metadata.uid == node.metadata.uid
-    ns = f"t-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": ns}})
-    make_pod(core, ns, "web-1", node_name, phase="Running", reason="")
-    found = agent_core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node_name}",
-                                                   limit=500)  # fmt: skip
-    assert [p.metadata.name for p in found.items] == ["web-1"]
 
     report = NodeReport(node=node_name, observed_at="2026-11-29T12:00:00Z", reclaimable=1)
     write_report(agent, report)  # the first time: created, owned by the Node
@@ -270,6 +263,12 @@ def test_the_agent_is_refused_what_it_does_not_need(
     make_pod(core, ns, "web-1", node_name)
     refused(agent_core.delete_namespaced_pod, "web-1", ns)
     assert exists(core, ns, "web-1") is not None
+    # no pod list: not cluster-wide, not with its node's field selector, not in one namespace
+    refused(agent_core.list_pod_for_all_namespaces)
+    refused(agent_core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node_name}")
+    refused(agent_core.list_namespaced_pod, ns)
+    refused(agent_core.read_namespaced_pod, "web-1", ns)
+    assert not may(agent, "list", "pods") and not may(agent, "watch", "pods")
     refused(agent_core.list_namespaced_secret, "kube-system")
     refused(agent_core.read_namespaced_secret, "any", ns)
     refused(agent_core.patch_node, node_name, {"metadata": {"labels": {"x": "y"}}})
@@ -305,28 +304,11 @@ def test_the_agent_is_refused_what_it_does_not_need(
     assert not may(agent, "get", "nodes", sub="proxy", name=node_name)  # exec, logs, ...
     assert not may(agent, "create", "nodes", sub="proxy", name=node_name)
     assert not may(agent, "update", "nodes", name=node_name)
-    # what RBAC cannot narrow: every pod of the cluster may be listed, every Node read
-    assert may(agent, "list", "pods")
+    # what RBAC cannot narrow: every Node may be read
     assert may(agent, "get", "nodes", name="any-other-node")
 
 
 # --- kubegc's own command lines, as in the manifests ----------------------------------------
-
-
-def agent_globals(tmp_path: Path, host: Path, node: str) -> list[str]:
-    """The global options of the DaemonSet's command line, made to run here: /host → `host`,
-    the policy ConfigMap's file and the state dir → tmp_path, $(NODE_NAME) → `node`."""
-    docs = kustomization_docs()
-    [c] = find(docs, "DaemonSet", "kubegc-agent")["spec"]["template"]["spec"]["containers"]
-    policy = tmp_path / "config.yaml"
-    policy.write_text(find(docs, "ConfigMap", "kubegc-policy")["data"]["config.yaml"])
-    args = c["args"][1 : c["args"].index("agent")]
-    local = {"--config=/etc/kubegc/policy/config.yaml": f"--config={policy}",
-             "--host-root=/host": f"--host-root={host}",
-             "--state-dir=/var/lib/kubegc": f"--state-dir={tmp_path / 'state'}",
-             "--node-name=$(NODE_NAME)": f"--node-name={node}"}  # fmt: skip
-    assert set(local) | {"--events"} == set(args), args  # every option is accounted for
-    return [local.get(a, a) for a in args]
 
 
 def calls(cp: ControlPlane, identity: str, since: int = 0) -> list[dict[str, Any]]:
@@ -348,41 +330,6 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
         main(argv)
     out, err = capsys.readouterr()
     return int(exc.value.code or 0), out, err
-
-
-def test_commands_run_by_hand_in_the_agent_pod_are_allowed(
-    control_plane: ControlPlane, deployed: list[str], admin: Any, core: Any, node: Any,
-    node_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
-    """`evict check` and `memory available` with the DaemonSet's own options and the agent's
-    identity: the API server's audit log shows exactly their calls (the node's pods by field
-    selector, its Node, the Event in default), each answered 2xx."""
-    kubeconfig = control_plane.kubeconfig("kubegc-agent", tmp_path / "agent.kubeconfig")
-    host = host_tree(tmp_path / "host")
-    ns = f"t-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": ns}})
-    make_pod(core, ns, "web-1", node_name, phase="Running", reason="")
-    here = ["--kubeconfig", str(kubeconfig), *agent_globals(tmp_path, host, node_name)]
-    mark = len(control_plane.requests("kubegc-agent"))
-    code, _, err = run_cli([*here, "memory", "available"], capsys)
-    assert code == 0, err
-    made = calls(control_plane, "kubegc-agent", mark)
-    assert sorted((r["verb"], r["resource"], r["name"], r["code"]) for r in made) == [
-        ("get", "nodes", node_name, 200), ("list", "pods", "", 200)]  # fmt: skip
-    mark += len(made)
-    code, _, err = run_cli([*here, "evict", "check"], capsys)
-    assert code == 1, err  # memory.available is below its threshold
-    assert "403" not in err and "forbidden" not in err.lower(), err
-    assert [e.reason for e in node_events(admin, node_name)] == ["EvictionThresholdMet"]
-    made = calls(control_plane, "kubegc-agent", mark)
-    # the Node: its kubeletVersion picks the kubelet's defaults (evict check reads it when
-    # the API is the pod source)
-    assert sorted((r["verb"], r["resource"], r["namespace"], r["code"]) for r in made) == [
-        ("create", "events", "default", 201), ("get", "nodes", "", 200),
-        ("list", "pods", "", 200)]  # fmt: skip
-    [listed] = [r for r in made if r["verb"] == "list"]
-    assert listed["query"]["fieldSelector"] == f"spec.nodeName={node_name}"
-    assert listed["query"]["limit"] == "500"
 
 
 def test_the_prune_cronjob_command_line_runs_with_its_own_service_account(

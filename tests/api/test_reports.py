@@ -317,14 +317,15 @@ def test_the_printer_columns_are_the_fleets_df(
     write_report(admin, report)
     table = get_table(control_plane, fieldSelector=f"metadata.name={node}")
     names = [c["name"] for c in table["columnDefinitions"]]
-    assert names == ["Name", "Reclaimable", "Nearest signal", "Conditions", "Mode",
+    assert names == ["Name", "Reclaimable", "Nearest signal", "Pressure", "Mode",
                      "Last apply", "Observed", "Age"]  # fmt: skip
     [row] = table["rows"]
     cell = dict(zip(names, row["cells"], strict=True))
     assert cell["Name"] == node and cell["Reclaimable"] == report.reclaimable
     assert cell["Nearest signal"] == "nodefs.available" and cell["Mode"] == "apply"
-    # every condition (a JSON path to each element would print the first only)
-    assert cell["Conditions"] == '["DiskPressure","PIDPressure"]'
+    # every condition, as text (a list would print as JSON, a JSON path to each element
+    # would print the first only)
+    assert cell["Pressure"] == "DiskPressure,PIDPressure"
     # dates as kubectl shows them: an age relative to now (the report's times are past)
     assert cell["Observed"].endswith(("d", "h", "m", "s")) and cell["Last apply"]
 

@@ -8,9 +8,11 @@
   tests use;
 - registered as Node `name` with the control plane, as the user `system:node:<name>` (group
   `system:nodes`; the caller binds the ClusterRole `system:node` to it);
-- serving https://127.0.0.1:<port> with a certificate signed by the control plane's CA, and
-  checking every caller through the API server (webhook authentication: TokenReview;
-  webhook authorization: SubjectAccessReview), as a kubelet in a cluster does;
+- serving https://127.0.0.1:<port> with the certificate a kubelet makes for itself when it is
+  given none (`<cert-dir>/kubelet.crt`: valid for its hostname, `name`, and no IP address,
+  signed by a CA of its own that follows it in the file), and checking every caller through
+  the API server (webhook authentication: TokenReview; webhook authorization:
+  SubjectAccessReview), as a kubelet in a cluster does;
 - with its own --root-dir and volume plugin directory under `work`, the pods' logs under the
   node's directory, no read-only port, no healthz port, no eviction, no image GC, no QoS
   cgroups or node allocatable enforcement, no iptables chains;
@@ -27,13 +29,13 @@ control plane's do; `stop()` ends it (SIGTERM, then SIGKILL after 10 s).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import shlex
+import socket
 import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,10 +69,6 @@ def machine_state() -> dict[str, str | bool]:
     return state
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
-
-
 @dataclass
 class LocalKubelet:
     """A running kubelet; see the module doc."""
@@ -90,8 +88,15 @@ class LocalKubelet:
 
     @property
     def ca(self) -> Path:
-        """The CA that signed the kubelet's serving certificate (the control plane's)."""
-        return self.work / "ca.crt"
+        """The kubelet's self-signed serving certificate and its CA, as it wrote them."""
+        return self.work / "pki" / "kubelet.crt"
+
+    @property
+    def flags(self) -> list[str]:
+        """kubegc's options reaching this kubelet: its URL, its certificate as the CA, and the
+        name that certificate is valid for."""
+        return ["--kubelet-url", self.url, "--kubelet-ca", str(self.ca),
+                "--kubelet-server-name", self.name]  # fmt: skip
 
     @property
     def log_path(self) -> Path:
@@ -121,17 +126,8 @@ class LocalKubelet:
         return kl
 
     def _certs(self, cp: ControlPlane) -> None:
-        w = self.work
-        (w / "ca.crt").write_bytes((cp.work / "ca.crt").read_bytes())
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={self.name}",
-                 "-keyout", str(w / "kubelet.key"), "-out", str(w / "kubelet.csr"))  # fmt: skip
-        (w / "kubelet.ext").write_text(
-            f"subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:{self.name}\n"
-            "extendedKeyUsage=serverAuth\n"
-        )
-        _openssl("x509", "-req", "-in", str(w / "kubelet.csr"), "-CA", str(cp.work / "ca.crt"),
-                 "-CAkey", str(cp.work / "ca.key"), "-CAcreateserial", "-days", "2",
-                 "-extfile", str(w / "kubelet.ext"), "-out", str(w / "kubelet.crt"))  # fmt: skip
+        """The CA the kubelet checks client certificates against (the control plane's)."""
+        (self.work / "ca.crt").write_bytes((cp.work / "ca.crt").read_bytes())
 
     def _config(self, node: LocalNode) -> str:
         doc = {
@@ -141,8 +137,6 @@ class LocalKubelet:
             "port": self.port,
             "readOnlyPort": 0,
             "healthzPort": 0,
-            "tlsCertFile": str(self.work / "kubelet.crt"),
-            "tlsPrivateKeyFile": str(self.work / "kubelet.key"),
             "serverTLSBootstrap": False,
             "rotateCertificates": False,
             "authentication": {
@@ -219,14 +213,18 @@ class LocalKubelet:
             raise RuntimeError(f"kubelet exited with {self.proc.returncode}:\n{tail}")
 
     def get(self, path: str, token: str, *, timeout: float = 10) -> tuple[int, bytes]:
-        """GET `path` from the kubelet with the bearer `token`: (status, body)."""
+        """GET `path` from the kubelet with the bearer `token`: (status, body). Its certificate
+        is checked against `ca` for its hostname; raises `OSError` when it cannot connect."""
+        with self.ca.open("rb"):  # not written yet: the kubelet is still starting
+            pass
         ctx = ssl.create_default_context(cafile=str(self.ca))
-        req = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {token}"})
-        try:
-            with urllib.request.urlopen(req, context=ctx, timeout=timeout) as resp:
-                return resp.status, resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        with ctx.wrap_socket(sock, server_hostname=self.name) as tls:
+            tls.sendall(f"GET {path} HTTP/1.1\r\nHost: {self.name}\r\nAuthorization: Bearer "
+                        f"{token}\r\nConnection: close\r\n\r\n".encode())  # fmt: skip
+            resp = http.client.HTTPResponse(tls)
+            resp.begin()
+            return resp.status, resp.read()
 
     def _wait_healthy(self, token: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -238,7 +236,7 @@ class LocalKubelet:
                 if status == 200:
                     return
                 last = f"{status} {body[:200]!r}"
-            except (urllib.error.URLError, OSError) as exc:
+            except OSError as exc:
                 last = str(exc)
             time.sleep(0.3)
         tail = self.log_path.read_text(errors="replace")[-3000:]

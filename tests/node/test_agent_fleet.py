@@ -199,3 +199,79 @@ def test_a_running_agent_writes_its_report_once_while_nothing_changes(
         err,
     )
     assert refused(control_plane, before) == []
+
+
+def test_sigterm_mid_apply_stops_removing_gives_the_slot_back_and_reports_it(
+    node: LocalNode, ns: str, tmp_path: Path, control_plane: ControlPlane, admin: Any,
+    apply_mode_rbac: None, node_name: str,
+) -> None:  # fmt: skip
+    """The DaemonSet form in apply mode (no --once), SIGTERM while its gc plan's removals are
+    in flight — 150 dead containers of a deleted pod, one at a time: it exits 0 (a pod's
+    normal end), its slot is free at once, its report says the apply was interrupted and
+    counts exactly the containers that are gone, and none is removed after it has exited."""
+    from kubernetes import client
+
+    make_node(admin, node_name)
+    live = node.run_pod("live", namespace=ns)
+    gone = node.run_pod("gone", namespace=ns)
+    dead = {node.add_container(gone, f"c{i}", state="created", symlink=False) for i in range(150)}
+    node.stop_pod(gone)  # deleted from the API: its sandbox stopped, its containers left
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps(pod_list([live])))
+    kubeconfig = control_plane.kubeconfig(AGENT, tmp_path / "kubeconfig")
+    before = len(control_plane.requests(AGENT))
+    proc = subprocess.Popen(
+        agent_argv(node, tmp_path, kubeconfig, node_name, pods, "--interval", "2s",
+                   "--mode", "apply", "--apply-slots", "1", "--concurrency", "1", "-n", ns,
+                   "--checks", "gc", "--listen", f"127.0.0.1:{free_port()}"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while len(dead & node.container_ids(namespace=ns)) == len(dead):  # the first removal
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no removal within 120 s"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    left = dead & node.container_ids(namespace=ns)
+    assert 0 < len(left) < len(dead), (len(left), err)  # stopped mid-apply
+    time.sleep(1)
+    assert dead & node.container_ids(namespace=ns) == left  # nothing removed after the exit
+
+    lease = client.CoordinationV1Api(admin).read_namespaced_lease("kubegc-apply-0", "kubegc")
+    assert not lease.spec.holder_identity  # given back, not left to expire
+    report = client.CustomObjectsApi(admin).get_cluster_custom_object(
+        "kubegc.io", "v1alpha1", "nodegcreports", node_name
+    )
+    last = report["status"]["lastApply"]
+    assert "interrupted by SIGTERM" in last["error"], last
+    assert last["removed"] == len(dead) - len(left), (last, len(left))
+    assert refused(control_plane, before) == []
+
+
+def test_report_mode_plans_the_whole_plan_and_says_nothing_of_the_caps(
+    node: LocalNode, ns: str, tmp_path: Path, control_plane: ControlPlane, admin: Any,
+    deployed: list[str], node_name: str,
+) -> None:  # fmt: skip
+    """The caps bound what an apply removes; a report cycle's dry run plans everything (3
+    dead containers of a deleted pod under --max-delete 1), removes nothing and logs no
+    "held back" line, cycle after cycle."""
+    make_node(admin, node_name)
+    live = node.run_pod("live", namespace=ns)
+    gone = node.run_pod("gone", namespace=ns)
+    dead = {node.add_container(gone, f"c{i}", state="created", symlink=False) for i in range(3)}
+    node.stop_pod(gone)
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps(pod_list([live])))
+    kubeconfig = control_plane.kubeconfig(AGENT, tmp_path / "kubeconfig")
+    res = subprocess.run(
+        agent_argv(node, tmp_path, kubeconfig, node_name, pods, "--once", "-n", ns,
+                   "--max-delete", "1", "--checks", "gc"),
+        capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "held back" not in res.stderr, res.stderr
+    assert dead <= node.container_ids(namespace=ns)

@@ -180,6 +180,12 @@ def test_the_agent_runs_critical_in_kube_system_on_every_node() -> None:
     assert "--config=/etc/kubegc/policy/config.yaml" in c["args"]
     env = {e["name"]: e for e in c["env"]}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert env["NODE_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
+    # the node's pods from its own kubelet, its certificate verified
+    assert "--kubelet-url=https://$(NODE_IP):10250" in c["args"]
+    assert "--kubelet-server-name=$(NODE_NAME)" in c["args"]
+    assert "--kubelet-ca=/host/var/lib/kubelet/pki/kubelet.crt" in c["args"]
+    assert "--pod-source=api" not in c["args"] and "--insecure" not in " ".join(c["args"])
     [port] = c["ports"]
     assert port["containerPort"] == 9808
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
@@ -199,8 +205,10 @@ def test_the_agent_command_line_is_one_kubegc_accepts(mode: str) -> None:
     if mode == "apply":
         ops = yaml.safe_load((APPLY_MODE / "daemonset-apply.yaml").read_text())
         for op in ops:
-            if op["op"] == "replace" and op["path"].endswith("/args/7"):
-                args[7 - 1] = op["value"]
+            index = op["path"].rpartition("/args/")[2]
+            if op["op"] == "replace" and index.isdigit():
+                assert args[int(index) - 1] == "--mode=report"  # what its test op checks
+                args[int(index) - 1] = op["value"]
             elif op["op"] == "add" and op["path"].endswith("/args/-"):
                 args.append(op["value"])
     split = args.index("agent")
@@ -212,6 +220,8 @@ def test_the_agent_command_line_is_one_kubegc_accepts(mode: str) -> None:
     given = collected(sub)
     assert given["config"] == "/etc/kubegc/policy/config.yaml" and given["events"] is True
     assert (given["host_root"], given["node_name"]) == ("/host", "$(NODE_NAME)")
+    sa_ca = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+    assert given["kubelet_ca"] == ("/host/var/lib/kubelet/pki/kubelet.crt", sa_ca)
     if mode == "apply":
         assert sub.params["apply_slots"] == 1
 
@@ -302,7 +312,6 @@ SLOTS = tuple(lease_name(i) for i in range(10))
 GRANTS: dict[tuple[str, str], set[Rule]] = {
     ("kube-system", "kubegc-agent"): {
         ("get", "", "nodes", None, ()),
-        ("list", "", "pods", None, ()),
         ("get", "", "nodes/pods", None, ()),
         ("get", "", "nodes/configz", None, ()),
         *{(v, "kubegc.io", "nodegcreports", None, ()) for v in ("get", "create", "update")},

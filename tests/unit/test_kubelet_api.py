@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.node.kubeletapi import check_url
+from kubegc_cli.node.kubeletapi import check_server_name, check_url
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
 
@@ -186,7 +186,7 @@ def test_fault_one_run_asks_configz_once_whether_it_answers_or_not(
 
     kubelet = StandIn(certs, "huge", size=size)
     src = kubeletapi.KubeletSource(
-        kubelet.url, str(certs / "ca.crt"), ApiSource(str(kubeconfig(tmp_path)), None, "n")
+        kubelet.url, (str(certs / "ca.crt"),), ApiSource(str(kubeconfig(tmp_path)), None, "n")
     )
     try:
         for _ in range(3):
@@ -233,3 +233,60 @@ def test_a_refused_configz_through_the_node_proxy_falls_back_to_the_files_and_sa
     assert "kubegc: Kubernetes API https://127.0.0.1:1 unreachable: MaxRetryError; " in err
     rows = {r["key"]: r for r in json.loads(out)["values"]}
     assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
+
+
+def configz_with(certs: Path, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """`config view gc images` asking a stand-in kubelet's /configz (a 200 with a small
+    reply, its certificate for 127.0.0.1, localhost and kube-api.test) with `args`."""
+    kubelet = StandIn(certs, "huge", size=10)
+    try:
+        return run_cli(["--kubeconfig", str(kubeconfig(tmp_path)), "--kubelet-url",
+                        kubelet.url, *args, "-v", "-o", "json", "config", "view", "gc",
+                        "images"])  # fmt: skip
+    finally:
+        kubelet.stop.set()
+
+
+def test_the_serving_certificate_is_checked_for_the_server_name_given(
+    tmp_path: Path, certs: Path
+) -> None:
+    ca = ["--kubelet-ca", str(certs / "ca.crt")]
+    code, _, err = configz_with(certs, tmp_path, *ca, "--kubelet-server-name", "kube-api.test")
+    assert code == 0, err
+    assert "/configz" not in err, err  # read: no fallback line
+    code, _, err = configz_with(certs, tmp_path, *ca, "--kubelet-server-name", "node-7.test")
+    assert code == 0, err  # refused: the files are read instead, and the run says why
+    assert "configz unreachable: SSLCertVerificationError" in err, err
+    assert "Hostname mismatch, certificate is not valid for 'node-7.test'" in err, err
+
+
+def test_each_kubelet_ca_that_exists_is_trusted_and_none_existing_is_exit_2(
+    tmp_path: Path, certs: Path
+) -> None:
+    other = tmp_path / "other-ca.crt"  # a CA that signed nothing here
+    other.write_bytes((certs / "serving.crt").read_bytes())
+    missing = tmp_path / "pki/kubelet.crt"
+    code, _, err = configz_with(certs, tmp_path, "--kubelet-ca", str(missing), "--kubelet-ca",
+                                str(other), "--kubelet-ca", str(certs / "ca.crt"))  # fmt: skip
+    assert code == 0, err
+    assert "/configz" not in err, err
+    code, _, err = configz_with(certs, tmp_path, "--kubelet-ca", str(missing), "--kubelet-ca",
+                                str(other))  # fmt: skip
+    assert code == 0, err
+    assert "certificate verify failed" in err, err
+    code, _, err = configz_with(certs, tmp_path, "--kubelet-ca", str(missing), "--kubelet-ca",
+                                str(tmp_path / "nor-this.crt"))  # fmt: skip
+    assert code == 2, err
+    assert err == (f"kubegc: error: cannot use --kubelet-ca: none of {missing}, "
+                   f"{tmp_path / 'nor-this.crt'} exists\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["", "-node", "node 1", "node/1", "a" * 254, "nöde"])
+def test_a_kubelet_server_name_must_be_a_dns_name_or_an_ip(name: str) -> None:
+    with pytest.raises(BadInput, match="--kubelet-server-name"):
+        check_server_name(name)
+
+
+@pytest.mark.parametrize("name", ["ip-10-0-0-5.ec2.internal", "node-1", "10.0.0.5", "fd00::5"])
+def test_a_kubelet_server_name_is_kept_as_given(name: str) -> None:
+    assert check_server_name(name) == name
