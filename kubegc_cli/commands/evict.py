@@ -480,6 +480,8 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         return format_bytes(n) if as_bytes else str(n)
 
     note = r.skipped_reason or ("" if usage is not None else "no stats: the kubelet ranks it first")
+    if pod.resize and family != "pid":  # requests rank memory and disk, not PIDs
+        note = f"{note}; {pod.resize}" if note else pod.resize
     return {
         "namespace": pod.namespace,
         "name": pod.name,
@@ -492,6 +494,7 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         "exceeds": r.exceeds,
         "excess": r.excess,
         "skipped": bool(r.skipped_reason),
+        "resize": pod.resize,
         "note": note,
         "usage_text": text(usage, unit == "bytes"),
         "request_text": "-" if request is None else text(request, unit == "bytes"),

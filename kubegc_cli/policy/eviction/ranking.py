@@ -14,6 +14,13 @@ pods apart decides:
   counts), then lower priority first, then larger `usage − ephemeral-storage request` first —
   the ephemeral-storage request is subtracted from an inode count too.
 
+The requests are the ones the kubelet has allocated, not the spec's while an in-place resize
+is pending: the eviction manager ranks the pods `getAllocatedPods` gives it
+(`pkg/kubelet/kubelet_pods.go`), each container's resources replaced by its allocation
+(`pkg/kubelet/allocation` `updatePodFromAllocation`), which the API shows as the container's
+`status.containerStatuses[].allocatedResources` (and `initContainerStatuses`; reported from
+1.33, set to the allocated container's requests). Such a pod is marked (`PodResources.resize`).
+
 A pod without stats sorts before every pod with stats in each stats comparator. Critical pods
 (static, mirror, or priority ≥ 2,000,000,000) keep their place in the ranking but are flagged:
 the kubelet skips them and tries the next pod. The kubelet's sort is unstable; kubegc breaks
@@ -50,7 +57,9 @@ class PodResources:
     are the pod's requests in bytes as the kubelet computes them (see `pod_resources`),
     rounded up to whole bytes. `critical` marks a pod the kubelet never evicts, and
     `critical_reason` says why (`static pod`, `mirror pod`, `priority ...`). `owner_kind` and
-    `owner_name` come from the first owner reference ("" when there is none).
+    `owner_name` come from the first owner reference ("" when there is none). `resize` is ""
+    unless an in-place resize is pending or in progress: then it says so, and that the
+    requests are the allocated ones (`allocated_spec`).
     """
 
     uid: str
@@ -63,6 +72,7 @@ class PodResources:
     owner_kind: str = ""
     owner_name: str = ""
     critical_reason: str = ""
+    resize: str = ""
 
     @property
     def ref(self) -> str:
@@ -187,6 +197,77 @@ def _pod_request(spec: Mapping[str, Any], resource: str, *, who: str) -> Fractio
     return total
 
 
+RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
+
+
+def allocated_spec(
+    spec: Mapping[str, Any], status: Mapping[str, Any], *, who: str
+) -> tuple[Mapping[str, Any], str]:
+    """`spec` as the kubelet ranks it — each container and init container whose status
+    reports `allocatedResources` with those as its requests (kubelet allocation:
+    `updatePodFromAllocation` replaces a container's resources with its allocation; the
+    status reports the allocation's requests) — and why it differs from the spec ("" when it
+    does not and no resize is pending): the `PodResizePending`/`PodResizeInProgress`
+    condition (1.33+) or the deprecated `status.resize`, with the allocated memory and
+    ephemeral-storage requests that differ from the spec's. Raises `BadInput` naming the pod
+    and the field for a status of the wrong shape."""
+    allocated: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for i, cs in enumerate(_list(status.get(key), who=who, path=f"status.{key}")):
+            if cs.get("allocatedResources") is not None:
+                path = f"status.{key}[{cs.get('name', i)}].allocatedResources"
+                alloc = _mapping(cs["allocatedResources"], who=who, path=path)
+                allocated[(key, str(cs.get("name")))] = alloc
+    conditions = _list(status.get("conditions"), who=who, path="status.conditions")
+    pending = [
+        str(c["type"])
+        for c in conditions
+        if c.get("type") in RESIZE_CONDITIONS and str(c.get("status")) == "True"
+    ]
+    if not pending and status.get("resize"):
+        pending = [f"resize {status['resize']}"]
+    changed: list[str] = []
+    out = dict(spec)
+    for key, status_key in (("containers", "containerStatuses"),
+                            ("initContainers", "initContainerStatuses")):  # fmt: skip
+        if key not in spec:
+            continue
+        containers: list[Mapping[str, Any]] = []
+        for i, c in enumerate(_list(spec.get(key), who=who, path=f"spec.{key}")):
+            given = allocated.get((status_key, str(c.get("name"))))
+            if given is None:
+                containers.append(c)
+            else:
+                path = f"spec.{key}[{c.get('name', i)}]"
+                containers.append(_with_requests(c, given, changed, who=who, path=path))
+        out[key] = containers
+    if not pending and not changed:
+        return spec, ""
+    why = ", ".join(pending) or "in-place resize not yet applied"
+    detail = f" ({'; '.join(changed)})" if changed else ""
+    return out, f"{why}: ranked by the allocated requests{detail}"
+
+
+def _with_requests(
+    c: Mapping[str, Any], alloc: Mapping[str, Any], changed: list[str], *, who: str, path: str
+) -> Mapping[str, Any]:
+    """Container `c` with `alloc` as its requests; appends to `changed` each memory or
+    ephemeral-storage request that differs from its spec's."""
+    resources = dict(_mapping(c.get("resources"), who=who, path=f"{path}.resources"))
+    requests = _mapping(resources.get("requests"), who=who, path=f"{path}.resources.requests")
+    for resource in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE):
+        asked = _container_request(c, resource, who=who, path=path)
+        where = f"{path} allocatedResources.{resource}"
+        got = _quantity(alloc[resource], who=who, path=where) if resource in alloc else Fraction(0)
+        if asked != got:
+            changed.append(
+                f"{c.get('name')}: {resource} {alloc.get(resource, 0)} allocated, "
+                f"{requests.get(resource, 0)} in the spec"
+            )
+    resources["requests"] = dict(alloc)
+    return {**c, "resources": resources}
+
+
 def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     """A decoded v1 Pod (a mapping, as `kubectl get pod -o json` prints it) → `PodResources`.
 
@@ -209,6 +290,8 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     name = str(meta.get("name") or "")
     who = f"pod {namespace}/{name}"
     spec = _mapping(pod.get("spec"), who=who, path="spec")
+    status = _mapping(pod.get("status"), who=who, path="status")
+    spec, resize = allocated_spec(spec, status, who=who)
     annotations = _mapping(meta.get("annotations"), who=who, path="metadata.annotations")
     priority = spec.get("priority")
     if priority is None:
@@ -236,6 +319,7 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
         owner_kind=str(owner.get("kind") or ""),
         owner_name=str(owner.get("name") or ""),
         critical_reason=reason,
+        resize=resize,
     )
 
 
