@@ -214,9 +214,7 @@ class EvictionReport:
             "unread": dict(self.unread),
             "filesystems": self.fs.to_dict(),
             "ranking": {k: list(v) for k, v in self.ranking.items()},
-            "swap": None
-            if self.swap is None
-            else {"total": self.swap.total, "used": self.swap.used, "pods": self.swap.pods},
+            "swap": None if self.swap is None else self.swap.to_dict(),
             "pressure_stall": [st.to_dict() for st in self.stalls],
             "notes": list(self.notes),
             "kubelet_version": {

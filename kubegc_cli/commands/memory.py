@@ -146,9 +146,7 @@ class MemoryReport:
             "pods": [p.to_dict() for p in self.pods],
             "pod_count": self.pod_count,
             "pods_without_stats": [p.to_dict() for p in self.without_stats],
-            "swap": None
-            if self.swap is None
-            else {"total": self.swap.total, "used": self.swap.used, "pods": self.swap.pods},
+            "swap": None if self.swap is None else self.swap.to_dict(),
             "pressure_stall": [st.to_dict() for st in self.stalls],
             "notes": list(self.notes),
         }

@@ -123,6 +123,9 @@ class Swap:
     used: int
     pods: int | None = None
 
+    def to_dict(self) -> dict[str, int | None]:
+        return {"total": self.total, "used": self.used, "pods": self.pods}
+
 
 def node_swap(meminfo: dict[str, int]) -> tuple[int, int]:
     """(SwapTotal, SwapTotal − SwapFree) in bytes from a read /proc/meminfo (0, 0 without
