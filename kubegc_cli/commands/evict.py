@@ -502,6 +502,7 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         "name": pod.name,
         "uid": pod.uid,
         "priority": pod.priority,
+        "qos": pod.qos,
         "owner": f"{pod.owner_kind}/{pod.owner_name}" if pod.owner_kind else "",
         "usage": usage,
         "request": request,

@@ -20,6 +20,7 @@ from kubegc_cli.policy.eviction.ranking import (
     compare_memory,
     compare_pid,
     pod_resources,
+    qos_class,
     rank_disk,
     rank_memory,
     rank_pid,
@@ -572,3 +573,41 @@ def test_pid_and_disk_rankings_are_permutations(
         assert ranked == sorted(pods, key=cmp_to_key(cmp))
         for i in range(len(ranked) - 1):
             assert cmp(ranked[i], ranked[i + 1]) <= 0
+
+
+def lim(name: str, requests: dict[str, str], limits: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "resources": {"requests": requests, "limits": limits}}
+
+
+CPU_MEM = {"cpu": "1", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        # pkg/apis/core/v1/helper/qos GetPodQOS: the status's class when the pod has one
+        ({**pod([c("a")]), "status": {"qosClass": "Guaranteed"}}, "Guaranteed"),
+        # ComputePodQOS over the containers
+        (pod([c("a")]), "BestEffort"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)]), "Guaranteed"),
+        (pod([lim("a", CPU_MEM, CPU_MEM), c("b")]), "Burstable"),  # b has no limits
+        (pod([lim("a", {"cpu": "1", "memory": "512Mi"}, CPU_MEM)]), "Burstable"),
+        (pod([lim("a", {"cpu": "0"}, {"cpu": "0"})]), "BestEffort"),  # zero is not set
+        (pod([lim("a", CPU_MEM, CPU_MEM)], [lim("i", CPU_MEM, CPU_MEM)]), "Guaranteed"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)], [c("i", "10Mi")]), "Burstable"),
+        # only cpu and memory count
+        (pod([lim("a", {"ephemeral-storage": "1Gi"}, {"ephemeral-storage": "1Gi"})]),
+         "BestEffort"),
+        # pod-level resources (1.36): when the section is present it decides alone
+        (pod([c("a", "1Gi")], resources={"requests": CPU_MEM, "limits": CPU_MEM}), "Guaranteed"),
+        (pod([c("a", "1Gi")], resources={"requests": CPU_MEM}), "Burstable"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={"limits": {"memory": "1Gi"}}),
+         "Burstable"),
+        # present but empty: the containers are not looked at
+        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={}), "BestEffort"),
+        (pod([c("a", "1Gi")], resources=None), "Burstable"),  # absent (null): the containers
+    ],
+)  # fmt: skip
+def test_qos_class(body: dict[str, Any], want: str) -> None:
+    assert qos_class(body) == want
+    assert pod_resources(body).qos == want

@@ -59,7 +59,7 @@ class PodResources:
     `critical_reason` says why (`static pod`, `mirror pod`, `priority ...`). `owner_kind` and
     `owner_name` come from the first owner reference ("" when there is none). `resize` is ""
     unless an in-place resize is pending or in progress: then it says so, and that the
-    requests are the allocated ones (`allocated_spec`).
+    requests are the allocated ones (`allocated_spec`). `qos` is its QoS class (`qos_class`).
     """
 
     uid: str
@@ -73,6 +73,7 @@ class PodResources:
     owner_name: str = ""
     critical_reason: str = ""
     resize: str = ""
+    qos: str = ""
 
     @property
     def ref(self) -> str:
@@ -268,6 +269,67 @@ def _with_requests(
     return {**c, "resources": resources}
 
 
+QOS_RESOURCES = ("cpu", RESOURCE_MEMORY)
+
+
+def _positive(values: Mapping[str, Any], *, who: str, path: str) -> dict[str, Fraction]:
+    """The cpu and memory quantities above zero in a requests or limits map."""
+    out = {}
+    for name in QOS_RESOURCES:
+        if name in values:
+            q = _quantity(values[name], who=who, path=f"{path}.{name}")
+            if q > 0:
+                out[name] = q
+    return out
+
+
+def qos_class(pod: Mapping[str, Any], *, who: str = "pod") -> str:
+    """The pod's QoS class, `Guaranteed`, `Burstable` or `BestEffort`, as the kubelet takes it
+    (`pkg/apis/core/v1/helper/qos` `GetPodQOS`): `status.qosClass` when the pod has one,
+    else computed (`ComputePodQOS`, 1.36) from cpu and memory above zero — from the pod-level
+    `spec.resources` when that section is present, even empty (its containers are then not
+    looked at), else summed over the containers and init containers. BestEffort without
+    requests and limits; Guaranteed when every limit set has cpu and memory and the requests
+    equal the limits, resource by resource; else Burstable. Raises `BadInput` naming the
+    pod and the field for a bad quantity."""
+    status = _mapping(pod.get("status"), who=who, path="status")
+    if status.get("qosClass"):
+        return str(status["qosClass"])
+    spec = _mapping(pod.get("spec"), who=who, path="spec")
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
+    guaranteed = True
+    sections: list[tuple[Mapping[str, Any], str]]
+    if spec.get("resources") is not None:
+        sections = [(_mapping(spec["resources"], who=who, path="spec.resources"), "spec.resources")]
+    else:
+        sections = []
+        for key in ("containers", "initContainers"):
+            for i, c in enumerate(_list(spec.get(key), who=who, path=f"spec.{key}")):
+                path = f"spec.{key}[{c.get('name', i)}].resources"
+                sections.append((_mapping(c.get("resources"), who=who, path=path), path))
+    for resources, path in sections:
+        asked = _mapping(resources.get("requests"), who=who, path=f"{path}.requests")
+        capped = _mapping(resources.get("limits"), who=who, path=f"{path}.limits")
+        for name, q in _positive(asked, who=who, path=f"{path}.requests").items():
+            requests[name] = requests.get(name, Fraction(0)) + q
+        found = _positive(capped, who=who, path=f"{path}.limits")
+        for name, q in found.items():
+            limits[name] = limits.get(name, Fraction(0)) + q
+        pod_level_without_limits = path == "spec.resources" and not capped
+        if not pod_level_without_limits and set(found) != set(QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if (
+        guaranteed
+        and requests.keys() == limits.keys()
+        and all(limits[n] == q for n, q in requests.items())
+    ):
+        return "Guaranteed"
+    return "Burstable"
+
+
 def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     """A decoded v1 Pod (a mapping, as `kubectl get pod -o json` prints it) → `PodResources`.
 
@@ -320,6 +382,7 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
         owner_name=str(owner.get("name") or ""),
         critical_reason=reason,
         resize=resize,
+        qos=qos_class(pod, who=who),
     )
 
 
