@@ -48,12 +48,13 @@ from kubegc_cli.commands.flow import (
     open_client,
 )
 from kubegc_cli.commands.memory import (
+    besides_the_signals,
     explicit_pod_source,
     load_pods,
     pod_cgroup_notes,
     runtime_cgroup_driver,
 )
-from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable
+from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable, SignalUnavailable
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.plan import Plan, PodAction
 from kubegc_cli.core.pods import PodInventory
@@ -64,6 +65,7 @@ from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
 from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
+from kubegc_cli.node.host.stall import Stall, Swap
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
 from kubegc_cli.node.kubeletapi import kubelet_configz
 from kubegc_cli.node.pods.api import (
@@ -128,6 +130,9 @@ class EvictionReport:
     captured_at: int
     ranking: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # beside the memory signals (`commands.memory.besides_the_signals`): never a signal
+    swap: Swap | None = None
+    stalls: list[Stall] = field(default_factory=list)
 
     def met(self) -> list[Any]:
         return [r for r in self.results if r.met]
@@ -209,6 +214,8 @@ class EvictionReport:
             "unread": dict(self.unread),
             "filesystems": self.fs.to_dict(),
             "ranking": {k: list(v) for k, v in self.ranking.items()},
+            "swap": None if self.swap is None else self.swap.to_dict(),
+            "pressure_stall": [st.to_dict() for st in self.stalls],
             "notes": list(self.notes),
             "kubelet_version": {
                 "version": self.config.kubelet_version,
@@ -385,6 +392,14 @@ def evict_check(
             why_signals.setdefault(unread[sig], []).append(sig)
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
+    if any(f in MEMORY_FAMILIES for f in _families(config)):
+        try:
+            report.swap, report.stalls, beside = besides_the_signals(
+                s.host_root, detect_layout(s.host_root)
+            )
+            report.notes.extend(beside)
+        except SignalUnavailable as exc:
+            report.notes.append(f"swap and pressure stall not read: {exc}")
     soft_met = [r.threshold.expression for r in results if r.met and not r.threshold.hard]
     if soft_met:
         report.notes.append(
@@ -480,11 +495,14 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         return format_bytes(n) if as_bytes else str(n)
 
     note = r.skipped_reason or ("" if usage is not None else "no stats: the kubelet ranks it first")
+    if pod.resize and family != "pid":  # requests rank memory and disk, not PIDs
+        note = f"{note}; {pod.resize}" if note else pod.resize
     return {
         "namespace": pod.namespace,
         "name": pod.name,
         "uid": pod.uid,
         "priority": pod.priority,
+        "qos": pod.qos,
         "owner": f"{pod.owner_kind}/{pod.owner_name}" if pod.owner_kind else "",
         "usage": usage,
         "request": request,
@@ -492,6 +510,7 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         "exceeds": r.exceeds,
         "excess": r.excess,
         "skipped": bool(r.skipped_reason),
+        "resize": pod.resize,
         "note": note,
         "usage_text": text(usage, unit == "bytes"),
         "request_text": "-" if request is None else text(request, unit == "bytes"),

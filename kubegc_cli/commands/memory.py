@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from kubegc_cli.commands.edges import Ui, edges
@@ -33,6 +34,17 @@ from kubegc_cli.node.host.memory import (
     NodeMemory,
     allocatable_memory,
     node_memory,
+    read_meminfo,
+)
+from kubegc_cli.node.host.stall import (
+    CGROUP_V1_NOTE,
+    Stall,
+    Swap,
+    cgroup_swap,
+    node_swap,
+    stall_note,
+    stalls,
+    swap_note,
 )
 from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, read_node
 
@@ -40,7 +52,9 @@ from kubegc_cli.node.pods.api import ApiSource, find_credentials, node_name, rea
 @dataclass(frozen=True, slots=True)
 class PodMemory:
     """One pod's memory from its cgroup (bytes): `working_set` = max(0, usage − inactive_file),
-    as the kubelet ranks pods for memory eviction. `namespace`/`name` are "" when unknown."""
+    as the kubelet ranks pods for memory eviction; `swap` what it has swapped out (None where
+    swap is not accounted), which no memory signal counts. `namespace`/`name` are "" when
+    unknown."""
 
     uid: str
     namespace: str
@@ -50,6 +64,7 @@ class PodMemory:
     inactive_file: int
     active_file: int
     working_set: int
+    swap: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # (every field, in order: plain strings and ints)
@@ -87,6 +102,8 @@ class MemoryReport:
     captured_at: int
     notes: list[str] = field(default_factory=list)
     without_stats: list[PodWithoutStats] = field(default_factory=list)
+    swap: Swap | None = None
+    stalls: list[Stall] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         n = self.node
@@ -129,6 +146,8 @@ class MemoryReport:
             "pods": [p.to_dict() for p in self.pods],
             "pod_count": self.pod_count,
             "pods_without_stats": [p.to_dict() for p in self.without_stats],
+            "swap": None if self.swap is None else self.swap.to_dict(),
+            "pressure_stall": [st.to_dict() for st in self.stalls],
             "notes": list(self.notes),
         }
 
@@ -243,7 +262,7 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     report = MemoryReport(
         node=node,
         allocatable=alloc,
-        pods=[_pod_memory(c, names) for c in shown],
+        pods=[_pod_memory(c, names, swap=cgroup_swap(host, layout, c.path)) for c in shown],
         pod_count=len(scan.pods),
         layout=layout,
         captured_at=edges().clock(),
@@ -251,7 +270,24 @@ def memory_report(s: Settings, ui: Ui, *, allocatable: int | None, top: int) -> 
     )
     report.notes.extend(memory_notes(node, alloc, alloc_source, layout))
     report.notes.extend(pod_cgroup_notes(scan, names))
+    report.swap, report.stalls, beside = besides_the_signals(host, layout)
+    report.notes.extend(beside)
     return report
+
+
+def besides_the_signals(host: Path, layout: CgroupLayout) -> tuple[Swap, list[Stall], list[str]]:
+    """What the memory signals leave out (`node.host.stall`): the node's and the pods' swap,
+    the pressure stall figures, and the lines saying so — with, on cgroup v1, that kubelets
+    from 1.35 refuse to start there. Raises `SignalUnavailable` naming a file that exists
+    but cannot be read."""
+    total, used = node_swap(read_meminfo(host))
+    pods = cgroup_swap(host, layout, layout.pods_cgroup) if layout.pods_cgroup else None
+    swap = Swap(total, used, pods)
+    found = stalls(host, layout)
+    notes = [n for n in (swap_note(swap), stall_note(found)) if n]
+    if layout.version == 1:
+        notes.append(CGROUP_V1_NOTE)
+    return swap, found, notes
 
 
 def runtime_cgroup_driver(s: Settings, ui: Ui, layout: CgroupLayout) -> CgroupLayout:
@@ -302,10 +338,14 @@ def pod_cgroup_notes(scan: PodCgroupScan, names: Mapping[str, tuple[str, str]]) 
     return notes
 
 
-def _pod_memory(c: PodCgroup, names: Mapping[str, tuple[str, str]]) -> PodMemory:
+def _pod_memory(
+    c: PodCgroup, names: Mapping[str, tuple[str, str]], *, swap: int | None
+) -> PodMemory:
     ns, name = names.get(c.uid, ("", ""))
     m = c.memory
-    return PodMemory(c.uid, ns, name, c.qos, m.usage, m.inactive_file, m.active_file, m.working_set)
+    return PodMemory(
+        c.uid, ns, name, c.qos, m.usage, m.inactive_file, m.active_file, m.working_set, swap
+    )
 
 
 def memory_notes(

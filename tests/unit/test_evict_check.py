@@ -237,6 +237,31 @@ def test_ranking_of_the_pods_the_kubelet_would_evict_first(tmp_path: Path) -> No
     assert code == 1 and "Pods the kubelet would evict first for memory.available" in out
 
 
+def test_a_pod_resized_in_place_is_ranked_by_its_allocation_and_marked(tmp_path: Path) -> None:
+    """A asks 2 GiB in its spec but the kubelet has allocated 500 MiB (a resize pending,
+    kubelet allocation: the eviction manager ranks allocated pods): 1,000 MiB used is over
+    its allocated request, so it goes before B — by the spec it would not exceed at all."""
+    v2_node_with_pods(tmp_path)
+    a = pod("a-uid", "a", request="2Gi")
+    pending = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
+    allocation = {"name": "c", "allocatedResources": {"memory": "500Mi"}}
+    a["status"] = {"phase": "Running", "conditions": [pending], "containerStatuses": [allocation]}
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": [a, pod("b-uid", "b", request=None)]}))
+    args = ["--eviction-hard", "memory.available<1Gi", "--pods-file", str(pods),
+            "--node-name", "node-1"]  # fmt: skip
+    code, out, err = check(tmp_path, *args, "-o", "json")
+    assert code == 1, err
+    ranked = json.loads(out)["ranking"]["memory.available"]
+    assert [r["name"] for r in ranked] == ["a", "b"]
+    assert ranked[0]["request"] == 500 * MiB and ranked[0]["exceeds"] is True
+    assert ranked[0]["resize"].startswith("PodResizePending: ranked by the allocated requests")
+    assert "c: memory 500Mi allocated, 2Gi in the spec" in ranked[0]["note"]
+    assert ranked[1]["resize"] == ""
+    code, out, err = check(tmp_path, *args, "--top", "2")
+    assert code == 1 and "PodResizePending" in out, out
+
+
 def test_unreadable_memory_is_exit_3_when_nothing_is_met(tmp_path: Path) -> None:
     v1_node(tmp_path, available_mib=900)
     (tmp_path / "proc/meminfo").unlink()

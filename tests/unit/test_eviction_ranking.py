@@ -20,6 +20,7 @@ from kubegc_cli.policy.eviction.ranking import (
     compare_memory,
     compare_pid,
     pod_resources,
+    qos_class,
     rank_disk,
     rank_memory,
     rank_pid,
@@ -399,6 +400,83 @@ def test_pod_owner() -> None:
     assert pod_resources(pod([c("a")])).owner_kind == ""
 
 
+def resized(body: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    return {**body, "status": status}
+
+
+def allocated(name: str, memory: str | None = None, **more: str) -> dict[str, Any]:
+    """A container status reporting its allocation (`allocatedResources`, 1.33+)."""
+    alloc = {"memory": memory, **more} if memory is not None else dict(more)
+    return {"name": name, "allocatedResources": alloc}
+
+
+PENDING = {"type": "PodResizePending", "status": "True", "reason": "Deferred"}
+IN_PROGRESS = {"type": "PodResizeInProgress", "status": "True"}
+
+
+@pytest.mark.parametrize(
+    ("body", "memory", "eph", "resize"),
+    [
+        # kubelet allocation (updatePodFromAllocation, getAllocatedPods): the eviction manager
+        # ranks a container by its allocated requests, which the status reports
+        (resized(pod([c("a", "1Gi")]), {"containerStatuses": [allocated("a", "512Mi")],
+                                         "conditions": [PENDING]}),
+         512 * MI, 0, "PodResizePending: ranked by the allocated requests (a: memory 512Mi "
+                      "allocated, 1Gi in the spec)"),
+        # a resize being applied: the allocation is already the new figure
+        (resized(pod([c("a", "2Gi")]), {"containerStatuses": [allocated("a", "2Gi")],
+                                         "conditions": [IN_PROGRESS]}),
+         2 * GI, 0, "PodResizeInProgress: ranked by the allocated requests"),
+        # allocation = spec and no resize condition: nothing to mark
+        (resized(pod([c("a", "1Gi", "5Gi")]),
+                 {"containerStatuses": [allocated("a", "1Gi", **{"ephemeral-storage": "5Gi"})]}),
+         GI, 5 * GI, ""),
+        # the allocation replaces every request, also those it does not name
+        (resized(pod([c("a", "1Gi", "5Gi")]), {"containerStatuses": [allocated("a", "1Gi")]}),
+         GI, 0, "in-place resize not yet applied: ranked by the allocated requests (a: "
+                "ephemeral-storage 0 allocated, 5Gi in the spec)"),
+        # init containers (a sidecar) and containers without a reported allocation
+        (resized(pod([c("a", "300Mi"), c("b", "100Mi")], [sidecar("proxy", "200Mi")]),
+                 {"initContainerStatuses": [allocated("proxy", "50Mi")],
+                  "containerStatuses": [{"name": "a"}]}),
+         450 * MI, 0, "in-place resize not yet applied: ranked by the allocated requests "
+                      "(proxy: memory 50Mi allocated, 200Mi in the spec)"),
+        # a condition False, or none: the pod is not marked; the deprecated status.resize is read
+        (resized(pod([c("a", "1Gi")]), {"conditions": [{**PENDING, "status": "False"}]}),
+         GI, 0, ""),
+        (resized(pod([c("a", "1Gi")]), {"resize": "Infeasible"}),
+         GI, 0, "resize Infeasible: ranked by the allocated requests"),
+        # a status of the same name in the other list does not count
+        (resized(pod([c("a", "1Gi")]), {"initContainerStatuses": [allocated("a", "1Mi")]}),
+         GI, 0, ""),
+    ],
+)  # fmt: skip
+def test_pod_requests_follow_the_allocation_while_a_resize_is_pending(
+    body: dict[str, Any], memory: int, eph: int, resize: str
+) -> None:
+    r = pod_resources(body)
+    assert (r.memory_request, r.ephemeral_request) == (memory, eph)
+    assert r.resize.startswith(resize) and bool(r.resize) is bool(resize), r.resize
+    if resize.endswith(")"):
+        assert r.resize == resize
+
+
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [
+        ({"containerStatuses": {"a": 1}}, "status.containerStatuses must be a list"),
+        ({"containerStatuses": [{"name": "a", "allocatedResources": ["1Gi"]}]},
+         "status.containerStatuses[a].allocatedResources must be a mapping"),
+        ({"containerStatuses": [allocated("a", "lots")]}, "allocatedResources.memory 'lots'"),
+        ({"conditions": "PodResizePending"}, "status.conditions must be a list"),
+    ],
+)  # fmt: skip
+def test_a_status_of_the_wrong_shape_is_named(status: dict[str, Any], text: str) -> None:
+    with pytest.raises(BadInput) as err:
+        pod_resources(resized(pod([c("a", "1Gi")]), status))
+    assert text in str(err.value) and "pod shop/web" in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("body", "texts"),
     [
@@ -495,3 +573,41 @@ def test_pid_and_disk_rankings_are_permutations(
         assert ranked == sorted(pods, key=cmp_to_key(cmp))
         for i in range(len(ranked) - 1):
             assert cmp(ranked[i], ranked[i + 1]) <= 0
+
+
+def lim(name: str, requests: dict[str, str], limits: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "resources": {"requests": requests, "limits": limits}}
+
+
+CPU_MEM = {"cpu": "1", "memory": "1Gi"}
+
+
+@pytest.mark.parametrize(
+    ("body", "want"),
+    [
+        # pkg/apis/core/v1/helper/qos GetPodQOS: the status's class when the pod has one
+        ({**pod([c("a")]), "status": {"qosClass": "Guaranteed"}}, "Guaranteed"),
+        # ComputePodQOS over the containers
+        (pod([c("a")]), "BestEffort"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)]), "Guaranteed"),
+        (pod([lim("a", CPU_MEM, CPU_MEM), c("b")]), "Burstable"),  # b has no limits
+        (pod([lim("a", {"cpu": "1", "memory": "512Mi"}, CPU_MEM)]), "Burstable"),
+        (pod([lim("a", {"cpu": "0"}, {"cpu": "0"})]), "BestEffort"),  # zero is not set
+        (pod([lim("a", CPU_MEM, CPU_MEM)], [lim("i", CPU_MEM, CPU_MEM)]), "Guaranteed"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)], [c("i", "10Mi")]), "Burstable"),
+        # only cpu and memory count
+        (pod([lim("a", {"ephemeral-storage": "1Gi"}, {"ephemeral-storage": "1Gi"})]),
+         "BestEffort"),
+        # pod-level resources (1.36): when the section is present it decides alone
+        (pod([c("a", "1Gi")], resources={"requests": CPU_MEM, "limits": CPU_MEM}), "Guaranteed"),
+        (pod([c("a", "1Gi")], resources={"requests": CPU_MEM}), "Burstable"),
+        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={"limits": {"memory": "1Gi"}}),
+         "Burstable"),
+        # present but empty: the containers are not looked at
+        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={}), "BestEffort"),
+        (pod([c("a", "1Gi")], resources=None), "Burstable"),  # absent (null): the containers
+    ],
+)  # fmt: skip
+def test_qos_class(body: dict[str, Any], want: str) -> None:
+    assert qos_class(body) == want
+    assert pod_resources(body).qos == want

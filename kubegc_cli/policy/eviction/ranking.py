@@ -14,6 +14,13 @@ pods apart decides:
   counts), then lower priority first, then larger `usage − ephemeral-storage request` first —
   the ephemeral-storage request is subtracted from an inode count too.
 
+The requests are the ones the kubelet has allocated, not the spec's while an in-place resize
+is pending: the eviction manager ranks the pods `getAllocatedPods` gives it
+(`pkg/kubelet/kubelet_pods.go`), each container's resources replaced by its allocation
+(`pkg/kubelet/allocation` `updatePodFromAllocation`), which the API shows as the container's
+`status.containerStatuses[].allocatedResources` (and `initContainerStatuses`; reported from
+1.33, set to the allocated container's requests). Such a pod is marked (`PodResources.resize`).
+
 A pod without stats sorts before every pod with stats in each stats comparator. Critical pods
 (static, mirror, or priority ≥ 2,000,000,000) keep their place in the ranking but are flagged:
 the kubelet skips them and tries the next pod. The kubelet's sort is unstable; kubegc breaks
@@ -50,7 +57,9 @@ class PodResources:
     are the pod's requests in bytes as the kubelet computes them (see `pod_resources`),
     rounded up to whole bytes. `critical` marks a pod the kubelet never evicts, and
     `critical_reason` says why (`static pod`, `mirror pod`, `priority ...`). `owner_kind` and
-    `owner_name` come from the first owner reference ("" when there is none).
+    `owner_name` come from the first owner reference ("" when there is none). `resize` is ""
+    unless an in-place resize is pending or in progress: then it says so, and that the
+    requests are the allocated ones (`allocated_spec`). `qos` is its QoS class (`qos_class`).
     """
 
     uid: str
@@ -63,6 +72,8 @@ class PodResources:
     owner_kind: str = ""
     owner_name: str = ""
     critical_reason: str = ""
+    resize: str = ""
+    qos: str = ""
 
     @property
     def ref(self) -> str:
@@ -187,6 +198,138 @@ def _pod_request(spec: Mapping[str, Any], resource: str, *, who: str) -> Fractio
     return total
 
 
+RESIZE_CONDITIONS = ("PodResizePending", "PodResizeInProgress")
+
+
+def allocated_spec(
+    spec: Mapping[str, Any], status: Mapping[str, Any], *, who: str
+) -> tuple[Mapping[str, Any], str]:
+    """`spec` as the kubelet ranks it — each container and init container whose status
+    reports `allocatedResources` with those as its requests (kubelet allocation:
+    `updatePodFromAllocation` replaces a container's resources with its allocation; the
+    status reports the allocation's requests) — and why it differs from the spec ("" when it
+    does not and no resize is pending): the `PodResizePending`/`PodResizeInProgress`
+    condition (1.33+) or the deprecated `status.resize`, with the allocated memory and
+    ephemeral-storage requests that differ from the spec's. Raises `BadInput` naming the pod
+    and the field for a status of the wrong shape."""
+    allocated: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for i, cs in enumerate(_list(status.get(key), who=who, path=f"status.{key}")):
+            if cs.get("allocatedResources") is not None:
+                path = f"status.{key}[{cs.get('name', i)}].allocatedResources"
+                alloc = _mapping(cs["allocatedResources"], who=who, path=path)
+                allocated[(key, str(cs.get("name")))] = alloc
+    conditions = _list(status.get("conditions"), who=who, path="status.conditions")
+    pending = [
+        str(c["type"])
+        for c in conditions
+        if c.get("type") in RESIZE_CONDITIONS and str(c.get("status")) == "True"
+    ]
+    if not pending and status.get("resize"):
+        pending = [f"resize {status['resize']}"]
+    changed: list[str] = []
+    out = dict(spec)
+    for key, status_key in (("containers", "containerStatuses"),
+                            ("initContainers", "initContainerStatuses")):  # fmt: skip
+        if key not in spec:
+            continue
+        containers: list[Mapping[str, Any]] = []
+        for i, c in enumerate(_list(spec.get(key), who=who, path=f"spec.{key}")):
+            given = allocated.get((status_key, str(c.get("name"))))
+            if given is None:
+                containers.append(c)
+            else:
+                path = f"spec.{key}[{c.get('name', i)}]"
+                containers.append(_with_requests(c, given, changed, who=who, path=path))
+        out[key] = containers
+    if not pending and not changed:
+        return spec, ""
+    why = ", ".join(pending) or "in-place resize not yet applied"
+    detail = f" ({'; '.join(changed)})" if changed else ""
+    return out, f"{why}: ranked by the allocated requests{detail}"
+
+
+def _with_requests(
+    c: Mapping[str, Any], alloc: Mapping[str, Any], changed: list[str], *, who: str, path: str
+) -> Mapping[str, Any]:
+    """Container `c` with `alloc` as its requests; appends to `changed` each memory or
+    ephemeral-storage request that differs from its spec's."""
+    resources = dict(_mapping(c.get("resources"), who=who, path=f"{path}.resources"))
+    requests = _mapping(resources.get("requests"), who=who, path=f"{path}.resources.requests")
+    for resource in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE):
+        asked = _container_request(c, resource, who=who, path=path)
+        where = f"{path} allocatedResources.{resource}"
+        got = _quantity(alloc[resource], who=who, path=where) if resource in alloc else Fraction(0)
+        if asked != got:
+            changed.append(
+                f"{c.get('name')}: {resource} {alloc.get(resource, 0)} allocated, "
+                f"{requests.get(resource, 0)} in the spec"
+            )
+    resources["requests"] = dict(alloc)
+    return {**c, "resources": resources}
+
+
+QOS_RESOURCES = ("cpu", RESOURCE_MEMORY)
+
+
+def _positive(values: Mapping[str, Any], *, who: str, path: str) -> dict[str, Fraction]:
+    """The cpu and memory quantities above zero in a requests or limits map."""
+    out = {}
+    for name in QOS_RESOURCES:
+        if name in values:
+            q = _quantity(values[name], who=who, path=f"{path}.{name}")
+            if q > 0:
+                out[name] = q
+    return out
+
+
+def qos_class(pod: Mapping[str, Any], *, who: str = "pod") -> str:
+    """The pod's QoS class, `Guaranteed`, `Burstable` or `BestEffort`, as the kubelet takes it
+    (`pkg/apis/core/v1/helper/qos` `GetPodQOS`): `status.qosClass` when the pod has one,
+    else computed (`ComputePodQOS`, 1.36) from cpu and memory above zero — from the pod-level
+    `spec.resources` when that section is present, even empty (its containers are then not
+    looked at), else summed over the containers and init containers. BestEffort without
+    requests and limits; Guaranteed when every limit set has cpu and memory and the requests
+    equal the limits, resource by resource; else Burstable. Raises `BadInput` naming the
+    pod and the field for a bad quantity."""
+    status = _mapping(pod.get("status"), who=who, path="status")
+    if status.get("qosClass"):
+        return str(status["qosClass"])
+    spec = _mapping(pod.get("spec"), who=who, path="spec")
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
+    guaranteed = True
+    sections: list[tuple[Mapping[str, Any], str]]
+    if spec.get("resources") is not None:
+        sections = [(_mapping(spec["resources"], who=who, path="spec.resources"), "spec.resources")]
+    else:
+        sections = []
+        for key in ("containers", "initContainers"):
+            for i, c in enumerate(_list(spec.get(key), who=who, path=f"spec.{key}")):
+                path = f"spec.{key}[{c.get('name', i)}].resources"
+                sections.append((_mapping(c.get("resources"), who=who, path=path), path))
+    for resources, path in sections:
+        asked = _mapping(resources.get("requests"), who=who, path=f"{path}.requests")
+        capped = _mapping(resources.get("limits"), who=who, path=f"{path}.limits")
+        for name, q in _positive(asked, who=who, path=f"{path}.requests").items():
+            requests[name] = requests.get(name, Fraction(0)) + q
+        found = _positive(capped, who=who, path=f"{path}.limits")
+        for name, q in found.items():
+            limits[name] = limits.get(name, Fraction(0)) + q
+        pod_level_without_limits = path == "spec.resources" and not capped
+        if not pod_level_without_limits and set(found) != set(QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if (
+        guaranteed
+        and requests.keys() == limits.keys()
+        and all(limits[n] == q for n, q in requests.items())
+    ):
+        return "Guaranteed"
+    return "Burstable"
+
+
 def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     """A decoded v1 Pod (a mapping, as `kubectl get pod -o json` prints it) → `PodResources`.
 
@@ -209,6 +352,8 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     name = str(meta.get("name") or "")
     who = f"pod {namespace}/{name}"
     spec = _mapping(pod.get("spec"), who=who, path="spec")
+    status = _mapping(pod.get("status"), who=who, path="status")
+    spec, resize = allocated_spec(spec, status, who=who)
     annotations = _mapping(meta.get("annotations"), who=who, path="metadata.annotations")
     priority = spec.get("priority")
     if priority is None:
@@ -236,6 +381,8 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
         owner_kind=str(owner.get("kind") or ""),
         owner_name=str(owner.get("name") or ""),
         critical_reason=reason,
+        resize=resize,
+        qos=qos_class(pod, who=who),
     )
 
 
