@@ -127,6 +127,18 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
       kubegc agent --mode apply --apply-slots 5 --window 'Mon-Fri 01:00-05:00' \\
           --window-timezone Europe/Berlin --max-delete 200
     """
+    try:
+        _run(ctx, opts)
+    except KeyboardInterrupt as exc:  # a stop signal during start-up, before the loop ran
+        name = getattr(exc, "signal_name", "SIGINT")
+        if opts.get("once") or name != "SIGTERM":
+            raise  # as a command: `terminated` 143, `interrupted` 130
+        LOG.emit("info", "SIGTERM: stopped while starting, before the first cycle; exit 0")
+        sys.exit(ExitCode.OK)
+
+
+def _run(ctx: click.Context, opts: dict[str, Any]) -> None:
+    """The agent's body (see `agent`); exits with its code."""
     path = _policy_path(ctx, opts)
     watch = PolicyFile(path, resolver(ctx, path)) if path is not None else None
     policy = watch.load() if watch is not None else _policy(ctx, dict(opts))
