@@ -127,7 +127,9 @@ class Malformed(ValueError):
     """A document kubegc does not read (`decode_json`); `str()` is one line naming it and why."""
 
 
-def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> Any:
+def decode_json(
+    data: str | bytes, what: str, *, path_bytes: bool = False, text_checked: bool = True
+) -> Any:
     """The decoded JSON document `data` (text, or bytes in UTF-8) that `what` names ("pods
     file /tmp/p.json", "Kubernetes API https://...: the pod list"): the one reader of every
     JSON document from outside kubegc — a file a user names, a runtime's verbose info, an API
@@ -140,7 +142,9 @@ def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> An
     the recursion limit: never a `RecursionError`).
 
     With `path_bytes`, a lone surrogate U+DC80–U+DCFF is allowed: it is how kubegc writes a
-    path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them)."""
+    path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them). Without
+    `text_checked` the strings are left to the caller (`check_text`, item by item: a list
+    whose one bad item must not cost the others)."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -174,8 +178,8 @@ def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> An
     except RecursionError:
         raise Malformed(_too_deep(what)) from None
     _check_nesting(doc, text.count("[") + text.count("{"), what)
-    if _ODD_ESCAPE.search(text):
-        _check_text(doc, what, path_bytes=path_bytes)
+    if text_checked and _ODD_ESCAPE.search(text):
+        check_text(doc, what, path_bytes=path_bytes)
     return doc
 
 
@@ -220,7 +224,7 @@ def parse_json(text: str, path: Path, what: str, *, path_bytes: bool = False) ->
         raise BadInput(str(exc)) from None
 
 
-def _check_text(doc: Any, what: str, *, path_bytes: bool = False) -> None:
+def check_text(doc: Any, what: str, *, path_bytes: bool = False) -> None:
     """`Malformed` for the first string (key or value) holding a NUL or a lone surrogate
     (with `path_bytes`: one that does not stand for a byte, see `decode_json`)."""
     for text in _strings(doc):
@@ -287,7 +291,7 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     _check_nesting(doc, len(text), what)  # (block style nests without brackets)
     # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
     if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
-        _check_text(doc, what)
+        check_text(doc, what)
     return doc
 
 
