@@ -393,3 +393,18 @@ def _strings(value: Any) -> Iterator[str]:
             pending.extend(v.values())
         elif isinstance(v, list):
             pending.extend(v)
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def check_namespace(name: str, *, flag: str) -> str:
+    """`name` as given when it can name a Kubernetes namespace: an RFC 1123 label (lower-case
+    letters, digits and `-`, starting and ending with a letter or digit, at most 63
+    characters; apimachinery `IsDNS1123Label`). Raises `BadInput` naming `flag` otherwise."""
+    if not _DNS_LABEL.fullmatch(name):
+        raise BadInput(
+            f"invalid value for {flag}: {name!r} is no namespace name (lower-case letters, "
+            "digits and '-', at most 63)"
+        )
+    return name
