@@ -24,7 +24,7 @@ from kubegc_cli.cli.options import GIVEN, GLOBAL_NAMES, WholeRange, cap_flags, g
 from kubegc_cli.commands.edges import edges
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import BadInput, ExitCode
-from kubegc_cli.core.inputs import parse_yaml
+from kubegc_cli.core.inputs import check_namespace, parse_yaml
 from kubegc_cli.core.stop import ending
 from kubegc_cli.core.units import parse_bytes, parse_duration
 from kubegc_cli.policy.fleet import parse_window
@@ -34,6 +34,11 @@ from kubegc_cli.render.log import LOG
 AGENT = "kubegc_cli.agent.build:build_agent"
 #: The shortest interval and cycle timeout accepted.
 MIN_SECONDS = 1.0
+#: The longest interval, cycle timeout and heartbeat accepted: a week (a longer wait would
+#: leave a node unwatched, and past ~290 years the clock's arithmetic overflows).
+MAX_SECONDS = 7 * 86400.0
+#: The most apply slots: Leases kubegc-apply-0 .. 99 (rbac.yaml names the first 10).
+MAX_APPLY_SLOTS = 100
 #: click's value of an option without a default (8.2 and later; None before).
 NO_DEFAULT = getattr(click.core, "UNSET", None)
 #: What the command line gave (kept over the policy file's values).
@@ -70,7 +75,7 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
               type=GIVEN,
               help="How long a cycle may run: /healthz fails when no cycle started for 2 "
                    "intervals plus this.")  # fmt: skip
-@click.option("--apply-slots", type=WholeRange(min=1), default=1, show_default=True,
+@click.option("--apply-slots", type=WholeRange(1, MAX_APPLY_SLOTS), default=1, show_default=True,
               metavar="N",
               help="Nodes of the cluster applying at once: Leases kubegc-apply-0 .. N-1 in "
                    "--lease-namespace.")  # fmt: skip
@@ -127,6 +132,18 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
       kubegc agent --mode apply --apply-slots 5 --window 'Mon-Fri 01:00-05:00' \\
           --window-timezone Europe/Berlin --max-delete 200
     """
+    try:
+        _run(ctx, opts)
+    except KeyboardInterrupt as exc:  # a stop signal during start-up, before the loop ran
+        name = getattr(exc, "signal_name", "SIGINT")
+        if opts.get("once") or name != "SIGTERM":
+            raise  # as a command: `terminated` 143, `interrupted` 130
+        LOG.emit("info", "SIGTERM: stopped while starting, before the first cycle; exit 0")
+        sys.exit(ExitCode.OK)
+
+
+def _run(ctx: click.Context, opts: dict[str, Any]) -> None:
+    """The agent's body (see `agent`); exits with its code."""
     path = _policy_path(ctx, opts)
     watch = PolicyFile(path, resolver(ctx, path)) if path is not None else None
     policy = watch.load() if watch is not None else _policy(ctx, dict(opts))
@@ -240,7 +257,18 @@ def _seconds(opts: dict[str, Any], name: str) -> float:
     value = parse_duration(opts[name], flag=flag)
     if value < MIN_SECONDS:
         raise BadInput(f"invalid value for {flag}: {opts[name]!r} is below {MIN_SECONDS:g}s")
+    if value > MAX_SECONDS:
+        raise BadInput(f"invalid value for {flag}: {opts[name]!r} is above 7 days")
     return value
+
+
+def _percent(value: Any) -> float:
+    """--max-failed-percent as a number from 0 to 100. Raises `BadInput` for anything else
+    (NaN among them, which every comparison would take as within bounds)."""
+    number = float(value)
+    if not 0 <= number <= 100:  # (False for NaN)
+        raise BadInput(f"invalid value for --max-failed-percent: {value!r} (expected 0 to 100)")
+    return number
 
 
 def _names(opts: dict[str, Any], name: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -289,8 +317,8 @@ def _policy(ctx: click.Context, opts: dict[str, Any]) -> Policy:
         root_dir=opts["root_dir"],
         pod_logs_dir=opts.get("pod_logs_dir"),
         apply_slots=opts["apply_slots"],
-        lease_namespace=opts["lease_namespace"],
-        max_failed_percent=float(opts["max_failed_percent"]),
+        lease_namespace=check_namespace(opts["lease_namespace"], flag="--lease-namespace"),
+        max_failed_percent=_percent(opts["max_failed_percent"]),
         window=window,
         window_timezone=zone,
         heartbeat=_seconds(opts, "heartbeat"),

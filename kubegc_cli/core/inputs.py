@@ -127,7 +127,9 @@ class Malformed(ValueError):
     """A document kubegc does not read (`decode_json`); `str()` is one line naming it and why."""
 
 
-def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> Any:
+def decode_json(
+    data: str | bytes, what: str, *, path_bytes: bool = False, text_checked: bool = True
+) -> Any:
     """The decoded JSON document `data` (text, or bytes in UTF-8) that `what` names ("pods
     file /tmp/p.json", "Kubernetes API https://...: the pod list"): the one reader of every
     JSON document from outside kubegc — a file a user names, a runtime's verbose info, an API
@@ -140,7 +142,9 @@ def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> An
     the recursion limit: never a `RecursionError`).
 
     With `path_bytes`, a lone surrogate U+DC80–U+DCFF is allowed: it is how kubegc writes a
-    path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them)."""
+    path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them). Without
+    `text_checked` the strings are left to the caller (`check_text`, item by item: a list
+    whose one bad item must not cost the others)."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -174,8 +178,8 @@ def decode_json(data: str | bytes, what: str, *, path_bytes: bool = False) -> An
     except RecursionError:
         raise Malformed(_too_deep(what)) from None
     _check_nesting(doc, text.count("[") + text.count("{"), what)
-    if _ODD_ESCAPE.search(text):
-        _check_text(doc, what, path_bytes=path_bytes)
+    if text_checked and _ODD_ESCAPE.search(text):
+        check_text(doc, what, path_bytes=path_bytes)
     return doc
 
 
@@ -220,7 +224,7 @@ def parse_json(text: str, path: Path, what: str, *, path_bytes: bool = False) ->
         raise BadInput(str(exc)) from None
 
 
-def _check_text(doc: Any, what: str, *, path_bytes: bool = False) -> None:
+def check_text(doc: Any, what: str, *, path_bytes: bool = False) -> None:
     """`Malformed` for the first string (key or value) holding a NUL or a lone surrogate
     (with `path_bytes`: one that does not stand for a byte, see `decode_json`)."""
     for text in _strings(doc):
@@ -287,7 +291,7 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     _check_nesting(doc, len(text), what)  # (block style nests without brackets)
     # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
     if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
-        _check_text(doc, what)
+        check_text(doc, what)
     return doc
 
 
@@ -389,3 +393,18 @@ def _strings(value: Any) -> Iterator[str]:
             pending.extend(v.values())
         elif isinstance(v, list):
             pending.extend(v)
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def check_namespace(name: str, *, flag: str) -> str:
+    """`name` as given when it can name a Kubernetes namespace: an RFC 1123 label (lower-case
+    letters, digits and `-`, starting and ending with a letter or digit, at most 63
+    characters; apimachinery `IsDNS1123Label`). Raises `BadInput` naming `flag` otherwise."""
+    if not _DNS_LABEL.fullmatch(name):
+        raise BadInput(
+            f"invalid value for {flag}: {name!r} is no namespace name (lower-case letters, "
+            "digits and '-', at most 63)"
+        )
+    return name

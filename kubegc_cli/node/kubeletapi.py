@@ -34,6 +34,7 @@ A reply is read to at most `MAX_PODS_BYTES` / `MAX_CONFIGZ_BYTES`; every failure
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import os
 import re
 import ssl
@@ -56,7 +57,10 @@ from kubegc_cli.node.pods.api import (
 )
 
 DEFAULT_PORT = 10250
-MAX_PODS_BYTES = 256 << 20
+#: The most of `/pods` read: a decoded reply takes about 6 times its size in memory, and the
+#: agent's DaemonSet allows 512 MiB. 110 pods (the kubelet's default maxPods) at 300 KiB each
+#: fit; a real pod's JSON is a few KiB.
+MAX_PODS_BYTES = 32 << 20
 MAX_CONFIGZ_BYTES = 4 << 20
 CONFIGZ_SOURCE = "kubelet /configz"
 # how long one process reuses a /configz reply (an agent cycle asks for the config often)
@@ -89,27 +93,46 @@ def check_url(url: str) -> str:
         parts is None
         or parts.scheme != "https"
         or not parts.hostname
+        or not host_name_ok(parts.hostname)
+        or parts.username is not None
         or parts.path not in ("", "/")
         or parts.query
         or parts.fragment
         or not url.isprintable()
     ):
-        raise BadInput(f"--kubelet-url {url!r} must be https://HOST[:PORT] (the kubelet's port)")
+        shown = url if parts is None or parts.password is None else "https://…@…"
+        raise BadInput(
+            f"--kubelet-url {shown!r} must be https://HOST[:PORT] (the kubelet's port; no "
+            "user or password in it)"
+        )
     return url.rstrip("/")
+
+
+def host_name_ok(name: str) -> bool:
+    """True for an IP address or a DNS name kubegc can connect to and check a certificate
+    for: labels of letters, digits and `-`, each 1 to 63 long, not starting or ending with
+    `-`, 253 characters at most."""
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    labels = name.removesuffix(".").split(".")
+    return len(name) <= 253 and all(_LABEL.fullmatch(label) for label in labels)
+
+
+_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?")
 
 
 def check_server_name(name: str) -> str:
     """`--kubelet-server-name` as given. Raises `BadInput` unless it is a DNS name or an IP
     address (letters, digits, `.`, `-`, `:`; at most 253 characters)."""
-    if not _SERVER_NAME.fullmatch(name) or name.startswith((".", "-")):
+    if not host_name_ok(name):
         raise BadInput(
             f"--kubelet-server-name {name!r} must be a DNS name or an IP address "
             "(the name the kubelet's serving certificate carries)"
         )
     return name
-
-
-_SERVER_NAME = re.compile(r"[A-Za-z0-9.:-]{1,253}")
 
 
 class KubeletConnection(http.client.HTTPSConnection):
@@ -145,6 +168,9 @@ def trust(ca_files: tuple[str, ...], api_ca: str | None) -> ssl.SSLContext:
     present = [f for f in ca_files if os.path.exists(f)] if len(ca_files) > 1 else list(ca_files)
     if not present:
         raise BadInput(f"cannot use --kubelet-ca: none of {', '.join(ca_files)} exists")
+    for f in present:  # a FIFO or a device would be read forever, a directory not at all
+        if os.path.exists(f) and not os.path.isfile(f):
+            raise BadInput(f"cannot use --kubelet-ca {f}: not a regular file")
     ctx: ssl.SSLContext | None = None
     for f in present:
         try:  # the first as create_default_context's cafile: the system's CAs are not loaded
@@ -192,7 +218,7 @@ def get_bytes(src: KubeletSource, path: str, limit: int, timeout: float) -> tupl
         conn.request("GET", path, headers=headers)
         resp = conn.getresponse()
         data = resp.read(limit + 1)
-    except (OSError, http.client.HTTPException) as exc:
+    except (OSError, http.client.HTTPException, UnicodeError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else ""
         raise ApiUnavailable(
             f"{where} unreachable: {type(exc).__name__}" + (f": {detail}" if detail else "")

@@ -209,3 +209,44 @@ def test_sigterm_during_a_real_cycle_ends_the_agent_cleanly(tmp_path: Path) -> N
     err = stderr.read_text()
     assert "Traceback" not in err, err
     assert err.splitlines()[-1] == "kubegc: SIGTERM: stopped after 1 cycle(s); exit 0", err
+
+
+SLOW_START = """\
+import runpy, sys, time
+from pathlib import Path
+from kubegc_cli.commands.edges import using
+def slow(s, o, ui):  # fault injection: a start-up that takes long (a loaded node)
+    Path({marker!r}).write_text("starting")
+    time.sleep(30)
+sys.argv = ["kubegc", *{argv!r}]
+with using(agent=slow):
+    runpy.run_module("kubegc_cli", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize(("once", "code"), [(False, 0), (True, 143)], ids=["running", "once"])
+def test_sigterm_while_starting_ends_the_agent_as_it_would_later(
+    tmp_path: Path, once: bool, code: int
+) -> None:
+    """A DaemonSet pod stopped before its agent's first cycle (a rollout right after a
+    start): SIGTERM is its normal end, exit 0, as once it runs; `--once` is a command: 143."""
+    argv = ["--host-root", str(tmp_path), "--state-dir", str(tmp_path / "state"),
+            "--pod-source", "none", "agent", "--listen", "127.0.0.1:0",
+            *(["--once"] if once else [])]  # fmt: skip
+    marker = tmp_path / "marker"
+    program = SLOW_START.format(argv=argv, marker=str(marker))
+    proc = subprocess.Popen([sys.executable, "-c", program], cwd=ROOT, env=env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(marker, "starting")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    if once:
+        assert err.endswith("kubegc: error: terminated\n"), err
+    else:
+        assert "SIGTERM: stopped while starting, before the first cycle; exit 0" in err, err
+        assert "Traceback" not in err

@@ -253,3 +253,28 @@ def test_a_client_going_away_early_writes_no_traceback(
         )
     finally:
         ep.close()
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("agent:\n  max-failed-percent: .nan\n", "--max-failed-percent: nan (expected 0 to 100)"),
+        ("agent:\n  interval: 2562047h\n", "--interval: '2562047h' is above 7 days"),
+        ("agent:\n  heartbeat: 169h\n", "--heartbeat: '169h' is above 7 days"),
+        ("agent:\n  cycle-timeout: 200h\n", "--cycle-timeout: '200h' is above 7 days"),
+        ("agent:\n  apply-slots: 100000000\n", "apply-slots"),
+        ("agent:\n  lease-namespace: BAD_NS\n", "'BAD_NS' is no namespace name"),
+    ],
+)
+def test_a_policy_beyond_what_the_agent_can_run_is_rejected(
+    tmp_path: Path, policy: str, message: str
+) -> None:
+    """Values the parser would take but the agent cannot run by (NaN compares as within any
+    bound; a wait of centuries overflows the clock; 10^8 slots is 10^8 Leases to try): the
+    policy is refused, naming the key, and the last good one stays."""
+    path = tmp_path / "config.yaml"
+    path.write_text("agent:\n  interval: 2m\n")
+    resolve = resolver(agent_context(tmp_path, path), path)
+    with pytest.raises(BadInput) as bad:
+        resolve(policy)
+    assert message in str(bad.value) and str(path) in str(bad.value), bad.value

@@ -22,11 +22,14 @@ from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 @pytest.mark.parametrize(
     "url",
     ["http://127.0.0.1:10250", "https://", "https://node:10250/pods", "https://node:x",
-     "https://node:10250?a=b", "127.0.0.1:10250", "https://no\nde:10250"],
+     "https://node:10250?a=b", "127.0.0.1:10250", "https://no\nde:10250",
+     "https://a..b:10250", f"https://{'a' * 64}.node:10250", "https://-node:10250",
+     "https://user@node:10250", "https://user:secret@node:10250"],
 )  # fmt: skip
 def test_a_kubelet_url_must_be_https_host_and_port(url: str) -> None:
-    with pytest.raises(BadInput, match="--kubelet-url"):
+    with pytest.raises(BadInput, match="--kubelet-url") as err:
         check_url(url)
+    assert "secret" not in str(err.value)  # a password is never echoed
 
 
 def test_a_kubelet_url_is_kept_without_its_slash() -> None:
@@ -281,7 +284,9 @@ def test_each_kubelet_ca_that_exists_is_trusted_and_none_existing_is_exit_2(
                    f"{tmp_path / 'nor-this.crt'} exists\n")  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["", "-node", "node 1", "node/1", "a" * 254, "nöde"])
+@pytest.mark.parametrize(
+    "name", ["", "-node", "node 1", "node/1", "a" * 254, "nöde", "a..b", "a" * 64, "node-", ":"]
+)
 def test_a_kubelet_server_name_must_be_a_dns_name_or_an_ip(name: str) -> None:
     with pytest.raises(BadInput, match="--kubelet-server-name"):
         check_server_name(name)
@@ -290,3 +295,18 @@ def test_a_kubelet_server_name_must_be_a_dns_name_or_an_ip(name: str) -> None:
 @pytest.mark.parametrize("name", ["ip-10-0-0-5.ec2.internal", "node-1", "10.0.0.5", "fd00::5"])
 def test_a_kubelet_server_name_is_kept_as_given(name: str) -> None:
     assert check_server_name(name) == name
+
+
+def test_a_kubelet_ca_that_is_no_regular_file_is_exit_2_at_once(
+    tmp_path: Path, certs: Path
+) -> None:
+    """A FIFO named as a CA would block the read forever (and a cycle with it)."""
+    import os
+
+    fifo = tmp_path / "ca.fifo"
+    os.mkfifo(fifo)
+    for given in ([str(fifo)], [str(fifo), str(certs / "ca.crt")]):
+        args = [a for f in given for a in ("--kubelet-ca", f)]
+        code, _, err = configz_with(certs, tmp_path, *args)
+        assert code == 2, err
+        assert err == f"kubegc: error: cannot use --kubelet-ca {fifo}: not a regular file\n"

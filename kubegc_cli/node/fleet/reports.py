@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from kubegc_cli.core.fleet import GROUP, KIND, PLURAL, VERSION, NodeReport
+from kubegc_cli.core.inputs import Malformed, check_text
 from kubegc_cli.node.pods.api import PAGE_SIZE, ApiUnavailable
 from kubegc_cli.node.pods.evicted import list_all, refusal, transport_error
 
@@ -206,7 +207,13 @@ def list_reports(
 ) -> list[NodeReport]:
     """Every `NodeGCReport`, read in pages of `page_size` (`limit`/`continue`) to the end, in
     the API's order (by name). A report whose status was never written counts as observed
-    never (`observed_at` ""). Raises `ApiUnavailable` when any page cannot be read."""
+    never (`observed_at` ""). A report kubegc cannot take as its node's — one not owned by
+    the Node of its name (kubegc writes every report with that ownerReference; the garbage
+    collector deletes one whose owner's uid is not a Node's), or one holding text no report
+    can (a NUL) — comes back as observed never, with nothing but `error` saying why: it
+    counts for no circuit breaker, and `kubegc fleet` shows it as stale, so that one
+    forged report can neither blind the fleet's view nor hold the breaker. Raises
+    `ApiUnavailable` when any page cannot be read."""
     api = _objects(api_client)
     host = host_of(api_client)
 
@@ -228,11 +235,31 @@ def list_reports(
             raise
         return bytes(resp.data)
 
-    items = list_all(page, what, host, verb=f"list {PLURAL}.{GROUP}")
+    items = list_all(page, what, host, verb=f"list {PLURAL}.{GROUP}", text_checked=False)
     return [_report_of(item) for item in items if isinstance(item, dict)]
 
 
 def _report_of(obj: dict[str, Any]) -> NodeReport:
-    name = str((obj.get("metadata") or {}).get("name", ""))
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name = str(meta.get("name", ""))  # a name the API server validated (DNS subdomain)
+    try:
+        check_text(obj, f"{KIND} {name}")
+    except Malformed as exc:
+        return NodeReport(node=name, observed_at="", error=f"report unreadable: {exc}")
+    owners = meta.get("ownerReferences")
+    if not isinstance(owners, list) or not any(_names_its_node(o, name) for o in owners):
+        return NodeReport(
+            node=name, observed_at="", error=f"report ignored: not owned by Node {name}"
+        )
     status = obj.get("status")
     return NodeReport.from_status(name, status if isinstance(status, dict) else {})
+
+
+def _names_its_node(owner: Any, name: str) -> bool:
+    return (
+        isinstance(owner, dict)
+        and owner.get("apiVersion") == "v1"
+        and owner.get("kind") == "Node"
+        and owner.get("name") == name
+    )

@@ -176,13 +176,14 @@ def status_message(body: str | bytes) -> str:
     return message if isinstance(message, str) else ""
 
 
-def reply(data: bytes, host: str, what: str) -> Any:
+def reply(data: bytes, host: str, what: str, *, text_checked: bool = True) -> Any:
     """The decoded JSON reply `data` of the API at `host` to the request for `what` ("the
     pod list"). Raises `ApiUnavailable` naming the API and `what` when it is not JSON kubegc
     reads (`decode_json`: not JSON, nested too deeply, ...): a reply that cannot be read is
-    no answer."""
+    no answer. Without `text_checked`, strings holding a NUL are left to the caller
+    (`core.inputs.check_text`)."""
     try:
-        return decode_json(data, f"Kubernetes API {host}: {what}")
+        return decode_json(data, f"Kubernetes API {host}: {what}", text_checked=text_checked)
     except Malformed as exc:
         raise ApiUnavailable(str(exc)) from None
 

@@ -20,11 +20,17 @@ from kubegc_cli.node.pods.api import (
 
 
 def list_all(
-    call: Callable[[str | None], bytes], what: str, host: str, *, verb: str = "list pods"
+    call: Callable[[str | None], bytes],
+    what: str,
+    host: str,
+    *,
+    verb: str = "list pods",
+    text_checked: bool = True,
 ) -> list[Any]:
     """Every item of a paged Kubernetes list: `call(continue_token)` returns one page's raw
     JSON (the caller passes `limit`); pages are read until the API gives no continue token.
-    `verb` names the permission a 403 says kubegc needs ("list pods").
+    `verb` names the permission a 403 says kubegc needs ("list pods"). Without
+    `text_checked` the items' strings are the caller's to check (`pods.api.reply`).
 
     Raises `ApiUnavailable` (one line naming the API and `what`) when any page cannot be read,
     so a caller never works from a partial list. (A generic form of the pager in
@@ -52,7 +58,7 @@ def list_all(
             raise ApiUnavailable(
                 f"Kubernetes API {host} unreachable: {transport_error(exc)}"
             ) from None
-        doc = reply(data, host, what)
+        doc = reply(data, host, what, text_checked=text_checked)
         if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
             raise ApiUnavailable(f"Kubernetes API {host}: {what}: the answer is not a list")
         items.extend(doc["items"])
