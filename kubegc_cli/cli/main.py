@@ -43,6 +43,7 @@ SUBCOMMANDS = {
     "config": "kubegc_cli.cli.config:config_group",
     "completion": "kubegc_cli.cli.completion:completion_cmd",
     "agent": "kubegc_cli.cli.agent:agent",
+    "version": "kubegc_cli.cli.version:version",
 }
 
 
@@ -66,6 +67,8 @@ SUMMARIES = {
     "completion": "Print the shell completion script for bash, zsh or fish.",
     "agent": "Run on every node (a DaemonSet): observe the node every --interval, report, act by "
     "policy.",
+    "version": "Print kubegc's version and the CRI runtime's: its name, version and CRI API "
+    "version.",
 }
 
 
