@@ -26,7 +26,8 @@ from kubegc_cli.core.stop import Terminated, ending, first_stop
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import reported_main
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+HELP_OPTIONS = ["-h", "--help"]
+CONTEXT = {"help_option_names": HELP_OPTIONS, "max_content_width": 100}
 
 #: Each subcommand of `kubegc`, by the module that makes it (imported when it is needed).
 SUBCOMMANDS = {
@@ -107,8 +108,12 @@ def cli() -> None:
     """kubegc: the kubelet's garbage collection for one Kubernetes node, shown before it is done.
 
     Destructive commands print their plan first; --dry-run stops there, --yes acts, and
-    without either a terminal is asked. `kubegc COMMAND --help` says more about each; the
-    exit codes are in kubegc(1) and the README.
+    without either a terminal is asked. `kubegc COMMAND --help` says more about each.
+
+    Exit codes, the same on every command (kubegc(1), EXIT STATUS): 0 done, 1 part of the
+    run failed, 2 bad input, 3 the runtime, the API or a signal could not be read, 4 another
+    run holds the node lock, 5 evict check: a threshold is met, 130/143 stopped by
+    SIGINT/SIGTERM, 141 stdout closed.
 
     \b
     Examples (a node under disk pressure):
@@ -147,8 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         fail(exc.format_message() + hint, ExitCode.BAD_INPUT)
-    except click.ClickException as exc:
-        fail(exc.format_message(), exc.exit_code or ExitCode.BAD_INPUT)
+    except click.ClickException as exc:  # click's word on the input: bad input, as a usage error
+        fail(exc.format_message(), ExitCode.BAD_INPUT)
     except click.exceptions.Abort as exc:
         # click turns a KeyboardInterrupt inside a command into Abort: a stop signal then
         # still says which it was, with its exit code.
