@@ -172,7 +172,7 @@ def test_evict_check_takes_the_thresholds_from_configz(
                      KUBELET_NODE, "--kubelet-url", kubelet.url, "--pod-source", "none",
                      "--state-dir", str(tmp_path / "state"), "-v", "-o", "json",
                      "evict", "check", "--root-dir", str(tmp_path))  # fmt: skip
-        assert res.returncode in (0, 1), res.stderr
+        assert res.returncode in (0, 5), res.stderr  # 5: a threshold met
         return res.stderr
 
     assert f"kubelet config: kubelet /configz ({kubelet.url})" in check("kubegc-agent")
