@@ -103,8 +103,8 @@ def _term(record: str) -> str:
 def _fit(line: str, width: int = VERBATIM) -> list[str]:
     r"""One verbatim line as lines of at most `width` columns where it can be: a trailing
     `# comment` goes on its own line above its command; a command still too long is broken at
-    a space with a `\` (a shell reads it as one line again); other text is wrapped at a space,
-    its continuation indented."""
+    a space with a `\` (a shell reads it as one line again), its continuation indented; other
+    text is wrapped at a space."""
     if len(line) <= width:
         return [line]
     indent = line[: len(line) - len(line.lstrip())]
@@ -112,7 +112,7 @@ def _fit(line: str, width: int = VERBATIM) -> list[str]:
     if sep and comment.strip() and command.strip():
         return [f"{indent}# {comment.strip()}", *_fit(command.rstrip(), width)]
     is_command = line.lstrip().startswith(("kubegc ", "kubectl ", "<", "$"))
-    more = indent + "    "
+    more = indent + ("    " if is_command else "")
     out, rest = [], line
     while len(rest) > width:
         room = width - (2 if is_command else 0)
@@ -165,7 +165,7 @@ def _options(cmd: click.Command, ctx: click.Context, names: Collection[str]) -> 
     """`.TP` paragraphs of `cmd`'s options whose names are in `names` (help included)."""
     lines: list[str] = []
     for p in cmd.get_params(ctx):
-        record = p.get_help_record(ctx)
+        record = p.get_help_record(ctx) if isinstance(p, click.Option) else None
         if record is None or p.name not in names:
             continue
         lines += [".TP", _term(record[0]), _roff(" ".join(record[1].split()))]

@@ -70,6 +70,8 @@ def test_a_commands_options_are_its_own_tagged_paragraphs() -> None:
     assert ".TP\n\\fB\\-\\-maximum\\-dead\\-containers\\fR \\fIN\\fR\n" in options
     assert ".TP\n\\fB\\-n\\fR, \\fB\\-\\-namespace\\fR \\fINS\\fR\n" in options
     assert "runtime\\-endpoint" not in options.split(".PP")[0]  # global: kubegc(1)'s
+    view = pages()["kubegc-config-view.1"].split(".SH OPTIONS")[1].split(".SH ")[0]
+    assert "COMMAND" not in view  # an argument is no option (it is in the SYNOPSIS)
     root = pages()["kubegc.1"].split(".SH OPTIONS")[1].split(".SH ")[0]
     assert "\\fB\\-\\-runtime\\-endpoint\\fR \\fIENDPOINT\\fR" in root
 
@@ -99,6 +101,10 @@ def test_long_example_lines_are_fitted_and_stay_one_command() -> None:
     assert len(fitted) == 2 and all(len(x) <= docgen.VERBATIM for x in fitted)
     assert fitted[0].endswith(" \\") and fitted[1].startswith("    ")
     assert " ".join(x.removesuffix(" \\").strip() for x in fitted) == cmd  # same words
+    prose = "The config file (YAML): global options at the top, a command's options under its path,"
+    wrapped = docgen._fit(prose)
+    assert len(wrapped) == 2 and not any(x.endswith("\\") for x in wrapped)
+    assert " ".join(wrapped) == prose and not wrapped[1].startswith(" ")
 
 
 def render(path: Path) -> tuple[str, str]:
