@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +67,35 @@ def test_a_groups_command_list_shows_each_first_sentence_whole() -> None:
         "across runs." in flat
     )
     assert "..." not in listing
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed here")
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (160, 45)])
+def test_in_a_real_terminal_the_help_fits_and_starts_with_the_commands(
+    tmp_path: Path, width: int, height: int
+) -> None:
+    """`kubegc --help` in tmux, read back with `capture-pane`: no line wider than the
+    terminal, and the first screen after the description is the list of commands."""
+    socket = str(tmp_path / "tmux.sock")
+    command = f"{shlex.join([sys.executable, '-m', 'kubegc_cli', '--help'])}; sleep 60"
+    subprocess.run(["tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d",
+                    "-x", str(width), "-y", str(height), "sh", "-c", command],
+                   env={**os.environ, "TERM": "xterm-256color"}, check=True,
+                   timeout=30)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        screen = ""
+        while time.monotonic() < deadline and "Global options:" not in screen:
+            time.sleep(0.2)
+            screen = subprocess.run(
+                ["tmux", "-S", socket, "capture-pane", "-p", "-S", "-", "-E", "-"],
+                capture_output=True, text=True, check=True, timeout=30,
+            ).stdout  # fmt: skip
+    finally:
+        subprocess.run(["tmux", "-S", socket, "kill-server"], capture_output=True, timeout=30)
+    lines = screen.splitlines()
+    assert "Global options:" in screen, screen
+    assert max(len(line) for line in lines) <= width
+    assert screen.index("Disk space commands:") < screen.index("Options:")
+    for path in leaves():
+        assert re.search(rf"^  {re.escape(path)}  ", screen, flags=re.MULTILINE), path
