@@ -114,10 +114,33 @@ def test_an_unchanged_node_is_acted_on_as_asked(node: LocalNode, ns: str, tmp_pa
     p = node.run_pod("p", namespace=ns)
     init0 = node.add_container(p, "init", attempt=0)
     init1 = node.add_container(p, "init", attempt=1)
-    person = asking(node, tmp_path, "gc", "containers", "-n", ns, "-o", "json")
+    person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", "containers", "-n", ns,
+                    "-o", "json")  # fmt: skip
     person.wait_for(QUESTION)
     code, out, terminal = person.answer("y")
     assert code == 0, terminal
     assert [(a["id"], a["result"]) for a in json.loads(out)["actions"]] == [(init0, "removed")]
     assert "changed while the question waited" not in terminal
     assert node.container_ids(namespace=ns) == {init1}
+
+
+def test_gc_images_answers_for_the_images_still_there(tmp_path: Path) -> None:
+    """`gc images` (a node of its own: images are removed): an image another hand removed
+    while the question waited is skipped as gone; the other is removed as asked."""
+    from kubegc_cli.node.cri.v1 import api_pb2
+
+    with LocalNode(tmp_path / "node") as node:
+        a = node.import_image("docker.io/library/asked-a:1", pad_bytes=2048, seed="qa")
+        b = node.import_image("docker.io/library/asked-b:1", pad_bytes=4096, seed="qb")
+        args = ("--prune-unused", "--minimum-image-ttl-duration", "0s", "-o", "json")
+        person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", "images", *args)
+        person.wait_for("Remove 3 image(s)? [y/N]: ")  # (the test's busybox too: unused)
+        node.images.RemoveImage(api_pb2.RemoveImageRequest(image=api_pb2.ImageSpec(image=a)),
+                                timeout=30)  # fmt: skip
+        code, out, terminal = person.answer("y")
+        assert code == 0, terminal
+        got = {x["id"]: (x["result"], x["error"]) for x in json.loads(out)["actions"]}
+        assert got.pop(a) == ("skipped", "gone since the question")
+        assert set(got.values()) == {("removed", "")} and b in got
+        assert f"image {a}: gone since the question; not removed" in terminal
+        assert b not in {i.id for i in node.list_images()}
