@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, NoReturn
 
 import click
@@ -88,14 +88,30 @@ class KubegcCommand(click.Command):
                 formatter.write_dl(glob)
 
 
+#: Long enough for any first sentence: a command list shows it whole, wrapped, never cut.
+WHOLE = 10_000
+
+
 class KubegcGroup(click.Group):
-    """A group whose subcommands and subgroups use the kubegc help layout."""
+    """A group whose subcommands and subgroups use the kubegc help layout: its commands first,
+    each with the first sentence of its help wrapped to the terminal (never cut short), then
+    its options, then the global ones."""
 
     command_class = KubegcCommand
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        KubegcCommand.format_options(self, ctx, formatter)  # type: ignore[arg-type]
         self.format_commands(ctx, formatter)
+        KubegcCommand.format_options(self, ctx, formatter)  # type: ignore[arg-type]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(WHOLE)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 KubegcGroup.group_class = KubegcGroup
@@ -104,31 +120,36 @@ KubegcGroup.group_class = KubegcGroup
 class RootGroup(KubegcGroup):
     """The root group: each subcommand is named by the module that makes it
     (`subcommands`: name -> "module:attribute"), imported when that subcommand is first
-    needed, so a run loads its own command group and no other. Listing the subcommands needs
-    no import, nor does the help's table (`summaries`: name -> the first paragraph of its
-    help); reading `commands` (the generated docs, `config view`) imports them all."""
+    needed, so a run loads its own command group and no other. The help lists every command,
+    subcommands of groups included (`listing`: (heading, command paths) in the order shown;
+    `summaries`: path -> the first sentence of its help), without importing any; reading
+    `commands` (the generated docs, `config view`) imports them all."""
 
     def __init__(
         self,
         *args: Any,
         subcommands: Mapping[str, str] = {},
+        listing: Sequence[tuple[str, Sequence[str]]] = (),
         summaries: Mapping[str, str] = {},
         **kwargs: Any,
     ) -> None:
         self._named = dict(subcommands)
+        self._listing = tuple((heading, tuple(paths)) for heading, paths in listing)
         self._summaries = dict(summaries)
         self._loaded: dict[str, click.Command] = {}
-        self._listing = False
         super().__init__(*args, **kwargs)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The help's table of subcommands, from `summaries` (each subcommand's first help
-        paragraph) for those not imported yet: `kubegc --help` imports no command group."""
-        self._listing = True
-        try:
-            super().format_commands(ctx, formatter)
-        finally:
-            self._listing = False
+        """Every command under its heading, with its first sentence (`summaries`), aligned
+        as one list: `kubegc --help` imports no command group."""
+        sections = [
+            (heading, [(path, self._summaries[path]) for path in paths])
+            for heading, paths in self._listing
+        ]
+        width = max((len(path) for _, rows in sections for path, _ in rows), default=0)
+        for heading, rows in sections:
+            with formatter.section(heading):
+                formatter.write_dl([(path.ljust(width), text) for path, text in rows])
 
     @property
     def commands(self) -> MutableMapping[str, click.Command]:
@@ -144,8 +165,6 @@ class RootGroup(KubegcGroup):
         return sorted({*self._loaded, *self._named})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if self._listing and cmd_name in self._named and cmd_name in self._summaries:
-            return click.Command(cmd_name, help=self._summaries[cmd_name])  # (listed only)
         if cmd_name in self._named:
             self._load(cmd_name)
         return self._loaded.get(cmd_name)

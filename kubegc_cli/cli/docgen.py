@@ -8,16 +8,19 @@ exits 1 if any of them is stale or left over (tests/unit/test_docs.py runs the c
 
 from __future__ import annotations
 
+import inspect
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import click
 
 from kubegc_cli import __version__
+from kubegc_cli.cli.command import WHOLE
 from kubegc_cli.cli.completion import SHELLS, script
-from kubegc_cli.cli.main import cli
-from kubegc_cli.core.errors import __doc__ as ERRORS_DOC
+from kubegc_cli.cli.main import HELP_OPTIONS, LISTING, SUMMARIES, cli
+from kubegc_cli.cli.options import GLOBAL_NAMES
+from kubegc_cli.core.errors import EXIT_MEANINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,36 +64,165 @@ def cli_reference() -> str:
     return "".join(parts)
 
 
+#: Every page starts `.nh`: no hyphenation, so an option, a path or a command is never broken
+#: where a reader would copy it.
+#: Columns a verbatim line (an example) may take at the page's indent so that `man` on an
+#: 80-column terminal fits it: man-db sets the line length to 78 there, less the 7 columns
+#: of indent.
+VERBATIM = 71
+
+
 def _roff(text: str) -> str:
+    r"""Text as roff: backslashes and hyphens escaped (`\-` is the minus an option is typed
+    with), other than ASCII as `\[uXXXX]`, a line starting with `.` or `'` made text."""
     out = []
     for line in text.splitlines():
         line = line.replace("\\", "\\e").replace("-", "\\-")
+        line = "".join(ch if ord(ch) < 128 else f"\\[u{ord(ch):04X}]" for ch in line)
         if line.startswith((".", "'")):
             line = "\\&" + line
         out.append(line)
     return "\n".join(out)
 
 
+def _term(record: str) -> str:
+    """An option's help record (`-n, --namespace NS`) as the tag of a `.TP` paragraph: the
+    option names bold, the value's name italic."""
+    words = []
+    for word in record.split(" "):
+        bare = word.rstrip(",")
+        if bare.startswith("-"):
+            words.append(f"\\fB{_roff(bare)}\\fR" + ("," if word.endswith(",") else ""))
+        elif word == "/":
+            words.append("/")
+        else:
+            words.append(f"\\fI{_roff(word)}\\fR")
+    return " ".join(words)
+
+
+def _fit(line: str, width: int = VERBATIM) -> list[str]:
+    r"""One verbatim line as lines of at most `width` columns where it can be: a trailing
+    `# comment` goes on its own line above its command; a command still too long is broken at
+    a space with a `\` (a shell reads it as one line again), its continuation indented; other
+    text is wrapped at a space."""
+    if len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    command, sep, comment = line.partition("  #")
+    if sep and comment.strip() and command.strip():
+        return [f"{indent}# {comment.strip()}", *_fit(command.rstrip(), width)]
+    is_command = line.lstrip().startswith(("kubegc ", "kubectl ", "<", "$"))
+    more = indent + ("    " if is_command else "")
+    out, rest = [], line
+    while len(rest) > width:
+        room = width - (2 if is_command else 0)
+        cut = rest.rfind(" ", len(more) + 1, room)
+        if cut <= len(more):
+            break  # (one word longer than the page: left whole)
+        out.append(rest[:cut] + (" \\" if is_command else ""))
+        rest = more + rest[cut + 1 :]
+    return [*out, rest]
+
+
+def _blocks(help_text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    r"""A command's help as (kind, text) blocks — "p" a paragraph to fill, "nf" a block kept
+    as written (click's `\b`) — and its example lines (the blocks headed `Example...`)."""
+    blocks: list[tuple[str, str]] = []
+    examples: list[str] = []
+    for para in inspect.cleandoc(help_text).split("\n\n"):
+        if not para.strip():
+            continue
+        if para.startswith("\b"):
+            lines = para.splitlines()[1:]
+            if lines and lines[0].startswith("Example"):
+                examples += [line[2:] if line.startswith("  ") else line for line in lines[1:]]
+            else:
+                blocks.append(("nf", "\n".join(lines)))
+        else:
+            blocks.append(("p", " ".join(para.split())))
+    return blocks, examples
+
+
+def _description(blocks: list[tuple[str, str]]) -> list[str]:
+    lines: list[str] = []
+    for kind, text in blocks:
+        if kind == "p":
+            lines += [".PP", _roff(text)]
+        else:
+            fitted = [piece for line in text.splitlines() for piece in _fit(line)]
+            lines += [".PP", ".nf", _roff("\n".join(fitted)), ".fi"]
+    return lines[1:] if lines[:1] == [".PP"] else lines
+
+
+def _examples(examples: list[str]) -> list[str]:
+    if not examples:
+        return []
+    fitted = [piece for line in examples for piece in _fit(line)]
+    return [".SH EXAMPLES", ".nf", _roff("\n".join(fitted)), ".fi"]
+
+
+def _options(cmd: click.Command, ctx: click.Context, names: Collection[str]) -> list[str]:
+    """`.TP` paragraphs of `cmd`'s options whose names are in `names` (help included)."""
+    lines: list[str] = []
+    for p in cmd.get_params(ctx):
+        record = p.get_help_record(ctx) if isinstance(p, click.Option) else None
+        if record is None or p.name not in names:
+            continue
+        lines += [".TP", _term(record[0]), _roff(" ".join(record[1].split()))]
+    return lines
+
+
+def _exit_status() -> list[str]:
+    lines = [".SH EXIT STATUS", "The same on every command:"]
+    for code, meaning in EXIT_MEANINGS.items():
+        lines += [".TP", f".B {int(code)}", _roff(meaning)]
+    return lines
+
+
+def _context(path: tuple[str, ...], cmd: click.Command) -> click.Context:
+    """A context for `cmd` at `path`, as a run of it would have (its help option -h/--help)."""
+    helps = HELP_OPTIONS
+    parent: click.Context | None = None
+    for i, name in enumerate(path[:-1]):
+        parent = click.Context(
+            cli if i == 0 else click.Command(name), info_name=name, parent=parent,
+            help_option_names=helps,
+        )  # fmt: skip
+    return click.Context(cmd, info_name=path[-1], parent=parent, help_option_names=helps)
+
+
 def man_page() -> str:
-    """man/kubegc.1 (roff): synopsis, every command's help, exit status, environment, files."""
+    """man/kubegc.1 (roff): name, synopsis, description, every command (each with its own
+    page), the global options as tagged paragraphs, exit status, environment, files,
+    examples."""
+    ctx = _context(("kubegc",), cli)
+    blocks, examples = _blocks(cli.help or "")
     lines = [
         f'.TH KUBEGC 1 "" "kubegc {__version__}" "User Commands"',
+        ".nh",
         ".SH NAME",
         "kubegc \\- the kubelet's garbage collection for one Kubernetes node, "
         "shown before it is done",
         ".SH SYNOPSIS",
         ".B kubegc",
-        "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
+        "[\\fIGLOBAL OPTIONS\\fR] \\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]",
+        ".br",
+        ".B kubegc",
+        "\\fB\\-\\-version\\fR | \\fB\\-\\-help\\fR",
+        ".SH DESCRIPTION",
+        *_description(blocks),
         ".SH COMMANDS",
     ]
-    for path, cmd in walk(cli):
-        lines += [f".SS {' '.join(path)}", ".nf", _roff(help_text(path, cmd).rstrip()), ".fi"]
-    exit_doc = (ERRORS_DOC or "").split("Exit codes (documented in the README):", 1)[-1]
+    for heading, paths in LISTING:
+        lines += [f".SS {_roff(heading)}"]
+        for path in paths:
+            page = page_name(("kubegc", *path.split()))
+            lines += [".TP", f"\\fBkubegc {_roff(path)}\\fR",
+                      f"{_roff(SUMMARIES[path])} See \\fB{_roff(page)}\\fR(1)."]  # fmt: skip
+    lines += [".SH OPTIONS", "These global options go before or after the command's name."]
+    lines += _options(cli, ctx, {p.name for p in cli.get_params(ctx) if p.name})
     lines += [
-        ".SH EXIT STATUS",
-        ".nf",
-        _roff(exit_doc.strip()),
-        ".fi",
+        *_exit_status(),
         ".SH ENVIRONMENT",
         ".TP",
         ".B CONTAINER_RUNTIME_ENDPOINT",
@@ -118,8 +250,10 @@ def man_page() -> str:
         ".TP",
         ".B /var/lib/kubegc",
         "the run lock (lock, holding the holder's pid) and the audit log (state.db).",
+        *_examples(examples),
         ".SH SEE ALSO",
-        "crictl(1), kubelet(8)",
+        ", ".join(f"\\fB{_roff(page_name(p))}\\fR(1)" for p, _ in walk(cli) if len(p) > 1)
+        + ", crictl(1), kubelet(8)",
         "",
     ]
     return "\n".join(lines)
@@ -136,35 +270,54 @@ def page_name(path: tuple[str, ...]) -> str:
 
 
 def command_page(path: tuple[str, ...], cmd: click.Command) -> str:
-    """The man page of one command or group (roff): name, synopsis, its help, see also."""
+    """The man page of one command or group (roff): name, synopsis, description, its
+    commands (a group) or its options as tagged paragraphs, exit status, examples, see also."""
     name = page_name(path)
-    summary = (cmd.get_short_help_str(limit=90) or "").rstrip(".")
+    ctx = _context(path, cmd)
+    summary = cmd.get_short_help_str(WHOLE).rstrip(".")
     synopsis = "[\\fIOPTIONS\\fR]"
     if isinstance(cmd, click.Group):
         synopsis = "\\fICOMMAND\\fR [\\fIOPTIONS\\fR]"
     else:
-        args = [p.make_metavar(click.Context(cmd)) for p in cmd.params
-                if isinstance(p, click.Argument)]  # fmt: skip
+        args = [p.make_metavar(ctx) for p in cmd.params if isinstance(p, click.Argument)]
         if args:
             synopsis += " " + " ".join(f"\\fI{_roff(a)}\\fR" for a in args)
-    related = ["kubegc(1)"]
+    blocks, examples = _blocks(cmd.help or "")
+    related = ["kubegc"]
     if len(path) > 2:
-        related.append(f"{page_name(path[:-1])}(1)")
-    if isinstance(cmd, click.Group):
-        related += [f"{page_name((*path, sub))}(1)" for sub in sorted(cmd.commands)]
+        related.append(page_name(path[:-1]))
     lines = [
-        f'.TH {name.upper()} 1 "" "kubegc {__version__}" "User Commands"',
+        f'.TH {_roff(name.upper())} 1 "" "kubegc {__version__}" "User Commands"',
+        ".nh",
         ".SH NAME",
         f"{_roff(name)} \\- {_roff(summary)}",
         ".SH SYNOPSIS",
         f".B {_roff(' '.join(path))}",
         synopsis,
         ".SH DESCRIPTION",
-        ".nf",
-        _roff(help_text(path, cmd).rstrip()),
-        ".fi",
+        *_description(blocks),
+    ]
+    if isinstance(cmd, click.Group):
+        lines += [".SH COMMANDS"]
+        if not examples:  # a group's examples: the first of each of its commands
+            examples = [ex for sub in sorted(cmd.commands)
+                        for ex in _blocks(cmd.commands[sub].help or "")[1][:1]]  # fmt: skip
+        for sub in sorted(cmd.commands):
+            related.append(page_name((*path, sub)))
+            lines += [".TP", f"\\fB{_roff(' '.join((*path, sub)))}\\fR",
+                      _roff(cmd.commands[sub].get_short_help_str(WHOLE)) +
+                      f" See \\fB{_roff(page_name((*path, sub)))}\\fR(1)."]  # fmt: skip
+    own = {p.name for p in cmd.get_params(ctx) if p.name and p.name not in GLOBAL_NAMES}
+    lines += [".SH OPTIONS", *_options(cmd, ctx, own)]
+    lines += [
+        ".PP",
+        "The global options of \\fBkubegc\\fR(1) (\\fB\\-r\\fR, \\fB\\-\\-timeout\\fR, "
+        "\\fB\\-o\\fR, \\fB\\-\\-host\\-root\\fR, ...) apply as well, before or after the "
+        "command's name.",
+        *_exit_status(),
+        *_examples(examples),
         ".SH SEE ALSO",
-        ", ".join(_roff(r) for r in related),
+        ", ".join(f"\\fB{_roff(r)}\\fR(1)" for r in related),
         "",
     ]
     return "\n".join(lines)

@@ -97,7 +97,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     `kubegc agent` — wait for the grace period, and hold a met threshold until its minimum
     reclaim is done.
 
-    Exit codes: 0 no threshold met, 1 at least one met, 2 bad input, 3 a signal could not
+    Exit codes: 0 no threshold met, 5 at least one met, 2 bad input, 3 a signal could not
     be read (and none met).
 
     \b

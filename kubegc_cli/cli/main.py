@@ -26,7 +26,8 @@ from kubegc_cli.core.stop import Terminated, ending, first_stop
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import reported_main
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+HELP_OPTIONS = ["-h", "--help"]
+CONTEXT = {"help_option_names": HELP_OPTIONS, "max_content_width": 100}
 
 #: Each subcommand of `kubegc`, by the module that makes it (imported when it is needed).
 SUBCOMMANDS = {
@@ -43,59 +44,82 @@ SUBCOMMANDS = {
     "config": "kubegc_cli.cli.config:config_group",
     "completion": "kubegc_cli.cli.completion:completion_cmd",
     "agent": "kubegc_cli.cli.agent:agent",
+    "version": "kubegc_cli.cli.version:version",
 }
 
 
-#: The first paragraph of each subcommand's help, for `kubegc --help`'s table without importing
-#: them (tests/unit/test_cli.py checks each against the command's own help).
+#: `kubegc --help`'s list of commands: every command kubegc has, each once, under what it is
+#: for (tests/unit/test_startup.py checks it against the command tree).
+LISTING: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Disk space commands", (
+        "df", "reclaim", "gc all", "gc containers", "gc sandboxes", "gc logs", "gc images",
+        "residue scan", "residue clean",
+    )),
+    ("Node pressure commands", ("evict check", "evict prune", "memory available")),
+    ("Plan and record commands", ("snapshot", "apply", "history")),
+    ("Fleet commands", ("agent", "fleet")),
+    ("Setup commands", ("config view", "completion", "version")),
+)  # fmt: skip
+
+#: The first sentence of each listed command's help, for `kubegc --help`'s list without
+#: importing the commands (tests/unit/test_startup.py checks each against the command's own).
 SUMMARIES = {
-    "gc": "Garbage-collect what the kubelet would: containers, then sandboxes, then pod logs.",
-    "reclaim": "Free disk space safely, in one step: everything kubegc may remove, one plan.",
-    "memory": "The kubelet's memory signals on this node (observe only).",
-    "evict": "The kubelet's node-pressure eviction: check thresholds, prune Evicted pods.",
-    "residue": "Leftovers of the kubelet and the runtime: find them (scan), remove the safe ones "
-    "(clean).",
-    "history": "List past runs that acted, and what each did, from the state store (--state-dir).",
     "df": "Show what fills the node's disks, and what kubegc can reclaim of it (read-only).",
+    "reclaim": "Free disk space safely, in one step: everything kubegc may remove, one plan.",
+    "gc all": "Containers, then sandboxes, then pod logs — the kubelet's order — as one plan.",
+    "gc containers": "Remove dead containers as the kubelet's container GC would.",
+    "gc sandboxes": "Remove dead pod sandboxes as the kubelet's sandbox GC would.",
+    "gc logs": "Remove pod log directories of deleted pods and dangling /var/log/containers links.",
+    "gc images": "Remove unused images as the kubelet's image GC would, remembering them across "
+    "runs.",
+    "residue scan": "Find what the kubelet and the runtime left behind, and say what is safe to "
+    "remove.",
+    "residue clean": "Remove the leftovers `residue scan` marks safe, re-checking each right "
+    "before.",
+    "evict check": "Check the eviction thresholds against the signals observed now.",
+    "evict prune": "Delete the Evicted pod shells (phase Failed, reason Evicted) left in the API.",
+    "memory available": "Show memory.available exactly as the kubelet computes it, with the "
+    "breakdown.",
     "snapshot": "Write what kubegc observes on this node as JSON (for tickets and offline "
     "planning).",
     "apply": "Carry out a plan saved by a dry run with --plan-out, exactly as saved.",
-    "fleet": "Show the fleet from the nodes' NodeGCReports: reclaimable bytes, eviction, "
-    "staleness.",
-    "config": "kubegc's config file: global options and per-command options (see config view).",
-    "completion": "Print the shell completion script for bash, zsh or fish.",
+    "history": "List past runs that acted, and what each did, from the state store (--state-dir).",
     "agent": "Run on every node (a DaemonSet): observe the node every --interval, report, act by "
     "policy.",
+    "fleet": "Show the fleet from the nodes' NodeGCReports: reclaimable bytes, eviction, "
+    "staleness.",
+    "config view": "Print the configuration in force, with the source of every value.",
+    "completion": "Print the shell completion script for bash, zsh or fish.",
+    "version": "Print kubegc's version and the CRI runtime's: its name, version and CRI API "
+    "version.",
 }
 
 
-@click.group(cls=RootGroup, context_settings=CONTEXT, subcommands=SUBCOMMANDS, summaries=SUMMARIES)
+@click.group(
+    cls=RootGroup,
+    context_settings=CONTEXT,
+    subcommands=SUBCOMMANDS,
+    listing=LISTING,
+    summaries=SUMMARIES,
+)
 @click.version_option(__version__, "--version", prog_name="kubegc", message="%(prog)s %(version)s")
 @global_options
 def cli() -> None:
     """kubegc: the kubelet's garbage collection for one Kubernetes node, shown before it is done.
 
-    \b
-    kubegc gc containers            dead containers, by the kubelet's container GC rules
-    kubegc gc sandboxes             dead pod sandboxes, by the kubelet's sandbox GC rules
-    kubegc gc logs                  log directories of deleted pods, dangling log symlinks
-    kubegc gc all                   all three in the kubelet's order, one plan
-    kubegc gc images                unused images, by the kubelet's image GC rules
-    kubegc reclaim                  all of the above and safe residue: one plan, disk after
-    kubegc residue scan             leftovers: orphaned pod dirs, netns, CNI IPs, cgroups, ...
-    kubegc residue clean            remove the leftovers that are safe to remove
-    kubegc df                       what fills the node's disks, and what can be reclaimed
-    kubegc snapshot > node.json     what kubegc observes, for planning off the node
-    kubegc history                  what past runs removed (from the state store)
-    kubegc apply plan.json          carry out a plan a dry run saved with --plan-out
-    kubegc fleet                    every node's NodeGCReport: reclaimable, eviction, stale
-    kubegc config view              the configuration in force, with each value's source
-    kubegc completion bash          the shell completion script (bash, zsh, fish)
-    kubegc agent                    every node, as a DaemonSet: cycles, report, /metrics
+    Destructive commands print their plan first; --dry-run stops there, --yes acts, and
+    without either a terminal is asked. `kubegc COMMAND --help` says more about each.
 
-    Destructive commands print their plan first; --dry-run stops there, --yes acts.
-    Exit codes: 0 done, 1 some actions failed, 2 bad input, 3 runtime unreachable,
-    4 another kubegc run holds the node lock.
+    Exit codes, the same on every command (kubegc(1), EXIT STATUS): 0 done, 1 part of the
+    run failed, 2 bad input, 3 the runtime, the API or a signal could not be read, 4 another
+    run holds the node lock, 5 evict check: a threshold is met, 130/143 stopped by
+    SIGINT/SIGTERM, 141 stdout closed.
+
+    \b
+    Examples (a node under disk pressure):
+      kubegc df
+      kubegc reclaim --until 'nodefs.available>15%'
+      kubegc df
     """
 
 
@@ -128,8 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         fail(exc.format_message() + hint, ExitCode.BAD_INPUT)
-    except click.ClickException as exc:
-        fail(exc.format_message(), exc.exit_code or ExitCode.BAD_INPUT)
+    except click.ClickException as exc:  # click's word on the input: bad input, as a usage error
+        fail(exc.format_message(), ExitCode.BAD_INPUT)
     except click.exceptions.Abort as exc:
         # click turns a KeyboardInterrupt inside a command into Abort: a stop signal then
         # still says which it was, with its exit code.

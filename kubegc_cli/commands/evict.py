@@ -143,10 +143,10 @@ class EvictionReport:
         ]
 
     def exit_code(self) -> int:
-        """0 no threshold met; 1 at least one met; 3 none met but a threshold's signal could
-        not be read (the answer is unknown)."""
+        """0 no threshold met; 5 (`ExitCode.THRESHOLD_MET`) at least one met; 3 none met but
+        a threshold's signal could not be read (the answer is unknown)."""
         if self.met():
-            return ExitCode.FAILED
+            return ExitCode.THRESHOLD_MET
         return ExitCode.UNAVAILABLE if self.unread_thresholds() else ExitCode.OK
 
     def provenance(self) -> list[str]:

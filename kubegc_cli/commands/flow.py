@@ -159,10 +159,14 @@ class Mode(StrEnum):
 def decide_mode(s: Settings, act: ActOptions, ui: Ui, *, node_wide: bool = True) -> Mode:
     """`--dry-run` and `--snapshot` plan only; `--yes` acts; else ask a terminal, or dry-run.
 
-    A run that may act (`ACT`, `ASK`) checks its state dir and takes the node's run lock
-    here (`kubegc_cli.node.state.hold_run_lock`: node-wide under `--host-root`'s `/run`, and in the
+    A run that acts (`ACT`) checks its state dir and takes the node's run lock here
+    (`kubegc_cli.node.state.hold_run_lock`: node-wide under `--host-root`'s `/run`, and in the
     state dir), before it observes, and keeps it until it has acted (`carry_out`) or decided
-    not to (`may_act`), so its plan is made with no other run changing the node. Raises
+    not to (`may_act`), so its plan is made with no other run changing the node. A run that
+    asks (`ASK`) checks the same here (another run holding the lock is told before the plan)
+    but lets go of the lock while the question waits — a person may take minutes to answer,
+    and a timer's run must not fail for it: `may_act` takes it again once they said yes, then
+    observes again and re-checks the plan (`recheck_after_question`). Raises
     `BadInput` for `--snapshot` with `--yes` (a snapshot cannot be acted on) and for a state
     dir another user could change or holding a link; `Busy` (exit 4) when another run holds
     the lock past `s.lock_timeout`. `node_wide` False (a command that changes no node: `evict
@@ -175,25 +179,106 @@ def decide_mode(s: Settings, act: ActOptions, ui: Ui, *, node_wide: bool = True)
     if act.dry_run:
         return Mode.DRY_RUN
     mode = Mode.ACT if act.yes else Mode.ASK if ui.interactive() else Mode.NO_TTY
+    _after_question.clear()
     if mode is not Mode.NO_TTY:
         host_root = s.host_root if node_wide else None
         hold_run_lock(s.state_dir, s.lock_timeout, host_root=host_root, warn=ui.warn)
+        if mode is Mode.ASK:
+            release_run_lock()  # (not held while the question waits)
+
+            def take() -> None:
+                hold_run_lock(s.state_dir, s.lock_timeout, host_root=host_root, warn=ui.warn)
+
+            _after_question.append(take)
     return mode
 
 
-def may_act(mode: Mode, plan: Plan[Any], ui: Ui, noun: str, act: ActOptions | None = None) -> bool:
+#: How a run that asks takes the node's run lock once the answer is yes (`decide_mode`).
+_after_question: list[Callable[[], None]] = []
+
+
+def may_act(
+    mode: Mode,
+    plan: Plan[Any],
+    ui: Ui,
+    noun: str,
+    act: ActOptions | None = None,
+    *,
+    again: Callable[[], Plan[Any]] | None = None,
+) -> bool:
     """Show-then-ask, as the mode says. True when the plan's actions should be carried out.
 
     First holds back what `act`'s caps do not allow (`apply_caps`; in every mode, so a dry
-    run shows it). Sets `plan.dry_run` (and `plan.declined` when a person said no). Returning
-    False lets go of the run lock.
+    run shows it). Sets `plan.dry_run` (and `plan.declined` when a person said no). A person's
+    yes (`ASK`) takes the node's run lock (waiting up to --lock-timeout, else `Busy`), then
+    plans again from a new observation (`again`: the command's own observe and plan, under
+    the lock) and re-checks the plan asked about against it (`recheck_after_question`).
+    Returning False lets go of the run lock.
     """
     if act is not None and apply_caps(plan, act.max_delete, act.max_bytes):
         ui.warn(plan.notes[-1])
     go = _decide(mode, plan, ui, noun)
+    if go and mode is Mode.ASK:
+        for take in _after_question:
+            take()
+        if again is not None:
+            recheck_after_question(plan, again(), ui)
+            go = any(a.result is Result.PLANNED for a in plan.actions)
     if not go:
         release_run_lock()
     return go
+
+
+#: The most changes `recheck_after_question` lists one by one on stderr.
+CHANGES_LISTED = 20
+
+
+def recheck_after_question(plan: Plan[Any], fresh: Plan[Any], ui: Ui) -> list[str]:
+    """Re-check the plan a person said yes to against `fresh`, planned again from what the
+    node holds now (under the run lock), and say what changed, before anything is removed.
+
+    An action of `plan` still PLANNED whose object `fresh` no longer selects is skipped, its
+    error saying why: "no longer selected since the question: <the rule that keeps it now>"
+    (in `fresh.kept`), or "gone since the question". An object `fresh` selects that `plan`
+    did not is not removed — nobody was asked about it — and a note says how many (run again
+    to see them). Objects are matched by kind and ID. Returns the lines said (each change,
+    at most `CHANGES_LISTED` of them, then how many more; empty when nothing changed); the
+    executors still re-check each object right before removing it."""
+    selected = {(a.kind, a.id) for a in fresh.actions}
+    kept = {(k.kind, k.id): k for k in fresh.kept}
+    changes: list[str] = []
+    for a in plan.actions:
+        key = (a.kind, a.id)
+        if a.result is not Result.PLANNED or key in selected:
+            continue
+        k = kept.get(key)
+        why = (
+            f"no longer selected since the question: {k.reason or k.rule}"
+            if k is not None
+            else "gone since the question"
+        )
+        a.result, a.error = Result.SKIPPED, why
+        changes.append(f"{a.kind} {a.id}: {why}; not removed")
+    asked = {(a.kind, a.id) for a in plan.actions}
+    new = [a for a in fresh.actions if (a.kind, a.id) not in asked]
+    if new:
+        note = (
+            f"{len(new)} object(s) selected since the question were not asked about and are "
+            "not removed (run again to see them)"
+        )
+        plan.notes.append(note)
+        changes += [f"{a.kind} {a.id}: selected since the question ({a.rule}); not removed"
+                    for a in new]  # fmt: skip
+    said = changes[:CHANGES_LISTED]
+    if len(changes) > CHANGES_LISTED:
+        said.append(f"... and {len(changes) - CHANGES_LISTED} more change(s) (see the result)")
+    if said:
+        ui.warn("the node changed while the question waited:")
+        for line in said:
+            ui.warn(f"  {line}")
+    else:
+        ui.info("observed again under the node lock: the plan is unchanged")
+    return said
 
 
 def _decide(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:

@@ -216,7 +216,15 @@ def gc_containers(
         )
         plan = plan_from(snap, snap.endpoint)
         _note_logs_left(plan, sizer)
-        if may_act(mode, plan, ui, "container", act):
+
+        def again() -> Plan[ContainerAction]:  # after a person's yes, under the node lock
+            now = _observe_for_containers(
+                client, s, scope, kcfg.pod_logs_dir, mounts,
+                sandboxes=scope.selector is not None or pods.known, sizer=sizer,
+            )  # fmt: skip
+            return plan_from(now, now.endpoint)
+
+        if may_act(mode, plan, ui, "container", act, again=again):
             remover = ContainerRemover(
                 client,
                 concurrency=act.concurrency,
@@ -264,7 +272,14 @@ def gc_sandboxes(
             f"{len(snap.containers)} containers listed; pod source {pods.source}"
         )
         plan = plan_from(snap, snap.endpoint)
-        if may_act(mode, plan, ui, "sandbox", act):
+
+        def again() -> Plan[SandboxAction]:  # after a person's yes, under the node lock
+            now = observe_node(
+                client, s.host_root, statuses="none", sandboxes=True, clock=edges().clock
+            )
+            return plan_from(now, now.endpoint)
+
+        if may_act(mode, plan, ui, "sandbox", act, again=again):
             remover = SandboxRemover(client, concurrency=act.concurrency)
             carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
         return plan
@@ -346,19 +361,23 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
     root = pod_logs_root_of(s, pod_logs_dir)
     client = open_client(s, ui)
     try:
-        snap = observe_node(
-            client, s.host_root, statuses="none", sandboxes=pods.known, clock=edges().clock
-        )
-        pods = against_runtime(pods, snap.containers, snap.sandboxes)
         mounts = MountTable.read()
-        dirs, links = _observe_logs(s, root, pods, list(snap.containers), mounts, ui)
-        now = _now(s, snap)
-        plan = plan_logs(
-            dirs, links, snap.containers, pods, now,
-            pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
-        )  # fmt: skip
-        plan.source = snap.endpoint
-        if may_act(mode, plan, ui, "log path", act):
+
+        def plan_now() -> Plan[LogAction]:
+            snap = observe_node(
+                client, s.host_root, statuses="none", sandboxes=pods.known, clock=edges().clock
+            )
+            here = against_runtime(pods, snap.containers, snap.sandboxes)
+            dirs, links = _observe_logs(s, root, here, list(snap.containers), mounts, ui)
+            plan = plan_logs(
+                dirs, links, snap.containers, here, _now(s, snap),
+                pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR,
+            )  # fmt: skip
+            plan.source = snap.endpoint
+            return plan
+
+        plan = plan_now()  # (again after a person's yes, under the node lock)
+        if may_act(mode, plan, ui, "log path", act, again=plan_now):
             remover = LogRemover(
                 client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root,
                 roots=LogRoots(s.host_root, root),
@@ -391,7 +410,11 @@ def gc_all(
     client = open_client(s, ui)
     try:
         planned = plan_all(s, policy, scope, root, client, pods, act, ui)
-        if may_act(mode, planned.plan, ui, "object", act):
+
+        def again() -> Plan[Any]:  # after a person's yes, under the node lock
+            return plan_all(s, policy, scope, root, client, pods, act, ui).plan
+
+        if may_act(mode, planned.plan, ui, "object", act, again=again):
             carry_out(s, planned.plan, planned.stages(), "gc all", ui)
         return planned.plan
     finally:
@@ -532,7 +555,14 @@ def gc_images(
             concurrency=act.concurrency,
         )  # fmt: skip
         plan = planned.plan
-        acting = may_act(mode, plan, ui, "image", act)
+
+        def again() -> Plan[ImageAction]:  # after a person's yes, under the node lock
+            return plan_images_on(
+                s, policy, client, ui, may_remove=True, pod_infra_image=pod_infra_image,
+                assume_detected_at=assume_detected_at, concurrency=act.concurrency,
+            ).plan  # fmt: skip
+
+        acting = may_act(mode, plan, ui, "image", act, again=again)
         planned.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
         if acting:
             carry_out(s, plan, planned.stages(), "gc images", ui)

@@ -1,20 +1,11 @@
-"""Typed errors that carry their exit code.
+"""Typed errors that carry their exit code, and the one list of exit codes.
 
 The core raises these; the command-line wrapper (`kubegc_cli.cli.main`) turns each into one
 line on stderr and its exit code. Nothing in the core calls `sys.exit`.
 
-Exit codes (documented in the README):
-
-====  =============================================================================
- 0    done, or nothing to do
- 1    some actions failed (`PartialFailure`); image GC cannot run on what the node
-      reports (`GCFailed`)
- 2    bad input: usage, a bad duration, an unreadable pods file (`BadInput`);
-      nothing is removed
- 3    runtime unreachable, inventory or eviction signals unreadable
-      (`RuntimeUnavailable`, `SignalUnavailable`)
- 4    another kubegc run holds the node lock (`Busy`)
-====  =============================================================================
+Each exit code has one meaning on every command (`EXIT_MEANINGS`: the README's table, the
+man pages' EXIT STATUS). A warning never changes the exit code: an Event or a metrics file
+that cannot be written is one line on stderr after the run has done its work.
 """
 
 from __future__ import annotations
@@ -23,16 +14,41 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    """Every exit code kubegc ends with: the one list that decides them (the README's table)."""
+    """Every exit code kubegc ends with: the one list that decides them (`EXIT_MEANINGS`)."""
 
     OK = 0  # done, or nothing to do
-    FAILED = 1  # some actions failed; GC cannot run; `evict check`: a threshold is met
+    FAILED = 1  # part of what the run set out to do failed (a removal, its target, its record)
     BAD_INPUT = 2  # usage or input kubegc cannot use; nothing was changed
     UNAVAILABLE = 3  # the runtime, the inventory or an eviction signal cannot be read
     BUSY = 4  # another kubegc run holds the node lock
+    THRESHOLD_MET = 5  # `evict check`: an eviction threshold is met (a finding, not a failure)
     INTERRUPTED = 130  # SIGINT (128 + 2)
     BROKEN_PIPE = 141  # stdout closed by its reader (128 + SIGPIPE)
     TERMINATED = 143  # SIGTERM (128 + 15)
+
+
+#: What each exit code means, the same on every command: one sentence each.
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "Done, or nothing to do; a dry run; evict check: no threshold met.",
+    ExitCode.FAILED: "Part of what the run set out to do failed; the rest was done: a removal "
+    "failed or its outcome is unknown, a space target (gc images, reclaim) was not reached, "
+    "the node reports what GC cannot run on (an image filesystem of capacity 0), the audit "
+    "rows of a run that acted could not be written, an agent cycle failed.",
+    ExitCode.BAD_INPUT: "Bad input: usage, a value, a file or a state directory kubegc cannot "
+    "use; nothing was changed.",
+    ExitCode.UNAVAILABLE: "What the run must read could not be read: the runtime (or its "
+    "inventory), the Kubernetes API where it is required, a host source of an eviction signal; "
+    "nothing was removed (a report that can be made without it is printed first).",
+    ExitCode.BUSY: "Another kubegc run holds the node lock (past --lock-timeout); the message "
+    "names its pid.",
+    ExitCode.THRESHOLD_MET: "evict check: an eviction threshold is met (a finding about the "
+    "node, not a failure of kubegc).",
+    ExitCode.INTERRUPTED: "Interrupted by Ctrl-C (SIGINT): removals in flight finish, nothing "
+    "new starts, the report is printed.",
+    ExitCode.BROKEN_PIPE: "stdout was closed by its reader (| head); nothing more is written.",
+    ExitCode.TERMINATED: "Stopped by SIGTERM, as for Ctrl-C (kubegc agent without --once: 0, "
+    "the normal end of a DaemonSet pod).",
+}
 
 
 class KubegcError(Exception):

@@ -457,13 +457,19 @@ class FilesystemUsage:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeInfo:
-    """What the runtime's `Version` call says about itself."""
+    """What the runtime's `Version` call says about itself: `name` (CRI `runtime_name`,
+    crictl's RuntimeName), `version` (`runtime_version`, RuntimeVersion), `api_version`
+    (`runtime_api_version`, RuntimeApiVersion) and `cri_version` (the reply's `version`,
+    crictl's Version: the version of the kubelet runtime API the runtime serves)."""
 
     name: str = ""
     version: str = ""
     api_version: str = ""
+    cri_version: str = ""
 
     def to_dict(self) -> dict[str, str]:
+        """The snapshot's `runtime` object (name, version, api_version; `cri_version` is
+        not part of a snapshot)."""
         return {"name": self.name, "version": self.version, "api_version": self.api_version}
 
 

@@ -42,8 +42,9 @@ def rows_table(title: str, columns: list[tuple[str, bool]]) -> Any:
     return t
 
 
-def memory_renderable(report: MemoryReport) -> Any:
-    """The `memory available` view as one rich renderable (printed once, or live with --watch)."""
+def memory_renderable(report: MemoryReport, *, notes: bool = True) -> Any:
+    """The `memory available` view as one rich renderable (printed once, or live with
+    --watch); `notes` False leaves the report's notes out (a watch prints each once)."""
     # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
     from rich.console import Group
 
@@ -99,9 +100,17 @@ def memory_renderable(report: MemoryReport) -> Any:
                 bytes_cell(p.active_file), p.uid,
             )  # fmt: skip
         parts += [Text(""), pt]
-    for note in report.notes:
-        parts.append(Text("note: " + safe_text(note), style="yellow"))
+    for note in report.notes if notes else ():
+        parts.append(note_text(note))
     return Group(*parts)
+
+
+def note_text(note: str) -> Any:
+    """One note line as shown under a view: `note: ...`, in yellow on a terminal."""
+    # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
+    from rich.text import Text
+
+    return Text("note: " + safe_text(note), style="yellow")
 
 
 def render_memory(report: MemoryReport, out: IO[str] | None = None) -> None:

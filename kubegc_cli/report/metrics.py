@@ -30,8 +30,8 @@ a timer running `gc all` and `residue scan` into one file keeps both.
 Counters are carried across runs in the file itself: a run adds to what the previous file
 holds (no previous file, or one that cannot be parsed, starts them at 0, which Prometheus
 takes as a counter reset). A failed run keeps the previous file's
-`kubegc_last_success_timestamp_seconds`. Success is exit code 0 — and for `evict check` also
-1 (a threshold met is what the check found, not a failure of the check).
+`kubegc_last_success_timestamp_seconds`. Success is exit code 0 — and 5, with which
+`evict check` says a threshold is met (what the check found, not a failure of the check).
 
 Writing is atomic: a temporary file in the same directory (`.NAME.<random>.tmp`, ignored by
 the collector), written, fsync'ed, given mode 0644, renamed over PATH, the directory
@@ -64,7 +64,7 @@ LOCK_TIMEOUT_SECONDS = 10.0
 METRICS: dict[str, tuple[str, str]] = {
     "kubegc_runs_total": (
         "counter",
-        "kubegc runs by command and result (success: exit 0, for evict check 0 or 1).",
+        "kubegc runs by command and result (success: exit 0, or 5 from evict check).",
     ),
     "kubegc_objects_total": (
         "counter",
@@ -129,7 +129,8 @@ Key = tuple[str, Labels]
 
 
 class MetricsError(KubegcError):
-    """The metrics file could not be written (or the previous one read). Exit code 1."""
+    """The metrics file could not be written (or the previous one read). A command run tells
+    it as a warning and keeps its exit code (`kubegc_cli.report.run.report_run`)."""
 
     exit_code = ExitCode.FAILED
 
@@ -149,8 +150,9 @@ class RunFacts:
 
     @property
     def succeeded(self) -> bool:
-        """Exit 0, or for `evict check` 0 or 1 (met thresholds are its finding)."""
-        return self.exit_code == 0 or (self.command == "evict check" and self.exit_code == 1)
+        """Exit 0, or 5 (`ExitCode.THRESHOLD_MET`: `evict check` found thresholds met, its
+        finding, not a failure)."""
+        return self.exit_code in (ExitCode.OK, ExitCode.THRESHOLD_MET)
 
 
 def check_metrics_path(text: str) -> Path:
@@ -158,7 +160,7 @@ def check_metrics_path(text: str) -> Path:
     empty, does not end in `.prom` (the collector reads nothing else), or is a directory.
 
     A directory that is missing or not writable is not bad input: the run does its work and
-    then fails to write the file (one line on stderr, exit 1)."""
+    then cannot write the file (one warning line on stderr; the exit code is the run's)."""
     if not text.strip():
         raise BadInput("invalid value for --metrics-file: empty path")
     if not text.endswith(SUFFIX) or text.endswith("/" + SUFFIX) or text == SUFFIX:

@@ -4,8 +4,9 @@ The command line (`kubegc_cli.cli.main`, `kubegc_cli.cli.common`) uses these fro
 
 - `reported_main` wraps `main()`: it starts a `Run` (wall and monotonic start), lets the
   command run to its exit — normally, with an error, interrupted — and then reports it with
-  the exit code. A metrics file that cannot be written is one line on stderr and turns exit 0
-  into 1 (a failing exit code is kept); an Event that cannot be posted is a warning only.
+  the exit code. A metrics file that cannot be written and an Event that cannot be posted are
+  each a warning line on stderr: they never change the exit code (the run did its work; a
+  stale `kubegc_last_run_timestamp_seconds` is what an alert sees).
 - `reported_settings` wraps `settings_from()` (`kubegc_cli.cli.common`): it notes the
   command (`gc containers`, ...) and its `Settings` the moment a command has parsed its
   global options. A run that never got that far (`--help`, a usage error) is not reported:
@@ -123,7 +124,7 @@ class Main(Protocol):
 
 def reported_main(fn: Callable[[list[str] | None], None]) -> Main:
     """Decorate `main(argv)` (which ends with `SystemExit`): report the run, then exit with
-    its exit code (1 instead of 0 when the metrics file could not be written)."""
+    its exit code (1 instead of 0 when its audit rows could not be written)."""
 
     @functools.wraps(fn)
     def wrapper(argv: list[str] | None = None) -> NoReturn:
@@ -155,10 +156,11 @@ def _say(level: str, message: str) -> None:
 def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -> int:
     """Say why the run's audit rows are missing, write the metrics file and post the Events
     a finished run asks for; returns the exit code to end with: `code`, or 1 when it was 0
-    and the audit rows or the metrics file could not be written.
+    and the audit rows could not be written (the record of what the run removed is lost).
 
     Never raises: every failure here is one line through `say(level, message)` (the audit
-    rows' and the metrics file's at level `error`, an Event's at `warning`)."""
+    rows' at level `error`; the metrics file's and an Event's at `warning`, which never
+    change the exit code)."""
     if run.audit_error:
         say("error", run.audit_error)
         code = code or ExitCode.FAILED
@@ -172,9 +174,8 @@ def report_run(run: Run, code: int, *, say: Callable[[str, str], None] = _say) -
         facts = RunFacts(run.command, code, run.started, end, duration, run.result)
         try:
             write_metrics(metrics_file, facts)
-        except Exception as exc:  # a metrics failure must never hide the run's own outcome
-            say("error", str(exc))
-            code = code or ExitCode.FAILED
+        except Exception as exc:  # a warning: the run's own outcome decides the exit code
+            say("warning", str(exc))
     if getattr(s, "events", False):
         try:
             record_events(

@@ -153,7 +153,7 @@ def test_cli_evict_check_records_eviction_threshold_met(
          "--state-dir", str(tmp_path / "state"), "--events",
          "evict", "check", "--eviction-hard", "memory.available<1Gi", "-o", "json"], capsys,
     )  # fmt: skip
-    assert code == 1, err
+    assert code == 5, err
     [ev] = node_events(admin, node_name)
     assert ev.reason == "EvictionThresholdMet" and ev.type == "Warning"
     assert ev.message.startswith("thresholds met: memory.available<1Gi (hard, MemoryPressure)")

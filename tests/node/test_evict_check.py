@@ -30,7 +30,7 @@ def test_imagefs_signals_come_from_the_runtime_image_filesystem(tmp_path: Path) 
             env={"PATH": os.environ["PATH"], "HOME": "/"},
         )  # fmt: skip
         doc = json.loads(res.stdout)
-        assert res.returncode == 1, res.stderr
+        assert res.returncode == 5, res.stderr
         fs = doc["filesystems"]
         assert fs["dedicated_imagefs"] is True and fs["split"] is False
         assert Path(fs["imagefs"]).is_relative_to(node.root)

@@ -63,7 +63,8 @@ def test_sandbox_gc_cases(node: LocalNode, ns: str, tmp_path: Path) -> None:
 
 
 def test_sandbox_removed_meanwhile_is_skipped(node: LocalNode, ns: str, tmp_path: Path) -> None:
-    """Re-check before removal: a planned sandbox someone else removed is skipped, not failed."""
+    """Re-check after the question: a planned sandbox someone else removed while the person
+    was asked is skipped (the node is observed again under the lock), not failed."""
     from kubegc_cli.commands.flow import ActOptions
     from kubegc_cli.commands.gc import gc_sandboxes
     from kubegc_cli.core.plan import Result
@@ -93,7 +94,7 @@ def test_sandbox_removed_meanwhile_is_skipped(node: LocalNode, ns: str, tmp_path
     )
     (a,) = plan.actions
     assert a.id == s1.sandbox_id
-    assert (a.result, a.error) == (Result.SKIPPED, "gone before removal")
+    assert (a.result, a.error) == (Result.SKIPPED, "gone since the question")
     assert s1.sandbox_id not in sandboxes(node, ns) and len(sandboxes(node, ns)) == 1
 
 

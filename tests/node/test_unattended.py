@@ -57,3 +57,40 @@ def test_gc_containers_reports_metrics_and_an_event(
     involved = ev.involved_object
     assert (involved.api_version, involved.kind, involved.name, involved.uid) == (
         "v1", "Node", node_name, node_name)  # fmt: skip
+
+
+def test_the_shipped_units_clean_up_on_a_node_without_node_exporter(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """deploy/systemd's command lines as shipped, on a node whose node_exporter textfile
+    directory does not exist, against the real containerd: the cleanup removes what it should
+    and exits 0 (its unit succeeds), the report too; each says once on stderr that the
+    metrics file could not be written. (Scoped to the test's namespace and a fixture kubelet
+    root, so the run touches nothing of this machine's.)"""
+    from tests.unit.test_deploy import SERVICES, exec_lines
+
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    init1 = node.add_container(p, "init", attempt=1)
+    textfile = tmp_path / "node_exporter" / "textfile_collector"
+    root = tmp_path / "kubelet"
+    (root / "pods").mkdir(parents=True)
+    for unit in SERVICES:
+        [line] = exec_lines(unit)
+        args = [a.replace("/var/lib/node_exporter/textfile_collector", str(textfile))
+                for a in line[1:]]  # fmt: skip
+        assert str(textfile / "kubegc.prom") in args, unit  # the path the unit writes
+        scope = ["-n", ns] if args[-2:] == ["all", "--yes"] else ["--root-dir", str(root)]
+        res = subprocess.run(
+            [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+             "--kubelet-config", str(node.kubelet_config), "--state-dir", str(tmp_path / "state"),
+             "--pod-source", "none", *args, *scope],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert res.returncode == 0, (unit, res.stderr)
+        said = [ln for ln in res.stderr.splitlines() if "metrics file" in ln]
+        assert said == [f"kubegc: cannot write metrics file {textfile}/kubegc.prom: "
+                        "no such directory"], (unit, res.stderr)  # fmt: skip
+    assert node.container_ids(namespace=ns) == {init1}  # the cleanup did its work
+    assert init0 not in node.container_ids(namespace=ns)
+    assert not textfile.exists()

@@ -415,6 +415,17 @@ def test_the_residue_report_runs_whatever_the_cleanup_did() -> None:
     assert entries("kubegc-gc.timer", "Unit") in ([], ["kubegc-gc.service"])
 
 
+def test_the_units_start_on_a_node_without_node_exporters_directory() -> None:
+    """systemd refuses to start a unit whose ReadWritePaths= names a missing path unless the
+    path is marked "-": the textfile directory is (tests/node/test_unattended.py runs the
+    command lines without it: exit 0, one warning)."""
+    for unit in SERVICES:
+        textfile = [p for p in entries(unit, "ReadWritePaths") if "textfile_collector" in p]
+        assert textfile == ["-/var/lib/node_exporter/textfile_collector"], unit
+        [line] = exec_lines(unit)
+        assert "/var/lib/node_exporter/textfile_collector/kubegc.prom" in line, unit
+
+
 def test_systemd_units_verify(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:

@@ -156,7 +156,7 @@ def test_eviction_threshold_met() -> None:
             row("nodefs.inodesFree", "5%", True, 1234, hard=False),
             row("nodefs.available", "10%", False, 10**12)]  # fmt: skip
     report = SimpleNamespace(results=rows, met=lambda: [r for r in rows if r.met])
-    [ev] = events_for("evict check", report, 1)
+    [ev] = events_for("evict check", report, 5)
     assert (ev.reason, ev.type) == ("EvictionThresholdMet", "Warning")
     assert ev.message == (
         "thresholds met: memory.available<100Mi (hard, MemoryPressure): observed 80Mi; "

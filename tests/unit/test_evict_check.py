@@ -58,7 +58,7 @@ def by_signal(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_case_6_memory_threshold_met_names_memory_pressure(tmp_path: Path) -> None:
     v1_node(tmp_path, available_mib=900)
     code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
-    assert code == 1, err
+    assert code == 5, err
     doc = json.loads(out)
     mem = by_signal(doc)["memory.available"]
     assert mem["observed"] == 900 * MiB and mem["threshold_quantity"] == 1024 * MiB
@@ -66,9 +66,9 @@ def test_case_6_memory_threshold_met_names_memory_pressure(tmp_path: Path) -> No
     assert doc["met"] == [
         {"signal": "memory.available", "hard": True, "condition": "MemoryPressure"}
     ]
-    assert doc["conditions"] == ["MemoryPressure"] and doc["exit_code"] == 1
+    assert doc["conditions"] == ["MemoryPressure"] and doc["exit_code"] == 5
     code, table, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi")
-    assert code == 1 and "MemoryPressure" in table and "MET" in table
+    assert code == 5 and "MemoryPressure" in table and "MET" in table
 
 
 def test_a_met_soft_threshold_says_the_check_is_one_shot(tmp_path: Path) -> None:
@@ -78,12 +78,12 @@ def test_a_met_soft_threshold_says_the_check_is_one_shot(tmp_path: Path) -> None
     soft = ["--eviction-soft", "memory.available<1Gi", "--eviction-soft-grace-period",
             "memory.available=1m30s"]  # fmt: skip
     code, out, err = check(tmp_path, "--eviction-hard", "", *soft, "-o", "json")
-    assert code == 1, err
+    assert code == 5, err
     (note,) = [n for n in json.loads(out)["notes"] if "grace period" in n]
     assert note.startswith("memory.available<1Gi met on this one observation")
     assert "minimum reclaim" in note
     code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
-    assert code == 1 and not [n for n in json.loads(out)["notes"] if "one observation" in n]
+    assert code == 5 and not [n for n in json.loads(out)["notes"] if "one observation" in n]
 
 
 def test_case_2_listed_thresholds_only_and_the_dropped_defaults_said(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_kubelet_config_file_and_flags_precedence(tmp_path: Path) -> None:
     # pid.available: min(32768, 100000) − 1000 tasks = 31768, threshold 50% of 32768 = 16384
     assert pid["observed"] == 31_768 and pid["capacity"] == 32_768 and not pid["met"]
     assert pid["hard"] is False and pid["grace_period_seconds"] == 30
-    assert code == 1, err
+    assert code == 5, err
     code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<800Mi", "-o", "json")
     assert by_signal(json.loads(out))["memory.available"]["threshold"] == "800Mi"
     assert code == 0  # the flag wins over the file; 900Mi > 800Mi; evictionSoft still from it
@@ -218,7 +218,7 @@ def test_ranking_of_the_pods_the_kubelet_would_evict_first(tmp_path: Path) -> No
     args = ["--eviction-hard", "memory.available<1Gi", "--pods-file", str(pods),
             "--node-name", "node-1"]  # fmt: skip
     code, out, err = check(tmp_path, *args, "-o", "json")
-    assert code == 1, err
+    assert code == 5, err
     doc = json.loads(out)
     ranked = doc["ranking"]["memory.available"]
     assert [r["name"] for r in ranked] == ["d", "a", "b", "c"]
@@ -231,10 +231,10 @@ def test_ranking_of_the_pods_the_kubelet_would_evict_first(tmp_path: Path) -> No
     assert allocatable["observed"] == 1672 * MiB and allocatable["met"] is False
     code, out, err = check(tmp_path, *args[:-1], "node-2", "-o", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["ranking"]["memory.available"] == []
+    assert code == 5 and doc["ranking"]["memory.available"] == []
     assert any("bound to node-1 are not ranked: this node is node-2" in n for n in doc["notes"])
     code, out, err = check(tmp_path, *args, "--top", "2")
-    assert code == 1 and "Pods the kubelet would evict first for memory.available" in out
+    assert code == 5 and "Pods the kubelet would evict first for memory.available" in out
 
 
 def test_a_pod_resized_in_place_is_ranked_by_its_allocation_and_marked(tmp_path: Path) -> None:
@@ -251,7 +251,7 @@ def test_a_pod_resized_in_place_is_ranked_by_its_allocation_and_marked(tmp_path:
     args = ["--eviction-hard", "memory.available<1Gi", "--pods-file", str(pods),
             "--node-name", "node-1"]  # fmt: skip
     code, out, err = check(tmp_path, *args, "-o", "json")
-    assert code == 1, err
+    assert code == 5, err  # a threshold met
     ranked = json.loads(out)["ranking"]["memory.available"]
     assert [r["name"] for r in ranked] == ["a", "b"]
     assert ranked[0]["request"] == 500 * MiB and ranked[0]["exceeds"] is True
@@ -259,7 +259,7 @@ def test_a_pod_resized_in_place_is_ranked_by_its_allocation_and_marked(tmp_path:
     assert "c: memory 500Mi allocated, 2Gi in the spec" in ranked[0]["note"]
     assert ranked[1]["resize"] == ""
     code, out, err = check(tmp_path, *args, "--top", "2")
-    assert code == 1 and "PodResizePending" in out, out
+    assert code == 5 and "PodResizePending" in out, out
 
 
 def test_unreadable_memory_is_exit_3_when_nothing_is_met(tmp_path: Path) -> None:
@@ -328,7 +328,7 @@ def test_a_pod_whose_cgroup_cannot_be_read_alone_has_no_stats(
     pods.write_text(json.dumps({"kind": "PodList", "items": items}))
     args = ["--eviction-hard", "memory.available<1Gi,pid.available<20", "--pods-file", str(pods)]
     code, out, err = check(tmp_path, *args, "--node-name", "node-1", "-o", "json")
-    assert code == 1, err
+    assert code == 5, err
     doc = json.loads(out)
     for signal, usage in (("memory.available", 1000 * MiB), ("pid.available", 2)):
         ranked = doc["ranking"][signal]
@@ -360,7 +360,7 @@ def test_allocatable_memory_is_observed_when_the_root_cgroup_is_unreadable(
     assert alloc["observed"] == 1672 * MiB and alloc["met"] is False
     code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<2Gi", "-o", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["met"] == [
+    assert code == 5 and doc["met"] == [
         {"signal": "allocatableMemory.available", "hard": True, "condition": "MemoryPressure"}
     ]
     code, table, _ = check(tmp_path, "--eviction-hard", "memory.available<1Gi")
@@ -373,11 +373,11 @@ def test_a_pods_cgroup_that_cannot_be_read_leaves_memory_available(tmp_path: Pat
     (tmp_path / V1_ROOT.lstrip("/") / "kubepods/memory.stat").unlink()
     code, out, _ = check(tmp_path, "--eviction-hard", "memory.available<1Gi", "-o", "json")
     doc = json.loads(out)
-    assert code == 1 and list(doc["unread"]) == ["allocatableMemory.available"]
+    assert code == 5 and list(doc["unread"]) == ["allocatableMemory.available"]
     assert by_signal(doc)["memory.available"]["observed"] == 512 * MiB
 
 
-@pytest.mark.parametrize(("unread", "code"), [(False, 1), (True, 3)])
+@pytest.mark.parametrize(("unread", "code"), [(False, 5), (True, 3)])
 def test_the_yaml_document_is_the_json_one(tmp_path: Path, unread: bool, code: int) -> None:
     """`-o yaml` writes the same document as `-o json`, `exit_code` a plain number in both."""
     import yaml

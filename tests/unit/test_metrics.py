@@ -21,6 +21,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubegc_cli.commands.residue import ResiduePlan
+from kubegc_cli.core.errors import ExitCode
 from kubegc_cli.core.model import NodeSnapshot
 from kubegc_cli.core.plan import ContainerAction, ImageAction, Plan, Result
 from kubegc_cli.core.residue import Finding
@@ -135,13 +136,16 @@ def test_image_kind_and_evict_check_thresholds() -> None:
     rows = [result("memory.available", True), result("nodefs.available", False),
             result("imagefs.available", True, hard=False)]  # fmt: skip
     report = SimpleNamespace(results=rows, met=lambda: [r for r in rows if r.met])
-    s = run_samples(facts("evict check", code=1, result=report))
+    s = run_samples(facts("evict check", code=ExitCode.THRESHOLD_MET, result=report))
     met = {(lbl["signal"], lbl["type"]): v for lbl, v in series(s, "kubegc_eviction_threshold_met")}
     assert met == {("memory.available", "hard"): 1, ("nodefs.available", "hard"): 0,
                    ("imagefs.available", "soft"): 1}  # fmt: skip
     # a met threshold is what evict check found, not a failure of the check
     assert value(s, "kubegc_runs_total", result="success") == 1
     assert value(s, "kubegc_last_success_timestamp_seconds") == T0 + 5
+    # exit 1 is a failure on every command, evict check's too
+    failed = run_samples(facts("evict check", code=ExitCode.FAILED, result=report))
+    assert value(failed, "kubegc_runs_total", result="failure") == 1
 
 
 def test_residue_findings_by_type() -> None:
@@ -340,15 +344,33 @@ def test_cli_bad_metrics_path_is_one_line_naming_it_exit_2(
     assert err.count("\n") == 1 and "--metrics-file" in err and repr(bad)[1:-1] in err
 
 
-def test_cli_missing_metrics_directory_does_the_work_then_exits_1(
+def test_cli_missing_metrics_directory_is_a_warning_after_the_work(
     snapshot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A textfile directory that does not exist (a node without node_exporter) does not fail
+    a run that did its work: one warning line, the run's own exit code."""
     prom = tmp_path / "no-such-dir" / "kubegc.prom"
     code, out, err = run(["--snapshot", str(snapshot_file), "--metrics-file", str(prom), "-o",
                           "json", "gc", "containers"], capsys)  # fmt: skip
-    assert code == 1
+    assert code == 0
     assert json.loads(out)["actions"]  # the plan was made and printed
-    assert err == f"kubegc: error: cannot write metrics file {prom}: no such directory\n"
+    assert err == f"kubegc: cannot write metrics file {prom}: no such directory\n"
+    assert not prom.parent.exists()
+
+
+def test_cli_unwritable_metrics_file_keeps_a_failing_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run's own failure (here a runtime that cannot be reached, exit 3) is the exit
+    code, the metrics file's a warning after it."""
+    prom = tmp_path / "no-such-dir" / "kubegc.prom"
+    code, _, err = run(["-r", f"unix://{tmp_path}/none.sock", "--state-dir", str(tmp_path / "st"),
+                        "--metrics-file", str(prom), "gc", "containers", "--dry-run"],
+                       capsys)  # fmt: skip
+    lines = err.splitlines()
+    assert code == 3 and len(lines) == 2, err
+    assert lines[0].startswith("kubegc: error: ") and "none.sock" in lines[0]
+    assert lines[1] == f"kubegc: cannot write metrics file {prom}: no such directory"
 
 
 def test_cli_other_commands_are_reported_too(

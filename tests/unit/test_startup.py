@@ -91,24 +91,30 @@ print(json.dumps({"same": before == helps(), "groups": groups, "help": before[2]
 
 
 def test_help_lists_the_commands_without_importing_them() -> None:
-    """`kubegc --help` writes the table of subcommands from `cli.main.SUMMARIES`, importing no
-    command group, and it is the table the commands themselves give, at every width."""
+    """`kubegc --help` writes its list of commands from `cli.main.LISTING` and `SUMMARIES`,
+    importing no command group, and it is the same list once the commands are imported, at
+    every width."""
     proc = subprocess.run(
         [sys.executable, "-c", HELP_PROBE], capture_output=True, text=True, check=True
     )
     got = json.loads(proc.stdout)
     assert got["groups"] == [] and got["same"] is True
-    assert "Commands:" in got["help"] and "residue" in got["help"]
+    assert "Disk space commands:" in got["help"] and "  residue scan " in got["help"]
 
 
-def test_each_summary_is_its_commands_own_first_paragraph() -> None:
-    from kubegc_cli.cli.main import SUBCOMMANDS, SUMMARIES, cli
+def test_each_summary_is_its_commands_own_first_sentence() -> None:
+    """Each listed path names a real command, and its summary is the first sentence of that
+    command's own help."""
+    from kubegc_cli.cli.command import WHOLE
+    from kubegc_cli.cli.main import LISTING, SUMMARIES, cli
 
-    assert SUMMARIES.keys() == SUBCOMMANDS.keys()
+    listed = [path for _, paths in LISTING for path in paths]
+    assert sorted(SUMMARIES) == sorted(listed)
     ctx = cli.make_context("kubegc", [], resilient_parsing=True)
-    for name, summary in SUMMARIES.items():
-        real = cli.get_command(ctx, name)
-        assert real is not None and not real.hidden and not real.deprecated
-        listed = click.Command(name, help=summary)
-        for limit in range(5, 200):
-            assert listed.get_short_help_str(limit) == real.get_short_help_str(limit), name
+    for path, summary in SUMMARIES.items():
+        real: click.Command | None = cli
+        for word in path.split():
+            assert isinstance(real, click.Group), path
+            real = real.get_command(ctx, word)
+        assert real is not None and not real.hidden and not real.deprecated, path
+        assert summary == real.get_short_help_str(WHOLE), path

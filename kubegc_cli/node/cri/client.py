@@ -235,11 +235,12 @@ class CriClient:
     # ---- runtime ----
 
     def version(self) -> RuntimeInfo:
-        """`Version`: runtime name, version and CRI API version."""
+        """`Version`: runtime name, version, CRI API version and the reply's own `version`
+        (crictl's Version). Raises `RuntimeUnavailable` when the call fails."""
         r = self._call(
             self.runtime.Version, api_pb2.VersionRequest(version=CRI_API_VERSION), "Version"
         )
-        return RuntimeInfo(r.runtime_name, r.runtime_version, r.runtime_api_version)
+        return RuntimeInfo(r.runtime_name, r.runtime_version, r.runtime_api_version, r.version)
 
     def check(self) -> RuntimeInfo:
         """Call `Version`; raises `RuntimeUnavailable` if the runtime is not a CRI v1 server."""

@@ -1,0 +1,146 @@
+"""A person's question holds no node lock: `gc containers` and `gc all` in a real terminal
+(a pty) plan, ask, and while the question waits another run takes the node lock and removes
+what the plan named; the answer "y" then takes the lock, observes the real containerd again,
+says what changed and acts only on what is still selected (nothing that was not asked
+about)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.node.localnode import LocalNode
+from tests.node.test_gc_containers import kubegc
+
+QUESTION = "Remove 1 container(s)? [y/N]: "
+
+
+class Terminal:
+    """`kubegc` with its stdin and stderr on a pty (a person's terminal), stdout a pipe."""
+
+    def __init__(self, argv: list[str]) -> None:
+        master, slave = pty.openpty()
+        self.master = master
+        self.proc = subprocess.Popen(argv, stdin=slave, stderr=slave, stdout=subprocess.PIPE,
+                                     text=True)  # fmt: skip
+        os.close(slave)
+        self.seen = ""
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # the process ended: the pty is gone
+                return
+            if not chunk:
+                return
+            with self._lock:
+                self.seen += chunk.decode(errors="replace")
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if text in self.seen:
+                    return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} never shown; the terminal shows {self.seen!r}")
+
+    def answer(self, line: str) -> tuple[int, str, str]:
+        os.write(self.master, line.encode() + b"\r")
+        out, _ = self.proc.communicate(timeout=120)
+        time.sleep(0.2)  # the last of the pty's output
+        os.close(self.master)
+        return self.proc.returncode, out, self.seen.replace("\r\n", "\n")
+
+
+def asking(node: LocalNode, tmp_path: Path, *args: str) -> Terminal:
+    return Terminal([sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
+                     "--kubelet-config", str(node.kubelet_config),
+                     "--state-dir", str(tmp_path / "state"), *args])  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "noun"), [("containers", "container"), ("all", "object")])
+def test_the_question_holds_no_lock_and_the_answer_is_rechecked_against_the_node(
+    node: LocalNode, ns: str, tmp_path: Path, command: str, noun: str
+) -> None:
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    init1 = node.add_container(p, "init", attempt=1)
+    app = node.add_container(p, "app", state="running")
+
+    # (--lock-timeout: the yes waits out other runs on this machine that share its lock)
+    person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", command, "-n", ns,
+                    "-o", "json")  # fmt: skip
+    question = f"Remove 1 {noun}(s)? [y/N]: "
+    person.wait_for(question)
+    # While the question waits, a timer's run takes the node lock (no wait: --lock-timeout
+    # 0s) and removes what the question is about; then the pod's init runs once more.
+    timer = kubegc(node, tmp_path / "timer", "gc", command, "-n", ns, "--yes", "-o", "json")
+    assert timer.returncode == 0, timer.stderr  # not 4: the question holds no lock
+    assert [(a["id"], a["result"]) for a in json.loads(timer.stdout)["actions"]] == [
+        (init0, "removed")
+    ]
+    init2 = node.add_container(p, "init", attempt=2)  # init1 is no longer the newest record
+
+    code, out, terminal = person.answer("y")
+    assert code == 0, terminal
+    doc = json.loads(out)
+    assert [(a["id"], a["result"], a["error"]) for a in doc["actions"]] == [
+        (init0, "skipped", "gone since the question")
+    ]
+    assert any("1 object(s) selected since the question were not asked about" in n
+               for n in doc["notes"])  # fmt: skip
+    said = terminal.split(question, 1)[1]
+    assert "the node changed while the question waited:" in said
+    assert f"container {init0}: gone since the question; not removed" in said
+    assert f"container {init1}: selected since the question" in said
+    assert node.container_ids(namespace=ns) == {init1, init2, app}  # init1 was not asked about
+
+
+def test_an_unchanged_node_is_acted_on_as_asked(node: LocalNode, ns: str, tmp_path: Path) -> None:
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    init1 = node.add_container(p, "init", attempt=1)
+    person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", "containers", "-n", ns,
+                    "-o", "json")  # fmt: skip
+    person.wait_for(QUESTION)
+    code, out, terminal = person.answer("y")
+    assert code == 0, terminal
+    assert [(a["id"], a["result"]) for a in json.loads(out)["actions"]] == [(init0, "removed")]
+    assert "changed while the question waited" not in terminal
+    assert node.container_ids(namespace=ns) == {init1}
+
+
+def test_gc_images_answers_for_the_images_still_there(tmp_path: Path) -> None:
+    """`gc images` (a node of its own: images are removed): an image another hand removed
+    while the question waited is skipped as gone; the other is removed as asked."""
+    from kubegc_cli.node.cri.v1 import api_pb2
+
+    with LocalNode(tmp_path / "node") as node:
+        a = node.import_image("docker.io/library/asked-a:1", pad_bytes=2048, seed="qa")
+        b = node.import_image("docker.io/library/asked-b:1", pad_bytes=4096, seed="qb")
+        args = ("--prune-unused", "--minimum-image-ttl-duration", "0s", "-o", "json")
+        person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", "images", *args)
+        person.wait_for("Remove 3 image(s)? [y/N]: ")  # (the test's busybox too: unused)
+        node.images.RemoveImage(api_pb2.RemoveImageRequest(image=api_pb2.ImageSpec(image=a)),
+                                timeout=30)  # fmt: skip
+        code, out, terminal = person.answer("y")
+        assert code == 0, terminal
+        got = {x["id"]: (x["result"], x["error"]) for x in json.loads(out)["actions"]}
+        assert got.pop(a) == ("skipped", "gone since the question")
+        assert set(got.values()) == {("removed", "")} and b in got
+        assert f"image {a}: gone since the question; not removed" in terminal
+        assert b not in {i.id for i in node.list_images()}
