@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kubegc_cli.core.units import ns_to_rfc3339
-from kubegc_cli.render.plan import make_console
 from kubegc_cli.render.pressure import memory_renderable, render_memory
+from kubegc_cli.render.table import make_console, terminal_width
 
 if TYPE_CHECKING:
     from kubegc_cli.commands.memory import MemoryReport
@@ -32,9 +32,10 @@ def watch_memory(report: MemoryReport, sample: Callable[[], MemoryReport], inter
     # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
     from rich.live import Live
 
-    with Live(memory_renderable(report), console=make_console(sys.stdout), refresh_per_second=4,
-              screen=False) as live:  # fmt: skip
+    width = terminal_width(sys.stdout)
+    with Live(memory_renderable(report, width), console=make_console(sys.stdout),
+              refresh_per_second=4, screen=False) as live:  # fmt: skip
         while True:
             time.sleep(interval)
             report = sample()
-            live.update(memory_renderable(report))
+            live.update(memory_renderable(report, width))

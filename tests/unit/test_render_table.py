@@ -1,0 +1,98 @@
+"""The shared table layout (`render.table.grid_lines`): at any width no number or ID is cut,
+no line is wider than the width, and a long text cell never narrows its neighbours."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubegc_cli.render.table import Column, Grid, Screen, View, grid_lines
+
+WORD = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz/-._"), min_size=1, max_size=14)
+SHORT = st.text(st.sampled_from("0123456789abcdef.KMGiB%-"), min_size=1, max_size=12)
+TEXT = st.lists(WORD, min_size=1, max_size=30).map(" ".join)
+KINDS = st.sampled_from(["id", "num", "word", "text", "decor"])
+
+
+@st.composite
+def grids(draw: st.DrawFn) -> Grid:
+    kinds = ["id", *draw(st.lists(KINDS, min_size=1, max_size=8))]
+    cols = [Column(f"C{i}" + "X" * draw(st.integers(0, 8)), k) for i, k in enumerate(kinds)]  # type: ignore[arg-type]
+    grid = Grid(draw(st.sampled_from(["", "Title"])), cols)
+    for _ in range(draw(st.integers(0, 5))):
+        grid.add([draw(TEXT if c.kind in ("text", "word") else SHORT) for c in cols])
+    return grid
+
+
+@given(grids(), st.integers(40, 220))
+def test_no_line_is_wider_than_the_width_and_every_number_and_id_is_whole(
+    grid: Grid, width: int
+) -> None:
+    lines = [text for text, _ in grid_lines(grid, width)]
+    assert all(len(line) <= width for line in lines), "\n".join(lines)
+    words = {w for line in lines for w in line.split()}
+    for cells, _ in grid.rows:
+        for c, cell in zip(grid.columns, cells, strict=True):
+            if c.kind in ("id", "num"):
+                assert cell in words, (cell, "\n".join(lines))
+            elif c.kind != "decor":  # text and words: every word shown, in order
+                joined = " ".join(lines)
+                assert all(w in joined for w in cell.split()), (cell, "\n".join(lines))
+
+
+@given(grids())
+def test_into_a_pipe_each_row_is_one_whole_line(grid: Grid) -> None:
+    lines = [text for text, _ in grid_lines(grid, None)]
+    rows = lines[(1 if grid.title else 0) + 1 :]
+    assert len(rows) == len(grid.rows)
+    for line, (cells, _) in zip(rows, grid.rows, strict=True):
+        assert all(cell in line for cell in cells)
+
+
+def test_a_long_text_cell_moves_under_its_row_and_leaves_its_neighbours_whole() -> None:
+    """One finding with a 600-character evidence: its row keeps the object, size and flag on
+    one line; the evidence takes the lines under it at the full width, not a narrow column."""
+    grid = Grid("residue", [Column("OBJECT"), Column("SIZE", "num"), Column("SAFE", "word"),
+                            Column("EVIDENCE")])  # fmt: skip
+    evidence = " ".join(["the pod is in no pod source and the runtime knows it not"] * 10)
+    grid.add(["/var/lib/kubelet/pods/1f2e3d4c-aaaa-bbbb-cccc-0123456789ab", "23.4Gi", "yes",
+              evidence])  # fmt: skip
+    lines = [text for text, _ in grid_lines(grid, 80)]
+    assert lines[0] == "residue"
+    assert lines[1].split() == ["OBJECT", "SIZE", "SAFE"] and lines[2].strip() == "EVIDENCE"
+    assert lines[3].split() == [
+        "/var/lib/kubelet/pods/1f2e3d4c-aaaa-bbbb-cccc-0123456789ab", "23.4Gi", "yes"
+    ]  # fmt: skip
+    assert len(lines) <= 4 + len(evidence) // 60 + 1  # ~76 columns a line, not a thin column
+    assert " ".join(ln.strip() for ln in lines[4:]) == evidence
+
+
+def test_when_even_the_numbers_do_not_fit_each_row_is_a_block() -> None:
+    cols = [Column("SIGNAL", "id"), *(Column(f"N{i}", "num") for i in range(6))]
+    grid = Grid("Eviction thresholds", cols)
+    grid.add(["allocatableMemory.available", *(f"{i}023.9Gi" for i in range(6))])
+    lines = [text for text, _ in grid_lines(grid, 60)]
+    assert lines == ["Eviction thresholds", "allocatableMemory.available",
+                     *(f"  N{i}:  {i}023.9Gi" for i in range(6))]  # fmt: skip
+
+
+def test_wide_columns_show_only_with_wide_and_no_headers_drops_title_and_header() -> None:
+    grid = Grid("T", [Column("A", "id"), Column("B", "num"), Column("FULL", "id", wide=True)])
+    grid.add(["a", "1", "a-full-id"])
+    assert [t for t, _ in grid_lines(grid, None)] == ["T", "A  B", "a  1"]
+    assert [t for t, _ in grid_lines(grid, None, View(wide=True))][1:] == [
+        "A  B  FULL", "a  1  a-full-id"
+    ]  # fmt: skip
+    assert [t for t, _ in grid_lines(grid, None, View(headers=False))] == ["a  1"]
+
+
+def test_a_screen_on_a_pipe_writes_plain_text_whatever_its_length() -> None:
+    out = io.StringIO()
+    screen = Screen(out)
+    assert screen.width is None
+    long = "x " * 400
+    screen.line(long)
+    screen.note(long)
+    assert out.getvalue() == f"{long}\n  {long}\n"
