@@ -309,7 +309,8 @@ IMAGES = Layout(
     # image, --keep, pinned), MinAge and images that cannot be pulled again are what an
     # operator asks "why not?" about
     lambda k: k.rule in ("min-age", "protected", "pinned", "unpullable"),
-    False,
+    True,
+    ("of images at most (shared layers stay)", "of images"),
 )
 
 
@@ -511,11 +512,14 @@ def residue_summary(plan: Plan[Any]) -> str:
     """`5 finding(s), 1.2Gi; 2 safe to clean (40Ki).` before acting; results after."""
     findings = [*plan.actions, *plan.kept]
     total = sum(f.bytes or 0 for f in findings)
-    safe = sum(f.planned_bytes for f in plan.actions)
     if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
+        going = [a for a in plan.actions if a.result is Result.PLANNED]
+        skipped = sum(1 for a in plan.actions if a.result is Result.SKIPPED)
+        changed = f"; {skipped} skipped (changed since the plan)" if skipped else ""
         return (
-            f"{len(findings)} finding(s), {format_bytes(total)}; {len(plan.actions)} safe to "
-            f"clean ({format_bytes(safe)}); {len(plan.kept)} not safe."
+            f"{len(findings)} finding(s), {format_bytes(total)}; {len(going)} safe to "
+            f"clean ({format_bytes(sum(a.planned_bytes for a in going))}){changed}; "
+            f"{len(plan.kept)} not safe."
         )
     by = plan.counts()
     freed = format_bytes(sum(a.bytes_freed for a in plan.actions))
@@ -642,6 +646,22 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
 
 
 _NOT_ACTED = (Result.PLANNED, Result.HELD_BACK)
+
+
+def render_names(plan: Plan[Any], out: IO[str] | None = None) -> None:
+    """`-o name`: `KIND/ID` of each object the table lists first, one a line, as `kubectl get
+    -o name` writes them: what a dry run would remove (every finding of a residue scan), what
+    was removed after acting. KIND is the action's kind (a residue finding's type)."""
+    out = out or sys.stdout
+    rows = [*plan.actions, *plan.kept] if getattr(plan, "scan_only", False) else plan.actions
+    acted = not plan.dry_run and not getattr(plan, "scan_only", False)
+    for a in rows:
+        if acted and a.result is not Result.REMOVED:
+            continue
+        if not acted and a.result not in (Result.PLANNED, Result.KEPT):
+            continue
+        kind = getattr(a, "type", "") or a.kind
+        out.write(f"{safe_text(kind)}/{safe_text(a.id)}\n")
 
 
 def render_ids(plan: Plan[Any], out: IO[str] | None = None) -> None:
