@@ -4,11 +4,20 @@ no line is wider than the width, and a long text cell never narrows its neighbou
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubegc_cli.core.model import Image, NodeSnapshot
+from kubegc_cli.core.plan import ImageAction, Plan, Result
+from kubegc_cli.core.residue import POD_DIR, Finding
+from kubegc_cli.render.plan import residue_summary, summary_line
 from kubegc_cli.render.table import Column, Grid, Screen, View, grid_lines
+from tests.unit.factories import NOW, ctr
+from tests.unit.memorycri import run_cli
 
 WORD = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz/-._"), min_size=1, max_size=14)
 SHORT = st.text(st.sampled_from("0123456789abcdef.KMGiB%-"), min_size=1, max_size=12)
@@ -96,3 +105,72 @@ def test_a_screen_on_a_pipe_writes_plain_text_whatever_its_length() -> None:
     screen.line(long)
     screen.note(long)
     assert out.getvalue() == f"{long}\n  {long}\n"
+
+
+# --- the command line: -o wide, -o name, --no-headers, and headlines from their rows --------
+
+
+def _snapshot(tmp_path: Path) -> list[str]:
+    """Options planning `gc containers` from a snapshot: pod u1's attempts 0-2 exited (0 and 1
+    beyond MaxPerPodContainer), with logs."""
+    cs = [ctr(f"{i:064x}", uid="u1", attempt=i, age_s=900 - i, log_bytes=1000 * (i + 1))
+          for i in range(3)]  # fmt: skip
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(NodeSnapshot(captured_at=NOW, containers=tuple(cs)).to_dict()))
+    return ["--snapshot", str(f), "--state-dir", str(tmp_path / "st"), "--pod-source", "none"]
+
+
+def test_o_name_lists_kind_slash_id_of_what_the_plan_removes(tmp_path: Path) -> None:
+    code, out, err = run_cli([*_snapshot(tmp_path), "gc", "containers", "-o", "name"])
+    assert code == 0, err
+    assert out.splitlines() == [f"container/{0:064x}", f"container/{1:064x}"]
+
+
+def test_no_headers_leaves_out_titles_and_header_lines_only(tmp_path: Path) -> None:
+    code, out, err = run_cli([*_snapshot(tmp_path), "gc", "containers", "--no-headers"])
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [ln.split()[0] for ln in lines[:2]] == [f"{0:064x}"[:13], f"{1:064x}"[:13]]
+    assert "CONTAINER" not in out and "Container GC" not in out
+    assert lines[-1].startswith("2 container(s) to remove")
+
+
+def test_o_wide_adds_the_hidden_columns(tmp_path: Path) -> None:
+    _, table, _ = run_cli([*_snapshot(tmp_path), "gc", "containers"])
+    code, wide, err = run_cli([*_snapshot(tmp_path), "gc", "containers", "-o", "wide"])
+    assert code == 0, err
+    assert "POD UID" not in table and "POD UID" in wide.splitlines()[1]
+    assert all(" u1" in ln for ln in wide.splitlines()[2:4])
+
+
+@pytest.mark.parametrize("command", [["df"], ["evict", "check"], ["memory", "available"]])
+def test_o_name_on_a_command_that_lists_no_objects_is_one_line_exit_2(
+    tmp_path: Path, command: list[str]
+) -> None:
+    code, out, err = run_cli(["--host-root", str(tmp_path), *command, "-o", "name"])
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "'name'" in err and command[0] in err
+
+
+def test_a_residue_headline_counts_only_what_still_goes() -> None:
+    """A saved residue plan re-checked (`apply --dry-run`) with findings changed since: the
+    headline counts and sums the ones still planned, and names the skipped ones apart."""
+    plan: Plan[Finding] = Plan(kind="ResiduePlan", policy={}, now=NOW)
+    for i, result in enumerate([Result.PLANNED, Result.SKIPPED, Result.SKIPPED]):
+        f = Finding(POD_DIR, f"/var/lib/kubelet/pods/{i}", "e", 1 << (20 + i), True, "rm -r")
+        f.result = result
+        plan.actions.append(f)
+    plan.dry_run = True
+    assert residue_summary(plan) == (
+        "3 finding(s), 7Mi; 1 safe to clean (1Mi); 2 skipped (changed since the plan); 0 not safe."
+    )
+
+
+def test_the_image_gc_headline_has_its_byte_total() -> None:
+    plan: Plan[ImageAction] = Plan(kind="ImageGCPlan", policy={}, now=NOW)
+    for i in range(2):
+        plan.actions.append(
+            ImageAction(Image(f"sha256:{i:064x}", size=(i + 1) << 30), NOW, 0, "unused", "r")
+        )
+    plan.dry_run = True
+    assert summary_line(plan).startswith("2 image(s) to remove, 3Gi of images at most")
