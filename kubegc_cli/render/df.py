@@ -189,14 +189,14 @@ def render_df(
     if report.pods:
         title = f"Pods by footprint (top {len(report.pods)} of {report.pod_count})"
         pt = Grid(title, [
-            Column("NAMESPACE", "word"), Column("POD"), Column("LOGS", "num"),
+            Column("POD", "id"), Column("LOGS", "num"),
             Column("EMPTYDIR", "num"), Column("WRITABLE LAYERS", "num"),
             Column("FOOTPRINT", "num"), Column("MOUNTS", "num"), Column("", "word"),
             Column("UID", "id", wide=True),
         ])  # fmt: skip
         for p in report.pods:
             pt.add([
-                safe_text(p.namespace or "?"), safe_text(p.name or p.uid),
+                f"{safe_text(p.namespace or '?')}/{safe_text(p.name or p.uid)}",
                 bytes_cell(p.logs),
                 bytes_cell(p.empty_dir), "unknown" if p.writable_layers is None else
                 bytes_cell(p.writable_layers), bytes_cell(p.footprint), str(len(p.mounted)),

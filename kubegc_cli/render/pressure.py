@@ -55,13 +55,13 @@ def memory_lines(report: MemoryReport, width: int | None, view: View | None = No
         shown = len(report.pods)
         pt = Grid(
             f"Pods by working set (top {shown} of {report.pod_count})",
-            [Column("NAMESPACE", "word"), Column("POD"), Column("QOS", "word"),
-             Column("WORKING SET", "num"), Column("USAGE", "num"), Column("INACTIVE FILE", "num"),
-             Column("ACTIVE FILE", "num"), Column("UID", "id")],
+            [Column("POD", "id"), Column("QOS", "word"), Column("WORKING SET", "num"),
+             Column("USAGE", "num"), Column("INACTIVE FILE", "num"), Column("ACTIVE FILE", "num"),
+             Column("UID", "word")],
         )  # fmt: skip
         for p in report.pods:
             pt.add([
-                safe_text(p.namespace or "?"), safe_text(p.name or "?"), p.qos,
+                f"{safe_text(p.namespace or '?')}/{safe_text(p.name or '?')}", p.qos,
                 bytes_cell(p.working_set), bytes_cell(p.usage), bytes_cell(p.inactive_file),
                 bytes_cell(p.active_file), safe_text(p.uid),
             ])  # fmt: skip
@@ -132,12 +132,12 @@ def render_eviction(
             continue  # the notes say why no pod is ranked
         rt = Grid(
             f"Pods the kubelet would evict first for {signal}",
-            [Column("#", "num"), Column("NAMESPACE", "word"), Column("POD"),
-             Column("PRIORITY", "num"), Column("USAGE", "num"), Column("REQUEST", "num"),
-             Column("EXCEEDS", "word"), Column("NOTE")],
+            [Column("#", "num"), Column("POD", "id"), Column("PRIORITY", "num"),
+             Column("USAGE", "num"), Column("REQUEST", "num"), Column("EXCEEDS", "word"),
+             Column("NOTE")],
         )  # fmt: skip
         for i, row in enumerate(ranked, 1):
-            rt.add([str(i), safe_text(row["namespace"]), safe_text(row["name"]),
+            rt.add([str(i), f"{safe_text(row['namespace'])}/{safe_text(row['name'])}",
                     str(row["priority"]), safe_text(row["usage_text"]),
                     safe_text(row["request_text"]), "yes" if row["exceeds"] else "no",
                     safe_text(row["note"])])  # fmt: skip

@@ -157,7 +157,7 @@ def test_df_shows_every_figure_whole(messy: Messy, size: tuple[int, int, str]) -
             assert t["signal"] in seen and ("MET" in seen or not t["met"])
     for p in doc["pods"]:
         if p["namespace"] == messy.ns:
-            assert p["name"] in seen and bytes_cell(p["footprint"]) in seen
+            assert f"{p['namespace']}/{p['name']}" in seen and bytes_cell(p["footprint"]) in seen
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}-{s[2]}")
