@@ -81,7 +81,8 @@ Line = tuple[str, str | None]
 def _width_function(texts: Sequence[str]) -> Callable[[str], int]:
     """`len` when every text is printable ASCII (one terminal cell a character), else rich's
     cell width (wide characters take two cells)."""
-    if all(t.isascii() and t.isprintable() for t in texts):
+    joined = "".join(texts)
+    if joined.isascii() and joined.isprintable():
         return len
     # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
     from rich.cells import cell_len
@@ -125,11 +126,18 @@ def grid_lines(grid: Grid, width: int | None, view: View | None = None) -> list[
         below = [i for i in moved if i not in inline and cols[i].kind != "decor"]
         below.sort()
 
+    right = [cols[i].kind == "num" for i in inline]
+    sizes = [natural[i] for i in inline]
+
     def line(cells: list[str]) -> str:
-        parts = []
-        for i in inline:
-            pad = " " * (natural[i] - cell(cells[i]))
-            parts.append(pad + cells[i] if cols[i].kind == "num" else cells[i] + pad)
+        parts = [cells[i] for i in inline]
+        if cell is len:
+            parts = [
+                p.rjust(w) if r else p.ljust(w) for p, w, r in zip(parts, sizes, right, strict=True)
+            ]
+        else:
+            pads = [" " * (w - cell(p)) for p, w in zip(parts, sizes, strict=True)]
+            parts = [d + p if r else p + d for p, d, r in zip(parts, pads, right, strict=True)]
         return (" " * GAP).join(parts).rstrip()
 
     out: list[Line] = []
