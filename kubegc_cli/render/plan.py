@@ -581,10 +581,15 @@ def render_plan(
     def style_of(a: Any) -> str | None:
         return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
 
+    shows = [screen.view.wide or not c.wide for c in layout.columns]
+
     def grid(name: str, rows: list[Any], style: Callable[[Any], str | None]) -> Grid:
         g = Grid(name, layout.columns)
-        for a in rows:
-            g.add([safe_text(v) for v in layout.row(a, plan.now)], style(a))
+        for a in rows:  # (a column -o wide alone shows is not escaped for nothing)
+            cells = layout.row(a, plan.now)
+            g.add(
+                [safe_text(v) if on else "" for v, on in zip(cells, shows, strict=True)], style(a)
+            )
         return g
 
     if plan.actions:
