@@ -211,13 +211,13 @@ def render_df(
     if report.reclaimable() and report.reclaim_command:
         screen.line("Reclaim all of it in one run (one plan, one confirmation, the disk "
                     "measured after):", style="bold")  # fmt: skip
-        screen.line(safe_text(report.reclaim_command), indent=2)
+        screen.line(safe_text(report.reclaim_command), indent=2, whole=True)
         screen.line("")
     if full:
         screen.line("Reclaim with (… = the options that act on what was measured):",
                     style="bold")  # fmt: skip
         for command in full:
-            screen.line(safe_text(command), indent=2)
+            screen.line(safe_text(command), indent=2, whole=True)
         screen.line("")
     if report.mounted and verbose:
         screen.line("Mounted below pod directories, not counted:", style="bold")

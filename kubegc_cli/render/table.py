@@ -6,9 +6,9 @@ width (a terminal's columns; None into a pipe or file, where nothing is ever cut
 1. **One line a row** when every column fits (columns two spaces apart, numbers right-aligned).
 2. **Long cells under their row** when not: the decorations (`decor`, a bar) are left out,
    then the text columns, widest first, then the short words, move to indented lines under
-   each row, wrapped at spaces (a word longer than a whole line, a path, is folded where the
-   terminal would fold it). The first column, IDs (`id`) and numbers (`num`) stay on the
-   row's line, whole.
+   each row, wrapped at spaces (a word longer than a whole line, a path, stays whole for the
+   terminal to soft-wrap, as does a `whole` column: a command). The first column, IDs (`id`)
+   and numbers (`num`) stay on the row's line, whole.
 3. **One block per row** (as `kubectl describe` does) when even those do not fit: the first
    cell, then each other column as `NAME: value`, one a line.
 
@@ -39,12 +39,15 @@ INDENT = 4
 
 @dataclass(frozen=True)
 class Column:
-    """One column: its header `name`, its `kind` (`ColumnKind`), and `wide` when it is shown
-    only with `-o wide`."""
+    """One column: its header `name`, its `kind` (`ColumnKind`), `wide` when it is shown only
+    with `-o wide`, and `whole` for a text a user copies (a command): moved under its row it
+    is never wrapped at its spaces (a long one is left to the terminal's soft wrap, which a
+    copy from the screen joins again)."""
 
     name: str
     kind: ColumnKind = "text"
     wide: bool = False
+    whole: bool = False
 
 
 @dataclass
@@ -91,9 +94,9 @@ def _width_function(texts: Sequence[str]) -> Callable[[str], int]:
 
 
 def grid_lines(grid: Grid, width: int | None, view: View | None = None) -> list[Line]:
-    """`grid` as lines no wider than `width` (None: unlimited; a title wider than `width` is
-    left to the terminal), by the layouts of the module's docstring. An empty grid gives its
-    title and header only."""
+    """`grid` as lines no wider than `width` (None: unlimited), but for a word longer than a
+    line and a long `whole` cell (left to the terminal's soft wrap), by the layouts of the
+    module's docstring. An empty grid gives its title and header only."""
     view = view or View()
     keep = [i for i, c in enumerate(grid.columns) if view.wide or not c.wide]
     cols = [grid.columns[i] for i in keep]
@@ -151,7 +154,7 @@ def grid_lines(grid: Grid, width: int | None, view: View | None = None) -> list[
     for cells, style in rows:
         out.append((line(cells), style))
         pieces = [
-            cells[i] if len(below) == 1 else f"{cols[i].name}: {cells[i]}"
+            (cells[i] if len(below) == 1 else f"{cols[i].name}: {cells[i]}", cols[i].whole)
             for i in below
             if cells[i] not in ("", "-")
         ]
@@ -159,16 +162,19 @@ def grid_lines(grid: Grid, width: int | None, view: View | None = None) -> list[
     return out
 
 
-def _pack(pieces: list[str], room: int | None, cell: Callable[[str], int]) -> list[str]:
-    """`pieces` on as few lines of `room` cells as they fit, two spaces apart; a piece wider
-    than `room` gets lines of its own, wrapped (`_wrap`; nothing joins its last line)."""
+def _pack(
+    pieces: list[tuple[str, bool]], room: int | None, cell: Callable[[str], int]
+) -> list[str]:
+    """`pieces` (text, whole) on as few lines of `room` cells as they fit, two spaces apart; a
+    piece wider than `room` gets lines of its own: wrapped at spaces (`_wrap`), or, `whole`,
+    one line the terminal soft-wraps. Nothing joins the last line of a wider piece."""
     lines: list[str] = []
     joinable = False
-    for piece in pieces:
+    for piece, whole in pieces:
         fits = room is None or cell(piece) <= room
         if joinable and fits and room is not None and cell(lines[-1]) + GAP + cell(piece) <= room:
             lines[-1] += " " * GAP + piece
-        elif fits:
+        elif fits or whole:
             lines.append(piece)
         else:
             lines += _wrap(piece, room or 1)
@@ -178,9 +184,10 @@ def _pack(pieces: list[str], room: int | None, cell: Callable[[str], int]) -> li
 
 def _wrap(text: str, room: int) -> list[str]:
     """`text` wrapped at spaces to `room` columns; a word longer than `room` (a path, a long
-    name) is folded at `room`, as the terminal would fold it, every character kept."""
+    name, an ID) stays whole on a line of its own, for the terminal to soft-wrap: a copy from
+    the screen then gives it back in one piece."""
     return textwrap.wrap(
-        text, room, break_long_words=True, break_on_hyphens=False, drop_whitespace=True
+        text, room, break_long_words=False, break_on_hyphens=False, drop_whitespace=True
     ) or [text]
 
 
@@ -203,17 +210,18 @@ def _blocks(
             if value == "":
                 continue
             name = f"{c.name}:".ljust(label)
-            whole = c.kind in ("id", "num") and cell(value) <= room
+            whole = c.whole or (c.kind in ("id", "num") and cell(value) <= room)
             for n, text in enumerate([value] if whole else _wrap(value, room)):
                 out.append((f"  {name if n == 0 else ' ' * label}  {text}", style))
     return out
 
 
-def prose(text: str, width: int | None, indent: int = 0) -> list[str]:
-    """`text` as lines: one whole line when `width` is None (a pipe), else wrapped at spaces to
-    `width` (a word longer than a line stays whole), each line indented by `indent`."""
+def prose(text: str, width: int | None, indent: int = 0, *, whole: bool = False) -> list[str]:
+    """`text` as lines: one whole line when `width` is None (a pipe) or `text` is `whole` (a
+    command a user copies: the terminal soft-wraps it), else wrapped at spaces to `width` (a
+    word longer than a line stays whole), each line indented by `indent`."""
     lead = " " * indent
-    if width is None or not text:
+    if width is None or whole or not text:
         return [lead + text]
     return [lead + t for t in _wrap(text, max(20, width - indent))]
 
@@ -300,10 +308,13 @@ class Screen:
         for text, style in lines:
             console.print(Text(text, style=style or ""), soft_wrap=True)
 
-    def line(self, text: str, style: str | None = None, indent: int = 0) -> None:
+    def line(
+        self, text: str, style: str | None = None, indent: int = 0, *, whole: bool = False
+    ) -> None:
         """`text` (prose) as one line into a pipe; on a terminal wrapped at spaces to its
-        width, every line indented by `indent`."""
-        self.lines([(t, style) for t in prose(text, self.width, indent)])
+        width, every line indented by `indent` (`whole`, a command: one line, soft-wrapped by
+        the terminal)."""
+        self.lines([(t, style) for t in prose(text, self.width, indent, whole=whole)])
 
     def note(self, text: str, style: str | None = "dim") -> None:
         """A note: indented by two (wrapped on a terminal)."""

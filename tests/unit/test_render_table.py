@@ -78,6 +78,20 @@ def test_a_long_text_cell_moves_under_its_row_and_leaves_its_neighbours_whole() 
     assert " ".join(ln.strip() for ln in lines[4:]) == evidence
 
 
+def test_a_command_and_a_long_path_stay_one_line_each_for_the_terminal_to_soft_wrap() -> None:
+    """What a user copies is never broken by kubegc: a `whole` cell (a command) moved under
+    its row and a word longer than a line each take one line, which the terminal soft-wraps
+    (a copy from the screen joins it again); prose around them still wraps at spaces."""
+    command = "kubegc gc all --pods-file /var/lib/kubegc/a-long-pods-file-name.json -n kube-system"
+    path = "/var/lib/kubelet/pods/" + "d" * 80
+    grid = Grid("", [Column("OBJECT", "id"), Column("SIZE", "num"), Column("EVIDENCE"),
+                     Column("BY HAND", whole=True)])  # fmt: skip
+    grid.add(["abc", "1Ki", f"found at {path} and nowhere else", command])
+    lines = [text.strip() for text, _ in grid_lines(grid, 60)]
+    assert f"BY HAND: {command}" in lines and path in lines
+    assert "EVIDENCE: found at" in lines
+
+
 def test_when_even_the_numbers_do_not_fit_each_row_is_a_block() -> None:
     cols = [Column("SIGNAL", "id"), *(Column(f"N{i}", "num") for i in range(6))]
     grid = Grid("Eviction thresholds", cols)
