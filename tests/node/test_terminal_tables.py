@@ -250,3 +250,31 @@ def test_history_shows_the_run_id_whole_and_bytes_in_human_units(messy: Messy) -
         assert str(run["run_id"]) in seen and format_bytes(run["bytes_freed"]) in seen, screen
         for a in run["actions"]:
             assert a["id"] in unfolded(screen)
+
+
+def test_a_stale_plan_applied_as_a_dry_run_counts_only_what_still_goes(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """A saved plan whose containers were all removed since: `apply --dry-run` at 80x24 marks
+    each row skipped, and its headline says nothing is to be removed (not the saved count)."""
+    from kubegc_cli.node.cri.v1 import api_pb2
+
+    pod = node.run_pod("web", namespace=ns)
+    ids = [node.add_container(pod, "app", attempt=i) for i in range(3)]
+    pods = write_pods_file(tmp_path / "pods.json", pod)
+    base = [sys.executable, "-m", "kubegc_cli", "-r", node.endpoint, "--kubelet-config",
+            str(node.kubelet_config), "--state-dir", str(tmp_path / "state"), "--pods-file",
+            str(pods)]  # fmt: skip
+    plan = tmp_path / "plan.json"
+    saved = subprocess.run([*base, "gc", "containers", "-n", ns, "--plan-out", str(plan)],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    assert {a["id"] for a in json.loads(plan.read_text())["actions"]} == set(ids[:2])
+    for cid in ids[:2]:
+        node.runtime.RemoveContainer(api_pb2.RemoveContainerRequest(container_id=cid), timeout=10)
+    code, screen = run_in_pane([*base, "apply", str(plan), "--dry-run"], 80, 24)
+    assert code == 0, screen
+    text = " ".join(screen.split())
+    assert "0 container(s) to remove, 0B of logs, 2 skipped (changed since the plan);" in text
+    rows = [r for r in screen.splitlines() if r[:13] in {i[:13] for i in ids[:2]}]
+    assert len(rows) == 2 and text.count("skipped: gone before removal") == 2, screen
