@@ -88,7 +88,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     # each action's audit row is written as it completes (inside ContainerRemover.run); the
     # rest (actions never attempted) and the final sync at the end
     patch(state.AuditLog, ("finish",), "AuditLog.finish (sqlite)")
-    # into a pipe the table needs no rich (kubegc_cli.render.plan._Printer); on a terminal, or with
+    # into a pipe the table needs no rich (kubegc_cli.render.table.Screen); on a terminal, or with
     # FORCE_COLOR, rich's import falls inside this phase
     patch(render, ("render_plan", "render_container_plan"), "render plan (table)")
     patch(render, ("dump_document",), "render plan (json/yaml)")

@@ -27,6 +27,7 @@ from kubegc_cli.node.host.bounded import set_walk_timeout
 from kubegc_cli.node.kubeletapi import check_server_name, check_url
 from kubegc_cli.render import plan as render
 from kubegc_cli.render.log import LOG
+from kubegc_cli.render.table import View
 from kubegc_cli.report.run import metrics_file_option, outcome, reported_settings
 
 MAX_TIMEOUT_SECONDS = 24 * 3600
@@ -72,6 +73,7 @@ def settings_from(ctx: click.Context) -> Settings:
         max_recv_size=max_recv,
         host_root=host_root,
         output=g["output"],
+        no_headers=bool(g.get("no_headers")),
         verbose=g.get("verbose", 0),
         quiet=bool(g.get("quiet")),
         limit=100 if g.get("limit") is None else int(g["limit"]),
@@ -133,8 +135,9 @@ class ConsoleUi:
         return LOG.progress(total, self.verbose)
 
     def show_plan(self, plan: Any) -> None:
-        out = sys.stdout if self.output == "table" else sys.stderr
-        render.render_plan(plan, verbose=self.verbose, out=out, limit=self.limit)
+        out = sys.stdout if self.output in ("table", "wide") else sys.stderr
+        view = View(wide=self.output == "wide")
+        render.render_plan(plan, verbose=self.verbose, out=out, limit=self.limit, view=view)
 
     def interactive(self) -> bool:
         return sys.stdin.isatty() and sys.stderr.isatty()
@@ -230,7 +233,21 @@ def emit_plan(plan: Any, s: Any) -> None:
         render.dump_document(plan.to_dict(rows_as_json=s.output == "json"), s.output)
     elif plan.declined:
         return  # the table was shown right before the question
+    elif s.output == "name":
+        render.render_names(plan)
     elif s.quiet:
         render.render_ids(plan)
     else:
-        render.render_plan(plan, verbose=s.verbose, limit=s.limit)
+        render.render_plan(plan, verbose=s.verbose, limit=s.limit, view=table_view(s, ""))
+
+
+def table_view(s: Settings, command: str, *, names: bool = True) -> View:
+    """How tables are shown: `-o wide` (their extra columns), `--no-headers`. Raises
+    `BadInput` for `-o name` on `command`, which lists no objects (`names` False): check it
+    before observing anything."""
+    if s.output == "name" and not names:
+        raise BadInput(
+            f"invalid value for -o: 'name' lists objects and {command} lists none; "
+            "use table, wide, json or yaml"
+        )
+    return View(wide=s.output == "wide", headers=not s.no_headers)

@@ -10,7 +10,7 @@ import click
 from click.core import ParameterSource
 
 from kubegc_cli.cli.command import KubegcCommand, KubegcGroup
-from kubegc_cli.cli.common import ConsoleUi, act_options, settings_from
+from kubegc_cli.cli.common import ConsoleUi, act_options, settings_from, table_view
 from kubegc_cli.cli.configfile import annotate, global_params, loaded, own_options
 from kubegc_cli.cli.gc import container_policy, image_gc_options
 from kubegc_cli.cli.memory import watch_interval
@@ -21,6 +21,7 @@ from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duratio
 from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
 from kubegc_cli.node.kubeletapi import CONFIGZ_SOURCE
 from kubegc_cli.render import plan as render
+from kubegc_cli.render.table import Column, Grid, Screen, View
 
 
 @click.group("config", cls=KubegcGroup)
@@ -136,7 +137,7 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
             for name, value in opts.items():
                 rows.append({"key": cfg.key(trail, name), "value": _value_text(value),
                              "source": cfg.source})  # fmt: skip
-    _print_rows(rows, s.output, cfg.path)
+    _print_rows(rows, s.output, cfg.path, table_view(s, "config view", names=False))
 
 
 def _checked(
@@ -192,18 +193,16 @@ def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str,
     return out
 
 
-def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None) -> None:
+def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None, view: View) -> None:
     if output in ("json", "yaml"):
         doc = {"kind": "Config", "apiVersion": API_VERSION, "file": str(path) if path else None,
                "values": rows}  # fmt: skip
         render.dump_document(doc, output)
         return
-    width = max(len("KEY"), *(len(r["key"]) for r in rows))
-    vwidth = min(40, max(len("VALUE"), *(len(safe_text(_show(r["value"]))) for r in rows)))
-    click.echo(f"{'KEY':<{width}}  {'VALUE':<{vwidth}}  SOURCE")
-    for r in rows:
-        value, source = safe_text(_show(r["value"])), safe_text(r["source"])  # as in tables
-        click.echo(f"{r['key']:<{width}}  {value:<{vwidth}}  {source}")
+    grid = Grid("", [Column("KEY", "id"), Column("VALUE", "word"), Column("SOURCE")])
+    for r in rows:  # control characters escaped, as in every table
+        grid.add([safe_text(r["key"]), safe_text(_show(r["value"])), safe_text(r["source"])])
+    Screen(view=view).grid(grid)
 
 
 def _show(value: Any) -> str:

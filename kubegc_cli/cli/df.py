@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kubegc_cli.cli.command import KubegcCommand
-from kubegc_cli.cli.common import ConsoleUi, settings_from
+from kubegc_cli.cli.common import ConsoleUi, settings_from, table_view
 from kubegc_cli.cli.options import WholeRange, global_options
 from kubegc_cli.commands.df import DfOptions, disk_usage
 from kubegc_cli.render import plan as render
@@ -72,6 +72,7 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
       kubegc df --no-runtime
     """
     s = settings_from(ctx)
+    view = table_view(s, "df", names=False)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
     options = DfOptions(
         root_dir=opts["root_dir"],
@@ -84,5 +85,5 @@ def df(ctx: click.Context, /, **opts: Any) -> None:
     if s.output in ("json", "yaml"):
         render.dump_document(report.to_dict(), s.output)
     else:
-        render_df(report, verbose=s.verbose)
+        render_df(report, verbose=s.verbose, view=view)
     sys.exit(report.exit_code())

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kubegc_cli.cli.command import KubegcGroup
-from kubegc_cli.cli.common import ConsoleUi, act_options, finish, settings_from
+from kubegc_cli.cli.common import ConsoleUi, act_options, finish, settings_from, table_view
 from kubegc_cli.cli.completion import complete_namespace
 from kubegc_cli.cli.options import WholeRange, act_flags, global_options
 from kubegc_cli.commands.evict import evict_check as check_thresholds
@@ -107,6 +107,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
       kubegc evict check -o json | jq '.met'
     """
     s = settings_from(ctx)
+    view = table_view(s, "evict check", names=False)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
     flags = raw_from_flags(
         _joined(opts["eviction_hard"]),
@@ -125,7 +126,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     if s.output in ("json", "yaml"):
         render.dump_document(report.to_dict(), s.output)
     else:
-        render_eviction(report, verbose=s.verbose)
+        render_eviction(report, verbose=s.verbose, view=view)
     sys.exit(report.exit_code())
 
 

@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from kubegc_cli.cli.command import KubegcCommand
-from kubegc_cli.cli.common import settings_from
+from kubegc_cli.cli.common import settings_from, table_view
 from kubegc_cli.cli.options import WholeRange, global_options
 from kubegc_cli.commands.fleet import DEFAULT_STALE, FleetOptions, read_fleet
 from kubegc_cli.core.errors import BadInput, ExitCode
-from kubegc_cli.core.units import parse_duration
+from kubegc_cli.core.units import parse_duration, safe_text
 from kubegc_cli.render import plan as render
 from kubegc_cli.render.fleet import render_fleet
 
@@ -62,9 +62,13 @@ def fleet(ctx: click.Context, /, **opts: Any) -> None:
     stale = parse_duration(opts["stale"], flag="--stale")
     if stale <= 0:
         raise BadInput(f"invalid value for --stale: {opts['stale']!r} must be above 0")
+    shown = table_view(s, "fleet")
     view = read_fleet(s, FleetOptions(stale=stale, top=opts["top"]))
     if s.output in ("json", "yaml"):
         render.dump_document(view.to_dict(), s.output)
+    elif s.output == "name":
+        for r in view.rows:
+            click.echo(f"node/{safe_text(r.node)}")
     else:
-        render_fleet(view)
+        render_fleet(view, table_view=shown)
     sys.exit(ExitCode.OK)

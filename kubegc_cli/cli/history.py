@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from kubegc_cli.cli.command import KubegcCommand
-from kubegc_cli.cli.common import ConsoleUi, settings_from
+from kubegc_cli.cli.common import ConsoleUi, settings_from, table_view
 from kubegc_cli.cli.options import WholeRange, global_options
 from kubegc_cli.core.units import safe_text
 from kubegc_cli.node.state import read_history
 from kubegc_cli.render import plan as render
+from kubegc_cli.render.history import render_history
 
 
 @click.command("history", cls=KubegcCommand)
@@ -26,21 +27,16 @@ def history(ctx: click.Context, /, runs: int) -> None:
       kubegc history --runs 1 -o json
     """
     s = settings_from(ctx)
+    view = table_view(s, "history")
     items = read_history(s.state_dir, runs, ConsoleUi(s.verbose, s.output, s.limit).warn)
     if s.output in ("json", "yaml"):
         render.dump_document({"kind": "History", "items": items}, s.output)
         return
+    if s.output == "name":
+        for run in items:
+            click.echo(f"run/{safe_text(str(run['run_id']))}")
+        return
     if not items:
         click.echo(f"no runs recorded in {s.state_dir}")
         return
-    for run in items:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(run["by_result"].items())) or "nothing"
-        click.echo(
-            f"{run['at']}  {run['command']:<14} {counts}; freed {run['bytes_freed']} bytes  "
-            f"(run {run['run_id']})"
-        )
-        if s.verbose:
-            for a in run["actions"]:
-                cells = (safe_text(str(a[k])) for k in ("kind", "id", "rule", "result"))
-                kind, oid, rule, result = cells
-                click.echo(f"    {kind:<11} {oid[:40]:<40} {rule:<22} {result}")
+    render_history(items, verbose=s.verbose, view=view)

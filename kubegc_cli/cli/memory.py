@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kubegc_cli.cli.command import KubegcGroup
-from kubegc_cli.cli.common import ConsoleUi, settings_from
+from kubegc_cli.cli.common import ConsoleUi, settings_from, table_view
 from kubegc_cli.cli.options import GIVEN, WholeRange, global_options
 from kubegc_cli.commands.memory import memory_report
 from kubegc_cli.core.errors import BadInput
@@ -75,17 +75,18 @@ def memory_available(ctx: click.Context, /, allocatable: str | None, top: int,
       kubegc memory available -o json | jq '."memory.available".available'
     """
     s = settings_from(ctx)
+    view = table_view(s, "memory available", names=False)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
     given = parse_bytes(allocatable, flag="--allocatable") if allocatable is not None else None
     interval = watch_interval(watch) if watch is not None else None
-    if interval is not None and s.output != "table":
+    if interval is not None and s.output not in ("table", "wide"):
         raise BadInput("--watch shows a live table; drop it for -o json/yaml (one sample)")
     report = memory_report(s, ui, allocatable=given, top=top)
     if s.output in ("json", "yaml"):
         render.dump_document(report.to_dict(), s.output)
         return
     if interval is None:
-        render_memory(report)
+        render_memory(report, view=view)
         return
     try:
         watch_memory(report, lambda: memory_report(s, ui, allocatable=given, top=top), interval)

@@ -137,11 +137,17 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("-o", "--output"),
         {
-            "type": click.Choice(["table", "json", "yaml"]),
+            "type": click.Choice(["table", "wide", "name", "json", "yaml"]),
             "default": "table",
-            "help": "Output format.",
+            "help": "Output format: table; wide (the table with its extra columns: full "
+            "image, pod UID, every tag); name (KIND/ID of each object listed, one a line); "
+            "json; yaml.",
             "show_default": True,
         },
+    ),
+    (
+        ("--no-headers",),
+        {"is_flag": True, "help": "Tables without their titles and column header lines."},
     ),
     (
         ("-v", "--verbose"),

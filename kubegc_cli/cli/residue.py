@@ -98,7 +98,7 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     s = settings_from(ctx)
     plan = scan_residue(s, ConsoleUi(s.verbose, s.output, s.limit), _residue_options(opts))
     outcome(plan)
-    if s.quiet and s.output == "table":
+    if s.quiet and s.output in ("table", "wide"):
         for f in [*plan.actions, *plan.kept]:
             click.echo(safe_text(f.target))  # a host path: escaped as in the table
     else:

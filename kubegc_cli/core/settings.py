@@ -24,7 +24,8 @@ class Settings:
     timeout: float = 10.0
     max_recv_size: int = 256 * 1024 * 1024
     host_root: Path = Path("/")
-    output: str = "table"
+    output: str = "table"  # table, wide, name, json, yaml
+    no_headers: bool = False  # --no-headers: tables without titles and header lines
     verbose: int = 0
     quiet: bool = False
     limit: int = 100  # --limit: rows a plan table lists per section (0 = all)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from kubegc_cli.commands.df import CMD_ALL, CMD_CONTAINERS, CMD_IMAGES, CMD_RESIDUE
 from kubegc_cli.core.units import format_bytes, safe_text
-from kubegc_cli.render.plan import make_console
-from kubegc_cli.render.pressure import bytes_cell, rows_table
+from kubegc_cli.render.pressure import bytes_cell
+from kubegc_cli.render.table import Column, Grid, Screen, View
 
 if TYPE_CHECKING:
     from kubegc_cli.commands.df import DfReport, Filesystem, Line
@@ -70,24 +70,28 @@ def _header(f: Filesystem) -> str:
     )
 
 
-def _unmarked(value: str) -> str:
-    """Text from a configuration file inside a line printed as rich markup: control
-    characters escaped, `[` escaped so it is never read as a tag."""
-    return safe_text(value).replace("[", "\\[")
-
-
-def _threshold_text(row: dict[str, Any]) -> str:
-    inodes = row["signal"].endswith("inodesFree")
-
-    def fmt(n: int) -> str:
-        return f"{n:,}" if inodes else bytes_cell(n)
-
-    kind = "hard" if row["hard"] else f"soft, {row['grace_period_seconds']:g}s grace"
-    state = "[bold red]MET[/]" if row["met"] else f"margin {fmt(row['margin'])}"
-    return (
-        f"{row['signal']}<{_unmarked(row['threshold'])} = {fmt(row['threshold_quantity'])} "
-        f"({kind}): observed {fmt(row['observed'])}, {state}"
-    )
+def _thresholds(f: Filesystem) -> Grid:
+    """The eviction thresholds of a filesystem: signal, threshold as configured and as a
+    quantity, kind, observed, margin (or MET)."""
+    grid = Grid("", [Column("  EVICTION", "id"), Column("THRESHOLD", "num"),
+                     Column("", "num"), Column("OBSERVED", "num"), Column("MARGIN", "num"),
+                     Column("KIND", "word")])  # fmt: skip
+    for row in f.eviction:
+        inodes = row["signal"].endswith("inodesFree")
+        fmt: Callable[[int], str] = (lambda n: f"{n:,}") if inodes else bytes_cell
+        kind = "hard" if row["hard"] else f"soft, {row['grace_period_seconds']:g}s grace"
+        grid.add(
+            [
+                "  " + safe_text(row["signal"]),
+                safe_text(row["threshold"]),
+                f"= {fmt(row['threshold_quantity'])}",
+                fmt(row["observed"]),
+                "MET" if row["met"] else fmt(row["margin"]),
+                kind,
+            ],
+            "bold red" if row["met"] else None,
+        )
+    return grid
 
 
 def _image_gc_text(gc: dict[str, Any]) -> str:
@@ -96,13 +100,14 @@ def _image_gc_text(gc: dict[str, Any]) -> str:
     pct = gc["usage_percent"]
     where = "unknown" if pct is None else f"{pct}%"
     state = (
-        "[bold red]at or above high: the kubelet's image GC frees down to low[/]"
+        "at or above high: the kubelet's image GC frees down to low"
         if gc["above_high"]
         else "below high: the kubelet's image GC frees nothing"
     )
     return (
         f"image GC: usage {where} (kubelet arithmetic), high {gc['high_threshold']}%, "
-        f"low {gc['low_threshold']}%, MinAge {gc['minimum_image_ttl_duration']}: {state}"
+        f"low {gc['low_threshold']}%, MinAge {safe_text(gc['minimum_image_ttl_duration'])}: "
+        f"{state}"
     )
 
 
@@ -146,90 +151,85 @@ def short_command(command: str) -> str:
     return command
 
 
-def _filesystem(console: Any, f: Filesystem, verbose: int) -> None:
-    # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
-    from rich.text import Text
-
-    console.print(Text(_header(f), style="bold"))
-    for row in f.eviction:
-        console.print("  eviction: " + _threshold_text(row), highlight=False)
+def _filesystem(screen: Screen, f: Filesystem, verbose: int) -> None:
+    screen.line(_header(f), style="bold")
+    if f.eviction:
+        screen.grid(_thresholds(f))
     if f.image_gc is not None:
-        console.print("  " + _image_gc_text(f.image_gc), highlight=False)
-    t = rows_table(
-        "",
-        [("", False), ("BYTES", True), ("SHARE OF CAPACITY", False), ("", True),
-         ("RECLAIMABLE", True), ("RECLAIM WITH", False)],
-    )  # fmt: skip
+        screen.line(_image_gc_text(f.image_gc), style="red" if f.image_gc["above_high"] else None,
+                    indent=2)  # fmt: skip
+    t = Grid("", [Column("", "id"), Column("BYTES", "num"),
+                  Column("SHARE OF CAPACITY", "decor"), Column("", "num"),
+                  Column("RECLAIMABLE", "num"), Column("RECLAIM WITH")])  # fmt: skip
     for ln in f.lines:
         if ln.parent and not verbose and not ln.bytes and not ln.reclaimable:
             continue
-        t.add_row(*_row(ln, f.capacity), style="bold" if ln.key == "other" else None)
-    t.add_row("used", bytes_cell(f.used), bar(f.used / f.capacity if f.capacity else 0.0),
-              f"{f.used * 100 / f.capacity:.1f}%" if f.capacity else "",
-              bytes_cell(f.reclaimable()), "", style="bold")  # fmt: skip
-    console.print(t)
+        t.add(_row(ln, f.capacity), "bold" if ln.key == "other" else None)
+    t.add(["used", bytes_cell(f.used), bar(f.used / f.capacity if f.capacity else 0.0),
+           f"{f.used * 100 / f.capacity:.1f}%" if f.capacity else "",
+           bytes_cell(f.reclaimable()), ""], "bold")  # fmt: skip
+    screen.grid(t)
     for ln in f.lines:
         if ln.note and (verbose or ln.bytes is None or ln.key == "other"):
-            console.print(Text(f"  {ln.label}: {safe_text(ln.note)}", style="dim"))
+            screen.note(f"{ln.label}: {safe_text(ln.note)}")
     for note in f.notes:
-        console.print(Text("  note: " + safe_text(note), style="yellow"))
-    console.print()
+        screen.note("note: " + safe_text(note), style="yellow")
+    screen.line("")
 
 
-def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None) -> None:
+def render_df(
+    report: DfReport, *, verbose: int = 0, out: IO[str] | None = None, view: View | None = None
+) -> None:
     """Print `kubegc df`: per filesystem its figures, thresholds and breakdown (a bar per
     line), then the pods with the largest footprint, the mount points not counted (all of
-    them with `verbose`) and the notes."""
-    # deferred: tests/unit/test_render_plain.py::test_a_dry_run_table_into_a_pipe_does_not_import_rich  # noqa: E501
-    from rich.text import Text
-
-    console = make_console(out or sys.stdout)
+    them with `verbose`) and the notes. Every figure whole at any width (`render.table`)."""
+    screen = Screen(out, view)
     for f in report.filesystems:
-        _filesystem(console, f, verbose)
+        _filesystem(screen, f, verbose)
     if report.pods:
         title = f"Pods by footprint (top {len(report.pods)} of {report.pod_count})"
-        pt = rows_table(title, [
-            ("NAMESPACE", False), ("POD", False), ("LOGS", True), ("EMPTYDIR", True),
-            ("WRITABLE LAYERS", True), ("FOOTPRINT", True), ("MOUNTS", True), ("", False),
+        pt = Grid(title, [
+            Column("POD", "id"), Column("LOGS", "num"),
+            Column("EMPTYDIR", "num"), Column("WRITABLE LAYERS", "num"),
+            Column("FOOTPRINT", "num"), Column("MOUNTS", "num"), Column("", "word"),
+            Column("UID", "id", wide=True),
         ])  # fmt: skip
         for p in report.pods:
-            pt.add_row(
-                Text(safe_text(p.namespace or "?")), Text(safe_text(p.name or p.uid)),
+            pt.add([
+                f"{safe_text(p.namespace or '?')}/{safe_text(p.name or p.uid)}",
                 bytes_cell(p.logs),
                 bytes_cell(p.empty_dir), "unknown" if p.writable_layers is None else
                 bytes_cell(p.writable_layers), bytes_cell(p.footprint), str(len(p.mounted)),
-                "deleted" if p.deleted else "",
-            )  # fmt: skip
-        console.print(pt)
-        console.print()
+                "deleted" if p.deleted else "", safe_text(p.uid),
+            ])  # fmt: skip
+        screen.grid(pt)
+        screen.line("")
     full = dict.fromkeys(
         ln.command for f in report.filesystems for ln in f.lines
         if ln.command and short_command(ln.command) != ln.command
     )  # fmt: skip
     if report.reclaimable() and report.reclaim_command:
-        console.print(Text("Reclaim all of it in one run (one plan, one confirmation, the disk "
-                           "measured after):", style="bold"))  # fmt: skip
-        console.print(Text("  " + safe_text(report.reclaim_command)), soft_wrap=True)
-        console.print()
+        screen.line("Reclaim all of it in one run (one plan, one confirmation, the disk "
+                    "measured after):", style="bold")  # fmt: skip
+        screen.line(safe_text(report.reclaim_command), indent=2, whole=True)
+        screen.line("")
     if full:
-        console.print(Text("Reclaim with (… = the options that act on what was measured):",
-                           style="bold"))  # fmt: skip
+        screen.line("Reclaim with (… = the options that act on what was measured):",
+                    style="bold")  # fmt: skip
         for command in full:
-            console.print(Text("  " + safe_text(command)), soft_wrap=True)
-        console.print()
+            screen.line(safe_text(command), indent=2, whole=True)
+        screen.line("")
     if report.mounted and verbose:
-        console.print(Text("Mounted below pod directories, not counted:", style="bold"))
+        screen.line("Mounted below pod directories, not counted:", style="bold")
         for m in report.mounted:
-            console.print(Text(f"  {safe_text(m['path'])}  (pod {m['pod_uid'] or '?'})"))
+            screen.line(f"{safe_text(m['path'])}  (pod {m['pod_uid'] or '?'})", indent=2)
     for note in report.notes:
-        console.print(Text("note: " + safe_text(note), style="yellow"))
+        screen.line("note: " + safe_text(note), style="yellow")
     if verbose:
-        console.print(
-            Text(
-                f"walked {report.entries:,} entries in {report.walk_seconds:.2f}s; "
-                f"pod source {report.pod_source}",
-                style="dim",
-            )
+        screen.line(
+            f"walked {report.entries:,} entries in {report.walk_seconds:.2f}s; "
+            f"pod source {report.pod_source}",
+            style="dim",
         )
     total = report.reclaimable()
     line = f"reclaimable: {format_bytes(total)}"
@@ -237,4 +237,4 @@ def render_df(report: DfReport, *, verbose: int = 0, out: IO[str] | None = None)
         line += "; the runtime could not be read (exit 3)"
     elif report.images_unknown:
         line += "; images and writable layers are unknown (exit 3)"
-    console.print(Text(line, style="bold"))
+    screen.line(line, style="bold")

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kubegc_cli.core.units import format_duration
-from kubegc_cli.render.plan import make_console
-from kubegc_cli.render.pressure import memory_renderable, note_text
+from kubegc_cli.core.units import format_duration, safe_text
+from kubegc_cli.render.pressure import memory_renderable, note_text, render_memory
+from kubegc_cli.render.table import make_console, terminal_width
 
 if TYPE_CHECKING:
     from kubegc_cli.commands.memory import MemoryReport
@@ -35,12 +35,11 @@ def watch_memory(report: MemoryReport, sample: Callable[[], MemoryReport], inter
     if not sys.stdout.isatty():
         # Into a pipe or file (`| tee log`): one plain frame per sample, each flushed at
         # once, 200 columns wide as every other table written there.
-        console = make_console(sys.stdout)
         while True:
             print(watch_header(report, interval), flush=True)
-            console.print(memory_renderable(report, notes=False))
+            render_memory(report, notes=False)
             for note in new_notes(report):
-                console.print(note_text(note))
+                print("note: " + safe_text(note))
             print(flush=True)
             time.sleep(interval)
             report = sample()
@@ -51,8 +50,11 @@ def watch_memory(report: MemoryReport, sample: Callable[[], MemoryReport], inter
     # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
     from rich.live import Live
 
+    width = terminal_width(sys.stdout)
+
     def view(r: MemoryReport) -> Any:
-        return Group(watch_header(r, interval, live=True), "", memory_renderable(r, notes=False))
+        body = memory_renderable(r, width, notes=False)
+        return Group(watch_header(r, interval, live=True), "", body)
 
     with Live(view(report), console=make_console(sys.stdout), refresh_per_second=4,
               screen=False) as live:  # fmt: skip

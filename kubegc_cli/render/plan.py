@@ -23,6 +23,7 @@ from kubegc_cli.core.plan import (
     SandboxAction,
 )
 from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, safe_text
+from kubegc_cli.render.table import Column, Grid, Screen, View
 
 if TYPE_CHECKING:
     from kubegc_cli.core.plan import PodAction
@@ -132,6 +133,8 @@ def _container_row(a: ContainerAction, now: int) -> list[str]:
         a.rule,
         logs,
         _result_text(a),
+        c.image or c.image_ref or "-",
+        c.pod_uid or "-",
     ]
 
 
@@ -146,6 +149,7 @@ def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
         str(a.container_count),
         a.rule,
         _result_text(a),
+        s.uid or "-",
     ]
 
 
@@ -155,34 +159,35 @@ class Layout:
 
     `show_kept` picks the kept objects shown without -v; `counts_bytes` adds bytes to the
     summary line, named by `bytes_words` (planned, freed); `footer` gives lines printed after
-    the notes, before the summary line; `below` is the column moved under its row on a
-    terminal too narrow for the table on one line (`_print_below`).
+    the notes (tables), before the summary line. How the columns give way on a narrow terminal is
+    their `Column.kind` (`render.table.grid_lines`).
     """
 
     title: str
     noun: str
-    columns: tuple[tuple[str, bool], ...]
+    columns: tuple[Column, ...]
     row: Callable[[Any, int], list[str]]
     show_kept: Callable[[Any], bool]
     counts_bytes: bool
     bytes_words: tuple[str, str] = ("of logs", "of logs")
-    footer: Callable[[Any], list[str]] | None = None
-    below: int | None = None
+    footer: Callable[[Any], list[Grid]] | None = None
 
 
 CONTAINERS = Layout(
     "Container GC",
     "container",
     (
-        ("CONTAINER", False),
-        ("POD", True),
-        ("NAME", True),
-        ("ATT", False),
-        ("STATE", False),
-        ("AGE", False),
-        ("REASON", True),
-        ("LOG", False),
-        ("RESULT", True),
+        Column("CONTAINER", "id"),
+        Column("POD"),
+        Column("NAME"),
+        Column("ATT", "num"),
+        Column("STATE", "word"),
+        Column("AGE", "num"),
+        Column("REASON"),
+        Column("LOG", "num"),
+        Column("RESULT"),
+        Column("IMAGE", wide=True),
+        Column("POD UID", "id", wide=True),
     ),
     _container_row,
     lambda k: k.rule == "guard-newest-record",
@@ -192,14 +197,15 @@ SANDBOXES = Layout(
     "Sandbox GC",
     "sandbox",
     (
-        ("SANDBOX", False),
-        ("POD", True),
-        ("ATT", False),
-        ("STATE", False),
-        ("AGE", False),
-        ("CONTAINERS", False),
-        ("REASON", True),
-        ("RESULT", True),
+        Column("SANDBOX", "id"),
+        Column("POD"),
+        Column("ATT", "num"),
+        Column("STATE", "word"),
+        Column("AGE", "num"),
+        Column("CONTAINERS", "num"),
+        Column("REASON"),
+        Column("RESULT"),
+        Column("POD UID", "id", wide=True),
     ),
     _sandbox_row,
     lambda k: False,
@@ -220,7 +226,13 @@ def _log_row(a: LogAction, now: int) -> list[str]:
 LOGS = Layout(
     "Log GC",
     "log path",
-    (("KIND", False), ("PATH", True), ("SIZE", False), ("REASON", True), ("RESULT", True)),
+    (
+        Column("KIND", "word"),
+        Column("PATH"),
+        Column("SIZE", "num"),
+        Column("REASON"),
+        Column("RESULT"),
+    ),
     _log_row,
     lambda k: k.rule == "mount-point",
     True,
@@ -249,14 +261,14 @@ ALL = Layout(
     "GC (containers, sandboxes, logs)",
     "object",
     (
-        ("KIND", False),
-        ("OBJECT", True),
-        ("POD", True),
-        ("STATE", False),
-        ("AGE", False),
-        ("REASON", True),
-        ("SIZE", False),
-        ("RESULT", True),
+        Column("KIND", "word"),
+        Column("OBJECT"),
+        Column("POD"),
+        Column("STATE", "word"),
+        Column("AGE", "num"),
+        Column("REASON"),
+        Column("SIZE", "num"),
+        Column("RESULT"),
     ),
     _mixed_row,
     lambda k: k.rule in ("guard-newest-record", "mount-point"),
@@ -275,6 +287,7 @@ def _image_row(a: ImageAction, now: int) -> list[str]:
         last,
         f"{a.rule}: {a.reason}" if a.result is Result.KEPT else a.rule,
         _result_text(a),
+        " ".join([*a.image.repo_tags, *a.image.repo_digests]) or "-",
     ]
 
 
@@ -282,20 +295,22 @@ IMAGES = Layout(
     "Image GC",
     "image",
     (
-        ("IMAGE", False),
-        ("TAG", True),
-        ("SIZE", False),
-        ("SEEN", False),
-        ("LAST USED", False),
-        ("REASON", True),
-        ("RESULT", True),
+        Column("IMAGE", "id"),
+        Column("TAG"),
+        Column("SIZE", "num"),
+        Column("SEEN", "num"),
+        Column("LAST USED", "num"),
+        Column("REASON"),
+        Column("RESULT"),
+        Column("TAGS", wide=True),
     ),
     _image_row,
     # in-use and not-needed images are many and self-explanatory; protected ones (the sandbox
     # image, --keep, pinned), MinAge and images that cannot be pulled again are what an
     # operator asks "why not?" about
     lambda k: k.rule in ("min-age", "protected", "pinned", "unpullable"),
-    False,
+    True,
+    ("of images at most (shared layers stay)", "of images"),
 )
 
 
@@ -325,55 +340,42 @@ def _reclaim_row(a: Any, now: int) -> list[str]:
     return [kind, ident, obj, a.rule, size, _result_text(a)]
 
 
-def reclaim_footer(plan: Any) -> list[str]:
+def reclaim_footer(plan: Any) -> list[Grid]:
     """The totals of a reclaim plan by kind (from its rows: `by_kind`) and its filesystems,
-    before and after (measured: statvfs), as aligned lines no wider than 80 columns but for a
-    long path, which comes last."""
-    rows = [["BY KIND", "OBJECTS", "EXPECTED", "HELD BACK"]]
+    before and after (measured: statvfs), as two tables."""
+    kinds = Grid("", [Column("BY KIND", "word"), Column("OBJECTS", "num"),
+                      Column("EXPECTED", "num"), Column("HELD BACK", "num")])  # fmt: skip
     for k in plan.by_kind():
         if k["count"] or k["held_back"]:
-            rows.append([k["kind"], str(k["count"]), format_bytes(k["bytes"]), str(k["held_back"])])
-    lines = _aligned(rows, right=(1, 2, 3))
-    disk = [["FILESYSTEM", "CAPACITY", "AVAIL BEFORE", "AVAIL AFTER", "REGAINED", "PATH"]]
+            kinds.add([k["kind"], str(k["count"]), format_bytes(k["bytes"]), str(k["held_back"])])
+    disk = Grid("", [Column("FILESYSTEM", "word"), Column("CAPACITY", "num"),
+                     Column("AVAIL BEFORE", "num"), Column("AVAIL AFTER", "num"),
+                     Column("REGAINED", "num"), Column("PATH")])  # fmt: skip
     for f in plan.filesystems:
         after, regained = f["available_after"], f["regained"]
-        disk.append(
+        disk.add(
             [
                 ",".join(f["roles"]),
                 format_bytes(f["capacity"]),
                 format_bytes(f["available_before"]),
                 "-" if after is None else format_bytes(after),
                 "-" if regained is None else format_bytes(regained),
-                f["path"],
+                safe_text(f["path"]),
             ]
         )
-    return [*lines, "", *_aligned(disk, right=(1, 2, 3, 4))]
-
-
-def _aligned(rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
-    """`rows` (the first a header) as lines: columns padded to their widest cell, joined by two
-    spaces; columns `right` aligned right (numbers)."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for r in rows:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        out.append("  ".join(cells).rstrip())
-    return out
+    return [kinds, disk]
 
 
 RECLAIM = Layout(
     "Reclaim (containers and sandboxes, logs and residue, then images)",
     "object",
     (
-        ("KIND", False),
-        ("ID", False),
-        ("OBJECT", True),
-        ("REASON", True),
-        ("BYTES", False),
-        ("RESULT", True),
+        Column("KIND", "word"),
+        Column("ID", "id"),
+        Column("OBJECT"),
+        Column("REASON"),
+        Column("BYTES", "num"),
+        Column("RESULT"),
     ),
     _reclaim_row,
     lambda k: (
@@ -383,14 +385,13 @@ RECLAIM = Layout(
     True,
     ("expected", "by the objects' sizes"),
     reclaim_footer,
-    below=2,
 )
 
 
 def _evicted_pod_row(a: PodAction, now: int) -> list[str]:
     owner = f"{a.owner_kind}/{a.owner_name}" if a.owner_kind else "-"
     age = format_duration((now - a.evicted_at) / NS_PER_SECOND) if a.evicted_at else "-"
-    message = a.message if len(a.message) <= 60 else a.message[:59] + "…"
+    message = a.message or "-"
     result = f"kept: {a.reason}" if a.result is Result.KEPT else _result_text(a)
     return [a.namespace, a.name, owner, age, message, result]
 
@@ -399,12 +400,12 @@ EVICTED_PODS = Layout(
     "Evicted pods",
     "evicted pod",
     (
-        ("NAMESPACE", False),
-        ("POD", True),
-        ("OWNER", True),
-        ("EVICTED", False),
-        ("MESSAGE", True),
-        ("RESULT", True),
+        Column("NAMESPACE", "word"),
+        Column("POD"),
+        Column("OWNER"),
+        Column("EVICTED", "num"),
+        Column("MESSAGE"),
+        Column("RESULT"),
     ),
     _evicted_pod_row,
     lambda k: False,
@@ -433,13 +434,13 @@ RESIDUE = Layout(
     "Residue",
     "finding",
     (
-        ("OBJECT", True),
-        ("SIZE", False),
-        ("SAFE", False),
-        ("EVIDENCE", True),
-        ("CLEAN DOES", True),
-        ("BY HAND", True),
-        ("RESULT", True),
+        Column("OBJECT"),
+        Column("SIZE", "num"),
+        Column("SAFE", "word"),
+        Column("EVIDENCE"),
+        Column("CLEAN DOES", whole=True),
+        Column("BY HAND", whole=True),
+        Column("RESULT"),
     ),
     _finding_row,
     lambda k: True,
@@ -449,18 +450,16 @@ RESIDUE = Layout(
 RESIDUE_ROWS = 20
 
 
-def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = None) -> None:
+def render_residue(
+    plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = None, view: View | None = None
+) -> None:
     """A residue plan: one table per finding type (its safe findings first), each closed by
     its totals (count, bytes, how many safe); then the notes that are not per-type totals,
     and a summary line. Without `verbose` at most `RESIDUE_ROWS` rows per type are listed,
-    with how many more there are.
+    with how many more there are. The object (a path, an ID) is never cut; evidence and
+    actions move under their row when the terminal is narrow (`render.table`).
     """
-    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-    from rich.padding import Padding
-    from rich.text import Text
-
-    out = out or sys.stdout
-    console = make_console(out)
+    screen = Screen(out, view)
     findings = [*plan.actions, *plan.kept]
     types: list[str] = list(getattr(plan, "types", ()))
     for f in findings:
@@ -470,7 +469,7 @@ def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = N
     scan_only = getattr(plan, "scan_only", False)
     suffix = " (dry run)" if plan.dry_run and plan.actions and not scan_only else ""
     if not findings:
-        console.print(Text(f"{RESIDUE.title}{suffix}: nothing found.", style="bold"))
+        screen.line(f"{RESIDUE.title}{suffix}: nothing found.", style="bold")
     for t in types:
         group = [f for f in findings if f.type == t]
         if not group:
@@ -478,19 +477,19 @@ def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = N
         shown = group if verbose else group[:RESIDUE_ROWS]
         wanted = [
             i
-            for i, (col, _) in enumerate(RESIDUE.columns)
-            if (col != "RESULT" or acted) and (col != "BY HAND" or any(f.manual for f in shown))
+            for i, col in enumerate(RESIDUE.columns)
+            if (col.name != "RESULT" or acted)
+            and (col.name != "BY HAND" or any(f.manual for f in shown))
         ]
-        table = _residue_table(f"{t}{suffix}", tuple(RESIDUE.columns[i] for i in wanted))
+        grid = Grid(f"{t}{suffix}", [RESIDUE.columns[i] for i in wanted])
         for f in shown:
             cells = RESIDUE.row(f, plan.now)
-            row = [Text(safe_text(cells[i])) for i in wanted]
             style = RESULT_STYLE[f.result] if acted else (None if f.safe else "dim")
-            table.add_row(*row, style=style)
-        console.print(table)
+            grid.add([safe_text(cells[i]) for i in wanted], style)
+        screen.grid(grid)
         more = len(group) - len(shown)
         sized = sum(f.bytes or 0 for f in group)
-        safe = [f for f in group if f.safe]
+        safe = [f for f in group if f.safe and f.result is not Result.SKIPPED]
         size = format_bytes(sized) if any(f.bytes is not None for f in group) else "size n/a"
         line = (
             f"  {t}: {len(group)} finding(s), {size}; {len(safe)} safe to clean "
@@ -498,46 +497,29 @@ def render_residue(plan: Plan[Any], *, verbose: int = 0, out: IO[str] | None = N
         )
         if more:
             line += f"; {more} more not listed (-v lists all)"
-        console.print(Text(line, style="bold"))
+        screen.line(line, style="bold")
     empty = [t for t in types if not any(f.type == t for f in findings)]
     if findings and empty:
-        console.print(Text(f"  nothing found: {', '.join(empty)}"))
+        screen.line(f"  nothing found: {', '.join(empty)}")
     for note in plan.notes:
         if any(note.startswith(f"{t}: ") for t in types):
             continue  # the per-type totals, shown under each table
-        console.print(Padding(Text(safe_text(note), style="dim"), (0, 0, 0, 2), expand=False))
-    console.print(Text(residue_summary(plan)))
-
-
-def _residue_table(title: str, columns: tuple[tuple[str, bool], ...]) -> Any:
-    """A residue table: objects and sizes never wrap (a path must stay one string to copy);
-    evidence, actions and result wrap at words, into pipes too (rows per type are few)."""
-    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-    from rich.table import Table
-
-    table = Table(
-        title=title, title_justify="left", title_style="bold", box=None, header_style="bold",
-        pad_edge=False, collapse_padding=True,
-    )  # fmt: skip
-    for col, wraps in columns:
-        if col == "OBJECT":
-            table.add_column(col, no_wrap=True, overflow="ignore")
-        elif wraps:
-            table.add_column(col, overflow="fold", ratio=2 if col == "EVIDENCE" else 1)
-        else:
-            table.add_column(col, no_wrap=True)
-    return table
+        screen.note(safe_text(note))
+    screen.line(residue_summary(plan))
 
 
 def residue_summary(plan: Plan[Any]) -> str:
     """`5 finding(s), 1.2Gi; 2 safe to clean (40Ki).` before acting; results after."""
     findings = [*plan.actions, *plan.kept]
     total = sum(f.bytes or 0 for f in findings)
-    safe = sum(f.planned_bytes for f in plan.actions)
     if plan.dry_run or all(a.result is Result.PLANNED for a in plan.actions):
+        going = [a for a in plan.actions if a.result is Result.PLANNED]
+        skipped = sum(1 for a in plan.actions if a.result is Result.SKIPPED)
+        changed = f"; {skipped} skipped (changed since the plan)" if skipped else ""
         return (
-            f"{len(findings)} finding(s), {format_bytes(total)}; {len(plan.actions)} safe to "
-            f"clean ({format_bytes(safe)}); {len(plan.kept)} not safe."
+            f"{len(findings)} finding(s), {format_bytes(total)}; {len(going)} safe to "
+            f"clean ({format_bytes(sum(a.planned_bytes for a in going))}){changed}; "
+            f"{len(plan.kept)} not safe."
         )
     by = plan.counts()
     freed = format_bytes(sum(a.bytes_freed for a in plan.actions))
@@ -559,183 +541,8 @@ LAYOUTS = {
 }
 
 
-def make_console(out: IO[str]) -> Any:
-    """A rich console: the terminal's width on a tty; 200 columns into files, pipes and logs."""
-    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-    from rich.console import Console
-
-    class PipeAwareConsole(Console):
-        def on_broken_pipe(self) -> None:
-            raise BrokenPipeError  # kubegc's entry point turns it into exit 141, like SIGPIPE
-
-    isatty = hasattr(out, "isatty") and out.isatty()
-    return PipeAwareConsole(
-        file=out,
-        width=None if isatty else PIPE_WIDTH,
-        soft_wrap=False,
-        highlight=False,
-        emoji=False,
-    )
-
-
-#: The width of a `make_console` that is not writing to a terminal.
-PIPE_WIDTH = 200
-
-
-def _rich_writes_plain(out: IO[str]) -> bool:
-    """True when a `make_console` on `out`, which is not a terminal, writes text as it is: no
-    escape codes, since neither `TTY_COMPATIBLE=1` nor `FORCE_COLOR` makes rich treat `out` as
-    a terminal (rich's own rules), and no Jupyter display or legacy Windows console."""
-    import builtins
-    import os
-
-    if sys.platform == "win32" or hasattr(builtins, "get_ipython"):
-        return False
-    compatible = os.environ.get("TTY_COMPATIBLE", "")
-    if compatible in ("0", "1"):
-        return compatible == "0"
-    return os.environ.get("FORCE_COLOR", "") == ""
-
-
-def _plain_line(text: str, width: int = PIPE_WIDTH) -> bool:
-    """True for a line a `make_console` writes unchanged when it is not a terminal: printable
-    ASCII (one terminal cell a character) that fits `width`, so nothing wraps or is cropped."""
-    return len(text) <= width and text.isascii() and text.isprintable()
-
-
-class _Printer:
-    """Where `render_plan` prints. Into a file or pipe that rich would not colour, a line it
-    would write unchanged (`_plain_line`) is written directly, so a plan table into a pipe
-    needs no rich at all; anything else goes through a rich console (`make_console`), as on a
-    terminal. Each print is written and flushed at once, as rich does."""
-
-    def __init__(self, out: IO[str], *, plain: bool) -> None:
-        self.out = out
-        self.plain = plain and _rich_writes_plain(out)
-        self._console: Any = None
-
-    def console(self) -> Any:
-        """The rich console on `out`, made when first needed."""
-        if self._console is None:
-            self._console = make_console(self.out)
-        return self._console
-
-    def _write(self, text: str) -> None:
-        file = getattr(self.out, "rich_proxied_file", self.out)
-        try:
-            file.write(text)
-            file.flush()
-        except BrokenPipeError:  # as the rich console does (`make_console`): one without an errno,
-            raise BrokenPipeError from None  # which click passes on to kubegc's exit 141
-
-    def line(self, text: str, style: str | None = None) -> None:
-        """`text` as one line (`style` on a terminal)."""
-        if self.plain and _plain_line(text):
-            self._write(text + "\n")
-            return
-        # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-        from rich.text import Text
-
-        self.console().print(Text(text, style=style or ""))
-
-    def note(self, text: str) -> None:
-        """A note: dim, indented by two."""
-        if self.plain and text.strip() == text != "" and _plain_line(text, PIPE_WIDTH - 2):
-            self._write(f"  {text}\n")
-            return
-        # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-        from rich.padding import Padding
-        from rich.text import Text
-
-        self.console().print(Padding(Text(text, style="dim"), (0, 0, 0, 2), expand=False))
-
-    def table(self, table: Any) -> None:
-        """A rich `Table`, or an `_AlignedTable`."""
-        if isinstance(table, _AlignedTable):
-            lines = table.lines()
-            if self.plain and all(_plain_line(line) for line in lines):
-                self._write("".join(f"{line}\n" for line in lines))
-                return
-            self.console().print(table, soft_wrap=True)  # a file or pipe: never cut a line
-            return
-        self.console().print(table)
-
-
-class _AlignedTable:
-    """A borderless table drawn as aligned lines (a rich renderable): the columns rich's `Table`
-    draws into a file or pipe, where nothing wraps, at a tenth of its cost (~2 ms a row there).
-    Each cell is padded to its column's width (terminal cells) and cells are joined by one
-    space; the title and header are bold; a row's style applies to the whole line. Nothing is
-    cropped here (a console prints it cropped to its width)."""
-
-    def __init__(self, title: str, columns: list[str]) -> None:
-        self.title = title
-        self.columns = columns
-        self.rows: list[tuple[list[str], str | None]] = []
-
-    def add_row(self, *cells: Any, style: str | None = None) -> None:
-        self.rows.append(([c.plain if hasattr(c, "plain") else str(c) for c in cells], style))
-
-    def lines(self) -> list[str]:
-        """The title, the header and each row, as lines without their line ends."""
-        every = [self.columns, *(cells for cells, _ in self.rows)]
-        width_of: Callable[[str], int] = len  # a terminal cell per printable ASCII character
-        if not all(c.isascii() and c.isprintable() for cells in every for c in cells):
-            # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-            from rich.cells import cell_len as width_of
-
-        widths = [width_of(c) for c in self.columns]
-        for cells, _ in self.rows:
-            widths = [max(w, width_of(c)) for w, c in zip(widths, cells, strict=True)]
-
-        def line(cells: list[str]) -> str:
-            padded = [c + " " * (w - width_of(c)) for c, w in zip(cells, widths, strict=True)]
-            return " ".join(padded).rstrip()
-
-        return [self.title, *(line(cells) for cells in every)]
-
-    def __rich_console__(self, console: Any, options: Any) -> Any:
-        # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-        from rich.segment import Segment
-
-        title, header, *rows = self.lines()
-        bold = console.get_style("bold")
-        yield Segment(title, bold)
-        yield Segment.line()
-        yield Segment(header, bold)
-        yield Segment.line()
-        for text, (_, style) in zip(rows, self.rows, strict=True):
-            yield Segment(text, console.get_style(style) if style else None)
-            yield Segment.line()
-
-
-def _table(title: str, layout: Layout, *, wrap: bool = True) -> Any:
-    """A borderless rich table on a terminal (long cells fold to its width); into files and
-    pipes (`wrap` False) an `_AlignedTable`, the same columns without rich's costly layout."""
-    if not wrap:
-        return _AlignedTable(title, [col for col, _ in layout.columns])
-    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-    from rich.table import Table
-
-    table = Table(
-        title=title,
-        title_justify="left",
-        title_style="bold",
-        box=None,
-        header_style="bold",
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for col, wraps in layout.columns:
-        if wrap and wraps:
-            table.add_column(col, overflow="fold", min_width=7)
-        else:
-            table.add_column(col, no_wrap=True)
-    return table
-
-
 #: Rows a plan table lists without -v (a node can hold tens of thousands of dead containers;
-#: a rich table of them takes minutes and scrolls past every screen); failed ones always are.
+#: a table of them scrolls past every screen); failed ones always are.
 PLAN_ROWS = 100
 
 
@@ -746,108 +553,61 @@ def render_plan(
     verbose: int = 0,
     out: IO[str] | None = None,
     limit: int = PLAN_ROWS,
+    view: View | None = None,
 ) -> None:
     """A plan (or its results) as a table, then kept objects worth showing, notes and a summary.
 
-    Runtime-supplied text is never parsed as markup (pod names may contain `[`) and control
-    characters are escaped. With `verbose`, every kept object is listed with its reason.
-    Without it each table lists at most `limit` rows (`--limit`, default `PLAN_ROWS`; 0 = no
-    limit) and every failed one, says how many more there are, and the summary line is
-    printed before it too.
+    Tables are laid out by `render.table` (no number or ID cut at any width; into a pipe or
+    file each row is one whole line). Runtime-supplied text is never parsed as markup (pod
+    names may contain `[`) and control characters are escaped. With `verbose`, every kept
+    object is listed with its reason. Without it each table lists at most `limit` rows
+    (`--limit`, default `PLAN_ROWS`; 0 = no limit) and every failed one, says how many more
+    there are, and the summary line is printed before it too.
     """
     layout = layout or LAYOUTS[plan.kind]
     if layout is RESIDUE:
-        render_residue(plan, verbose=verbose, out=out)
+        render_residue(plan, verbose=verbose, out=out, view=view)
         return
-    out = out or sys.stdout
-    wrap = hasattr(out, "isatty") and out.isatty()
-    printer = _Printer(out, plain=not wrap)
+    screen = Screen(out, view)
     acted = any(a.result not in _NOT_ACTED for a in plan.actions)
     title = layout.title + (" (dry run)" if plan.dry_run else "")
-
-    if wrap:
-        # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-        from rich.text import Text
-
-    def cells(a: Any) -> list[Any]:
-        texts = [safe_text(v) for v in layout.row(a, plan.now)]
-        return [Text(t) for t in texts] if wrap else texts  # Text: never parsed as markup
 
     shown, more = _capped(plan.actions, verbose, limit)
     worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
     shown_kept, more_kept = _capped(worth, verbose, limit)
     if more or more_kept:  # a long table: the totals first, where they are seen
-        printer.line(summary_line(plan, layout))
+        screen.line(summary_line(plan, layout))
 
     def style_of(a: Any) -> str | None:
         return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
 
-    def plain_rows(rows: list[Any]) -> list[list[str]]:
-        return [[safe_text(v) for v in layout.row(a, plan.now)] for a in rows]
+    shows = [screen.view.wide or not c.wide for c in layout.columns]
 
-    width = printer.console().width if wrap and layout.below is not None else 0
-    below = width and _wider_than(layout, plain_rows([*shown, *shown_kept]), width)
+    def grid(name: str, rows: list[Any], style: Callable[[Any], str | None]) -> Grid:
+        g = Grid(name, layout.columns)
+        for a in rows:  # (a column -o wide alone shows is not escaped for nothing)
+            cells = layout.row(a, plan.now)
+            g.add(
+                [safe_text(v) if on else "" for v, on in zip(cells, shows, strict=True)], style(a)
+            )
+        return g
+
     if plan.actions:
-        if below:
-            _print_below(printer, title, layout, plain_rows(shown), [style_of(a) for a in shown])
-        else:
-            table = _table(title, layout, wrap=wrap)
-            for a in shown:
-                table.add_row(*cells(a), style=style_of(a))
-            printer.table(table)
+        screen.grid(grid(title, shown, style_of))
         if more:
-            printer.line(f"  {more} {_NOT_LISTED}")
+            screen.line(f"  {more} {_NOT_LISTED}")
     else:
-        printer.line(f"{title}: nothing to remove.", style="bold")
+        screen.line(f"{title}: nothing to remove.", style="bold")
     if shown_kept:
-        if below:
-            rows = plain_rows(shown_kept)
-            _print_below(printer, "Kept (not removed)", layout, rows, ["dim"] * len(rows))
-        else:
-            kept = _table("Kept (not removed)", layout, wrap=wrap)
-            for k in shown_kept:
-                kept.add_row(*cells(k), style="dim")
-            printer.table(kept)
+        screen.grid(grid("Kept (not removed)", shown_kept, lambda k: "dim"))
         if more_kept:
-            printer.line(f"  {more_kept} {_NOT_LISTED}")
+            screen.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
-        printer.note(safe_text(note))
-    for text in layout.footer(plan) if layout.footer else ():
-        printer.line(safe_text(text))
-    printer.line(summary_line(plan, layout))
-
-
-def _wider_than(layout: Layout, rows: list[list[str]], width: int) -> bool:
-    """True when `rows` as one line each (columns two apart) would not fit `width` columns."""
-    every = [[name for name, _ in layout.columns], *rows]
-    widths = [max(len(r[i]) for r in every) for i in range(len(layout.columns))]
-    return sum(widths) + 2 * (len(widths) - 1) > width
-
-
-def _print_below(
-    printer: _Printer, title: str, layout: Layout, rows: list[list[str]], styles: list[Any]
-) -> None:
-    """A table too wide for the terminal, as `kubectl describe` would rather have it: the
-    short columns (IDs, figures, codes) on one line, aligned and never cut, and the long
-    column `layout.below` on the lines under its row, indented, wrapped to the terminal's
-    width (the terminal wraps a first line that is still too wide: nothing is cropped)."""
-    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-    from rich.text import Text
-
-    at = layout.below
-    assert at is not None
-    names = [name for i, (name, _) in enumerate(layout.columns) if i != at]
-    short = [[c for i, c in enumerate(r) if i != at] for r in rows]
-    lines = _aligned([names, *short])
-    console = printer.console()
-    room = max(20, console.width - 4)
-    console.print(Text(title, style="bold"))
-    console.print(Text(lines[0], style="bold"), soft_wrap=True)
-    for line, r, style in zip(lines[1:], rows, styles, strict=True):
-        console.print(Text(line, style=style or ""), soft_wrap=True)
-        text = r[at]
-        for i in range(0, len(text), room):
-            console.print(Text("    " + text[i : i + room], style=style or ""), soft_wrap=True)
+        screen.note(safe_text(note))
+    for extra in layout.footer(plan) if layout.footer else ():
+        screen.line("")
+        screen.grid(extra)
+    screen.line(summary_line(plan, layout), style="bold")
 
 
 _NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
@@ -891,6 +651,22 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
 
 
 _NOT_ACTED = (Result.PLANNED, Result.HELD_BACK)
+
+
+def render_names(plan: Plan[Any], out: IO[str] | None = None) -> None:
+    """`-o name`: `KIND/ID` of each object the table lists first, one a line, as `kubectl get
+    -o name` writes them: what a dry run would remove (every finding of a residue scan), what
+    was removed after acting. KIND is the action's kind (a residue finding's type)."""
+    out = out or sys.stdout
+    rows = [*plan.actions, *plan.kept] if getattr(plan, "scan_only", False) else plan.actions
+    acted = not plan.dry_run and not getattr(plan, "scan_only", False)
+    for a in rows:
+        if acted and a.result is not Result.REMOVED:
+            continue
+        if not acted and a.result not in (Result.PLANNED, Result.KEPT):
+            continue
+        kind = getattr(a, "type", "") or a.kind
+        out.write(f"{safe_text(kind)}/{safe_text(a.id)}\n")
 
 
 def render_ids(plan: Plan[Any], out: IO[str] | None = None) -> None:

@@ -520,6 +520,27 @@ def test_kubegc_fleet_table_shows_the_three_lists(
     assert out.splitlines()[-1].startswith(tuple(f"{n} node(s): " for n in range(1, 10_000)))
 
 
+@pytest.mark.parametrize(("width", "height", "term"), [(80, 24, "dumb"), (160, 45, "xterm")])
+def test_kubegc_fleet_in_a_terminal_cuts_no_figure_or_node_name(
+    control_plane: ControlPlane, three: dict[str, NodeReport], width: int, height: int, term: str
+) -> None:
+    """`kubegc fleet` in a real terminal (tmux): every node name whole (folded only where the
+    terminal would fold it), every reclaimable figure whole, no ellipsis."""
+    import sys
+
+    from tests.tmuxpane import run_in_pane
+
+    config = control_plane.kubeconfig("admin")
+    argv = [sys.executable, "-m", "kubegc_cli", "--kubeconfig", str(config), "fleet", "--top", "0"]
+    code, screen = run_in_pane(argv, width, height, term=term)
+    assert code == 0, screen
+    assert "…" not in screen and all(len(r) <= width for r in screen.splitlines())
+    words, whole = set(screen.split()), "".join(r.strip() for r in screen.splitlines())
+    for r in three.values():
+        assert r.node in whole and format_bytes(r.reclaimable) in words, (r.node, screen)
+    assert "MET" in words and "failing" in " ".join(words)
+
+
 def test_kubegc_fleet_exit_codes(
     control_plane: ControlPlane, capsys: pytest.CaptureFixture[str], tmp_path: Path,
     crd: dict[str, Any],

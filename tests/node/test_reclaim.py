@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from kubegc_cli.core.units import format_bytes
 from tests.node.localnode import LocalNode
 from tests.node.test_gc_containers import kubegc, write_pods_file
 from tests.node.test_residue import orphan_dir
+from tests.tmuxpane import run_in_pane
 
 KINDS = ("container", "sandbox", "pod-log-dir", "finding", "image")
 
@@ -140,28 +139,6 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         print(f"reclaim --dry-run on the test node: {dry_seconds:.2f} s")
 
 
-def _tmux_capture(argv: list[str], width: int, height: int) -> str:
-    """Run `argv` in a tmux pane of `width` x `height` on a private tmux server and return
-    everything it wrote (history included), as the terminal shows it."""
-    server = f"kubegc-test-{uuid.uuid4().hex[:8]}"
-    tmux = ["tmux", "-L", server, "-f", "/dev/null"]
-    command = " ".join(shlex.quote(a) for a in argv) + "; echo __END__; sleep 60"
-    env = {**os.environ, "TERM": "xterm-256color"}
-    env.pop("TMUX", None)
-    subprocess.run([*tmux, "new-session", "-d", "-x", str(width), "-y", str(height), command],
-                   check=True, env=env)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            shown = subprocess.run([*tmux, "capture-pane", "-p", "-S", "-500"],
-                                   capture_output=True, text=True, check=True).stdout  # fmt: skip
-            if "__END__" in shown or time.monotonic() > deadline:
-                return shown
-            time.sleep(0.2)
-    finally:
-        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
-
-
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (160, 45)])
 def test_the_table_in_a_terminal_cuts_no_number_or_id(
     node: LocalNode, ns: str, tmp_path: Path, width: int, height: int
@@ -182,8 +159,8 @@ def test_the_table_in_a_terminal_cuts_no_number_or_id(
             str(pods), "reclaim", "--root-dir", str(root), "--residue-kind", "orphaned-pod-dir",
             "--dry-run"]  # fmt: skip
     doc = _doc(subprocess.run([*base, "-o", "json"], capture_output=True, text=True, timeout=120))
-    screen = _tmux_capture(base, width, height)
-    assert "__END__" in screen, screen
+    code, screen = run_in_pane(base, width, height)
+    assert code == 0, screen
     Path(os.environ.get("KUBEGC_SCREEN_OUT", os.devnull)).write_text(screen)
     assert "…" not in screen, screen
     assert all(len(ln) <= width for ln in screen.splitlines())

@@ -146,7 +146,7 @@ def test_image_settings_file_beats_kubelet_config(
         ("gc:\n  containers:\n    maximum-dead-containers: {a: 1}\n",
          'CFG: {"a": 1} (expected a single value)'),
         ("timeout: null\n", "timeout in CFG: null (expected a single value)"),
-        ("output: true\n", "output in CFG: true (expected one of table, json, yaml)"),
+        ("output: true\n", "output in CFG: true (expected one of table, wide, name, json, yaml)"),
         # a key given twice: which one counts? (YAML, as JSON, says a key is unique)
         ("timeout: 30s\ntimeout: 1s\n", "CFG: key 'timeout' appears twice in one mapping (line 2)"),
         ("gc:\n  containers:\n    max-delete: 1\n    max-delete: 1000\n",

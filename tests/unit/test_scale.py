@@ -183,39 +183,6 @@ def test_the_fake_runtimes_cached_list_follows_removals(tmp_path: Path) -> None:
             client.close()
 
 
-CELL = st.text(st.characters(categories=["L", "N", "P", "S"]), max_size=12)  # printable
-
-
-@given(st.lists(st.lists(CELL, min_size=4, max_size=4), max_size=6))
-def test_aligned_table_draws_what_richs_table_draws(rows: list[list[str]]) -> None:
-    """Into a file or pipe, plan tables are `_AlignedTable`s: line for line (trailing blanks
-    aside) what rich's borderless `Table` draws there, wide characters included."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    from kubegc_cli.render.plan import _AlignedTable
-
-    columns = ["CONTAINER", "POD", "NAME", "ATT"]
-    table = Table(title="Container GC (dry run)", title_justify="left", title_style="bold",
-                  box=None, header_style="bold", pad_edge=False, collapse_padding=True)  # fmt: skip
-    for col in columns:
-        table.add_column(col, no_wrap=True)
-    aligned = _AlignedTable("Container GC (dry run)", columns)
-    for row in rows:
-        table.add_row(*[Text(c) for c in row], style="dim")
-        aligned.add_row(*[Text(c) for c in row], style="dim")
-
-    def drawn(renderable: object) -> list[str]:
-        out = io.StringIO()
-        Console(file=out, width=200, soft_wrap=False, highlight=False, emoji=False).print(
-            renderable
-        )
-        return [line.rstrip() for line in out.getvalue().splitlines()]
-
-    assert drawn(aligned) == drawn(table)
-
-
 def test_five_thousand_images_are_listed_and_planned(tmp_path: Path) -> None:
     """`gc images` over 5,000 images and 3,000 containers: every image is in the plan once,
     removed only when no container uses it and the runtime does not pin it (the synthetic

@@ -331,7 +331,8 @@ def test_audit_rows_store_paths_that_are_not_utf8(tmp_path: Path) -> None:
 def test_history_rows_show_a_newline_in_a_name_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`history -v`: one line per action, whatever the removed path was named."""
+    """`history -v`: one row per action, whatever the removed path was named (its ID whole
+    on the row's line)."""
     from kubegc_cli.cli.main import main
     from kubegc_cli.core.plan import LogAction, Result
 
@@ -342,7 +343,9 @@ def test_history_rows_show_a_newline_in_a_name_escaped(
     with pytest.raises(SystemExit):
         main(["--state-dir", str(tmp_path), "history", "-v"])
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and "/var/log/pods/ns_p\\x0ax_9a1b2c3d-0000" in lines[1]
+    (row,) = [ln for ln in lines if ln.startswith("pod-log-dir")]
+    assert "/var/log/pods/ns_p\\x0ax_9a1b2c3d-0000-1111-2222-333344445555" in row
+    assert not any(ln.startswith("x_9a1b2c3d") for ln in lines)
 
 
 def test_history_reads_a_store_on_a_full_disk(tmp_path: Path) -> None:
