@@ -39,3 +39,34 @@ def test_the_demo_node_runs_the_workflow_and_leaves_nothing(tmp_path: Path) -> N
     assert down.returncode == 0, down.stderr
     assert not work.exists()
     assert Path("/var/lib/kubelet").exists() == had_kubelet_root  # made and removed again
+
+
+def test_the_demo_cluster_runs_the_agent_and_fleet_and_leaves_nothing(tmp_path: Path) -> None:
+    """`scripts/demo cluster`: the control plane the tests use, deploy/kubernetes applied, a
+    Node for the demo node; an agent cycle as the agent's ServiceAccount writes the node's
+    report, `fleet` shows it, an apply cycle acts holding a slot; `down` stops everything."""
+    import json
+
+    work = tmp_path / "demo"
+    try:
+        assert demo(work).returncode == 0
+        up = demo(work, "cluster")
+        assert up.returncode == 0, up.stderr[-2000:]
+        assert "kubegc now runs as the agent's" in up.stderr
+        res = demo(work, "run", "agent", "--once")
+        assert res.returncode == 0, res.stderr[-2000:]
+        res = demo(work, "fleet", "-o", "json")
+        assert res.returncode == 0, res.stderr[-2000:]
+        [node] = json.loads(res.stdout)["nodes"]
+        assert node["node"] == "kubegc-demo" and node["status"]["mode"] == "report"
+        res = demo(work, "run", "agent", "--once", "--mode", "apply", "--apply-slots", "1")
+        assert res.returncode == 0, res.stderr[-2000:]
+        [node] = json.loads(demo(work, "fleet", "-o", "json").stdout)["nodes"]
+        last = node["status"]["lastApply"]
+        assert last["removed"] > 0 and last["failures"] == 0 and last["error"] == "", last
+        pid = int((work / "cluster/pid").read_text())
+    finally:
+        down = demo(work, "down")
+    assert down.returncode == 0, down.stderr
+    assert not work.exists()
+    assert not Path(f"/proc/{pid}").exists()  # the control plane's supervisor is gone
