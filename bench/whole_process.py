@@ -75,6 +75,7 @@ KUBEGC = "kubegc (default c)"
 PRESSURE = "kubegc (pressure c)"
 CRICTL = "crictl one-liner"
 CONTENDERS = (BARE, KUBEGC, PRESSURE, CRICTL)
+BEFORE = "kubegc before (default c)"  # --baseline: the same command from another source tree
 TARGET_DEFAULT_VS_BARE = 0.9
 TARGET_PRESSURE_VS_CRICTL = 1.0
 
@@ -176,6 +177,7 @@ def _command(
         "gc",
         "containers",
         "--yes",
+        *(["--concurrency", str(concurrency)] if contender.startswith("kubegc c=") else []),
         *(["--concurrency", str(concurrency)] if contender == PRESSURE else []),
     ]
 
@@ -189,6 +191,7 @@ def one_run(
     concurrency: int,
     crictl: str | None,
     pods_file: Path,
+    baseline: Path | None = None,
 ) -> Run:
     """Make a batch of `size` exited containers of deleted pods, have `contender` remove them
     (`pods_file`: the node's desired pods, which the batch's are not)."""
@@ -203,7 +206,12 @@ def one_run(
     before_rt = runtime_cpu(node)
     before_cpu = _children_cpu_s()
     began = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    env = None
+    if contender == BEFORE:
+        env = {**os.environ, "PYTHONPATH": str(baseline)}
+    done = subprocess.run(
+        command, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env
+    )
     seconds = time.perf_counter() - began
     process_cpu = _children_cpu_s() - before_cpu
     after_rt = runtime_cpu(node)
@@ -226,7 +234,7 @@ def summarize(runs: list[Run]) -> list[dict[str, Any]]:
     """Per (contender, size): median and best seconds, rates, CPU per container (medians)."""
     rows = []
     for size in sorted({r.size for r in runs}):
-        for contender in CONTENDERS:
+        for contender in dict.fromkeys(r.contender for r in runs):
             mine = [r for r in runs if r.contender == contender and r.size == size]
             if not mine:
                 continue
@@ -263,6 +271,8 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ("cpu", PRESSURE, CRICTL, 1.0, "<="),
             ("cpu", KUBEGC, CRICTL, 1.0, "<="),
         ]
+        extra = [("rate", KUBEGC, BEFORE, 0.0, ">="), ("cpu", KUBEGC, BEFORE, 0.0, "<=")]
+        checks += [c for c in extra if (BEFORE, size) in by]
         for what, a, b, target, sense in checks:
             ra, rb = by.get((a, size)), by.get((b, size))
             if ra is None or rb is None:
@@ -282,8 +292,8 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "ratio": f"{what}: {a} / {b}",
                     "value": round(value, 3),
                     "best": round(best, 3),
-                    "target": f"{sense} {target}",
-                    "met": met and removed,
+                    "target": f"{sense} {target}" if target else "",
+                    "met": (met and removed) if target else None,
                 }
             )
     return out
@@ -300,15 +310,34 @@ def render_text(result: dict[str, Any]) -> str:
     lines += [
         "",
         format_table(
-            ["contender", "n", "c", "median s", "best s", "per s", "proc CPU ms/c",
-             "runtime CPU ms/c", "total ms/c", "all removed"],
             [
-                [r["contender"], r["size"], r["concurrency"], r["median_s"], r["min_s"],
-                 r["per_s"], r["process_cpu_ms_per_c"], r["runtime_cpu_ms_per_c"],
-                 r["total_cpu_ms_per_c"], "yes" if r["all_removed"] else "NO"]
+                "contender",
+                "n",
+                "c",
+                "median s",
+                "best s",
+                "per s",
+                "proc CPU ms/c",
+                "runtime CPU ms/c",
+                "total ms/c",
+                "all removed",
+            ],
+            [
+                [
+                    r["contender"],
+                    r["size"],
+                    r["concurrency"],
+                    r["median_s"],
+                    r["min_s"],
+                    r["per_s"],
+                    r["process_cpu_ms_per_c"],
+                    r["runtime_cpu_ms_per_c"],
+                    r["total_cpu_ms_per_c"],
+                    "yes" if r["all_removed"] else "NO",
+                ]
                 for r in result["summary"]
             ],
-        ),  # fmt: skip
+        ),
         "(rates from the median wall time, process start to exit; CPU: medians; proc = the "
         "process and its children, runtime = containerd + shims)",
         "",
@@ -317,7 +346,14 @@ def render_text(result: dict[str, Any]) -> str:
         format_table(
             ["n", "ratio", "median", "best", "target", ""],
             [
-                [t["size"], t["ratio"], t["value"], t["best"], t["target"], verdict(t["met"])]
+                [
+                    t["size"],
+                    t["ratio"],
+                    t["value"],
+                    t["best"],
+                    t["target"],
+                    "" if t["met"] is None else verdict(t["met"]),
+                ]
                 for t in result["targets"]
             ],
         ),
@@ -334,6 +370,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", choices=["bare", "kubegc", "pressure", "crictl"],
         help="run only these contenders (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--concurrencies", default="",
+        help="also kubegc at these --concurrency values, e.g. 8,16,32 (to choose the defaults)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--baseline", type=Path,
+        help="a kubegc source tree (git archive of an older commit): its kubegc (default c) "
+        "runs too, as 'kubegc before', for before/after in the same run",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="JSON result on stdout")
     args = parser.parse_args(argv)
@@ -360,7 +405,13 @@ def main(argv: list[str] | None = None) -> int:
             "runtime` (build it with scripts/build-control-plane)"
         )
         print(result["note"], file=sys.stderr)
-    concurrency = {BARE: 4, KUBEGC: default_c, PRESSURE: pressure_c, CRICTL: 0}
+    concurrency = {BARE: 4, KUBEGC: default_c, PRESSURE: pressure_c, CRICTL: 0, BEFORE: 4}
+    for n in (int(c) for c in args.concurrencies.split(",") if c.strip()):
+        wanted.append(f"kubegc c={n}")
+        concurrency[f"kubegc c={n}"] = n
+    if args.baseline is not None:
+        wanted.append(BEFORE)
+        result["baseline"] = str(args.baseline)
     runs: list[Run] = []
     serial = 0
     with local_node() as node:
@@ -379,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
                     serial += 1
                     runs.append(
                         one_run(node, contender, size, args.per_pod, serial,
-                                concurrency[contender], crictl, pods_file)
+                                concurrency[contender], crictl, pods_file, args.baseline)
                     )  # fmt: skip
     result["runs"] = [asdict(r) | {"per_s": round(r.rate, 1)} for r in runs]
     result["summary"] = summarize(runs)
