@@ -15,11 +15,17 @@ node, as a fresh process, timed from its start to its exit:
     the audit rows, the table.
 ``kubegc (pressure c)``
     the same with ``--concurrency`` set to what kubegc recommends for a node under pressure
-    (``kubegc_cli.cli.options.PRESSURE_CONCURRENCY``; ``--pressure-concurrency`` overrides).
+    (``kubegc_cli.core.plan.PRESSURE_CONCURRENCY``; ``--pressure-concurrency`` overrides).
 ``crictl one-liner``
     ``sh -c 'crictl rm $(crictl ps -a -q --state exited)'`` with the crictl built by
     ``scripts/build-control-plane --check runtime`` (its directory holds crictl; skipped, with a
     note, when it is not there): crictl removes every ID it is given at once.
+
+``kubegc before (default c)``, with ``--baseline DIR``
+    the same command as ``kubegc (default c)`` run from another source tree (``git archive`` of
+    an older commit unpacked in DIR, put first on ``PYTHONPATH``): before and after in one run.
+``kubegc c=N``, with ``--concurrencies N,M``
+    kubegc at other ``--concurrency`` values, to choose the defaults.
 
 Sizes ``--sizes`` (150 and 1000), ``--rounds`` rounds (3), the contenders' order rotated each
 round and the sizes interleaved within it. Beside each rate: CPU per removed container, the
@@ -82,11 +88,11 @@ TARGET_PRESSURE_VS_CRICTL = 1.0
 
 def _default_concurrency() -> tuple[int, int]:
     """kubegc's default ``--concurrency`` and the one it recommends under pressure."""
-    from kubegc_cli.cli import options
+    from kubegc_cli.core import plan
 
     return (
-        int(getattr(options, "DEFAULT_CONCURRENCY", 4)),
-        int(getattr(options, "PRESSURE_CONCURRENCY", 16)),
+        int(getattr(plan, "REMOVAL_CONCURRENCY", 4)),
+        int(getattr(plan, "PRESSURE_CONCURRENCY", 16)),
     )
 
 
