@@ -46,9 +46,9 @@ POD_ALIVE = "the pod is alive now"
 #: limits a 2-core node, and CPU per removal keeps falling only slowly (docs/PERFORMANCE.md §13).
 REMOVAL_CONCURRENCY = 8
 #: The `--concurrency` kubegc recommends for a node under pressure (disk filling, an eviction
-#: near): the most removals per second and the least CPU per removal measured, still a bounded
-#: number of calls in flight (crictl's one-liner opens one per container).
-PRESSURE_CONCURRENCY = 32
+#: near): the most removals per second measured, with less CPU per removal than 8; at 32 the
+#: client's threads and the runtime's locks cost more CPU than the overlap gains.
+PRESSURE_CONCURRENCY = 16
 #: `--concurrency` of the unattended agent and of `evict` (API calls): a background run spares
 #: the node, as the kubelet does.
 GENTLE_CONCURRENCY = 4

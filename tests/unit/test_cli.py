@@ -592,11 +592,11 @@ def test_removing_commands_default_to_8_in_flight_the_agent_and_evict_to_4() -> 
         found: click.Option = next(p for p in command.params if p.name == "concurrency")
         return found
 
-    assert (REMOVAL_CONCURRENCY, PRESSURE_CONCURRENCY, GENTLE_CONCURRENCY) == (8, 32, 4)
+    assert (REMOVAL_CONCURRENCY, PRESSURE_CONCURRENCY, GENTLE_CONCURRENCY) == (8, 16, 4)
     for path in [("gc", "containers"), ("gc", "all"), ("gc", "images"), ("reclaim",),
                  ("residue", "clean"), ("apply",)]:  # fmt: skip
         opt = option(path)
         assert opt.default == 8, path
-        assert "32 on a node under pressure" in (opt.help or ""), path
+        assert "16 on a node under pressure" in (opt.help or ""), path
     assert option(("agent",)).default == 4
     assert option(("evict", "prune")).default == 4
