@@ -19,8 +19,8 @@ leaked older attempts), 5,000 images. Fresh `kubegc` processes, timed from start
 Then every other command that lists the runtime runs once against the same node (``--no-listing``
 skips them): ``gc all``, ``gc logs``, ``reclaim`` and ``residue scan`` (their host reads confined to
 a scratch ``--host-root`` and kubelet root), ``df`` and ``snapshot``; each must exit 0 or 1 with no
-gRPC size error: the node's replies are far above the kubelet's 16 MiB limit (``ListContainers``
-~57 MB), which kubegc's ``--max-recv-size`` (256Mi) allows.
+gRPC size error and no traceback: the node's replies are far above the kubelet's 16 MiB limit
+(``ListContainers`` ~57 MB), which kubegc's ``--max-recv-size`` (256Mi) allows.
 
 For each: wall time (median of ``--runs``), the kubegc process's CPU and the fake runtime's
 CPU during the run (the fake is Python; it keeps its serialized ListContainers reply until a
@@ -97,18 +97,19 @@ def listing_commands(
     """Each command that lists the runtime, once, against the big node: exit code, seconds,
     and whether it worked (exit 0 or 1, no gRPC message-size error). Host reads go to the
     scratch `host` and kubelet root, never this machine's."""
-    root = Path(tmp) / "kubelet"
-    (root / "pods").mkdir(parents=True, exist_ok=True)
+    for directory in ("var/lib/kubelet/pods", "var/log/pods", "var/log/containers"):
+        (host / directory).mkdir(parents=True, exist_ok=True)
+    root = "/var/lib/kubelet"  # under --host-root
     confined = ["--host-root", str(host)]
     commands = {
         "gc all --dry-run -o json": [*base, *confined, "gc", "all", "--dry-run", "-o", "json"],
         "gc logs --dry-run -o json": [*base, *confined, "gc", "logs", "--dry-run", "-o", "json"],
         "reclaim --dry-run -o json": [
-            *base, *confined, "reclaim", "--root-dir", str(root), "--residue-kind",
+            *base, *confined, "reclaim", "--root-dir", root, "--residue-kind",
             "orphaned-pod-dir", "--dry-run", "-o", "json",
         ],
         "residue scan -o json": [
-            *base, *confined, "residue", "scan", "--root-dir", str(root), "--kind",
+            *base, *confined, "residue", "scan", "--root-dir", root, "--kind",
             "dead-container", "--kind", "dead-sandbox", "--kind", "oversized-runtime-list",
             "--kind", "unused-image", "-o", "json",
         ],
@@ -125,10 +126,10 @@ def listing_commands(
         )  # fmt: skip
         wall = time.perf_counter() - began
         err = done.stderr.decode(errors="replace")
-        size_error = "RESOURCE_EXHAUSTED" in err or "larger than max" in err
+        failed = "RESOURCE_EXHAUSTED" in err or "larger than max" in err or "Traceback" in err
         rows.append(
             {"command": label, "exit": done.returncode, "wall_s": round(wall, 2),
-             "works": done.returncode in (0, 1) and not size_error, "stderr": err[-400:]}
+             "works": done.returncode in (0, 1) and not failed, "stderr": err[-400:]}
         )  # fmt: skip
     return rows
 
