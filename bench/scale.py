@@ -16,6 +16,12 @@ leaked older attempts), 5,000 images. Fresh `kubegc` processes, timed from start
     lists every container and image and plans image GC with ``--prune-unused`` (no target;
     with 100,000 containers every image is in use).
 
+Then every other command that lists the runtime runs once against the same node (``--no-listing``
+skips them): ``gc all``, ``gc logs``, ``reclaim`` and ``residue scan`` (their host reads confined to
+a scratch ``--host-root`` and kubelet root), ``df`` and ``snapshot``; each must exit 0 or 1 with no
+gRPC size error and no traceback: the node's replies are far above the kubelet's 16 MiB limit
+(``ListContainers`` ~57 MB), which kubegc's ``--max-recv-size`` (256Mi) allows.
+
 For each: wall time (median of ``--runs``), the kubegc process's CPU and the fake runtime's
 CPU during the run (the fake is Python; it keeps its serialized ListContainers reply until a
 container changes, as a runtime answers from memory), and the output size. Then one phase
@@ -85,6 +91,49 @@ def _run(command: list[str], server_pid: int) -> dict[str, float]:
     }
 
 
+def listing_commands(
+    kubegc: list[str], base: list[str], host: Path, tmp: str
+) -> list[dict[str, Any]]:
+    """Each command that lists the runtime, once, against the big node: exit code, seconds,
+    and whether it worked (exit 0 or 1, no gRPC message-size error). Host reads go to the
+    scratch `host` and kubelet root, never this machine's."""
+    for directory in ("var/lib/kubelet/pods", "var/log/pods", "var/log/containers"):
+        (host / directory).mkdir(parents=True, exist_ok=True)
+    root = "/var/lib/kubelet"  # under --host-root
+    confined = ["--host-root", str(host)]
+    commands = {
+        "gc all --dry-run -o json": [*base, *confined, "gc", "all", "--dry-run", "-o", "json"],
+        "gc logs --dry-run -o json": [*base, *confined, "gc", "logs", "--dry-run", "-o", "json"],
+        "reclaim --dry-run -o json": [
+            *base, *confined, "reclaim", "--root-dir", root, "--residue-kind",
+            "orphaned-pod-dir", "--dry-run", "-o", "json",
+        ],
+        "residue scan -o json": [
+            *base, *confined, "residue", "scan", "--root-dir", root, "--kind",
+            "dead-container", "--kind", "dead-sandbox", "--kind", "oversized-runtime-list",
+            "--kind", "unused-image", "-o", "json",
+        ],
+        "df -o json": [*base, *confined, "df", "-o", "json"],
+        "snapshot -f FILE": [*base, *confined, "snapshot", "-f", str(Path(tmp) / "snap.json")],
+    }  # fmt: skip
+    rows = []
+    for label, command in commands.items():
+        log(f"listing: {label}")
+        began = time.perf_counter()
+        done = subprocess.run(
+            [*kubegc, *command], stdin=subprocess.DEVNULL, capture_output=True, cwd=REPO_ROOT,
+            timeout=900,
+        )  # fmt: skip
+        wall = time.perf_counter() - began
+        err = done.stderr.decode(errors="replace")
+        failed = "RESOURCE_EXHAUSTED" in err or "larger than max" in err or "Traceback" in err
+        rows.append(
+            {"command": label, "exit": done.returncode, "wall_s": round(wall, 2),
+             "works": done.returncode in (0, 1) and not failed, "stderr": err[-400:]}
+        )  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--containers", type=int, default=100_000)
@@ -93,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", type=int, default=5_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-phases", action="store_true", help="skip the phase breakdown")
+    parser.add_argument("--no-listing", action="store_true", help="skip the listing commands")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"benchmark": "scale", "machine": machine()}
@@ -143,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                 for label, extra in variants.items():
                     log(f"run {i + 1}/{args.runs}: {label}")
                     runs[label].append(_run([*kubegc, *extra], server.pid))
+            listing = [] if args.no_listing else listing_commands(kubegc, base[:-1], host, tmp)
             phases: list[dict[str, Any]] = []
             if not args.no_phases:
                 log("phase breakdown of gc containers --dry-run -o json")
@@ -158,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     result.update(
         inventory={"containers": args.containers, "sandboxes": args.sandboxes,
                    "pods": args.pods, "images": args.images},
-        reply_bytes=list_bytes, runs=runs, median=summary, phases=phases,
+        reply_bytes=list_bytes, runs=runs, median=summary, phases=phases, listing=listing,
         target_s=TARGET_SECONDS, met=target < TARGET_SECONDS,
     )  # fmt: skip
     finish(result)
@@ -175,6 +226,15 @@ def main(argv: list[str] | None = None) -> int:
         f"\n\nreplies: ListContainers {list_bytes['ListContainers']:,} bytes, ListPodSandbox "
         f"{list_bytes['ListPodSandbox']:,} bytes (gRPC's default limit: 4,194,304)"
     )
+    if listing:
+        text += "\n\nevery other listing command, once (replies above 16 MiB):\n" + format_table(
+            ["command", "exit", "wall s", "works"],
+            [
+                [r["command"], r["exit"], r["wall_s"], "yes" if r["works"] else "NO"]
+                for r in listing
+            ],
+        )
+        text += f"\nall listing commands work: {verdict(all(r['works'] for r in listing))}"
     if phases:
         text += "\n\nphases of gc containers --dry-run -o json (ms):\n" + "\n".join(
             f"  {p['phase']:<58} {p['median_ms']:>10,.0f}" for p in phases

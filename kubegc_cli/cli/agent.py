@@ -25,6 +25,7 @@ from kubegc_cli.commands.edges import edges
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import BadInput, ExitCode
 from kubegc_cli.core.inputs import check_namespace, parse_yaml
+from kubegc_cli.core.plan import GENTLE_CONCURRENCY
 from kubegc_cli.core.stop import ending
 from kubegc_cli.core.units import parse_bytes, parse_duration
 from kubegc_cli.policy.fleet import parse_window
@@ -103,7 +104,9 @@ GIVEN_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, Param
                    "/var/log/pods].")  # fmt: skip
 @container_policy_options
 @scope_options
-@cap_flags(concurrency_help="Removals in flight at once (apply mode).")
+@cap_flags(
+    concurrency_help="Removals in flight at once (apply mode).", concurrency=GENTLE_CONCURRENCY
+)
 @global_options
 @click.pass_context
 def agent(ctx: click.Context, /, **opts: Any) -> None:

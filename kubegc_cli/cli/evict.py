@@ -14,6 +14,7 @@ from kubegc_cli.cli.options import WholeRange, act_flags, global_options
 from kubegc_cli.commands.evict import evict_check as check_thresholds
 from kubegc_cli.commands.evict import kubelet_root, prune_evicted
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.plan import GENTLE_CONCURRENCY
 from kubegc_cli.core.selector import parse
 from kubegc_cli.core.units import parse_bytes, parse_duration
 from kubegc_cli.node.pods.api import node_name
@@ -148,7 +149,7 @@ def evict_check(ctx: click.Context, /, **opts: Any) -> None:
     metavar="DURATION",
     help="Only pods evicted at least this long ago.",
 )
-@act_flags(concurrency_help="Parallel API calls.")
+@act_flags(concurrency_help="Parallel API calls.", concurrency=GENTLE_CONCURRENCY)
 @global_options
 @click.pass_context
 def evict_prune(ctx: click.Context, /, **opts: Any) -> None:

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from kubegc_cli.core.plan import PRESSURE_CONCURRENCY, REMOVAL_CONCURRENCY
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _WHOLE = re.compile(r"[+-]?[0-9]+")
@@ -328,9 +330,14 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
 GLOBAL_NAMES = frozenset(decls[-1].lstrip("-").replace("-", "_") for decls, _ in GLOBAL_OPTIONS)
 
 
-def cap_flags(*, concurrency_help: str = "Removals in flight at once.") -> Callable[[F], F]:
-    """How many removals run at once, `--concurrency`, and the blast-radius caps of unattended
-    runs, `--max-delete N` and `--max-bytes SIZE`."""
+REMOVALS_HELP = f"Removals in flight at once ({PRESSURE_CONCURRENCY} on a node under pressure)."
+
+
+def cap_flags(
+    *, concurrency_help: str = REMOVALS_HELP, concurrency: int = REMOVAL_CONCURRENCY
+) -> Callable[[F], F]:
+    """How many removals run at once, `--concurrency` (default `concurrency`), and the
+    blast-radius caps of unattended runs, `--max-delete N` and `--max-bytes SIZE`."""
 
     def wrap(f: F) -> F:
         for decorator in (
@@ -349,7 +356,7 @@ def cap_flags(*, concurrency_help: str = "Removals in flight at once.") -> Calla
             click.option(
                 "--concurrency",
                 type=WholeRange(1, 64),
-                default=4,
+                default=concurrency,
                 show_default=True,
                 help=concurrency_help,
             ),
@@ -363,12 +370,13 @@ def cap_flags(*, concurrency_help: str = "Removals in flight at once.") -> Calla
 def act_flags(
     *,
     dry_run_help: str = "Show the plan and stop.",
-    concurrency_help: str = "Removals in flight at once.",
+    concurrency_help: str = REMOVALS_HELP,
+    concurrency: int = REMOVAL_CONCURRENCY,
 ) -> Callable[[F], F]:
     """How a removing command may act: `--dry-run`, `-y/--yes`, and `cap_flags`."""
 
     def wrap(f: F) -> F:
-        f = cap_flags(concurrency_help=concurrency_help)(f)
+        f = cap_flags(concurrency_help=concurrency_help, concurrency=concurrency)(f)
         for decorator in (
             click.option("-y", "--yes", is_flag=True, help="Act without asking."),
             click.option("--dry-run", is_flag=True, help=dry_run_help),

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.core.plan import INTERRUPTED, Plan, Result, apply_caps, skip_planned
+from kubegc_cli.core.plan import (
+    INTERRUPTED,
+    REMOVAL_CONCURRENCY,
+    Plan,
+    Result,
+    apply_caps,
+    skip_planned,
+)
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, load_pods_file
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.cri.endpoint import Endpoint, resolve_endpoint
@@ -60,7 +67,7 @@ class ActOptions:
 
     dry_run: bool = False
     yes: bool = False
-    concurrency: int = 4
+    concurrency: int = REMOVAL_CONCURRENCY
     max_delete: int | None = None
     max_bytes: int | None = None
 

@@ -58,6 +58,7 @@ from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
     kubelet_config_for,
+    kubelet_config_once,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
@@ -406,10 +407,15 @@ def gc_all(
     pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
 
-    root = pod_logs_root_of(s, pod_logs_dir)
-    client = open_client(s, ui)
+    with kubelet_config_once():  # the log root and the plan from one reading of the config
+        root = pod_logs_root_of(s, pod_logs_dir)
+        client = open_client(s, ui)
+        try:
+            planned = plan_all(s, policy, scope, root, client, pods, act, ui)
+        except BaseException:
+            client.close()
+            raise
     try:
-        planned = plan_all(s, policy, scope, root, client, pods, act, ui)
 
         def again() -> Plan[Any]:  # after a person's yes, under the node lock
             return plan_all(s, policy, scope, root, client, pods, act, ui).plan

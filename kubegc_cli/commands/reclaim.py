@@ -54,6 +54,7 @@ from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.fs import FsStats, fs_stats
+from kubegc_cli.node.host.kubelet import kubelet_config_once
 from kubegc_cli.policy.containers import ContainerGCPolicy
 from kubegc_cli.policy.images import KEEP_IN_USE, ImageGCPolicy
 from kubegc_cli.policy.reclaim import ACT_ORDER, Target, cut_at
@@ -152,6 +153,12 @@ def reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recla
     """
     if s.snapshot is not None:
         raise BadInput("reclaim reads the node's directories and runtime; --snapshot holds none")
+    with kubelet_config_once():  # every kind plans on one reading of the kubelet's config
+        return _reclaim(s, opts, act, ui)
+
+
+def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> ReclaimPlan:
+    """`reclaim` once `--snapshot` is ruled out (see `reclaim`)."""
     check_image_inputs(s, opts.images, None)
     root_dir = host_dir(opts.root_dir or DEFAULT_ROOT_DIR, "--root-dir")
     pods = load_pod_inventory(s, ui, needs_source=opts.containers.include_terminated_pods)

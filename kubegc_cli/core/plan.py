@@ -38,6 +38,21 @@ POD_RULES = ("deleted-pod", "terminated-pod")
 # sandbox or a RUNNING container now (the kubelet keeps its records until it terminates it).
 POD_ALIVE = "the pod is alive now"
 
+#: `--concurrency` of the removing commands when not given: removals in flight at once. The
+#: kubelet removes one container at a time (it runs beside the pods); crictl sends every
+#: removal at once. Each kubegc removal makes about three calls (ContainerStatus, a pod
+#: re-check shared among removals of one pod, RemoveContainer) where a bare loop makes one,
+#: so it needs more in flight to keep the runtime as busy; past 8 the runtime's own CPU is what
+#: limits a 2-core node, and CPU per removal keeps falling only slowly (docs/PERFORMANCE.md §13).
+REMOVAL_CONCURRENCY = 8
+#: The `--concurrency` kubegc recommends for a node under pressure (disk filling, an eviction
+#: near): the most removals per second measured, with less CPU per removal than 8; at 32 the
+#: client's threads and the runtime's locks cost more CPU than the overlap gains.
+PRESSURE_CONCURRENCY = 16
+#: `--concurrency` of the unattended agent and of `evict` (API calls): a background run spares
+#: the node, as the kubelet does.
+GENTLE_CONCURRENCY = 4
+
 
 class Result(StrEnum):
     """What became of an action. `kept` is used for objects the plan deliberately leaves;

@@ -79,7 +79,7 @@ def test_default_policy_keeps_newest_init_record(node: LocalNode, ns: str, tmp_p
     assert [(a["id"], a["result"]) for a in result["actions"]] == [(init0, "removed")]
     # -v says how long the removals took, and at what rate.
     assert re.search(
-        r"container: 1 acted on in [0-9.]+ s \([0-9.]+/s, 1 removed\) at --concurrency 4",
+        r"container: 1 acted on in [0-9.]+ s \([0-9.]+/s, 1 removed\) at --concurrency 8",
         done.stderr,
     ), done.stderr
     assert result["summary"]["bytes_freed"] == plan["actions"][0]["log_bytes"]

@@ -573,3 +573,30 @@ def test_residue_scan_q_lists_host_paths_escaped_as_the_table_does(tmp_path: Pat
     assert code == 3 and "\x1b" not in out and "\x1b" not in err, (out, err)
     shown = "/var/lib/kubelet/pods/x\\x1b]0;owned\\x07\\x0akubegc: forged"
     assert out == shown + "\n" and shown in table
+
+
+def test_removing_commands_default_to_8_in_flight_the_agent_and_evict_to_4() -> None:
+    """`--concurrency` defaults to `REMOVAL_CONCURRENCY` (8) for the commands an operator
+    runs to remove, and to `GENTLE_CONCURRENCY` (4) for the unattended agent and for evict's
+    API calls; every removing command's help names the value for a node under pressure."""
+    import click
+
+    from kubegc_cli.cli.main import cli
+    from kubegc_cli.core.plan import GENTLE_CONCURRENCY, PRESSURE_CONCURRENCY, REMOVAL_CONCURRENCY
+
+    def option(path: tuple[str, ...]) -> click.Option:
+        command: Any = cli
+        with click.Context(cli) as ctx:
+            for name in path:
+                command = command.get_command(ctx, name)
+        found: click.Option = next(p for p in command.params if p.name == "concurrency")
+        return found
+
+    assert (REMOVAL_CONCURRENCY, PRESSURE_CONCURRENCY, GENTLE_CONCURRENCY) == (8, 16, 4)
+    for path in [("gc", "containers"), ("gc", "all"), ("gc", "images"), ("reclaim",),
+                 ("residue", "clean"), ("apply",)]:  # fmt: skip
+        opt = option(path)
+        assert opt.default == 8, path
+        assert "16 on a node under pressure" in (opt.help or ""), path
+    assert option(("agent",)).default == 4
+    assert option(("evict", "prune")).default == 4

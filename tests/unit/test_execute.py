@@ -853,3 +853,53 @@ def test_pod_liveness_asks_one_list_per_question_after_its_baseline() -> None:
     cri.calls.clear()
     assert pods.alive("z") is False and cri.calls == ["sandboxes", "containers"]
     assert pods.alive("gone") is False  # no sandbox, no container: dead
+
+
+def test_pod_liveness_shares_one_reading_among_questions_about_the_same_pod() -> None:
+    """Concurrent questions about one pod (removals of its containers at --concurrency 8)
+    share readings begun after each asked: fewer filtered lists than questions, and a pod that
+    became alive before a question is alive in its answer (no reading older than the question
+    serves it). Another pod's question gets a reading of its own."""
+    import threading
+
+    from kubegc_cli.node.execute.actions import PodLiveness
+    from tests.unit.memorycri import MemoryCri
+
+    def sb(sid: str, uid: str, state: SandboxState) -> Sandbox:
+        return Sandbox(sid, "p", "ns", uid, 0, state, 0, labels={LABEL_POD_UID: uid})
+
+    class Slow(MemoryCri):
+        filtered: list[str]
+
+        def list_sandboxes(self, labels: Any = None) -> list[Sandbox]:
+            if labels:
+                self.filtered.append(labels[LABEL_POD_UID])
+                threading.Event().wait(0.05)  # a call in flight while others ask
+            return super().list_sandboxes(labels)
+
+    cri = Slow(
+        {"x0": ctr("x0", uid="x"), "w0": ctr("w0", uid="w")},
+        {
+            "sb-x": sb("sb-x", "x", SandboxState.NOTREADY),
+            "sb-w": sb("sb-w", "w", SandboxState.NOTREADY),
+        },
+    )
+    cri.filtered = []
+    client: Any = cri
+    pods = PodLiveness(client)
+    answers: list[bool] = []
+
+    def ask() -> None:
+        answers.append(pods.alive("x"))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers == [False] * 8
+    assert 1 <= cri.filtered.count("x") < 8
+    assert pods.alive("w") is False and cri.filtered.count("w") == 1
+
+    cri.sandboxes["sb-x"] = sb("sb-x", "x", SandboxState.READY)
+    assert pods.alive("x") is True  # asked after the change: a reading begun after it

@@ -370,3 +370,23 @@ def test_gc_containers_takes_the_pod_log_root_from_a_dropin_and_says_so(tmp_path
                                 "gc", "containers", "--dry-run"])  # fmt: skip
     assert f"kubelet config {base} + 1 drop-in in {drop.parent} " in err, err
     assert f"(podLogsDir /srv/pod-logs from {drop})" in err and code == 0, err
+
+
+def test_a_multi_kind_command_reads_the_kubelet_config_once(tmp_path: Path) -> None:
+    """Within `kubelet_config_once` (`reclaim`, `gc all`) the kubelet's configuration is read
+    once per run's settings and every later call gets that reading, even after the file
+    changed; outside it (the agent's cycles, single commands) each call reads the file anew;
+    other settings get a reading of their own."""
+    from kubegc_cli.core.settings import Settings
+    from kubegc_cli.node.host.kubelet import kubelet_config_for, kubelet_config_once
+
+    config = tmp_path / "config.yaml"
+    config.write_text("kind: KubeletConfiguration\npodLogsDir: /logs/one\n")
+    s = Settings(kubelet_config=config, host_root=tmp_path)
+    other = Settings(kubelet_config=config, host_root=tmp_path)
+    with kubelet_config_once():
+        assert kubelet_config_for(s).pod_logs_dir == "/logs/one"
+        config.write_text("kind: KubeletConfiguration\npodLogsDir: /logs/two\n")
+        assert kubelet_config_for(s).pod_logs_dir == "/logs/one"  # the run's one reading
+        assert kubelet_config_for(other).pod_logs_dir == "/logs/two"
+    assert kubelet_config_for(s).pod_logs_dir == "/logs/two"  # outside: read anew

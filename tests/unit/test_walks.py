@@ -310,3 +310,34 @@ def test_pinning_a_hung_root_costs_one_timeout_and_release_never_waits(tmp_path:
             roots.real_pod_logs_dir  # noqa: B018
         assert time.monotonic() - began < 0.4  # not touched again
         returns_within(1, release_pins)
+
+
+@needs_fuse
+def test_a_pod_dir_that_hangs_in_a_residue_scan_is_listed_and_the_rest_are_sized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`residue scan` looks at every pod directory in one worker thread; a volume that hangs
+    (a mount made since the table was read) gives up that directory alone after `--timeout`:
+    it is listed, not safe, its size unknown and the path named; the directories after it are
+    still sized in full."""
+    from kubegc_cli.node.host import residue as host_mod
+    from kubegc_cli.node.host.residue import scan_pod_dirs
+    from tests.unit.test_residue_host import PODS, ctx_for, pod_dir
+
+    monkeypatch.setattr(host_mod, "POD_DIR_GRACE_SECONDS", 0)
+    uids = [f"{i}{i}{i}{i}{i}{i}{i}{i}-1111-1111-1111-111111111111" for i in (1, 2, 3)]
+    dirs = [pod_dir(tmp_path, uid) for uid in uids]
+    hung = dirs[1] / "volumes/kubernetes.io~csi/pvc/mount"
+    hung.mkdir(parents=True)
+    ctx = ctx_for(tmp_path, mounts=NO_MOUNTS)
+    with hung_mount(hung), walk_timeout_of(0.5):
+        findings = returns_within(10, lambda: scan_pod_dirs(ctx))
+    by_uid = {f.details["uid"]: f for f in findings}
+    assert sorted(by_uid) == uids
+    for uid in (uids[0], uids[2]):
+        assert by_uid[uid].safe and by_uid[uid].bytes >= 15000
+    stuck = by_uid[uids[1]]
+    assert not stuck.safe and stuck.bytes == 0
+    assert stuck.unsafe_reason.startswith(
+        f"no answer from {PODS}/{uids[1]}/volumes/kubernetes.io~csi/pvc/mount within --timeout"
+    )

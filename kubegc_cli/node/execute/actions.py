@@ -448,13 +448,20 @@ class PodLiveness:
     is READY or new since the baseline. A pod alive at the baseline, or with a container there
     in a sandbox not its own (not as the kubelet makes them), is asked in full every time
     (`pod_alive_now`: its sandboxes, then its containers). Either way the answer is as of the
-    moment of the question, never of the baseline. Thread-safe.
+    moment of the question, never of the baseline.
+
+    A pod's liveness is one fact for all its containers: questions about the same pod asked
+    at the same moment (concurrent removals of one pod's containers) share one reading begun
+    after each asked (`SharedReading`), so the answer is never older than a call of each
+    question's own would be, and a batch of one pod's containers at `--concurrency N` costs
+    about one list per N removals. Thread-safe.
     """
 
     def __init__(self, client: CriClient) -> None:
         self.client = client
         self._lock = threading.Lock()
         self._base: tuple[frozenset[str], dict[str, frozenset[str]]] | None = None
+        self._readings: dict[str, SharedReading[bool]] = {}
 
     def _baseline(self) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
         """(UIDs to ask in full, the sandbox IDs each other UID had, all NOTREADY)."""
@@ -479,6 +486,15 @@ class PodLiveness:
     def alive(self, uid: str) -> bool:
         """Whether the pod `uid` has a READY sandbox or a RUNNING container now (see the class
         doc). Raises `RuntimeUnavailable`."""
+        self._baseline()
+        with self._lock:
+            reading = self._readings.get(uid)
+            if reading is None:
+                reading = self._readings[uid] = SharedReading(partial(self._ask, uid))
+        return reading.get()
+
+    def _ask(self, uid: str) -> bool:
+        """One reading of whether the pod `uid` is alive now, as `alive` describes."""
         full, notready = self._baseline()
         if uid in full:
             return pod_alive_now(self.client, uid)[0]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -439,8 +440,31 @@ def kubelet_config_for(s: Settings) -> KubeletConfig:
     `--host-root`, `--kubelet-config-dir`, the running kubelet), whose `fallback` then says
     why `/configz` was not used. Raises `BadInput` for a bad field, file, `--kubelet-ca`, or
     `--kubelet-url` without credentials."""
+    if _ONE_READ and (hit := _ONE_READ[-1].get(id(s))) is not None and hit[0] is s:
+        return hit[1]
     configz = kubelet_configz(s)
     if configz is not None and configz.doc is not None:
-        return parse_kubelet_config(configz.doc, source=configz.source)
-    kcfg = load_kubelet_config(s.kubelet_config, s.host_root, s.kubelet_config_dir)
-    return replace(kcfg, fallback=configz.fallback) if configz is not None else kcfg
+        kcfg = parse_kubelet_config(configz.doc, source=configz.source)
+    else:
+        kcfg = load_kubelet_config(s.kubelet_config, s.host_root, s.kubelet_config_dir)
+        kcfg = replace(kcfg, fallback=configz.fallback) if configz is not None else kcfg
+    if _ONE_READ:
+        _ONE_READ[-1][id(s)] = (s, kcfg)
+    return kcfg
+
+
+_ONE_READ: list[dict[int, tuple[Settings, KubeletConfig]]] = []
+
+
+@contextmanager
+def kubelet_config_once() -> Iterator[None]:
+    """Within, `kubelet_config_for` reads the kubelet configuration once per `Settings`
+    (the files, their drop-ins, the running kubelet's command line, `/configz`) and gives that
+    reading to every later call: a command that plans several kinds (`reclaim`, `gc all`)
+    plans them all on one configuration, read once. A run that goes on for long (the agent)
+    does not use it: each of its cycles reads the configuration anew. Not for threads."""
+    _ONE_READ.append({})
+    try:
+        yield
+    finally:
+        _ONE_READ.pop()

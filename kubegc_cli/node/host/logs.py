@@ -785,30 +785,38 @@ def remove_container_logs(
     (not the container's own log path — `foreign_log` —, outside podLogsDir, a mount point).
     Raises `LogRemovalError` when a deletion fails for another reason, or podLogsDir or the
     legacy link directory gave no answer within `--timeout` (`Pin.stalled`; nothing is then
-    removed when it is the link directory).
+    removed when it is the link directory). Both removals run in one bounded walk (one
+    worker thread per container, `host.bounded`); a stall names the one it was in.
     """
     pin = roots.links_pin  # checked first: nothing is removed when the link cannot be
     if pin.stalled:  # the kubelet, too, keeps a container whose legacy link it cannot remove
         raise LogRemovalError(f"cannot remove the legacy link of the container: {pin.stalled}")
     foreign = foreign_log(roots.pod_logs_dir, container, log_path) if log_path else ""
     notes = [foreign] if foreign else []
-    freed = _remove_log_files(roots, log_path, mounts, notes) if log_path and not foreign else 0
-    link_dir = pin.path
-    if not link_dir:
-        notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")
-        return freed, "; ".join(notes)
-    name = legacy_symlink_name(
-        container.pod_name, container.pod_namespace, container.container_name, container.id
-    )
-    if "/" in name or "\0" in name:  # labels no kubelet writes: never leave its directory
-        notes.append(f"legacy link name {name!r} is not a file name; left")
-        return freed, "; ".join(notes)
-    link = os.path.join(link_dir, name)
-    try:
-        if left := bounded(lambda watch: _remove_link(pin, link, watch)):
+    doing = [f"log {log_path}"]  # what the walk is removing, named when it stalls
+
+    def walk(watch: Watch) -> int:
+        freed = _remove_log_files(roots, log_path, mounts, notes) if log_path and not foreign else 0
+        link_dir = pin.path
+        if not link_dir:
+            notes.append(f"{roots.container_logs_dir} is in a symlink loop; legacy link left")
+            return freed
+        name = legacy_symlink_name(
+            container.pod_name, container.pod_namespace, container.container_name, container.id
+        )
+        if "/" in name or "\0" in name:  # labels no kubelet writes: never leave its directory
+            notes.append(f"legacy link name {name!r} is not a file name; left")
+            return freed
+        link = os.path.join(link_dir, name)
+        doing[0] = f"symlink {pin.show(link)}"
+        if left := _remove_link(pin, link, watch):
             notes.append(left)
+        return freed
+
+    try:
+        freed = bounded(walk)
     except Stalled as exc:
-        raise LogRemovalError(f"cannot remove symlink {pin.show(link)}: {exc.strerror}") from None
+        raise LogRemovalError(f"cannot remove {doing[0]}: {exc.strerror}") from None
     return freed, "; ".join(notes)
 
 
