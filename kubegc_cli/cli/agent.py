@@ -25,7 +25,7 @@ from kubegc_cli.commands.edges import edges
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.core.errors import BadInput, ExitCode
 from kubegc_cli.core.inputs import check_namespace, parse_yaml
-from kubegc_cli.core.stop import ending
+from kubegc_cli.core.stop import STOPPED_STARTING, ending
 from kubegc_cli.core.units import parse_bytes, parse_duration
 from kubegc_cli.policy.fleet import parse_window
 from kubegc_cli.render.log import LOG
@@ -138,7 +138,7 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
         name = getattr(exc, "signal_name", "SIGINT")
         if opts.get("once") or name != "SIGTERM":
             raise  # as a command: `terminated` 143, `interrupted` 130
-        LOG.emit("info", "SIGTERM: stopped while starting, before the first cycle; exit 0")
+        LOG.emit("info", STOPPED_STARTING)
         sys.exit(ExitCode.OK)
 
 

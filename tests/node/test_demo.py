@@ -70,3 +70,32 @@ def test_the_demo_cluster_runs_the_agent_and_fleet_and_leaves_nothing(tmp_path: 
     assert down.returncode == 0, down.stderr
     assert not work.exists()
     assert not Path(f"/proc/{pid}").exists()  # the control plane's supervisor is gone
+
+
+def test_a_demo_directory_another_user_made_is_not_used(tmp_path: Path) -> None:
+    """A directory at the demo's name that another user owns (they made it first in /tmp):
+    every subcommand refuses it before reading anything in it — a planted pid is not
+    killed, a planted kubeconfig not used, a planted mount-point list not removed."""
+    import signal
+    import subprocess as sp
+
+    work = tmp_path / "demo"
+    (work / "cluster").mkdir(parents=True)
+    victim = sp.Popen(["sleep", "60"])
+    try:
+        (work / "cluster/pid").write_text(f"{victim.pid}\n")
+        (work / "cluster/ready").write_text("https://127.0.0.1:1\n")
+        (work / "made-mount-points").write_text(f"{tmp_path / 'victim-dir'}\n")
+        (tmp_path / "victim-dir").mkdir()
+        (work / "node.json").write_text("{}")
+        os.chown(work, 65534, 65534)  # nobody's
+        for args in (["down"], ["fleet"], ["run", "df"], ["cluster"], []):
+            res = demo(work, *args)
+            assert res.returncode == 2, (args, res.stderr[-1000:])
+            assert "demo: the demo directory" in res.stderr, res.stderr
+        assert victim.poll() is None  # not killed
+        assert (tmp_path / "victim-dir").is_dir()  # not removed
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        os.chown(work, os.getuid(), os.getgid())
