@@ -6,9 +6,10 @@ thread per request, all daemon threads):
 - `/healthz`: 200 `ok` while the loop is alive and its last cycle started within
   2 × interval + cycle timeout; else 503 with the reason (a liveness probe: a stuck agent
   is restarted);
-- `/readyz`: 200 `ok` once the first cycle finished and while the policy in force is the
-  policy file's content; else 503 with the reason (a readiness probe, and what `kubectl get
-  pods` shows as not ready while a ConfigMap holds a policy the agent rejected).
+- `/readyz`: 200 `ok` while the policy in force is the policy file's content (from the
+  start: a rollout does not wait for the first cycle); else 503 with the reason (a readiness
+  probe, and what `kubectl get pods` shows as not ready while a ConfigMap holds a policy the
+  agent rejected).
 
 Anything else is 404; a method other than GET and HEAD is 405. Requests only copy a few fields
 of the `LoopState` under its lock: none can block or slow the loop.

@@ -22,11 +22,11 @@ from kubegc_cli.cli.configfile import CONFIG_META, annotate, command_path, loade
 from kubegc_cli.cli.gc import container_policy, container_policy_options, scope_from, scope_options
 from kubegc_cli.cli.options import GIVEN, GLOBAL_NAMES, WholeRange, cap_flags, global_options
 from kubegc_cli.commands.edges import edges
-from kubegc_cli.commands.flow import ActOptions
+from kubegc_cli.commands.flow import ActOptions, check_pod_source
 from kubegc_cli.core.errors import BadInput, ExitCode
 from kubegc_cli.core.inputs import check_namespace, parse_yaml
 from kubegc_cli.core.plan import GENTLE_CONCURRENCY
-from kubegc_cli.core.stop import ending
+from kubegc_cli.core.stop import STOPPED_STARTING, ending
 from kubegc_cli.core.units import parse_bytes, parse_duration
 from kubegc_cli.policy.fleet import parse_window
 from kubegc_cli.render.log import LOG
@@ -121,8 +121,8 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
 
     A failed cycle (runtime or API down) is one error line and is retried next interval; the
     process keeps running. /healthz fails when the loop is stuck (no cycle started for 2 ×
-    --interval + --cycle-timeout), /readyz until the first cycle finished and while the
-    policy file holds a content the agent rejected.
+    --interval + --cycle-timeout), /readyz while the policy file holds a content the agent
+    rejected.
 
     SIGTERM (a rollout, a drain) stops it: a wait ends at once, a removal in flight finishes,
     none starts after; exit 0, since being stopped is how a DaemonSet pod ends normally.
@@ -141,7 +141,7 @@ def agent(ctx: click.Context, /, **opts: Any) -> None:
         name = getattr(exc, "signal_name", "SIGINT")
         if opts.get("once") or name != "SIGTERM":
             raise  # as a command: `terminated` 143, `interrupted` 130
-        LOG.emit("info", "SIGTERM: stopped while starting, before the first cycle; exit 0")
+        LOG.emit("info", STOPPED_STARTING)
         sys.exit(ExitCode.OK)
 
 
@@ -290,6 +290,7 @@ def _names(opts: dict[str, Any], name: str, allowed: tuple[str, ...]) -> tuple[s
 def _policy(ctx: click.Context, opts: dict[str, Any]) -> Policy:
     """`Settings` and `AgentOptions` from the global options and `opts`. Raises `BadInput`."""
     s = settings_from(ctx)
+    check_pod_source(s)  # a contradiction would fail every cycle: refused at once
     parse_listen(opts["listen"])
     zone, window = opts["window_timezone"], opts.get("window") or ""
     if window:

@@ -26,7 +26,11 @@ def main() -> None:
     except BaseException:  # a stop signal during start-up (nothing has been done yet)
         if stop.received is None:
             raise
-        said, code = stop.ending(stop.name_of(stop.received))
+        name = stop.name_of(stop.received)
+        if stop.ends_normally(name, sys.argv[1:]):
+            os.write(2, f"kubegc: {stop.STOPPED_STARTING}\n".encode())
+            os._exit(ExitCode.OK)
+        said, code = stop.ending(name)
         os.write(2, f"kubegc: error: {said}\n".encode())
         os._exit(code)
     try:

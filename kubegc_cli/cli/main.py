@@ -22,7 +22,7 @@ from kubegc_cli import __version__
 from kubegc_cli.cli.command import OutputClosed, RootGroup, Stopped, fail
 from kubegc_cli.cli.options import global_options
 from kubegc_cli.core.errors import ExitCode, KubegcError
-from kubegc_cli.core.stop import Terminated, ending, first_stop
+from kubegc_cli.core.stop import STOPPED_STARTING, Terminated, ending, ends_normally, first_stop
 from kubegc_cli.render.log import LOG
 from kubegc_cli.report.run import reported_main
 
@@ -129,6 +129,15 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def _stopped(signal_name: str, words: list[str]) -> None:
+    """End a run a stop signal ended: `terminated` 143 or `interrupted` 130 — or, for a
+    long-running agent's SIGTERM (`core.stop.ends_normally`), its normal end, exit 0."""
+    if ends_normally(signal_name, words):
+        LOG.emit("info", STOPPED_STARTING)
+        sys.exit(ExitCode.OK)
+    fail(*ending(signal_name))
+
+
 @reported_main
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command; every error is one line on stderr and its exit code."""
@@ -159,12 +168,12 @@ def main(argv: list[str] | None = None) -> None:
         # still says which it was, with its exit code.
         cause = exc.__cause__ or exc.__context__
         if isinstance(cause, KeyboardInterrupt):
-            fail(*ending(getattr(cause, "signal_name", "SIGINT")))
+            _stopped(getattr(cause, "signal_name", "SIGINT"), words)
         fail("aborted", ExitCode.INTERRUPTED)
     except KubegcError as exc:
         fail(str(exc), exc.exit_code)
     except (Stopped, KeyboardInterrupt) as exc:  # (`Terminated` says SIGTERM)
-        fail(*ending(getattr(exc, "signal_name", "SIGINT")))
+        _stopped(getattr(exc, "signal_name", "SIGINT"), words)
     except (BrokenPipeError, OutputClosed):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error while flushing at exit

@@ -42,10 +42,8 @@ writable-layer lines are unknown — unless the runtime was left out on purpose
 
 from __future__ import annotations
 
-import errno
 import os
 import shlex
-import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -76,15 +74,13 @@ from kubegc_cli.node.diskusage import (
     Walker,
     count_finding,
     dead_container_logs,
-    host_real,
     host_real_or_given,
+    needed_dir,
     read_runtime_view,
-    real_path,
     residue_dirs,
     role_filesystems,
     walk_roots,
 )
-from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.fs import FsStats
 from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
 from kubegc_cli.node.host.logs import host_path_of
@@ -445,16 +441,7 @@ def disk_usage(
     mounts = MountTable.read()
     commands = _commands(s, opts)
 
-    try:
-        root_dir = host_real(s.host_root, given_root)
-        local_root = real_path(s.host_root, root_dir)
-        if not stat.S_ISDIR(stat_of(local_root, follow_symlinks=True).st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
-    except OSError as exc:
-        under = "" if os.path.normpath(s.host_root) == "/" else f" under {s.host_root}"
-        raise RuntimeUnavailable(
-            f"cannot read the kubelet root {given_root}{under}: {exc.strerror or exc}"
-        ) from None
+    root_dir = needed_dir(s.host_root, given_root, "the kubelet root")
     logs_dir = host_real_or_given(s.host_root, given_logs)
 
     rt: RuntimeView | None = None

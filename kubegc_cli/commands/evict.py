@@ -102,6 +102,7 @@ from kubegc_cli.policy.eviction.thresholds import (
     evaluate,
     kubelet_base_for_dropins,
     parse_kubelet_version,
+    pointless,
     raw_from_kubelet_cmdline,
     raw_from_kubelet_config,
     resolve,
@@ -392,6 +393,12 @@ def evict_check(
             why_signals.setdefault(unread[sig], []).append(sig)
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
+    for r in results:
+        why = pointless(r)
+        if why:
+            report.notes.append(
+                f"{r.threshold.expression} {why}; source: {r.threshold.source or 'default'}"
+            )
     if any(f in MEMORY_FAMILIES for f in _families(config)):
         try:
             report.swap, report.stalls, beside = besides_the_signals(

@@ -82,6 +82,17 @@ def load_pod_inventory(s: Settings, ui: Ui, *, needs_source: bool = False) -> Po
     return pods
 
 
+def check_pod_source(s: Settings) -> None:
+    """Refuse pod source options that contradict each other (`BadInput`, exit 2): a
+    `--pods-file` with a `--pod-source` other than `file`; `--pod-source kubelet` without
+    `--kubelet-url`. Asked by every run that reads pods, and by the agent at start-up and
+    for every policy it reads (it would otherwise fail every cycle for it)."""
+    if s.pods_file and s.pod_source not in (None, "file"):
+        raise BadInput(f"--pods-file given with --pod-source {s.pod_source}; drop one of them")
+    if s.pod_source == "kubelet" and not s.kubelet_url:
+        raise BadInput("--pod-source kubelet needs --kubelet-url https://HOST:10250")
+
+
 def read_pod_source(s: Settings, ui: Ui) -> PodInventory:
     """The pod source chosen by `--pod-source` / `--pods-file`, else found like kubectl does.
 
@@ -92,11 +103,10 @@ def read_pod_source(s: Settings, ui: Ui) -> PodInventory:
     read raises `ApiUnavailable` (exit 3). Raises `BadInput` for unusable files and
     contradictions.
     """
+    check_pod_source(s)
     explicit = s.pod_source
     creds = find_credentials(s.kubeconfig, s.env)
     source = explicit or ("file" if s.pods_file else "api" if creds else "none")
-    if s.pods_file and source != "file":
-        raise BadInput(f"--pods-file given with --pod-source {source}; drop one of them")
     if source == "kubelet" or (source == "api" and not explicit and s.kubelet_url):
         kubelet = kubelet_source(s) if s.kubelet_url else None
         if kubelet is None:

@@ -52,6 +52,7 @@ from kubegc_cli.core.residue import (
 )
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
+from kubegc_cli.node.diskusage import needed_dir
 from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
@@ -196,6 +197,12 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:
         pod_logs_dir = kubelet_config_for(s).pod_logs_dir
+    # a wrong --host-root or a mistyped flag says so, as df does, never "nothing found"
+    needed_dir(s.host_root, root_dir, "the kubelet root")
+    if opts.pod_logs_dir is not None:
+        needed_dir(s.host_root, pod_logs_dir, "the pod log directory (--pod-logs-dir)")
+    if opts.cni_dir is not None:
+        needed_dir(s.host_root, cni_dir, "the CNI directory (--cni-dir)")
     pods = load_pod_inventory(s, ui)
     now = s.now if s.now is not None else edges().clock()
     mounts = MountTable.read()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Sequence
 
 from kubegc_cli.core.errors import ExitCode
 
@@ -65,3 +66,16 @@ def install() -> None:
     for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, first_stop)
+
+
+#: What a long-running agent stopped before its loop says (its exit code is 0).
+STOPPED_STARTING = "SIGTERM: stopped while starting, before the first cycle; exit 0"
+
+
+def ends_normally(signal_name: str, words: Sequence[str]) -> bool:
+    """True when a stop signal `signal_name` is the normal end of the run whose command line is
+    `words`: SIGTERM to a long-running `kubegc agent` (no `--once`), as a DaemonSet pod is
+    stopped — exit 0 at any moment, start-up included (nothing is removed before its loop
+    runs). A word `agent` that is an option's value counts too: such a run exits 0 rather
+    than 143 on a SIGTERM in its first moments, before it has done anything."""
+    return signal_name == "SIGTERM" and "agent" in words and "--once" not in words

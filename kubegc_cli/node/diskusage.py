@@ -16,6 +16,7 @@ runtime's view of images and writable layers — for `kubegc df`.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable
@@ -400,6 +401,25 @@ def real_path(host_root: Path, host_path: str) -> str:
 def host_real(host_root: Path, host_path: str) -> str:
     """`host_path` with every symlink in it resolved under the host root, as a host path."""
     return host_path_of(Path(os.path.realpath(host_root)), real_path(host_root, host_path))
+
+
+def needed_dir(host_root: Path, host_path: str, what: str) -> str:
+    """`host_path` (a directory a command cannot do without: the kubelet root, a directory a
+    flag named) with its symlinks resolved under the host root, as a host path. Raises
+    `RuntimeUnavailable` (exit 3, one line naming `what`, the path and the host root) when it
+    does not exist, is no directory or cannot be read: a command over a wrong `--host-root`
+    or a mistyped flag must say so, never report "nothing found"."""
+    try:
+        found = host_real(host_root, host_path)
+        local = real_path(host_root, found)
+        if not stat.S_ISDIR(stat_of(local, follow_symlinks=True).st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+    except OSError as exc:
+        under = "" if os.path.normpath(host_root) == "/" else f" under {host_root}"
+        raise RuntimeUnavailable(
+            f"cannot read {what} {host_path}{under}: {exc.strerror or exc}"
+        ) from None
+    return found
 
 
 def host_real_or_given(host_root: Path, host_path: str) -> str:

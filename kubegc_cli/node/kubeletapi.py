@@ -38,6 +38,7 @@ import ipaddress
 import os
 import re
 import ssl
+import stat
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -57,10 +58,13 @@ from kubegc_cli.node.pods.api import (
 )
 
 DEFAULT_PORT = 10250
-#: The most of `/pods` read: a decoded reply takes about 6 times its size in memory, and the
-#: agent's DaemonSet allows 512 MiB. 110 pods (the kubelet's default maxPods) at 300 KiB each
-#: fit; a real pod's JSON is a few KiB.
-MAX_PODS_BYTES = 32 << 20
+#: The most of `/pods` read: a decoded reply takes about 6 times its size in memory (up to
+#: about 28 times for JSON made to be expensive: nested empty lists), and the agent's
+#: DaemonSet allows 512 MiB. 110 pods (the kubelet's default maxPods) at 140 KiB each fit; a
+#: real pod's JSON is a few KiB.
+MAX_PODS_BYTES = 16 << 20
+#: How many `timeout`s a whole kubelet reply may take.
+READ_TIMES = 3
 MAX_CONFIGZ_BYTES = 4 << 20
 CONFIGZ_SOURCE = "kubelet /configz"
 # how long one process reuses a /configz reply (an agent cycle asks for the config often)
@@ -100,7 +104,7 @@ def check_url(url: str) -> str:
         or parts.fragment
         or not url.isprintable()
     ):
-        shown = url if parts is None or parts.password is None else "https://…@…"
+        shown = re.sub(r"//[^/?#]*@", "//…@", url)  # never a user's password, even if malformed
         raise BadInput(
             f"--kubelet-url {shown!r} must be https://HOST[:PORT] (the kubelet's port; no "
             "user or password in it)"
@@ -168,20 +172,47 @@ def trust(ca_files: tuple[str, ...], api_ca: str | None) -> ssl.SSLContext:
     present = [f for f in ca_files if os.path.exists(f)] if len(ca_files) > 1 else list(ca_files)
     if not present:
         raise BadInput(f"cannot use --kubelet-ca: none of {', '.join(ca_files)} exists")
-    for f in present:  # a FIFO or a device would be read forever, a directory not at all
-        if os.path.exists(f) and not os.path.isfile(f):
-            raise BadInput(f"cannot use --kubelet-ca {f}: not a regular file")
     ctx: ssl.SSLContext | None = None
     for f in present:
-        try:  # the first as create_default_context's cafile: the system's CAs are not loaded
+        pem = _ca_text(f)
+        try:  # a context without the system's CAs: only the files given are trusted
             if ctx is None:
-                ctx = ssl.create_default_context(cafile=f)
+                ctx = ssl.create_default_context(cadata=pem)
             else:
-                ctx.load_verify_locations(cafile=f)
-        except (OSError, ssl.SSLError) as exc:
-            raise BadInput(f"cannot use --kubelet-ca {f}: {exc.strerror or exc}") from None
+                ctx.load_verify_locations(cadata=pem)
+        except (ValueError, ssl.SSLError) as exc:
+            raise BadInput(f"cannot use --kubelet-ca {f}: {exc}") from None
     assert ctx is not None
     return ctx
+
+
+#: The most of a CA file read: a bundle of a few hundred certificates.
+MAX_CA_BYTES = 1 << 20
+
+
+def _ca_text(path: str) -> str:
+    """The PEM text of the CA file at `path`, opened once without blocking and checked as
+    that open file (a FIFO or a device swapped in between a look and the open would be read
+    forever). Raises `BadInput` naming the file: missing, unreadable, not a regular file,
+    over `MAX_CA_BYTES`, not text."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise BadInput(f"cannot use --kubelet-ca {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(f"cannot use --kubelet-ca {path}: not a regular file")
+        data = os.read(fd, MAX_CA_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"cannot use --kubelet-ca {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CA_BYTES:
+        raise BadInput(f"cannot use --kubelet-ca {path}: larger than 1 MiB")
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        raise BadInput(f"cannot use --kubelet-ca {path}: not PEM text") from None
 
 
 def _connect(src: KubeletSource, timeout: float) -> tuple[http.client.HTTPSConnection, str]:
@@ -208,16 +239,29 @@ def _connect(src: KubeletSource, timeout: float) -> tuple[http.client.HTTPSConne
 def get_bytes(src: KubeletSource, path: str, limit: int, timeout: float) -> tuple[bytes, str]:
     """GET `path` from the kubelet: the reply's first `limit + 1` bytes and the text naming
     what was asked. Raises `ApiUnavailable` (one line naming the kubelet and the path) for a
-    refusal or a failure to connect or read within `timeout` seconds."""
+    refusal or a failure to connect or read: each step within `timeout` seconds, and the
+    whole reply within `READ_TIMES` × `timeout` (a reply dripping a byte at a time would
+    otherwise hold the run for as long as the kubelet likes)."""
     where = f"kubelet {src.url}{path}"
     conn, auth = _connect(src, timeout)
     headers = {"Accept": "application/json"}
     if auth:
         headers["Authorization"] = auth
+    deadline = time.monotonic() + READ_TIMES * timeout
     try:
         conn.request("GET", path, headers=headers)
         resp = conn.getresponse()
-        data = resp.read(limit + 1)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = resp.read1(min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the reply took longer than {READ_TIMES * timeout:g}s")
+        data = b"".join(chunks)
     except (OSError, http.client.HTTPException, UnicodeError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else ""
         raise ApiUnavailable(

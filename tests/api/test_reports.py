@@ -10,6 +10,7 @@ there too, and the checks over the whole list hold for them as well.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import tempfile
@@ -574,42 +575,92 @@ def test_forged_reports_neither_blind_the_fleet_nor_hold_the_breaker(
         config.new_client_from_config(str(control_plane.kubeconfig("kubegc-agent")))
     )
     tag = uuid.uuid4().hex[:6]
-    now = time.time_ns()
-    stamp = ns_to_rfc3339(now - 60 * 10**9)
-    failed = []
-    for i in range(5):
-        name = f"owned-{tag}-{i}"
-        make_node(core, name)
-        write_report(admin, full_report(name, observed=stamp, last_apply=LastApply(
-            stamp, ("gc all",), 0, 0, 3, "")))  # fmt: skip
-        failed.append(name)
-    ok = {"at": stamp, "plans": ["gc all"], "removed": 9, "bytesFreed": 1, "failures": 0,
-          "error": ""}  # fmt: skip
-    ghosts = [f"ghost-{tag}-{i}" for i in range(25)]
-    for name in [*ghosts, f"nul-{tag}"]:
-        agent.create_cluster_custom_object(GROUP, VERSION, PLURAL, {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeGCReport",
-            "metadata": {"name": name}})  # fmt: skip
-        status = {"observedAt": stamp, "lastApply": ok}
-        if name.startswith("nul-"):
-            status["error"] = "x\x00"
-        body = agent.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        body["status"] = status
-        agent.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, name, body)
+    made: list[str] = []
+    try:
+        now = time.time_ns()
+        stamp = ns_to_rfc3339(now - 60 * 10**9)
+        failed = []
+        for i in range(5):
+            name = f"owned-{tag}-{i}"
+            made.append(name)
+            make_node(core, name)
+            write_report(admin, full_report(name, observed=stamp, last_apply=LastApply(
+                stamp, ("gc all",), 0, 0, 3, "")))  # fmt: skip
+            failed.append(name)
+        ok = {"at": stamp, "plans": ["gc all"], "removed": 9, "bytesFreed": 1, "failures": 0,
+              "error": ""}  # fmt: skip
+        ghosts = [f"ghost-{tag}-{i}" for i in range(25)]
+        for name in [*ghosts, f"nul-{tag}"]:
+            made.append(name)
+            agent.create_cluster_custom_object(GROUP, VERSION, PLURAL, {
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeGCReport",
+                "metadata": {"name": name}})  # fmt: skip
+            status = {"observedAt": stamp, "lastApply": ok}
+            if name.startswith("nul-"):
+                status["error"] = "x\x00"
+            body = agent.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            body["status"] = status
+            agent.replace_cluster_custom_object_status(GROUP, VERSION, PLURAL, name, body)
 
-    listed = {r.node: r for r in list_reports(admin)}
-    assert listed[f"nul-{tag}"].observed_at == "" and listed[f"nul-{tag}"].last_apply is None
-    assert "report unreadable" in listed[f"nul-{tag}"].error
-    assert "holds a NUL character" in listed[f"nul-{tag}"].error
-    assert all(listed[g].error == f"report ignored: not owned by Node {g}" for g in ghosts)
-    assert all(listed[g].last_apply is None for g in ghosts)
-    mine = [listed[n] for n in (*failed, *ghosts, f"nul-{tag}")]
-    assert breaker(mine, now / 1e9, window=3600, max_failed_percent=20).startswith(
-        "5 of 5 applies in the last 1h failed")  # fmt: skip
+        listed = {r.node: r for r in list_reports(admin)}
+        assert listed[f"nul-{tag}"].observed_at == "" and listed[f"nul-{tag}"].last_apply is None
+        assert "report unreadable" in listed[f"nul-{tag}"].error
+        assert "holds a NUL character" in listed[f"nul-{tag}"].error
+        assert all(listed[g].error == f"report ignored: not owned by Node {g}" for g in ghosts)
+        assert all(listed[g].last_apply is None for g in ghosts)
+        mine = [listed[n] for n in (*failed, *ghosts, f"nul-{tag}")]
+        assert breaker(mine, now / 1e9, window=3600, max_failed_percent=20).startswith(
+            "5 of 5 applies in the last 1h failed")  # fmt: skip
 
-    code, out, err = run_fleet(control_plane, capsys, "-o", "json", "--top", "0")
-    assert code == 0, err
-    nodes = {n["node"]: n for n in json.loads(out)["nodes"]}
-    assert nodes[f"nul-{tag}"]["stale"] is True and nodes[ghosts[0]]["stale"] is True
-    code, out, err = run_fleet(control_plane, capsys, "--top", "1")
-    assert code == 0 and f"report ignored: not owned by Node {ghosts[0]}" in out, err
+        code, out, err = run_fleet(control_plane, capsys, "-o", "json", "--top", "0")
+        assert code == 0, err
+        nodes = {n["node"]: n for n in json.loads(out)["nodes"]}
+        assert nodes[f"nul-{tag}"]["stale"] is True and nodes[ghosts[0]]["stale"] is True
+        code, out, err = run_fleet(control_plane, capsys, "--top", "1")
+        assert code == 0 and f"report ignored: not owned by Node {ghosts[0]}" in out, err
+    finally:  # failed applies left in the API would open the breaker of later apply tests
+        objects = client.CustomObjectsApi(admin)
+        for name in made:
+            with contextlib.suppress(client.ApiException):
+                objects.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            with contextlib.suppress(client.ApiException):
+                core.delete_node(name)
+
+
+def test_a_page_of_reports_too_large_to_be_kubegcs_is_not_read(
+    admin: Any, crd: dict[str, Any], deployed: list[str], control_plane: ControlPlane,
+) -> None:  # fmt: skip
+    """Reports an agent's token can create but kubegc never writes (250 KiB of annotations
+    and 10,000 finalizers each, about 850 KiB): a page of them over 16 MiB is refused in one
+    line, not read into memory (an agent's memory limit is 512 MiB); in smaller pages they
+    are read."""
+    from kubernetes import client, config
+
+    from kubegc_cli.node.fleet import reports
+
+    agent = client.CustomObjectsApi(
+        config.new_client_from_config(str(control_plane.kubeconfig("kubegc-agent")))
+    )
+    tag = uuid.uuid4().hex[:6]
+    notes = {f"x.example/{i}": "y" * 1000 for i in range(250)}
+    finalizers = [f"x.example/finalizer-{i:05d}-{'z' * 30}" for i in range(10_000)]
+    names = [f"fat-{tag}-{i}" for i in range(25)]
+    try:
+        for name in names:
+            agent.create_cluster_custom_object(GROUP, VERSION, PLURAL, {
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeGCReport",
+                "metadata": {"name": name, "annotations": notes,
+                             "finalizers": finalizers}})  # fmt: skip
+        with pytest.raises(ApiUnavailable) as err:
+            reports.list_reports(admin)
+        assert "a page of 100 reports is larger than 16 MiB" in str(err.value)
+        assert str(err.value).count("\n") == 0
+        assert {r.node for r in reports.list_reports(admin, page_size=5)} >= set(names)
+    finally:
+        objects = client.CustomObjectsApi(admin)
+        for name in names:
+            with contextlib.suppress(client.ApiException):
+                objects.patch_cluster_custom_object(
+                    GROUP, VERSION, PLURAL, name, {"metadata": {"finalizers": None}}
+                )
+                objects.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)

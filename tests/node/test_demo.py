@@ -5,6 +5,7 @@ namespace whose kubelet root and node lock are the demo's own."""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 from pathlib import Path
 
@@ -58,7 +59,8 @@ def test_the_demo_cluster_runs_the_agent_and_fleet_and_leaves_nothing(tmp_path: 
         res = demo(work, "fleet", "-o", "json")
         assert res.returncode == 0, res.stderr[-2000:]
         [node] = json.loads(res.stdout)["nodes"]
-        assert node["node"] == "kubegc-demo" and node["status"]["mode"] == "report"
+        # the Node the demo's pods file binds its pods to: this machine's name
+        assert node["node"] == platform.node().lower() and node["status"]["mode"] == "report"
         res = demo(work, "run", "agent", "--once", "--mode", "apply", "--apply-slots", "1")
         assert res.returncode == 0, res.stderr[-2000:]
         [node] = json.loads(demo(work, "fleet", "-o", "json").stdout)["nodes"]
@@ -70,3 +72,32 @@ def test_the_demo_cluster_runs_the_agent_and_fleet_and_leaves_nothing(tmp_path: 
     assert down.returncode == 0, down.stderr
     assert not work.exists()
     assert not Path(f"/proc/{pid}").exists()  # the control plane's supervisor is gone
+
+
+def test_a_demo_directory_another_user_made_is_not_used(tmp_path: Path) -> None:
+    """A directory at the demo's name that another user owns (they made it first in /tmp):
+    every subcommand refuses it before reading anything in it — a planted pid is not
+    killed, a planted kubeconfig not used, a planted mount-point list not removed."""
+    import signal
+    import subprocess as sp
+
+    work = tmp_path / "demo"
+    (work / "cluster").mkdir(parents=True)
+    victim = sp.Popen(["sleep", "60"])
+    try:
+        (work / "cluster/pid").write_text(f"{victim.pid}\n")
+        (work / "cluster/ready").write_text("https://127.0.0.1:1\n")
+        (work / "made-mount-points").write_text(f"{tmp_path / 'victim-dir'}\n")
+        (tmp_path / "victim-dir").mkdir()
+        (work / "node.json").write_text("{}")
+        os.chown(work, 65534, 65534)  # nobody's
+        for args in (["down"], ["fleet"], ["run", "df"], ["cluster"], []):
+            res = demo(work, *args)
+            assert res.returncode == 2, (args, res.stderr[-1000:])
+            assert "demo: the demo directory" in res.stderr, res.stderr
+        assert victim.poll() is None  # not killed
+        assert (tmp_path / "victim-dir").is_dir()  # not removed
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        os.chown(work, os.getuid(), os.getgid())

@@ -275,8 +275,8 @@ def test_the_policy_file_is_read_again_before_each_cycle(tmp_path: Path) -> None
     gaps = [b - a for a, b in zip(seam.starts, seam.starts[1:], strict=False)]
     assert gaps == pytest.approx([300.0, 600.0, 600.0, 600.0])  # the policy in force's
     why = f"policy {path}: unknown key 'bad'; here the file takes: x; keeping the last good policy"
-    assert [ok for ok, _ in readiness] == [False, True, False, False, True]
-    assert readiness[0] == (False, "no cycle has finished yet") and readiness[2] == (False, why)
+    assert [ok for ok, _ in readiness] == [True, True, False, False, True]
+    assert readiness[0] == (True, "ok") and readiness[2] == (False, why)
     assert [m for level, m in said if level == "error"] == [why]  # said once
     assert state.readiness() == (True, "ok")  # fixed: the file's content is in force
 

@@ -250,3 +250,25 @@ def test_sigterm_while_starting_ends_the_agent_as_it_would_later(
     else:
         assert "SIGTERM: stopped while starting, before the first cycle; exit 0" in err, err
         assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6, 1.5])
+def test_sigterm_at_any_moment_of_start_up_is_the_agents_normal_end(
+    tmp_path: Path, delay: float
+) -> None:
+    """The real agent command (no stand-in), SIGTERM while Python imports kubegc, while click
+    reads the options, while the agent starts or waits: always exit 0, never a traceback or
+    `error: terminated` (a DaemonSet pod stopped right after it was started)."""
+    argv = [sys.executable, "-m", "kubegc_cli", "--host-root", str(tmp_path), "--state-dir",
+            str(tmp_path / "state"), "-r", "unix:///nonexistent/kubegc.sock", "--pod-source",
+            "none", "agent", "--listen", "127.0.0.1:0"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        time.sleep(delay)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "error" not in err and "Traceback" not in err, err

@@ -6,6 +6,8 @@ once fixed, liveness when the loop is stuck — with `tests.unit.agentseam`'s sc
 from __future__ import annotations
 
 import http.client
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -82,10 +84,10 @@ def test_the_three_endpoints_404_and_405() -> None:
     seam = ScriptedCycle([Step(seconds=0.01)])
     with serving(state) as addr:
         code, body, headers = get(addr, "/readyz")
-        assert (code, body) == (503, "no cycle has finished yet\n")
+        assert (code, body) == (200, "ok\n")  # from the start: a rollout waits on it
         assert get(addr, "/healthz")[:2] == (200, "ok\n")
         with looping(seam, Policy(Settings(), AgentOptions(interval=0.2)), state):
-            until(lambda: get(addr, "/readyz")[0] == 200)
+            until(lambda: "kubegc_cycle_seen" in get(addr, "/metrics")[1])  # a cycle ran
             code, body, headers = get(addr, "/metrics")
             assert code == 200
             assert headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -121,7 +123,7 @@ def test_healthz_fails_when_the_loop_is_stuck_and_requests_still_answer() -> Non
         code, body, _ = get(addr, "/healthz")
         assert code == 503 and "the last cycle started" in body and "the loop is stuck" in body
         t0 = time.monotonic()
-        assert get(addr, "/metrics")[0] == 200 and get(addr, "/readyz")[0] == 503
+        assert get(addr, "/metrics")[0] == 200 and get(addr, "/readyz")[0] == 200
         assert time.monotonic() - t0 < 1.0
         hang.set()
         until(lambda: get(addr, "/healthz")[0] == 200)
@@ -278,3 +280,24 @@ def test_a_policy_beyond_what_the_agent_can_run_is_rejected(
     with pytest.raises(BadInput) as bad:
         resolve(policy)
     assert message in str(bad.value) and str(path) in str(bad.value), bad.value
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(("--pod-source", "api"), "--pods-file given with --pod-source api; drop one of them"),
+     (("--pod-source", "none"), "--pods-file given with --pod-source none; drop one of them")],
+)  # fmt: skip
+def test_pod_source_options_that_contradict_each_other_are_refused_at_start(
+    tmp_path: Path, flags: tuple[str, str], message: str
+) -> None:
+    """A contradiction the agent would otherwise meet in every cycle (and retry forever):
+    one line, exit 2, before anything runs — as every command says it."""
+    pods = tmp_path / "pods.json"
+    pods.write_text('{"kind": "PodList", "items": []}')
+    res = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--host-root", str(tmp_path), "--pods-file",
+         str(pods), *flags, "agent", "--once"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == f"kubegc: error: {message}\n"

@@ -392,3 +392,19 @@ def test_the_yaml_document_is_the_json_one(tmp_path: Path, unread: bool, code: i
     assert doc["exit_code"] == code and type(doc["exit_code"]) is int
     _, as_json, _ = check(tmp_path, *args, "-o", "json")
     assert doc.keys() == json.loads(as_json).keys()
+
+
+def test_a_threshold_at_or_above_the_capacity_is_warned_of(tmp_path: Path) -> None:
+    """memory.available<2Gi on a 1 GiB node is met whatever runs there: a note says so and
+    where the threshold came from; a threshold below the capacity gets no such note."""
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<2Gi", "-o", "json")
+    assert code == 5, err
+    notes = json.loads(out)["notes"]
+    assert (
+        "memory.available<2Gi is met whenever anything is used: 2147483648 is not below the "
+        "capacity, 1073741824; source: --eviction-hard" in notes
+    ), notes
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<100Mi", "-o", "json")
+    assert code == 0, err
+    assert not any("whenever anything is used" in n for n in json.loads(out)["notes"])

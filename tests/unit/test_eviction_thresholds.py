@@ -957,3 +957,36 @@ def test_evaluate_memory_first_and_reclaim() -> None:
         ("imagefs.available", [C, IMG]),
         ("containerfs.available", [C, IMG]),
     ]
+
+
+@pytest.mark.parametrize(
+    ("hard", "observation", "why"),
+    [
+        # an inode quantity above the filesystem's inode count
+        ("nodefs.inodesFree<2000000", Observation("nodefs.inodesFree", 900_000, 1_000_000),
+         "is met whenever anything is used: 2000000 is not below the capacity, 1000000"),
+        ("nodefs.inodesFree<1000000", Observation("nodefs.inodesFree", 900_000, 1_000_000),
+         "is met whenever anything is used"),
+        ("memory.available<64Gi", Observation("memory.available", GI, 16 * GI),
+         "is met whenever anything is used"),
+        ("nodefs.inodesFree<999999", Observation("nodefs.inodesFree", 900_000, 1_000_000), ""),
+        ("nodefs.available<99%", Observation("nodefs.available", 5 * GI, 100 * GI), ""),
+        ("memory.available<100Mi", Observation("memory.available", GI, 16 * GI), ""),
+        ("imagefs.inodesFree<5000000", None, ""),  # no observation: no capacity to judge
+    ],
+)  # fmt: skip
+def test_a_threshold_that_can_tell_nothing_is_named(
+    hard: str, observation: Observation | None, why: str
+) -> None:
+    """kubelet eviction `thresholdsMet`: met when the threshold's quantity
+    (`GetThresholdQuantity`) is above what is available — whenever anything is used, for the
+    capacity or more."""
+    cfg = resolve([raw_from_flags(hard, None, None, None)])
+    obs = {observation.signal: observation} if observation else {}
+    [result] = [r for r in evaluate(cfg, obs, dedicated_imagefs=True)
+                if r.threshold.expression == hard]  # fmt: skip
+    said = th.pointless(result)
+    if why:
+        assert said.startswith(why), said
+    else:
+        assert said == "", said

@@ -24,7 +24,8 @@ from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
     ["http://127.0.0.1:10250", "https://", "https://node:10250/pods", "https://node:x",
      "https://node:10250?a=b", "127.0.0.1:10250", "https://no\nde:10250",
      "https://a..b:10250", f"https://{'a' * 64}.node:10250", "https://-node:10250",
-     "https://user@node:10250", "https://user:secret@node:10250"],
+     "https://user@node:10250", "https://user:secret@node:10250",
+     "https://u:secret@h:99999", "https://u:secret@h:abc", "https://u:secret@[::1"],
 )  # fmt: skip
 def test_a_kubelet_url_must_be_https_host_and_port(url: str) -> None:
     with pytest.raises(BadInput, match="--kubelet-url") as err:
@@ -78,7 +79,8 @@ def test_an_unreachable_kubelet_named_as_the_pod_source_is_exit_3_in_one_line(
 class StandIn:
     """A TLS server on 127.0.0.1 standing in for a kubelet, for the faults a real one will
     not produce on demand: `hang` reads the request and never answers; `huge` answers 200
-    with a JSON body of `size` bytes. Its certificate is signed by `ca`."""
+    with a JSON body of `size` bytes; `drip` sends the headers, then a byte at a time,
+    never reaching the length it announced. Its certificate is signed by `ca`."""
 
     def __init__(self, certs: Path, mode: str, size: int = 0) -> None:
         import ssl
@@ -108,6 +110,11 @@ class StandIn:
             self.requests += 1
             if self.mode == "hang":
                 self.stop.wait(30)
+            elif self.mode == "drip":  # headers, then a byte every 0.3 s
+                with contextlib.suppress(OSError):
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+                    while not self.stop.wait(0.3):
+                        tls.sendall(b" ")
             else:
                 body = b'{"kubeletconfig": {"x": "' + b"a" * self.size + b'"}}'
                 head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
@@ -310,3 +317,24 @@ def test_a_kubelet_ca_that_is_no_regular_file_is_exit_2_at_once(
         code, _, err = configz_with(certs, tmp_path, *args)
         assert code == 2, err
         assert err == f"kubegc: error: cannot use --kubelet-ca {fifo}: not a regular file\n"
+
+
+def test_fault_a_kubelet_dripping_its_reply_is_given_up_after_three_timeouts(
+    tmp_path: Path, certs: Path
+) -> None:
+    """Each byte comes within the timeout, the whole reply never: the read ends after three
+    timeouts, in one line, the pod source unreadable (exit 3)."""
+    kubelet = StandIn(certs, "drip")
+    try:
+        args = ["--kubeconfig", str(kubeconfig(tmp_path)), "--kubelet-url", kubelet.url,
+                "--kubelet-ca", str(certs / "ca.crt"), "--timeout", "1s"]  # fmt: skip
+        began = time.monotonic()
+        with use_runtime(MemoryCri({}, {})):
+            code, _, err = run_cli([*args, "--pod-source", "kubelet", "gc", "containers",
+                                    "--dry-run"])  # fmt: skip
+        took = time.monotonic() - began
+    finally:
+        kubelet.stop.set()
+    assert code == 3, err
+    assert 2.5 < took < 10, took
+    assert "TimeoutError: the reply took longer than 3s" in err and err.count("\n") == 1

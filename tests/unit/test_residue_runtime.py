@@ -348,6 +348,7 @@ def test_scan_without_runtime_reports_the_host_and_exits_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gone = orphan(tmp_path / "kubelet")
+    (tmp_path / "cni").mkdir()
     pods = tmp_path / "pods.json"
     pods.write_text('{"kind": "PodList", "items": []}')
     argv = [
@@ -397,3 +398,29 @@ def test_bad_residue_input_is_one_line_exit_2(
     code, out, err = run_cli(["-r", "unix:///nonexistent.sock", *args], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert needle in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "what"),
+    [("--root-dir", "the kubelet root"),
+     ("--pod-logs-dir", "the pod log directory (--pod-logs-dir)"),
+     ("--cni-dir", "the CNI directory (--cni-dir)")],
+)  # fmt: skip
+def test_a_directory_that_is_not_there_is_exit_3_naming_it_never_nothing_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, what: str
+) -> None:
+    """A mistyped flag (or a wrong --host-root) fails as df does, naming the directory."""
+    for d in ("kubelet", "logs", "cni"):
+        (tmp_path / d).mkdir()
+    dirs = {"--root-dir": tmp_path / "kubelet", "--pod-logs-dir": tmp_path / "logs",
+            "--cni-dir": tmp_path / "cni"}  # fmt: skip
+    dirs[flag] = tmp_path / "missing"
+    argv = ["-r", "unix:///nonexistent.sock", "--pod-source", "none", "residue", "scan",
+            *(a for f, p in dirs.items() for a in (f, str(p)))]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert code == 3, err
+    assert out == "" and "nothing found" not in out + err
+    assert (
+        err
+        == f"kubegc: error: cannot read {what} {tmp_path / 'missing'}: No such file or directory\n"
+    )

@@ -18,7 +18,7 @@ scoped), written and read through the Kubernetes API with the official client's
 
 Requests: a write is 3 (GET the Node, GET the report, PUT its status: one write), the first
 one 4 (the POST that creates it), a re-owned one 5 (a PUT of the object first); a list is one
-GET per page of `PAGE_SIZE`. The identity needs `get` on nodes; `get`, `create`, `update`
+GET per page of `REPORTS_PAGE`. The identity needs `get` on nodes; `get`, `create`, `update`
 on nodegcreports.kubegc.io and `update` on nodegcreports/status to write; `list` to list.
 
 Every failure raises `ApiUnavailable` (exit 3), one line naming the API and the refusal.
@@ -33,11 +33,17 @@ from typing import Any, TypeVar
 
 from kubegc_cli.core.fleet import GROUP, KIND, PLURAL, VERSION, NodeReport
 from kubegc_cli.core.inputs import Malformed, check_text
-from kubegc_cli.node.pods.api import PAGE_SIZE, ApiUnavailable
+from kubegc_cli.node.pods.api import ApiUnavailable
 from kubegc_cli.node.pods.evicted import list_all, refusal, transport_error
 
 #: Seconds each API request may take.
 TIMEOUT = 30.0
+#: Reports per page of a list, and the most of one page read: a report kubegc writes is at
+#: most about 40 KiB (its bounds, `core.fleet`), so 100 of them are 4 MiB; a page over 16 MiB
+#: holds reports kubegc did not write (annotations, finalizers: any agent's token may create
+#: reports), and decoding it could take the agent past its memory limit.
+REPORTS_PAGE = 100
+MAX_PAGE_BYTES = 16 << 20
 API_VERSION = f"{GROUP}/{VERSION}"
 
 #: Said after a 404 for the resource itself: the API serves no such kind.
@@ -203,7 +209,7 @@ def read_report(api_client: Any, node: str, *, timeout: float = TIMEOUT) -> Node
 
 
 def list_reports(
-    api_client: Any, *, timeout: float = TIMEOUT, page_size: int = PAGE_SIZE
+    api_client: Any, *, timeout: float = TIMEOUT, page_size: int = REPORTS_PAGE
 ) -> list[NodeReport]:
     """Every `NodeGCReport`, read in pages of `page_size` (`limit`/`continue`) to the end, in
     the API's order (by name). A report whose status was never written counts as observed
@@ -213,7 +219,7 @@ def list_reports(
     can (a NUL) — comes back as observed never, with nothing but `error` saying why: it
     counts for no circuit breaker, and `kubegc fleet` shows it as stale, so that one
     forged report can neither blind the fleet's view nor hold the breaker. Raises
-    `ApiUnavailable` when any page cannot be read."""
+    `ApiUnavailable` when any page cannot be read, or is larger than `MAX_PAGE_BYTES`."""
     api = _objects(api_client)
     host = host_of(api_client)
 
@@ -233,7 +239,17 @@ def list_reports(
                 line = f"Kubernetes API {host}: {what}: 404 Not Found{NOT_SERVED}"
                 raise ApiUnavailable(line) from None
             raise
-        return bytes(resp.data)
+        try:
+            data = resp.read(MAX_PAGE_BYTES + 1)
+        finally:
+            resp.release_conn()
+        if len(data) > MAX_PAGE_BYTES:
+            raise ApiUnavailable(
+                f"Kubernetes API {host}: {what}: a page of {page_size} reports is larger than "
+                f"{MAX_PAGE_BYTES >> 20} MiB (reports kubegc did not write: see "
+                "kubectl get nodegcreports)"
+            )
+        return bytes(data)
 
     items = list_all(page, what, host, verb=f"list {PLURAL}.{GROUP}", text_checked=False)
     return [_report_of(item) for item in items if isinstance(item, dict)]
@@ -253,7 +269,13 @@ def _report_of(obj: dict[str, Any]) -> NodeReport:
             node=name, observed_at="", error=f"report ignored: not owned by Node {name}"
         )
     status = obj.get("status")
-    return NodeReport.from_status(name, status if isinstance(status, dict) else {})
+    try:
+        return NodeReport.from_status(name, status if isinstance(status, dict) else {})
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        # a status of another shape than the CRD's schema allows (written past the API
+        # server, straight into its storage): read as no report
+        why = f"status.{type(exc).__name__}: {str(exc)[:80]}"
+        return NodeReport(node=name, observed_at="", error=f"report unreadable: {why}")
 
 
 def _names_its_node(owner: Any, name: str) -> bool:

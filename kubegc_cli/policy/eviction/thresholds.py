@@ -1040,6 +1040,25 @@ class ThresholdResult:
     note: str = ""
 
 
+def pointless(result: ThresholdResult) -> str:
+    """Why a threshold can tell nothing, or "": one met whatever happens short of a wholly
+    free resource — its quantity is the observed capacity or more (an inode quantity above
+    the filesystem's inode count, `memory.available<64Gi` on a 16 GiB node), as `met` is
+    `threshold > available` (kubelet eviction: `GetThresholdQuantity`, `thresholdsMet`).
+    (The kubelet's parser takes `0%` and `100%` as no threshold at all and refuses a zero or
+    negative quantity: `ParseThresholdConfig`; kubegc shows those as disabled or refuses
+    them.)"""
+    obs = result.observation
+    if obs is None or result.threshold_quantity is None or obs.capacity <= 0:
+        return ""
+    if result.threshold_quantity >= obs.capacity:
+        return (
+            f"is met whenever anything is used: {result.threshold_quantity} is not below the "
+            f"capacity, {obs.capacity}"
+        )
+    return ""
+
+
 def evaluate(
     config: EvictionConfig,
     observations: Mapping[str, Observation],
