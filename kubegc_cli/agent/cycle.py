@@ -286,6 +286,7 @@ class _Cycle:
     def __init__(self, s: Settings, o: AgentOptions, ui: Ui) -> None:
         self.s, self.o, self.ui = s, o, ui
         self.error = ""
+        self.said: set[str] = set()  # the failures said this cycle (`fail`)
         self.facts: list[RunFacts] = []
         self.eviction: Eviction | None = None
         self.df: DfReport | None = None
@@ -298,9 +299,12 @@ class _Cycle:
         self.last_apply: LastApply | None = None  # what `apply` did, also when interrupted
 
     def fail(self, what: str, exc: BaseException | str) -> None:
-        """Keep the first failure as the cycle's error (one line: `what: why`)."""
+        """Keep the first failure as the cycle's error (one line: `what: why`); say each
+        failure once a cycle (every check that reads an unreachable runtime fails for it)."""
         line = " ".join(str(exc).split()) or type(exc).__name__
-        self.ui.warn(f"{what}: {line}")
+        if line not in self.said:
+            self.said.add(line)
+            self.ui.warn(f"{what}: {line}")
         if not self.error:
             self.error = f"{what}: {line}"
 

@@ -6,6 +6,7 @@ into `ActOptions`, and `finish`, which prints a plan and turns its outcome into 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,29 @@ def act_options(opts: dict[str, Any]) -> Any:
     )
 
 
+def apply_command(s: Settings, plan_file: str) -> str:
+    """The command that carries out the plan saved to `plan_file` as it was planned: `kubegc
+    apply FILE --yes` with the options the plan was made under that `apply` reads too — the
+    runtime, the host root, the state dir, the kubelet config, the pod source and its
+    credentials, the node — each quoted for a POSIX shell."""
+    words = ["kubegc"]
+    if s.runtime_endpoint and s.runtime_endpoint_source == "--runtime-endpoint":
+        words += ["-r", s.runtime_endpoint]
+    if os.path.normpath(s.host_root) != "/":
+        words += ["--host-root", str(s.host_root)]
+    if s.state_dir != Settings().state_dir:
+        words += ["--state-dir", str(s.state_dir)]
+    for flag, value in (("--kubelet-config", s.kubelet_config),
+                        ("--kubelet-config-dir", s.kubelet_config_dir),
+                        ("--pod-source", s.pod_source), ("--pods-file", s.pods_file),
+                        ("--kubeconfig", s.kubeconfig), ("--context", s.context),
+                        ("--node-name", s.node_name)):  # fmt: skip
+        if value:
+            words += [flag, str(value)]
+    words += ["apply", plan_file, "--yes"]
+    return shlex.join(words)
+
+
 def finish(plan: Any, s: Any) -> None:
     """Print the plan (or its results), save it with `--plan-out`, and turn its outcome into
     the exit code."""
@@ -196,8 +220,8 @@ def finish(plan: Any, s: Any) -> None:
     plan_out = ctx.params.get("plan_out") if ctx is not None else None
     if plan_out:
         save_plan(plan, Path(plan_out), s)
-        LOG.emit("warning", f"plan saved to {plan_out}; carry it out with: kubegc apply "
-                 f"{plan_out} --yes")  # fmt: skip
+        LOG.emit("warning", f"plan saved to {plan_out}; carry it out with: "
+                 f"{apply_command(s, plan_out)}")  # fmt: skip
     if plan.interrupted:
         skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
         why, code = ending(plan.interrupted)

@@ -61,9 +61,11 @@ from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
+from kubegc_cli.node.diskusage import root_dir_hint
 from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
 from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
+from kubegc_cli.node.host.logs import on_host
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.host.stall import Stall, Swap
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
@@ -393,6 +395,8 @@ def evict_check(
             why_signals.setdefault(unread[sig], []).append(sig)
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
+    if why_signals and not os.path.isdir(on_host(s.host_root, root_dir)):
+        report.notes.append(f"the kubelet root {root_dir} is not there{root_dir_hint(s.host_root)}")
     for r in results:
         why = pointless(r)
         if why:

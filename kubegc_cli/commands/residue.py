@@ -197,8 +197,9 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:
         pod_logs_dir = kubelet_config_for(s).pod_logs_dir
-    # a wrong --host-root or a mistyped flag says so, as df does, never "nothing found"
-    needed_dir(s.host_root, root_dir, "the kubelet root")
+    # a directory given that is not there says so, as df does, never "nothing found"
+    if opts.root_dir is not None:
+        needed_dir(s.host_root, root_dir, "the kubelet root")
     if opts.pod_logs_dir is not None:
         needed_dir(s.host_root, pod_logs_dir, "the pod log directory (--pod-logs-dir)")
     if opts.cni_dir is not None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import RuntimeUnavailable, SandboxImageUnreadable
+from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -49,6 +50,7 @@ from kubegc_cli.node.host.logs import (
     resolve_on_host,
 )
 from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
@@ -416,10 +418,21 @@ def needed_dir(host_root: Path, host_path: str, what: str) -> str:
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
     except OSError as exc:
         under = "" if os.path.normpath(host_root) == "/" else f" under {host_root}"
+        hint = root_dir_hint(host_root) if what == "the kubelet root" else ""
         raise RuntimeUnavailable(
-            f"cannot read {what} {host_path}{under}: {exc.strerror or exc}"
+            f"cannot read {what} {host_path}{under}: {exc.strerror or exc}{hint}"
         ) from None
     return found
+
+
+def root_dir_hint(host_root: Path) -> str:
+    """What to give when the kubelet root is not where kubegc looked: the running kubelet's
+    own `--root-dir` when the process table shows one, else the flag to give."""
+    found = find_kubelet_cmdline(host_root)
+    given = [v for _, v in long_flags(found[1] if found else [], {"root-dir"}) if v]
+    if given:  # the last one counts, as pflag reads a flag given twice
+        return f" (the running kubelet's is {given[-1]}: give --root-dir {given[-1]})"
+    return " (give --root-dir: the kubelet's --root-dir)"
 
 
 def host_real_or_given(host_root: Path, host_path: str) -> str:

@@ -345,6 +345,15 @@ def plan_images(
                 f"image filesystem {pct}% used, below the high threshold "
                 f"{policy.high_threshold}%: nothing to free for space"
             )
+    young = [d for d in candidates if d.rule == KEEP_MIN_AGE and not d.remove]
+    if young and not any(d.remove for d in candidates):
+        wait = min(min_age_ns - (now - d.record.first_detected) for d in young)
+        plan.notes.append(
+            f"MinAge {format_go_duration(policy.min_age)} keeps {len(young)} unused image(s): "
+            "kubegc counts an image's age from its own first sighting, as the kubelet from "
+            f"its start; the first qualifies in {format_go_duration(max(wait, 0) / NS_PER_SECOND)}"
+            " (--minimum-image-ttl-duration 0s does not wait)"
+        )
     for d in candidates:
         (plan.remove if d.remove else plan.kept).append(d)
     return plan

@@ -104,13 +104,13 @@ def render_fleet(
         t = Grid(f"Nodes nearest to eviction ({_of(len(view.nearest), total)})",
                  [Column("NODE", "id"), Column("SIGNAL", "word"), Column("THRESHOLD", "num"),
                   Column("AVAILABLE", "num"), Column("MARGIN", "num"),
-                  Column("", "id")])  # fmt: skip
+                  Column("MET", "word")])  # fmt: skip
         for r in view.nearest:
             s = r.nearest
             assert s is not None
             t.add([
                 safe_text(r.node), safe_text(s.signal), safe_text(s.threshold),
-                amount(s, s.available), amount(s, s.margin), "MET" if s.met else "",
+                amount(s, s.available), amount(s, s.margin), "yes" if s.met else "no",
             ])  # fmt: skip
         screen.grid(t)
         screen.line("")

@@ -464,3 +464,34 @@ def test_apply_takes_caps_and_is_recorded_at_its_own_time(
     [run] = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
     assert run["command"] == "apply"
     assert datetime.fromisoformat(run["at"].replace("Z", "+00:00")) >= started
+
+
+def test_the_plan_out_hint_is_the_whole_command_that_carries_the_plan_out(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """The line `--plan-out` prints names the runtime, the state dir, the kubelet config and
+    the pod source the plan was made with: run as printed (a path with a space in it
+    included), it removes what was planned — the dead containers of a pod the pods file
+    says is gone."""
+    import shlex
+
+    live = node.run_pod("live", namespace=ns)
+    gone = node.run_pod("gone", namespace=ns)
+    dead = {node.add_container(gone, "app", attempt=i) for i in range(2)}
+    node.stop_pod(gone)
+    pods = write_pods_file(tmp_path / "my pods.json", live)
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
+                 "--plan-out", str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    [line] = [ln for ln in dry.stderr.splitlines() if "carry it out with: " in ln]
+    words = shlex.split(line.split("carry it out with: ", 1)[1])
+    assert words[0] == "kubegc" and words[-3:] == ["apply", str(plan_file), "--yes"]
+    assert ["--pods-file", str(pods)] == words[words.index("--pods-file") :][:2]
+    assert ["-r", node.endpoint] == words[words.index("-r") :][:2]
+    res = subprocess.run([sys.executable, "-m", "kubegc_cli", *words[1:], "-o", "json"],
+                         capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    removed = {a["id"] for a in json.loads(res.stdout)["actions"] if a["result"] == "removed"}
+    assert removed == dead and not dead & node.container_ids(namespace=ns)

@@ -18,6 +18,7 @@ netns paths of sandboxes are parsed from containerd's verbose status in
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -69,6 +70,12 @@ def orphan_dir(root: Path, uid: str = ORPHAN, *, age: float = 3600) -> Path:
 
 
 def residue(node: LocalNode, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kubegc residue ARGS` on the node; the kubelet root and CNI directory the test names
+    under `tmp_path` are made if the test did not (residue refuses a directory that is not
+    there: a test of runtime findings has nothing to put in them)."""
+    for flag, value in itertools.pairwise(args):
+        if flag in ("--root-dir", "--cni-dir") and Path(value).is_relative_to(tmp_path):
+            Path(value).mkdir(parents=True, exist_ok=True)
     return kubegc(node, tmp_path, "residue", *args)
 
 

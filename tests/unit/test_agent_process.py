@@ -272,3 +272,22 @@ def test_sigterm_at_any_moment_of_start_up_is_the_agents_normal_end(
         proc.kill()
     assert proc.returncode == 0, err
     assert "error" not in err and "Traceback" not in err, err
+
+
+def test_a_cycle_says_an_unreachable_runtime_once(tmp_path: Path) -> None:
+    """Every check of a cycle reads the runtime; an unreachable one is said once by the
+    cycle (then by df's own note, and in the cycle's one-line error), not once per check."""
+    for d in ("var/lib/kubelet", "var/log/pods"):
+        (tmp_path / d).mkdir(parents=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "kubegc_cli", "--host-root", str(tmp_path), "--state-dir",
+         str(tmp_path / "state"), "-r", "unix:///nonexistent/kubegc.sock", "--pod-source",
+         "none", "agent", "--once"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env(),
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    said = [ln for ln in res.stderr.splitlines() if "nonexistent/kubegc.sock" in ln]
+    assert len([ln for ln in said if ln.startswith("kubegc: ") and ": no CRI" in ln
+                and "error" not in ln and "images and" not in ln]) == 1, res.stderr  # fmt: skip
+    assert said[-1].startswith("kubegc: error: cycle failed after"), res.stderr

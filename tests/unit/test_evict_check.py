@@ -408,3 +408,15 @@ def test_a_threshold_at_or_above_the_capacity_is_warned_of(tmp_path: Path) -> No
     code, out, err = check(tmp_path, "--eviction-hard", "memory.available<100Mi", "-o", "json")
     assert code == 0, err
     assert not any("whenever anything is used" in n for n in json.loads(out)["notes"])
+
+
+def test_a_kubelet_root_that_is_not_there_names_the_flag_to_give(tmp_path: Path) -> None:
+    """The disk signals cannot be read where the kubelet root is not: a note says so and
+    which flag to give (and the running kubelet's own --root-dir, when it shows one)."""
+    v1_node(tmp_path, available_mib=900)
+    (tmp_path / "var/lib/kubelet").rmdir()
+    code, out, err = check(tmp_path, "--eviction-hard", "nodefs.available<10%", "-o", "json")
+    notes = json.loads(out)["notes"]
+    assert code == 3, err  # the one threshold's signal could not be read
+    [hint] = [n for n in notes if n.startswith("the kubelet root /var/lib/kubelet is not there")]
+    assert "give --root-dir" in hint, notes

@@ -349,3 +349,25 @@ def test_a_kubelet_config_value_is_named_by_file_and_key(
     code, err = _kubegc(["--kubelet-config", str(cfg), "gc", "images",
                          "--image-gc-high-threshold", "90"], capsys)  # fmt: skip
     assert code == 3  # the flag wins over the file
+
+
+def test_min_age_keeping_every_image_says_when_the_first_qualifies_and_how_not_to_wait() -> None:
+    """kubelet image GC `freeSpace`/`DeleteUnusedImages`: an image first detected less than
+    MinAge ago is not removed. When that keeps every candidate (a first run: kubegc has just
+    seen them all), the notes say how long until the first qualifies and how to override."""
+    full = {"capacity": 1000 * MI, "available": 0}
+    images = [img("a"), img("b")]
+    records = {"a": rec(30), "b": rec(90)}  # first seen 30 s and 90 s ago
+    for policy in (ImageGCPolicy(min_age=120), ImageGCPolicy(min_age=120, prune_unused=True)):
+        plan = plan_images(images, [], records, policy, NOW, began=NOW, **full)
+        assert plan.remove == []
+        [note] = [n for n in plan.notes if n.startswith("MinAge")]
+        assert note == (
+            "MinAge 2m0s keeps 2 unused image(s): kubegc counts an image's age from its own "
+            "first sighting, as the kubelet from its start; the first qualifies in 30s "
+            "(--minimum-image-ttl-duration 0s does not wait)"
+        )
+    old = {"a": rec(30), "b": rec(OLD)}  # one old enough: it goes, no note
+    plan = plan_images(images, [], old, ImageGCPolicy(min_age=120), NOW, began=NOW, **full)
+    assert [d.image.id for d in plan.remove] == ["b"]
+    assert not any(n.startswith("MinAge") for n in plan.notes)
