@@ -63,6 +63,7 @@ from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.diskusage import root_dir_hint
 from kubegc_cli.node.execute.pods import PodDeleter
+from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
 from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
 from kubegc_cli.node.host.logs import on_host
@@ -358,6 +359,18 @@ def _runtime_filesystems(s: Settings, ui: Ui) -> tuple[list[str], list[str]]:
     return runtime_filesystems(s, ui.info, ui.warn, connect=lambda ep: cri(s, ui))
 
 
+def _missing(path: str) -> bool:
+    """True when nothing is at `path`; a stat that hangs (a stuck mount) or fails otherwise
+    is no answer (False), and never waits past the walk timeout (`bounded`)."""
+    try:
+        stat_of(path, follow_symlinks=True)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def evict_check(
     s: Settings,
     ui: Ui,
@@ -395,7 +408,7 @@ def evict_check(
             why_signals.setdefault(unread[sig], []).append(sig)
     for why, sigs in why_signals.items():
         report.notes.append(f"{', '.join(sigs)} not observed: {why}")
-    if why_signals and not os.path.isdir(on_host(s.host_root, root_dir)):
+    if why_signals and _missing(on_host(s.host_root, root_dir)):
         report.notes.append(f"the kubelet root {root_dir} is not there{root_dir_hint(s.host_root)}")
     for r in results:
         why = pointless(r)
