@@ -74,7 +74,8 @@ VERBATIM = 71
 
 def _roff(text: str) -> str:
     r"""Text as roff: backslashes and hyphens escaped (`\-` is the minus an option is typed
-    with), other than ASCII as `\[uXXXX]`, a line starting with `.` or `'` made text."""
+    with), other than ASCII as `\[u` and its code point in 4 hex digits (`\[u00E9]` for é),
+    a line starting with `.` or `'` made text."""
     out = []
     for line in text.splitlines():
         line = line.replace("\\", "\\e").replace("-", "\\-")

@@ -82,7 +82,7 @@ from kubegc_cli.node.diskusage import (
     walk_roots,
 )
 from kubegc_cli.node.host.fs import FsStats
-from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
+from kubegc_cli.node.host.kubelet import kubelet_config_for, root_dir_hint, validate_pod_logs_dir
 from kubegc_cli.node.host.logs import host_path_of
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.imagefs import FsLayout, fs_layout
@@ -441,7 +441,9 @@ def disk_usage(
     mounts = MountTable.read()
     commands = _commands(s, opts)
 
-    root_dir = needed_dir(s.host_root, given_root, "the kubelet root")
+    root_dir = needed_dir(
+        s.host_root, given_root, "the kubelet root", lambda: root_dir_hint(s.host_root)
+    )
     logs_dir = host_real_or_given(s.host_root, given_logs)
 
     rt: RuntimeView | None = None

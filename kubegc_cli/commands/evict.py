@@ -51,6 +51,7 @@ from kubegc_cli.commands.memory import (
     besides_the_signals,
     explicit_pod_source,
     load_pods,
+    node_from_api,
     pod_cgroup_notes,
     runtime_cgroup_driver,
 )
@@ -61,11 +62,15 @@ from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.signals import Observation
 from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
-from kubegc_cli.node.diskusage import root_dir_hint
 from kubegc_cli.node.execute.pods import PodDeleter
 from kubegc_cli.node.host.bounded import stat_of
 from kubegc_cli.node.host.cgroups import PodCgroupScan, detect_layout, read_pod_cgroups
-from kubegc_cli.node.host.kubelet import kubelet_config_for, load_kubelet_files, merge_patch
+from kubegc_cli.node.host.kubelet import (
+    kubelet_config_for,
+    load_kubelet_files,
+    merge_patch,
+    root_dir_hint,
+)
 from kubegc_cli.node.host.logs import on_host
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.host.stall import Stall, Swap
@@ -76,7 +81,6 @@ from kubegc_cli.node.pods.api import (
     find_credentials,
     node_name,
     open_api,
-    read_node,
 )
 from kubegc_cli.node.pods.evicted import close_api, list_failed
 from kubegc_cli.node.signals import (
@@ -247,13 +251,9 @@ def kubelet_version(
         if node is None and len(pods.nodes) == 1 and not s.node_name:
             name, node = next(iter(pods.nodes.items()))
         where = pods.source
-        if node is None and pods.source.startswith("api:"):
-            creds = find_credentials(s.kubeconfig, s.env)
-            if creds is not None:
-                try:
-                    node = read_node(ApiSource(creds, s.context, name), s.timeout)
-                except RuntimeUnavailable as exc:
-                    ui.info(f"kubelet version from the Node: {exc}")
+        if node is None:
+            node = node_from_api(s, pods, name, ui, lambda why: f"kubelet version from the "
+                                 f"Node: {why}")  # fmt: skip
         info = node.get("status", {}).get("nodeInfo", {}) if isinstance(node, dict) else {}
         text = info.get("kubeletVersion") if isinstance(info, dict) else None
         if isinstance(text, str) and text:

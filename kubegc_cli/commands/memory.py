@@ -8,7 +8,7 @@ Node object of the pod source or the API, else the kubepods cgroup's limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -184,18 +184,31 @@ def resolve_allocatable(
         value = _node_allocatable(node, pods.source)
         if value is not None:
             return value, f"Node {name} status.allocatable ({pods.source})"
-    if pods.source.startswith("api:"):
-        creds = find_credentials(s.kubeconfig, s.env)
-        if creds is not None:
-            try:
-                doc = read_node(ApiSource(creds, s.context, name), s.timeout)
-            except RuntimeUnavailable as exc:
-                ui.info(f"{exc}; using the kubepods cgroup limit as allocatable")
-            else:
-                value = _node_allocatable(doc, "API")
-                if value is not None:
-                    return value, f"Node {name} status.allocatable (API)"
+    doc = node_from_api(s, pods, name, ui, lambda why: f"{why}; using the kubepods cgroup "
+                        "limit as allocatable")  # fmt: skip
+    if doc is not None:
+        value = _node_allocatable(doc, "API")
+        if value is not None:
+            return value, f"Node {name} status.allocatable (API)"
     return None, ""
+
+
+def node_from_api(
+    s: Settings, pods: PodInventory, name: str, ui: Ui, said: Callable[[str], str]
+) -> dict[str, Any] | None:
+    """The Node `name` as the API serves it, when the API is the pod source (`pods`) and
+    credentials are found; else None. One that cannot be read is None too, and `said(why)`
+    is the `-v` line saying so."""
+    if not pods.source.startswith("api:"):
+        return None
+    creds = find_credentials(s.kubeconfig, s.env)
+    if creds is None:
+        return None
+    try:
+        return read_node(ApiSource(creds, s.context, name), s.timeout)
+    except RuntimeUnavailable as exc:
+        ui.info(said(str(exc)))
+        return None
 
 
 def pod_names(

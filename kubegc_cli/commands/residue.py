@@ -57,6 +57,7 @@ from kubegc_cli.node.host.cgroups import cgroup_mounts_visible
 from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
     kubelet_config_for,
+    root_dir_hint,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import (
@@ -199,7 +200,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         pod_logs_dir = kubelet_config_for(s).pod_logs_dir
     # a directory given that is not there says so, as df does, never "nothing found"
     if opts.root_dir is not None:
-        needed_dir(s.host_root, root_dir, "the kubelet root")
+        needed_dir(s.host_root, root_dir, "the kubelet root", lambda: root_dir_hint(s.host_root))
     if opts.pod_logs_dir is not None:
         needed_dir(s.host_root, pod_logs_dir, "the pod log directory (--pod-logs-dir)")
     if opts.cni_dir is not None:

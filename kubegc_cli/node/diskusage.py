@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import RuntimeUnavailable, SandboxImageUnreadable
-from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -50,7 +49,6 @@ from kubegc_cli.node.host.logs import (
     resolve_on_host,
 )
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
@@ -405,12 +403,13 @@ def host_real(host_root: Path, host_path: str) -> str:
     return host_path_of(Path(os.path.realpath(host_root)), real_path(host_root, host_path))
 
 
-def needed_dir(host_root: Path, host_path: str, what: str) -> str:
+def needed_dir(host_root: Path, host_path: str, what: str, hint: Callable[[], str] = str) -> str:
     """`host_path` (a directory a command cannot do without: the kubelet root, a directory a
     flag named) with its symlinks resolved under the host root, as a host path. Raises
     `RuntimeUnavailable` (exit 3, one line naming `what`, the path and the host root) when it
     does not exist, is no directory or cannot be read: a command over a wrong `--host-root`
-    or a mistyped flag must say so, never report "nothing found"."""
+    or a mistyped flag must say so, never report "nothing found"; `hint()` is added to that
+    line (asked only then: what to give instead)."""
     try:
         found = host_real(host_root, host_path)
         local = real_path(host_root, found)
@@ -418,21 +417,10 @@ def needed_dir(host_root: Path, host_path: str, what: str) -> str:
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
     except OSError as exc:
         under = "" if os.path.normpath(host_root) == "/" else f" under {host_root}"
-        hint = root_dir_hint(host_root) if what == "the kubelet root" else ""
         raise RuntimeUnavailable(
-            f"cannot read {what} {host_path}{under}: {exc.strerror or exc}{hint}"
+            f"cannot read {what} {host_path}{under}: {exc.strerror or exc}{hint()}"
         ) from None
     return found
-
-
-def root_dir_hint(host_root: Path) -> str:
-    """What to give when the kubelet root is not where kubegc looked: the running kubelet's
-    own `--root-dir` when the process table shows one, else the flag to give."""
-    found = find_kubelet_cmdline(host_root)
-    given = [v for _, v in long_flags(found[1] if found else [], {"root-dir"}) if v]
-    if given:  # the last one counts, as pflag reads a flag given twice
-        return f" (the running kubelet's is {given[-1]}: give --root-dir {given[-1]})"
-    return " (give --root-dir: the kubelet's --root-dir)"
 
 
 def host_real_or_given(host_root: Path, host_path: str) -> str:

@@ -317,6 +317,17 @@ def running_kubelet(host_root: Path) -> tuple[int, list[str]] | None:
     return find_kubelet_cmdline(host_root)
 
 
+def root_dir_hint(host_root: Path) -> str:
+    """What to give when the kubelet root is not where kubegc looked: the running kubelet's
+    own `--root-dir` (`running_kubelet`; the last one given counts, as pflag reads a flag
+    given twice), else the flag to give. A parenthesis, with a leading space."""
+    found = running_kubelet(host_root)
+    given = [v for _, v in long_flags(found[1] if found else [], {"root-dir"}) if v]
+    if given:
+        return f" (the running kubelet's is {given[-1]}: give --root-dir {given[-1]})"
+    return " (give --root-dir: the kubelet's --root-dir)"
+
+
 def load_kubelet_files(
     explicit: Path | None,
     host_root: Path,
