@@ -10,6 +10,7 @@ CI (``CI=true``), where a missing binary is a broken build step and the tests fa
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,10 +22,24 @@ from typing import Any
 import pytest
 import yaml
 
+from kubegc_cli.core import stop
 from tests.controlplane import BINARIES, ControlPlane
 
 REPO = Path(__file__).parent.parent
 DEPLOY = REPO / "deploy" / "kubernetes"
+
+
+@pytest.fixture(autouse=True)
+def _stop_state_restored() -> Iterator[None]:
+    """Each test starts with no stop signal received and pytest's own SIGINT and SIGTERM
+    handlers: a test that sends itself a stop signal (or runs a command that installs
+    `core.stop.first_stop`) leaves neither behind for the next."""
+    handlers = {sig: signal.getsignal(sig) for sig in stop.STOP_SIGNALS}
+    stop.received = None
+    yield
+    stop.received = None
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
 
 
 def _in_ci() -> bool:

@@ -25,6 +25,7 @@ from kubegc_cli.agent.cycle import Agent, _Cycle
 from kubegc_cli.agent.options import AgentOptions
 from kubegc_cli.commands.edges import using
 from kubegc_cli.commands.flow import ActOptions
+from kubegc_cli.core import stop
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.fleet import NodeReport
 from kubegc_cli.core.model import Container, Image
@@ -483,41 +484,38 @@ def test_a_soft_threshold_is_met_only_after_its_grace_period(tmp_path: Path) -> 
 
 
 class StoppedMidRemoval(CountingCri):
-    """Fault injection: SIGTERM reaches the process while the first removal is in flight."""
+    """Fault injection: SIGTERM reaches the process while the first removal is in flight;
+    the removal finishes once the signal's handler (`core.stop.first_stop`, which the test
+    installs) has run in the main thread."""
 
     def remove_container(self, cid: str) -> bool:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.2)  # the signal is handled in the main thread meanwhile
+        if not self.removed:
+            os.kill(os.getpid(), signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while stop.received is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert stop.received == signal.SIGTERM
         return super().remove_container(cid)
 
 
 def test_sigterm_mid_apply_finishes_the_removal_releases_the_slot_and_passes_through(
     tmp_path: Path,
 ) -> None:
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated
-
     root = host(tmp_path / "host")
     base = runtime()
     cri = StoppedMidRemoval(base.containers, {}, images=base.images)
     slots = SlotsStandIn()
     opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
     agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=slots)
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        with in_force(cri), pytest.raises(Terminated):
-            agent.cycle()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    signal.signal(signal.SIGTERM, stop.first_stop)  # the handler `kubegc` runs with
+    with in_force(cri), pytest.raises(Terminated):
+        agent.cycle()
     assert cri.removed == ["dead0000"]  # the removal in flight finished, the next never began
     assert slots.calls[0] == "acquire" and slots.calls[-1] == "release kubegc-apply-0"
     assert slots.held == set()
 
 
 def test_sigterm_mid_apply_records_the_apply_and_writes_the_report(tmp_path: Path) -> None:
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated
-
     root = host(tmp_path / "host")
     base = runtime()
     cri = StoppedMidRemoval(base.containers, {}, images=base.images)
@@ -525,12 +523,9 @@ def test_sigterm_mid_apply_records_the_apply_and_writes_the_report(tmp_path: Pat
     opts = AgentOptions(mode="apply", act=ActOptions(yes=True, concurrency=1))
     agent = Agent(settings(tmp_path, root), opts, QuietUi(), slots=SlotsStandIn(),
                   write_report=written.append)  # fmt: skip
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        with in_force(cri), pytest.raises(Terminated):
-            agent.cycle()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    signal.signal(signal.SIGTERM, stop.first_stop)  # the handler `kubegc` runs with
+    with in_force(cri), pytest.raises(Terminated):
+        agent.cycle()
     assert cri.removed == ["dead0000"]
     assert written and written[-1].last_apply is not None
     applied = written[-1].last_apply

@@ -16,7 +16,7 @@ import pytest
 
 from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import LABEL_POD_UID, Container, ContainerState, Sandbox, SandboxState
-from kubegc_cli.core.plan import POD_ALIVE, ContainerAction, Result
+from kubegc_cli.core.plan import INTERRUPTED, POD_ALIVE, ContainerAction, Result
 from kubegc_cli.node.execute.actions import (
     LOG_NOT_REMOVED,
     MAY_START,
@@ -773,6 +773,31 @@ def test_a_stop_signal_while_a_large_run_is_queued_cancels_the_rest(
     assert results[2:] == [Result.SKIPPED] * 198
     removes = [c for c in cri.calls if c[0] == "remove"]
     assert len(removes) <= 2  # nothing after the signal ran
+
+
+def test_no_removal_starts_once_a_stop_signals_handler_has_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop signal's handler (`core.stop.first_stop`) runs in the main thread while a
+    worker is between two removals: the worker starts no further removal, even before the
+    handler's exception reaches `run` and cancels the queue."""
+    import signal
+
+    from kubegc_cli.core import stop
+
+    class HandledMidRun(ScriptedCri):
+        def remove_container(self, cid: str) -> bool:
+            removed = super().remove_container(cid)
+            monkeypatch.setattr(stop, "received", signal.SIGTERM)  # what the handler records
+            return removed
+
+    cs = [ctr(f"c{i:04d}") for i in range(5)]
+    cri = HandledMidRun({c.id: Status(c.state, c.created_at) for c in cs})
+    actions = [action(c) for c in cs]
+    remover(cri, tmp_path, concurrency=1).run(actions)
+    assert [a.result for a in actions] == [Result.REMOVED] + [Result.SKIPPED] * 4
+    assert {a.error for a in actions[1:]} == {INTERRUPTED}
+    assert [c for c in cri.calls if c[0] == "remove"] == [("remove", "c0000")]
 
 
 def test_a_stop_signal_while_queueing_is_held_until_the_queue_is_full(

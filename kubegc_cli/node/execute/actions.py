@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from kubegc_cli.core import stop
 from kubegc_cli.core.errors import UNANSWERED_CODES, RuntimeUnavailable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
@@ -202,7 +203,8 @@ class Executor(ABC, Generic[A]):
     def run(self, actions: list[A]) -> None:
         """Carry out `actions` in place: each ends `removed`, `skipped` or `failed`.
 
-        On Ctrl-C, calls in flight finish, nothing new starts, every action not attempted is
+        On Ctrl-C, calls in flight finish, nothing new starts (from the moment the signal's
+        handler has run, `core.stop.received`), every action not attempted is
         marked `skipped` ("interrupted"), and `Interrupted` is raised. A second Ctrl-C (or
         SIGTERM) meanwhile exits at once: the actions in flight are `failed` ("outcome
         unknown"), then `last_words`, when set, marks the others `skipped` and writes the
@@ -303,6 +305,11 @@ class Executor(ABC, Generic[A]):
     def _one_action(self, a: A) -> None:
         if self._halt.is_set():
             a.result, a.error = Result.SKIPPED, HALTED
+            return
+        if stop.received is not None:
+            # the stop signal's handler has run (`core.stop.first_stop`): no removal starts
+            # after it, even before its exception reaches `run` to cancel the queue
+            a.result, a.error = Result.SKIPPED, INTERRUPTED
             return
         why = self._abandon_why()
         if why:
