@@ -202,8 +202,8 @@ def test_every_relative_link_in_the_docs_resolves() -> None:
             linked = (page.parent / path).resolve() if path else page
             if not linked.exists():
                 broken.append(f"{page.name}: {target} (no such file)")
-            elif fragment and linked.suffix == ".md" and fragment not in _anchors(
-                linked.read_text()
+            elif (
+                fragment and linked.suffix == ".md" and fragment not in _anchors(linked.read_text())
             ):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert broken == []
