@@ -121,6 +121,7 @@ class Watch:
 #: Idle walk workers kept for the next `bounded` call (a thread per walk costs more than
 #: many a walk: a removal's log unlink is two system calls).
 _IDLE_WORKERS_KEPT = 16
+_NOT_BEGUN = -1.0  # `Watch.stamp` of a walk no worker has begun
 _idle: list[queue.SimpleQueue[Callable[[], None]]] = []
 _IDLE_LOCK = threading.Lock()
 
@@ -162,10 +163,12 @@ def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
         return walk(enclosing)
     limit = walk_timeout() if timeout is None else timeout
     watch = Watch()
+    watch.stamp = _NOT_BEGUN  # the timeout counts from the walk's start, not from its queueing
     done = threading.Event()
     box: dict[str, object] = {}
 
     def run() -> None:
+        watch.stamp = time.monotonic()
         _worker.watch = watch
         try:
             box["value"] = walk(watch)
@@ -183,6 +186,8 @@ def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
     _start(run)
     wait = limit
     while not done.wait(wait):
+        if watch.stamp == _NOT_BEGUN:  # no worker has run it yet: waiting for a CPU, not a call
+            continue
         idle = time.monotonic() - watch.stamp
         if idle >= limit:
             with _HUNG_LOCK:
