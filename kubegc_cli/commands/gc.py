@@ -716,7 +716,8 @@ def plan_images_on(
 
     def action(d: Any, result: Result) -> ImageAction:
         r = d.record
-        return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
+        return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result,
+                           used_by=d.used_by)  # fmt: skip
 
     plan: Plan[ImageAction] = Plan(
         kind="ImageGCPlan",

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput, GCFailed
-from kubegc_cli.core.model import Container, Image, ImageRecord
+from kubegc_cli.core.model import Container, ContainerState, Image, ImageRecord
 from kubegc_cli.core.units import (
     NS_PER_SECOND,
     format_bytes,
@@ -131,6 +131,7 @@ class ImageDecision:
     rule: str
     reason: str
     remove: bool
+    used_by: tuple[Container, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +166,60 @@ def images_in_use(containers: Iterable[Container]) -> set[str]:
     """Image IDs used by any container the runtime has (exited ones too): `image_id`, else
     `image_ref` (the kubelet's rule since v1.30)."""
     return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
+
+
+def image_users(containers: Iterable[Container]) -> dict[str, list[Container]]:
+    """Image ID → the containers that use it (`images_in_use`'s rule), in the order listed."""
+    users: dict[str, list[Container]] = {}
+    for c in containers:
+        if iid := c.image_id or c.image_ref:
+            users.setdefault(iid, []).append(c)
+    return users
+
+
+#: How many containers an in-use reason names before "and N more".
+USERS_NAMED = 3
+
+
+def container_words(c: Container) -> str:
+    """`default/web-1 nginx (EXITED)`: a container by its pod and name, with its state; by its
+    short ID for one the kubelet did not make (no pod labels)."""
+    if c.pod_name:
+        return f"{c.pod_namespace}/{c.pod_name} {c.container_name} ({c.state.value})"
+    return f"container {c.id[:13]} ({c.state.value})"
+
+
+def used_by_text(users: Sequence[Container]) -> str:
+    """Why an image is in use, naming who holds it: `used by default/web-1 nginx (EXITED)`,
+    or `used by 5 containers: a, b, c and 2 more (-o json lists all)` (`USERS_NAMED`)."""
+    if len(users) == 1:
+        return f"used by {container_words(users[0])}"
+    named = ", ".join(container_words(c) for c in users[:USERS_NAMED])
+    more = len(users) - USERS_NAMED
+    rest = f" and {more} more (-o json lists all)" if more > 0 else ""
+    return f"used by {len(users)} containers: {named}{rest}"
+
+
+def in_use_note(kept: Sequence[ImageDecision]) -> str:
+    """The note on images kept in use ("" for none): how many, by how many containers and
+    how many of those are dead, and what frees them — no container using them, which for a
+    dead one is `gc containers` (the kubelet's container GC) removing it."""
+    held = [d for d in kept if d.rule == KEEP_IN_USE]
+    if not held:
+        return ""
+    users = {c.id: c for d in held for c in d.used_by}
+    dead = sum(1 for c in users.values() if c.state is not ContainerState.RUNNING)
+    frees = (
+        f"{dead} of them not running: an image is kept while any container, dead ones too, "
+        "uses it; once `kubegc gc containers` (or the kubelet) removes those, a later run may "
+        "free the images only they hold"
+        if dead
+        else "all running: they go once their pods do"
+    )
+    return (
+        f"{len(held)} image(s) kept in use by {len(users)} container(s), {frees} "
+        "(-v lists each image with its containers and pods)"
+    )
 
 
 #: The names `ctr images import --digests` gives an imported image (`import-<date>@<digest>`,
@@ -256,7 +311,8 @@ def plan_images(
     Returns an `ImagePlan` with the updated `records`. Raises `GCFailed` for capacity 0, in
     every mode.
     """
-    in_use = images_in_use(containers)
+    users = image_users(containers)
+    in_use = set(users)
     protected_ids: dict[str, str] = (
         dict(protected)
         if isinstance(protected, Mapping)
@@ -278,7 +334,9 @@ def plan_images(
         rec = plan.records[iid]
         names = (*img.repo_tags, *img.repo_digests)
         if iid in in_use:
-            plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, "used by a container", False))
+            holders = tuple(users[iid])
+            reason = used_by_text(holders)
+            plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, reason, False, holders))
         elif img.pinned:
             plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, "pinned by the runtime", False))
         elif iid in protected_ids:
@@ -356,6 +414,8 @@ def plan_images(
         )
     for d in candidates:
         (plan.remove if d.remove else plan.kept).append(d)
+    if note := in_use_note(plan.kept):
+        plan.notes.append(note)
     return plan
 
 

@@ -59,6 +59,36 @@ def test_gc_images_remembers_first_detection_and_protects_what_is_needed(tmp_pat
         assert remembered == {i.id for i in node.list_images()}
 
 
+def test_an_image_kept_in_use_names_the_containers_and_pods_that_hold_it(
+    tmp_path: Path,
+) -> None:
+    """The runtime's containers of two pods (one running, one exited) hold busybox: the kept
+    row says which, -o json lists each with its pod, and the notes say what would free it."""
+    with LocalNode(tmp_path / "node") as node:
+        p = node.run_pod("p", namespace="ns1")
+        q = node.run_pod("q", namespace="ns2")
+        dead = node.add_container(p, "app")
+        live = node.add_container(q, "web", state="running")
+        res = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-o", "json")
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        [busybox] = [k for k in doc["kept"] if "docker.io/library/busybox:kubegc-test"
+                     in k["repo_tags"]]  # fmt: skip
+        assert busybox["rule"] == "in-use"
+        named = busybox["reason"].removeprefix("used by 2 containers: ").split(", ")
+        assert sorted(named) == ["ns1/p app (EXITED)", "ns2/q web (RUNNING)"]  # as listed
+        assert {(u["id"], u["pod_namespace"], u["pod_name"], u["name"], u["state"])
+                for u in busybox["used_by"]} == {
+            (dead, "ns1", "p", "app", "EXITED"), (live, "ns2", "q", "web", "RUNNING"),
+        }  # fmt: skip
+        assert {u["pod_uid"] for u in busybox["used_by"]} == {p.uid, q.uid}
+        assert any(n.startswith("1 image(s) kept in use by 2 container(s), 1 of them not "
+                                "running") for n in doc["notes"]), doc["notes"]  # fmt: skip
+        table = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-v")
+        assert table.returncode == 0, table.stderr
+        assert "ns1/p app (EXITED)" in table.stdout and "kept in use" in table.stdout
+
+
 def test_gc_images_bad_thresholds_are_exit_2(tmp_path: Path) -> None:
     import subprocess
     import sys
