@@ -429,7 +429,7 @@ def test_a_kubelet_root_that_is_not_there_names_the_flag_to_give(tmp_path: Path)
          "nodefs.available<100% is no threshold: the kubelet drops 0% and 100% ones, so it is "
          "never met whatever is used; give a percentage between them (nodefs.available<10%) or "
          "a quantity; source: --eviction-hard"),
-        ("--eviction-hard", "memory.available<0%,nodefs.available<1%",
+        ("--eviction-hard", "memory.available<0%,pid.available<1%",
          "memory.available<0% is no threshold: the kubelet drops 0% and 100% ones"),
     ],
 )  # fmt: skip
@@ -451,7 +451,8 @@ def test_a_zero_or_hundred_percent_threshold_is_warned_of_with_what_would_make_i
 
 def test_a_soft_zero_percent_threshold_is_warned_of_too(tmp_path: Path) -> None:
     v1_node(tmp_path, available_mib=900)
-    code, out, err = check(tmp_path, "--eviction-soft", "memory.available<0%", "-o", "json")
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Mi", "--eviction-soft",
+                           "memory.available<0%", "-o", "json")  # fmt: skip
     assert code == 0, err
     notes = json.loads(out)["notes"]
     assert any(n.startswith("memory.available<0% is no threshold") and
