@@ -59,6 +59,7 @@ from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
     kubelet_config_for,
     kubelet_config_once,
+    kubelet_pod_infra_image,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
@@ -66,7 +67,7 @@ from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
 from kubegc_cli.node.imagefs import image_filesystem
 from kubegc_cli.node.observe import observe_node
-from kubegc_cli.node.sandboximages import NamedImage, runtime_sandbox_images
+from kubegc_cli.node.sandboximages import KUBEGC_POD_INFRA_FLAG, NamedImage, runtime_sandbox_images
 from kubegc_cli.node.state import (
     StateUnavailable,
     check_state_dir,
@@ -75,7 +76,7 @@ from kubegc_cli.node.state import (
     save_image_records,
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
-from kubegc_cli.policy.images import detect_images, plan_images
+from kubegc_cli.policy.images import detect_images, plan_images, sandbox_image_mismatch
 from kubegc_cli.policy.logs import link_state, plan_logs
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
@@ -664,8 +665,11 @@ def plan_images_on(
         ui.warn(f"{kept_by_runtime.status_error}; the sandbox image protected is "
                 "--pod-infra-container-image's")  # fmt: skip
     pause = kept_by_runtime.status_image
+    mismatch = sandbox_image_mismatch(
+        kubelet_pod_infra_image(s.host_root), kept_by_runtime.said(), snap.images
+    )
     if pod_infra_image:
-        kept_by_runtime.named.insert(0, NamedImage(pod_infra_image, "--pod-infra-container-image"))
+        kept_by_runtime.named.insert(0, NamedImage(pod_infra_image, KUBEGC_POD_INFRA_FLAG))
     protected = kept_by_runtime.protected_ids(snap.images)
     for named in kept_by_runtime.named:
         ui.info(f"kept if present: {named.reason}")
@@ -733,6 +737,7 @@ def plan_images_on(
             f"image filesystem {fs.path}: {ip.usage_percent}% used "
             f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
             *ip.notes,
+            *([mismatch] if mismatch else []),
         ],
         source=snap.endpoint,
     )

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput, GCFailed
-from kubegc_cli.core.model import Container, ContainerState, Image, ImageRecord
+from kubegc_cli.core.model import Container, ContainerState, Image, ImageRecord, reference_forms
 from kubegc_cli.core.units import (
     NS_PER_SECOND,
     format_bytes,
@@ -417,6 +417,62 @@ def plan_images(
     if note := in_use_note(plan.kept):
         plan.notes.append(note)
     return plan
+
+
+def sandbox_image_mismatch(
+    kubelet: tuple[str, str] | None,
+    runtime: Sequence[tuple[str, str]],
+    images: Iterable[Image],
+) -> str:
+    """The warning when the kubelet's `--pod-infra-container-image` is not the runtime's
+    sandbox image ("" when they agree, or either is unknown).
+
+    `kubelet` is (reference, where it is given); `runtime` the sandbox images the runtimes name
+    themselves (`SandboxImages.said`: (reference, where)); `images` what the runtime lists.
+    They agree when a runtime's reference names the kubelet's (`reference_forms`), or both
+    name one image the runtime lists (a tag and a digest of it).
+
+    Why it matters (kubelet `image_gc_manager.go`): a kubelet before 1.29 counts the image of
+    its `--pod-infra-container-image` as in use and keeps it from its image GC — not the
+    runtime's sandbox image when that is another; from 1.29 the flag does nothing (removed in
+    1.35) and the kubelet keeps only the images the runtime reports `pinned` (honoured since
+    1.29, and 1.25.13, 1.26.8, 1.27.5, 1.28.1). So the runtime's sandbox image is safe from the
+    kubelet's GC only while the runtime pins it; the warning says whether it does now."""
+    if kubelet is None or not runtime:
+        return ""
+    ref, where = kubelet
+    listed = list(images)
+
+    def ids(r: str) -> set[str]:
+        forms = reference_forms(r) | {r}
+        return {i.id for i in listed if forms & {i.id, *i.repo_tags, *i.repo_digests}}
+
+    kubelet_forms, kubelet_ids = reference_forms(ref) | {ref}, ids(ref)
+    for theirs, _ in runtime:
+        if kubelet_forms & (reference_forms(theirs) | {theirs}) or kubelet_ids & ids(theirs):
+            return ""
+    theirs, source = runtime[0]
+    mine = ids(theirs)
+    pinned = [i for i in listed if i.id in mine and i.pinned]
+    if pinned:
+        state = (
+            f"the runtime pins {theirs} now, which keeps it from a kubelet's image GC since 1.29 "
+            "(1.25.13, 1.26.8, 1.27.5, 1.28.1); an earlier kubelet may remove it"
+        )
+    elif mine:
+        state = (
+            f"the runtime does not pin {theirs}, so the kubelet's image GC may remove it, and "
+            "new pods then wait for it to be pulled again (or fail where it cannot be)"
+        )
+    else:
+        state = f"{theirs} is not on the node now: the next pod's sandbox pulls it"
+    return (
+        f"the kubelet's --pod-infra-container-image {ref} ({where}) is not the runtime's "
+        f"sandbox image {theirs} ({source}): a kubelet before 1.29 keeps only {ref} from its "
+        f"image GC, and from 1.29 the flag does nothing; {state}. Give the kubelet "
+        f"--pod-infra-container-image {theirs}, or drop the flag (kubelet 1.35 refuses it) on "
+        "a runtime that pins its sandbox image"
+    )
 
 
 #: The image GC settings: (kubegc option name, `ImageGCPolicy` field, KubeletConfiguration key).

@@ -568,3 +568,44 @@ def test_a_removed_images_record_goes_with_it(tmp_path: Path) -> None:
                 image=image)))  # fmt: skip
             assert _plan(node, tmp_path, "--dry-run")[0] == 0  # a run that no longer sees it
             assert image not in _records(tmp_path)[0]  # drops its record, as the kubelet
+
+
+def test_a_kubelet_pod_infra_image_other_than_the_runtimes_is_warned_of(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """kubeadm's flags file (under --host-root) gives the kubelet pause:3.6; the runtime
+    uses pause:3.9 (its Status says so with containerd 1.x; the runtime config under the host
+    root says so for 2.x, which no longer says in Status). gc images notes the mismatch,
+    whether the runtime pins pause:3.9 as ListImages reports it now, and what to set; given
+    pause:3.9 the kubelet agrees, and there is no note."""
+    host = tmp_path / "host"
+    mountpoint = _image_fs_mountpoint(node)
+    local = host / mountpoint.lstrip("/")
+    local.parent.mkdir(parents=True)
+    local.symlink_to(mountpoint)  # the image filesystem, as the host sees it
+    config = host / "etc/containerd/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n'
+                      'sandbox_image = "registry.k8s.io/pause:3.9"\n')  # fmt: skip
+    flags = host / "var/lib/kubelet/kubeadm-flags.env"
+    flags.parent.mkdir(parents=True)
+    pinned = any(i.pinned for i in node.list_images()
+                 if "registry.k8s.io/pause:3.9" in i.repo_tags)  # fmt: skip
+    for given, warned in (("registry.k8s.io/pause:3.6", True),
+                          ("registry.k8s.io/pause:3.9", False)):  # fmt: skip
+        flags.write_text(f'KUBELET_KUBEADM_ARGS="--pod-infra-container-image={given}"\n')
+        res = kubegc(node, tmp_path, "--host-root", str(host), "gc", "images", "--dry-run",
+                     "-o", "json")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        notes = [n for n in json.loads(res.stdout)["notes"] if "pod-infra-container-image" in n]
+        if not warned:
+            assert notes == [], notes
+            continue
+        [note] = notes
+        assert note.startswith(
+            "the kubelet's --pod-infra-container-image registry.k8s.io/pause:3.6 "
+            "(/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS) is not the runtime's "
+            "sandbox image registry.k8s.io/pause:3.9 ("
+        ), note
+        said = "the runtime pins" if pinned else "the runtime does not pin"
+        assert f"{said} registry.k8s.io/pause:3.9" in note, note

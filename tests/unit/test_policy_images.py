@@ -9,7 +9,7 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput, GCFailed
 from kubegc_cli.core.model import Container, Image, ImageRecord
-from kubegc_cli.policy.images import ImageGCPolicy, plan_images, usage
+from kubegc_cli.policy.images import ImageGCPolicy, plan_images, sandbox_image_mismatch, usage
 from tests.unit.factories import NOW, S, ctr
 
 MI = 1024 * 1024
@@ -435,3 +435,62 @@ def test_the_notes_say_how_many_images_are_kept_in_use_and_what_frees_them(
 def test_no_image_in_use_no_note() -> None:
     plan = plan_images([img("a")], [], {}, ImageGCPolicy(), NOW, began=NOW)
     assert not [n for n in plan.notes if "kept in use" in n]
+
+
+# --- the kubelet's --pod-infra-container-image against the runtime's sandbox image ----------
+
+P39 = "registry.k8s.io/pause:3.9"
+P36 = "registry.k8s.io/pause:3.6"
+FLAGS = "/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS"
+TOML = "/etc/containerd/config.toml: plugins.'io.containerd.grpc.v1.cri'.sandbox_image"
+
+
+def pause(tag: str, pinned: bool, iid: str = "") -> Image:
+    ref = f"registry.k8s.io/pause:{tag}"
+    return Image(iid or f"sha256:{tag}", repo_tags=(ref,),
+                 repo_digests=(f"registry.k8s.io/pause@sha256:{tag.replace('.', '0'):0>64}",),
+                 pinned=pinned)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "runtime", "images", "says"),
+    [
+        pytest.param((P39, FLAGS), [(P39, TOML)], [pause("3.9", False)], "", id="the same"),
+        pytest.param(("pause:3.9", FLAGS), [("docker.io/library/pause:3.9", TOML)], [], "",
+                     id="the same, one of them a familiar name"),
+        pytest.param((P39, FLAGS), [(P39.replace(":3.9", "@sha256:" + "3" * 64), TOML)],
+                     [Image("sha256:x", repo_tags=(P39,),
+                            repo_digests=("registry.k8s.io/pause@sha256:" + "3" * 64,))], "",
+                     id="a tag and a digest of one image the runtime lists"),
+        pytest.param(None, [(P39, TOML)], [], "", id="the kubelet gives none"),
+        pytest.param((P36, FLAGS), [], [], "", id="no runtime names its own"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [pause("3.9", False), pause("3.6", False)],
+                     f"the kubelet's --pod-infra-container-image {P36} ({FLAGS}) is not the "
+                     f"runtime's sandbox image {P39} ({TOML}): a kubelet before 1.29 keeps only "
+                     f"{P36} from its image GC, and from 1.29 the flag does nothing; the runtime "
+                     f"does not pin {P39}, so the kubelet's image GC may remove it",
+                     id="differ, not pinned"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [pause("3.9", True)],
+                     f"the runtime pins {P39} now, which keeps it from a kubelet's image GC "
+                     "since 1.29", id="differ, pinned"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [],
+                     f"{P39} is not on the node now", id="differ, not pulled yet"),
+        pytest.param((P36, FLAGS), [(P39, "the runtime's Status"), (P39, TOML)], [],
+                     f"sandbox image {P39} (the runtime's Status)", id="the first source named"),
+    ],
+)  # fmt: skip
+def test_a_kubelet_pod_infra_image_other_than_the_runtimes_sandbox_image_is_warned_of(
+    kubelet: tuple[str, str] | None,
+    runtime: list[tuple[str, str]],
+    images: list[Image],
+    says: str,
+) -> None:
+    got = sandbox_image_mismatch(kubelet, runtime, images)
+    if not says:
+        assert got == ""
+        return
+    assert says in got, got
+    assert got.endswith(
+        f"Give the kubelet --pod-infra-container-image {runtime[0][0]}, or drop the flag "
+        "(kubelet 1.35 refuses it) on a runtime that pins its sandbox image"
+    )
