@@ -48,6 +48,7 @@ from kubegc_cli.core.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
+from kubegc_cli.node.diskusage import needed_dir
 from kubegc_cli.node.execute.actions import (
     ContainerRemover,
     ImageRemover,
@@ -290,9 +291,16 @@ def gc_sandboxes(
 
 
 def pod_logs_root_of(s: Settings, pod_logs_dir: str | None) -> str:
-
+    """The pod log root (a host path): `pod_logs_dir` (`--pod-logs-dir`) when given, else the
+    kubelet config's podLogsDir. Raises `BadInput` for a `pod_logs_dir` the kubelet would not
+    take (`validate_pod_logs_dir`), and `RuntimeUnavailable` (exit 3, naming it) when one given
+    is not a directory under the host root, as `df` and `residue` say it (`needed_dir`): a
+    mistyped flag is never "nothing to remove". The kubelet config's is only warned of when
+    missing (`_observe_logs`): the kubelet makes it with its first pod."""
     if pod_logs_dir is not None:
-        return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+        root = validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+        needed_dir(s.host_root, root, "the pod log directory (--pod-logs-dir)")
+        return root
     return kubelet_config_for(s).pod_logs_dir
 
 
