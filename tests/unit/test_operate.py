@@ -441,28 +441,36 @@ def test_namespaces_and_pods_complete_from_the_pods_file_or_log_dirs(tmp_path: P
     assert complete("kubegc gc co") == ["containers"]
 
 
-def test_a_saved_plan_naming_a_path_with_a_non_utf8_byte_loads_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "escape", "no_byte"),
+    [("plan.json", "\\udcff", "\\ud800"), ("plan.yaml", "\\uDCFF", "\\uD800")],
+)
+def test_a_saved_plan_naming_a_path_with_a_non_utf8_byte_loads_back(
+    tmp_path: Path, name: str, escape: str, no_byte: str
+) -> None:
     """A pod log directory named with a byte that is not UTF-8 is written into the plan as
-    `os.fsdecode` reads it (`\\udcff`); `apply` reads it back as that same name. A lone
-    surrogate that stands for no byte is still refused."""
+    `os.fsdecode` reads it (`\\udcff`, in JSON or YAML); `apply` reads it back as that same
+    name. A lone surrogate that stands for no byte is still refused."""
     import os
 
-    name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
-    path = f"/var/log/pods/{name}"
+    from kubegc_cli.node.outfile import yaml_text
+
+    dir_name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
+    path = f"/var/log/pods/{dir_name}"
     action = {"kind": "pod-log-dir", "id": path, "path": path,
               "pod_uid": "11111111-2222-3333-4444-555555555555", "rule": "deleted-pod",
               "reason": "", "result": "planned"}  # fmt: skip
     doc = {"kind": "LogGCPlan", "apiVersion": API_VERSION, "now": "2024-01-01T00:00:00Z",
            "policy": {}, "actions": [action], "kept": [],
            "saved": {"command": "gc logs", "node": this_node(Settings())}}  # fmt: skip
-    f = tmp_path / "plan.json"
-    f.write_text(json.dumps(doc))
-    assert "\\udcff" in f.read_text()
+    f = tmp_path / name
+    f.write_text(yaml_text(doc) if name.endswith(".yaml") else json.dumps(doc))
+    assert escape in f.read_text()
     plan, _ = load_saved_plan(f, Settings())
     assert [os.fsencode(a.path) for a in plan.actions] == [
         b"/var/log/pods/ns_p\xffod_11111111-2222-3333-4444-555555555555"
     ]
-    f.write_text(json.dumps(doc).replace("\\udcff", "\\ud800"))
+    f.write_text(f.read_text().replace(escape, no_byte))
     with pytest.raises(BadInput, match="half of a surrogate pair"):
         load_saved_plan(f, Settings())
 
@@ -563,31 +571,4 @@ def test_a_yaml_plan_with_a_timestamp_left_unquoted_is_refused_in_the_files_word
     f.write_text(edited)
     with pytest.raises(BadInput, match=r"plan file .*plan\.yaml: .* is a YAML datetime, not a "
                                        r"string; quote it"):  # fmt: skip
-        load_saved_plan(f, Settings())
-
-
-def test_a_yaml_plan_naming_a_path_with_a_non_utf8_byte_loads_back(tmp_path: Path) -> None:
-    """The byte kept by `os.fsdecode` is written as a YAML escape and read back as that same
-    byte; an escape that stands for no byte is refused."""
-    import os
-
-    from kubegc_cli.node.outfile import yaml_text
-
-    name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
-    path = f"/var/log/pods/{name}"
-    action = {"kind": "pod-log-dir", "id": path, "path": path,
-              "pod_uid": "11111111-2222-3333-4444-555555555555", "rule": "deleted-pod",
-              "reason": "", "result": "planned"}  # fmt: skip
-    doc = {"kind": "LogGCPlan", "apiVersion": API_VERSION, "now": "2024-01-01T00:00:00Z",
-           "policy": {}, "actions": [action], "kept": [],
-           "saved": {"command": "gc logs", "node": this_node(Settings())}}  # fmt: skip
-    f = tmp_path / "plan.yaml"
-    f.write_text(yaml_text(doc))
-    assert "\\uDCFF" in f.read_text()
-    plan, _ = load_saved_plan(f, Settings())
-    assert [os.fsencode(a.path) for a in plan.actions] == [
-        b"/var/log/pods/ns_p\xffod_11111111-2222-3333-4444-555555555555"
-    ]
-    f.write_text(f.read_text().replace("\\uDCFF", "\\uD800"))
-    with pytest.raises(BadInput, match="half of a surrogate pair"):
         load_saved_plan(f, Settings())
