@@ -434,7 +434,10 @@ class _Cycle:
             if "logs" in o.plans:
                 out.append(("gc logs", lambda act: gc_logs(s, o.pod_logs_dir, act, ui)))
         if "images" in o.plans:
-            out.append(("gc images", lambda act: gc_images(s, image_policy(s), act, ui)))
+            root = o.root_dir
+            out.append(
+                ("gc images", lambda act: gc_images(s, image_policy(s), act, ui, root_dir=root))
+            )
         return out
 
     # ---- act ----

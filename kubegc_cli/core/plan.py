@@ -25,6 +25,7 @@ from kubegc_cli.core.model import (
     Image,
     Sandbox,
 )
+from kubegc_cli.core.pulls import RepullRisk
 from kubegc_cli.core.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -284,6 +285,7 @@ class ImageAction:
     error: str = ""
     bytes_freed: int = 0
     log_note: str = ""
+    repull: RepullRisk | None = None  # what pulling it again takes (`policy.images.repull_risk`)
 
     kind = "image"
 
@@ -309,6 +311,7 @@ class ImageAction:
             "result": self.result.value,
             "error": self.error,
             "bytes_freed": self.bytes_freed,
+            **({"repull": self.repull.to_dict()} if self.repull is not None else {}),
         }
 
 
