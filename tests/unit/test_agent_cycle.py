@@ -232,7 +232,8 @@ def test_report_mode_plans_but_removes_nothing(tmp_path: Path) -> None:
     text = result.metrics_text()
     assert 'kubegc_eviction_margin{signal="memory.available",type="hard"} 432013312' in text
     assert 'kubegc_agent_cycles_total{result="ok"} 1' in text
-    assert 'kubelet_image_garbage_collected_total{reason="space"} 0' in text
+    assert 'kubelet_image_garbage_collected_total{command="gc images",reason="space"} 0' in text
+    assert "kubelet_image_gc_attempts_total" not in text  # report mode: no image GC attempt
     assert 'kubegc_runs_total{command="residue scan",result="success"} 1' in text
 
 
