@@ -28,7 +28,7 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
     ui = ConsoleUi(s.verbose, s.output, s.limit)
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"])
     plan = pin_images(
-        s, patterns, op, act, ui, show=lambda p: render_pins(p, "table", view=view)
+        s, patterns, op, act, ui, show=lambda p: render_pins(p, "table", view=view, asking=True)
     )  # fmt: skip
     render_pins(plan, s.output, view=view)
     if exit_failed(plan):

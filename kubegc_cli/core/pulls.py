@@ -66,10 +66,19 @@ class RepullRisk:
 
     @property
     def summary(self) -> str:
-        """One cell: `docker.io node-wide`, `quay.io secret`, `no digest`..."""
+        """One cell: `quay.io secret`, `docker.io node-wide`, `docker.io, no pull record`,
+        `docker.io` (the kubelet keeps no records), `no digest`..."""
         if not self.digest:
             return "no digest"
-        return f"{self.registry or '?'} {self.credentials}"
+        registry = self.registry or "?"
+        state = self.record.state
+        if state == RECORDED:
+            return f"{registry} {self.credentials}"
+        if state == NO_RECORD:
+            return f"{registry}, no pull record"
+        if state == UNREADABLE:
+            return f"{registry}, pull record unreadable"
+        return registry
 
     def to_dict(self) -> dict[str, Any]:
         return {

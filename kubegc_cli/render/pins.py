@@ -13,6 +13,7 @@ from kubegc_cli.render.table import Column, Grid, Screen, View
 
 def _row(a: PinAction, acted: bool) -> list[str]:
     tag = a.image.repo_tags[0] if a.image.repo_tags else "<none>"
+    pinned = a.image.pinned if a.result != DONE[a.op] else a.op == "pin"  # as it is now
     if a.result == PLANNED:
         result = "planned" if not acted else "not attempted"
     else:
@@ -21,7 +22,7 @@ def _row(a: PinAction, acted: bool) -> list[str]:
         a.image.id.removeprefix("sha256:")[:13],
         safe_text(tag),
         format_bytes(a.image.size),
-        "yes" if a.image.pinned else "no",
+        "yes" if pinned else "no",
         safe_text(a.reason),
         safe_text(result),
         safe_text(" ".join([*a.image.repo_tags, *a.image.repo_digests]) or "-"),
@@ -29,10 +30,11 @@ def _row(a: PinAction, acted: bool) -> list[str]:
 
 
 def render_pins(plan: PinPlan, output: str, *, out: IO[str] | None = None,
-                view: View | None = None) -> None:  # fmt: skip
+                view: View | None = None, asking: bool = False) -> None:  # fmt: skip
     """Print `plan` as `output` says: `json`/`yaml` (its `to_dict`), `name` (`image/<id>` of
-    each action), else a table of the actions and the matched images left as they are, and
-    a summary line."""
+    each action), else a table of the actions and the matched images left as they are (the
+    PINNED column as each image is now), and a summary line (`asking`: the plan a person is
+    about to be asked about)."""
     if output in ("json", "yaml"):
         dump_document(plan.to_dict(), output)
         return
@@ -55,7 +57,10 @@ def render_pins(plan: PinPlan, output: str, *, out: IO[str] | None = None,
         screen.note(safe_text(note))
     counts = plan.counts()
     done = counts.get(DONE[plan.op], 0)
-    if acted:
+    if asking:
+        summary = (f"{len(plan.actions)} image(s) to be {DONE[plan.op]}, "
+                   f"{len(plan.kept)} left as they are")  # fmt: skip
+    elif acted:
         summary = (f"{done} image(s) {DONE[plan.op]}, {counts['skipped']} skipped, "
                    f"{counts['failed']} failed, {len(plan.kept)} left as they are")  # fmt: skip
     else:

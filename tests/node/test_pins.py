@@ -84,3 +84,31 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
         assert image in {a["id"] for a in plan["actions"]}
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
+
+
+def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:
+    """The record the kubelet would write for an image the runtime lists (its file named by
+    the SHA-256 of the image ID) gives the image's credentials; an image without one shows
+    none; the registry comes from the names the runtime lists."""
+    from kubegc_cli.node.host.pullrecords import record_file_name
+
+    with LocalNode(tmp_path / "node") as node:
+        image = node.import_image("quay.io/acme/secret-app:1", pad_bytes=1024, seed="sec")
+        other = node.import_image("docker.io/library/no-record:1", pad_bytes=1024, seed="nr")
+        kubelet = tmp_path / "kubelet"
+        pulled = kubelet / "image_manager" / "pulled"
+        pulled.mkdir(parents=True)
+        (pulled / record_file_name(image)).write_text(json.dumps({
+            "kind": "ImagePulledRecord", "apiVersion": "kubelet.config.k8s.io/v1alpha1",
+            "lastUpdatedTime": "2026-01-01T00:00:00Z", "imageRef": image,
+            "credentialMapping": {"quay.io/acme/secret-app": {"kubernetesSecrets": [
+                {"uid": "u", "namespace": "ns", "name": "pull", "credentialHash": "h"}]}},
+        }))  # fmt: skip
+        run = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-o", "json",
+                     "--root-dir", str(kubelet))  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        risk = {a["id"]: a["repull"] for a in [*doc["actions"], *doc["kept"]]}
+        assert risk[image] == {"digest": True, "registry": "quay.io", "pull_record": "recorded",
+                               "credentials": ["secret"]}  # fmt: skip
+        assert risk[other]["pull_record"] == "none" and risk[other]["registry"] == "docker.io"

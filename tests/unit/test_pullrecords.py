@@ -206,6 +206,10 @@ def test_repull_risk_of_an_image() -> None:
     assert risk.summary == "no digest" and risk.credentials == "-"
     assert repull_risk(APP, PullRecord(UNREADABLE, why="x")).credentials == "?"
     assert repull_risk(APP, PullRecord(RECORDED)).credentials == "none"
+    assert repull_risk(APP, PullRecord(RECORDED)).summary == "quay.io none"
+    assert repull_risk(APP, PullRecord(NO_RECORD)).summary == "quay.io, no pull record"
+    assert repull_risk(APP, PullRecord(UNREADABLE)).summary == "quay.io, pull record unreadable"
+    assert repull_risk(APP).summary == "quay.io"
 
 
 # -- end to end in-process -------------------------------------------------------------------
