@@ -8,6 +8,7 @@ import click
 
 from kubegc_cli.cli.command import KubegcGroup
 from kubegc_cli.cli.common import ConsoleUi, settings_from, table_view
+from kubegc_cli.cli.configfile import loaded
 from kubegc_cli.cli.options import GIVEN, global_options
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.commands.pins import exit_failed, pin_images
@@ -26,6 +27,8 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
     s = settings_from(ctx)
     view = table_view(s, f"images {op}")
     ui = ConsoleUi(s.verbose, s.output, s.limit)
+    if not patterns:
+        patterns = _configured_keep(ctx, ui)
     act = ActOptions(dry_run=opts["dry_run"], yes=opts["yes"])
     plan = pin_images(
         s, patterns, op, act, ui, show=lambda p: render_pins(p, "table", view=view, asking=True)
@@ -33,6 +36,16 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
     render_pins(plan, s.output, view=view)
     if exit_failed(plan):
         raise PartialFailure(f"images {op}: an image could not be {op}ned")
+
+
+def _configured_keep(ctx: click.Context, ui: ConsoleUi) -> tuple[str, ...]:
+    """The config file's `gc.images.keep` patterns (the --keep list gc images runs with), or
+    () when it names none."""
+    cfg = loaded(ctx)
+    keep = tuple(cfg.commands.get(("gc", "images"), {}).get("keep") or ()) if cfg else ()
+    if keep and cfg is not None:
+        ui.info(f"patterns from {cfg.key(('gc', 'images'), 'keep')} in {cfg.path}")
+    return keep
 
 
 def _pin_options(f: Any) -> Any:
@@ -48,7 +61,8 @@ def _pin_options(f: Any) -> Any:
 def pin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None:
     """Pin the images matching the patterns: containerd's io.cri-containerd.pinned label.
 
-    PATTERN is a glob over an image's tags and repo digests, as gc images' --keep. containerd
+    PATTERN is a glob over an image's tags and repo digests, as gc images' --keep; without
+    one, the config file's gc.images.keep (the --keep list gc images runs with). containerd
     (1.7 and later) then reports the image pinned through CRI, and the kubelet's image GC
     and kubegc's keep it. Every containerd record of the image (tag, digest, ID) is labelled.
     The plan comes first; --dry-run stops there, --yes acts, a terminal is asked. Other
@@ -59,6 +73,7 @@ def pin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None:
     Examples:
       kubegc images pin 'registry.k8s.io/*' --dry-run
       kubegc images pin 'quay.io/acme/app@sha256:*' --yes
+      kubegc --config /etc/kubegc/config.yaml images pin --dry-run
     """
     _run(ctx, PIN, patterns, opts)
 

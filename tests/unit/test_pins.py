@@ -113,3 +113,22 @@ def test_pin_dry_run_on_containerd_shows_the_plan_and_changes_nothing(tmp_path: 
         code, out, err = run_cli([*base])  # not a terminal, no --yes: a dry run
     assert code == 0 and "dry run only" in err and "would be pinned" in out
     assert not any(i.pinned for i in [cri.images["sha256:k8s"]])
+
+
+def test_without_patterns_pin_takes_the_config_files_keep_list(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("gc:\n  images:\n    keep: ['registry.k8s.io/core*', 'quay.io/*']\n")
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name="containerd", version="2.0.0")  # fmt: skip
+    base = ["--config", str(cfg), "--state-dir", str(tmp_path / "s"), "images"]
+    with use_runtime(cri):
+        code, out, err = run_cli([*base, "pin", "--dry-run", "-o", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["patterns"] == ["registry.k8s.io/core*", "quay.io/*"]
+    assert [a["id"] for a in doc["actions"]] == ["sha256:k8s"]
+    assert [k["id"] for k in doc["kept"]] == ["sha256:app"]
+    cfg.write_text("gc:\n  images:\n    image-gc-high-threshold: 80\n")
+    with use_runtime(cri):
+        code, out, err = run_cli([*base, "pin", "--dry-run"])
+    assert code == 2 and "name at least one image pattern" in err
