@@ -303,6 +303,11 @@ def test_apply_removes_what_gc_all_would_within_its_caps_and_measures_it(
     assert removed[(("command", "gc all"), ("kind", "container"), ("result", "removed"))] == 1
     freed = samples_of(result, "kubegc_agent_apply_freed_bytes_total")
     assert freed[()] == applied.bytes_freed
+    # the apply's gc images is an image GC attempt of the agent's periodic GC that freed nothing
+    attempts = samples_of(result, "kubelet_image_gc_attempts_total")
+    attempt = (("command", "gc images"), ("operation", "garbage_collect"),
+               ("reason", "threshold"), ("result", "noop"), ("trigger", "periodic"))  # fmt: skip
+    assert attempts == {attempt: 1}
     rows = (tmp_path / "state").glob("*")
     assert any(rows)  # the audit rows of the CLI's own flow
 
