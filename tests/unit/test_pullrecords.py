@@ -273,3 +273,19 @@ def test_gc_images_without_pull_records_says_not_kept_and_bad_root_dir_is_exit_2
     with use_runtime(_runtime()):
         code, out, err = run_cli([*base, "--root-dir", "var/lib/kubelet"])
     assert code == 2 and err.count("\n") == 1 and "'var/lib/kubelet'" in err
+
+
+def test_a_root_dir_with_dot_dot_never_leaves_the_host_root(tmp_path: Path) -> None:
+    """`..` in --root-dir is resolved lexically under --host-root, as every host path: a
+    record planted above the host root is never read."""
+    outside = tmp_path / "image_manager" / "pulled"
+    outside.mkdir(parents=True)
+    (outside / record_file_name(APP.id)).write_text(
+        record(APP.id, {"x": {"nodePodsAccessible": True}})
+    )
+    host = tmp_path / "host"
+    host.mkdir()
+    assert read_pull_records(host, "/..", [APP])[APP.id] == PullRecord(NOT_KEPT)
+    write_record(host, APP.id, record(APP.id, {"x": {"nodePodsAccessible": True}}))
+    got = read_pull_records(host, "/var/../var/lib/./kubelet/", [APP])[APP.id]
+    assert got == PullRecord(RECORDED, (NODE_WIDE,))

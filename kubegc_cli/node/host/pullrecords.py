@@ -156,7 +156,8 @@ def read_pull_records(
     (naming why) when the directory cannot be opened, is reached through a link, or the walk
     hangs. Never raises for what is on the host."""
     wanted = list(images)
-    parts = [p for p in root_dir.split("/") if p not in ("", ".")] + list(PULLED_DIR)
+    clean = os.path.normpath("/" + root_dir.lstrip("/"))  # `..` never climbs above the host's /
+    parts = [p for p in clean.split("/") if p] + list(PULLED_DIR)
     shown = "/" + "/".join(parts)
     out: dict[str, PullRecord] = {}
 
