@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ from kubegc_cli.core.pulls import (
     UNREADABLE,
     PullRecord,
 )
+from kubegc_cli.node.host.bounded import walk_timeout_of
 from kubegc_cli.node.host.pullrecords import (
     MAX_RECORD_BYTES,
     read_pull_records,
     record_file_name,
 )
 from kubegc_cli.policy.images import registry_of, repull_risk
+from tests.unit.hangfs import hung_mount, needs_fuse
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
 ROOT = "/var/lib/kubelet"
@@ -289,3 +292,23 @@ def test_a_root_dir_with_dot_dot_never_leaves_the_host_root(tmp_path: Path) -> N
     write_record(host, APP.id, record(APP.id, {"x": {"nodePodsAccessible": True}}))
     got = read_pull_records(host, "/var/../var/lib/./kubelet/", [APP])[APP.id]
     assert got == PullRecord(RECORDED, (NODE_WIDE,))
+
+
+@needs_fuse
+def test_a_hung_mount_under_the_kubelet_root_costs_one_timeout(tmp_path: Path) -> None:
+    """A pulled/ directory on a mount that never answers: every image's record is
+    unreadable, naming the stall, after one walk timeout (never one per image); a second
+    read while it still hangs does not wait for it again."""
+    target = pulled_dir(tmp_path)
+    images = [APP, *(Image(f"sha256:{i}", (f"x/{i}:1",)) for i in range(20))]
+    with hung_mount(target), walk_timeout_of(0.5):
+        began = time.monotonic()
+        got = read_pull_records(tmp_path, ROOT, images)
+        took = time.monotonic() - began
+        again = read_pull_records(tmp_path, ROOT, [APP])
+        second = time.monotonic() - began - took
+    assert took < 5, took
+    assert second < 0.4, second  # remembered as hung: not touched again
+    assert {r.state for r in got.values()} == {UNREADABLE} and len(got) == len(images)
+    assert "no answer within 0.5s" in got[APP.id].why
+    assert again[APP.id].state == UNREADABLE

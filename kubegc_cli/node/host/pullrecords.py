@@ -43,7 +43,7 @@ from kubegc_cli.core.pulls import (
     UNREADABLE,
     PullRecord,
 )
-from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
+from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, walk_timeout
 
 #: The kubelet's default --root-dir.
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
@@ -110,7 +110,9 @@ def _open_below(dirfd: int, parts: Iterable[str], watch: Watch, shown: str) -> i
     fd = os.dup(dirfd)
     try:
         for part in parts:
-            watch.at(f"{shown}/{part}")
+            shown = f"{shown}/{part}"
+            if not watch.may_enter(shown):  # stuck there before: not touched again
+                raise Stalled(shown, walk_timeout())
             child = os.open(part, _OPEN_DIR, dir_fd=fd)
             os.close(fd)
             fd = child
@@ -159,40 +161,36 @@ def read_pull_records(
     clean = os.path.normpath("/" + root_dir.lstrip("/"))  # `..` never climbs above the host's /
     parts = [p for p in clean.split("/") if p] + list(PULLED_DIR)
     shown = "/" + "/".join(parts)
-    out: dict[str, PullRecord] = {}
 
-    def walk(watch: Watch) -> None:
+    def walk(watch: Watch) -> dict[str, PullRecord]:
+        # (its own dict, returned: a walk given up on may still run, and must not write into
+        # what the caller already holds)
+        found: dict[str, PullRecord] = {}
         watch.at(str(host_root))
         top = os.open(str(host_root), _OPEN_DIR & ~os.O_NOFOLLOW)
         try:
             try:
                 pulled = _open_below(top, parts, watch, str(host_root).rstrip("/"))
             except FileNotFoundError:
-                out.update({i.id: PullRecord(NOT_KEPT) for i in wanted})
-                return
+                return {i.id: PullRecord(NOT_KEPT) for i in wanted}
             except OSError as exc:
                 why = "a symbolic link on the way (not followed)" if exc.errno in (
                     errno.ELOOP, errno.ENOTDIR) else (exc.strerror or str(exc))  # fmt: skip
-                out.update({i.id: PullRecord(UNREADABLE, why=f"{shown}: {why}") for i in wanted})
-                return
+                return {i.id: PullRecord(UNREADABLE, why=f"{shown}: {why}") for i in wanted}
         finally:
             os.close(top)
         try:
             for img in wanted:
-                out[img.id] = _record_of(pulled, img, watch, shown)
+                found[img.id] = _record_of(pulled, img, watch, shown)
         finally:
             os.close(pulled)
+        return found
 
     try:
-        bounded(walk)
-    except Stalled as exc:
-        left = PullRecord(UNREADABLE, why=f"{shown}: {exc.strerror}")
-        for img in wanted:
-            out.setdefault(img.id, left)
-    except OSError as exc:  # the host root itself
-        for img in wanted:
-            out.setdefault(img.id, PullRecord(UNREADABLE, why=exc.strerror or str(exc)))
-    return out
+        return bounded(walk)
+    except OSError as exc:  # Stalled (a hung mount), or the host root itself
+        why = f"{shown}: {exc.strerror}" if isinstance(exc, Stalled) else (exc.strerror or str(exc))
+        return {img.id: PullRecord(UNREADABLE, why=why) for img in wanted}
 
 
 def _record_of(dirfd: int, img: Image, watch: Watch, shown: str) -> PullRecord:
