@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
-from kubegc_cli.commands.edges import Ui
+from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import ActOptions, open_client
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import RuntimeInfo
@@ -23,7 +23,7 @@ from kubegc_cli.core.pins import DONE, FAILED, PIN, SKIPPED, UNPIN, PinPlan
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.containerd.client import PINNED_LABEL, PINNED_VALUE, ContainerdImages
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
-from kubegc_cli.node.state import check_state_dir, node_lock
+from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
 from kubegc_cli.policy.pins import check_patterns, plan_pins
 
 if TYPE_CHECKING:
@@ -89,7 +89,13 @@ def pin_images(
                 return plan
         check_state_dir(s.state_dir)
         with node_lock(s.state_dir, s.lock_timeout, host_root=s.host_root, warn=ui.warn):
-            _act(s, client, plan, op, ui)
+            audit = AuditLog(s.state_dir, f"images {op}", edges().clock(), ui.warn, info=ui.info)
+            try:
+                _act(s, client, plan, op, ui)
+            finally:
+                # (a row reads kind, id, rule, reason, result.value, error and bytes_freed,
+                # which a PinAction has, though its results are not a removal's)
+                audit.finish(cast("list[Any]", plan.actions))
         return plan
     finally:
         client.close()

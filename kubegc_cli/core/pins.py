@@ -8,6 +8,7 @@ kubegc's) never removes it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from kubegc_cli.core.model import API_VERSION, Image
@@ -15,13 +16,24 @@ from kubegc_cli.core.model import API_VERSION, Image
 PIN = "pin"
 UNPIN = "unpin"
 
-#: `PinAction.result`: planned, done (`pinned` / `unpinned`), kept (nothing to do), skipped
-#: (changed since the plan), failed.
-PLANNED = "planned"
-KEPT = "kept"
-SKIPPED = "skipped"
-FAILED = "failed"
-DONE = {PIN: "pinned", UNPIN: "unpinned"}
+
+class PinResult(StrEnum):
+    """What became of a `PinAction`: planned, done (`pinned` / `unpinned`), kept (nothing to
+    do), skipped (changed since the plan), failed."""
+
+    PLANNED = "planned"
+    PINNED = "pinned"
+    UNPINNED = "unpinned"
+    KEPT = "kept"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+PLANNED = PinResult.PLANNED
+KEPT = PinResult.KEPT
+SKIPPED = PinResult.SKIPPED
+FAILED = PinResult.FAILED
+DONE = {PIN: PinResult.PINNED, UNPIN: PinResult.UNPINNED}
 
 
 @dataclass(slots=True)
@@ -33,15 +45,21 @@ class PinAction:
     image: Image
     op: str
     reason: str
-    result: str = PLANNED
+    result: PinResult = PLANNED
     error: str = ""
     names: tuple[str, ...] = ()
 
     kind = "image-pin"
+    bytes_freed = 0  # (an audit row's bytes: a pin frees none)
 
     @property
     def id(self) -> str:
         return self.image.id
+
+    @property
+    def rule(self) -> str:
+        """The audit row's rule: the operation (`pin`, `unpin`)."""
+        return self.op
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,7 +70,7 @@ class PinAction:
             "pinned": self.image.pinned,
             "op": self.op,
             "reason": self.reason,
-            "result": self.result,
+            "result": self.result.value,
             "error": self.error,
             "names": list(self.names),
         }
@@ -76,9 +94,9 @@ class PinPlan:
 
     def counts(self) -> dict[str, int]:
         """How many actions ended each way (planned, pinned/unpinned, skipped, failed)."""
-        out = dict.fromkeys((PLANNED, DONE[self.op], SKIPPED, FAILED), 0)
+        out = {r.value: 0 for r in (PLANNED, DONE[self.op], SKIPPED, FAILED)}
         for a in self.actions:
-            out[a.result] = out.get(a.result, 0) + 1
+            out[a.result.value] = out.get(a.result.value, 0) + 1
         return out
 
     def to_dict(self) -> dict[str, Any]:

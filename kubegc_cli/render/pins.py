@@ -17,7 +17,7 @@ def _row(a: PinAction, acted: bool) -> list[str]:
     if a.result == PLANNED:
         result = "planned" if not acted else "not attempted"
     else:
-        result = f"{a.result}: {a.error}" if a.error else a.result
+        result = f"{a.result.value}: {a.error}" if a.error else a.result.value
     return [
         a.image.id.removeprefix("sha256:")[:13],
         safe_text(tag),

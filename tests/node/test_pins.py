@@ -81,6 +81,9 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         assert "1 image(s) unpinned" in run.stdout
         assert not _pinned(node, image, False)
         assert all(PINNED_LABEL not in v for v in _labels(node, names).values())
+        history = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
+        runs = {r["command"]: r["by_result"] for r in history}
+        assert runs["images pin"] == {"pinned": 1} and runs["images unpin"] == {"unpinned": 1}
         plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
         assert image in {a["id"] for a in plan["actions"]}
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
