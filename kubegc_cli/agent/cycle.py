@@ -42,7 +42,6 @@ from kubegc_cli.agent.metrics import (
     AGENT_METRICS,
     add,
     eviction_gauges,
-    images_collected,
     reclaimable_gauges,
 )
 from kubegc_cli.agent.observe import (
@@ -153,8 +152,6 @@ class Agent:
         self._written_at = 0.0
         for result in ("ok", "failed"):
             add(self._counters, "kubegc_agent_cycles_total", 0.0, {"result": result})
-        for reason in images_collected([]):
-            add(self._counters, "kubelet_image_garbage_collected_total", 0.0, {"reason": reason})
         add(self._counters, "kubegc_agent_apply_freed_bytes_total", 0.0, {})
 
     @property
@@ -269,9 +266,6 @@ class Agent:
             except KubegcError as exc:  # the Lease then expires by its duration
                 run.fail("apply slot release", exc)
         add(self._counters, "kubegc_agent_apply_freed_bytes_total", float(applied.bytes_freed), {})
-        for reason, n in images_collected(run.applied).items():
-            labels = {"reason": reason}
-            add(self._counters, "kubelet_image_garbage_collected_total", float(n), labels)
         self._last_apply = applied
         return ""
 
@@ -310,8 +304,9 @@ class _Cycle:
 
     def _ran(self, command: str, started: float, mono: float, code: int, result: Any) -> None:
         end = time.time()
+        took = time.monotonic() - mono
         self.facts.append(
-            RunFacts(command, int(code), started, end, time.monotonic() - mono, result)
+            RunFacts(command, int(code), started, end, took, result, trigger="periodic")
         )
 
     def _check(self, command: str, body: Callable[[], tuple[int, Any]]) -> Any:
@@ -434,7 +429,10 @@ class _Cycle:
             if "logs" in o.plans:
                 out.append(("gc logs", lambda act: gc_logs(s, o.pod_logs_dir, act, ui)))
         if "images" in o.plans:
-            out.append(("gc images", lambda act: gc_images(s, image_policy(s), act, ui)))
+            root = o.root_dir
+            out.append(
+                ("gc images", lambda act: gc_images(s, image_policy(s), act, ui, root_dir=root))
+            )
         return out
 
     # ---- act ----

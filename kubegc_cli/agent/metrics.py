@@ -15,17 +15,14 @@ across cycles, the last-run gauges replaced). Besides those:
 | `kubegc_agent_last_cycle_duration_seconds` | gauge | | wall time of the last cycle |
 | `kubegc_agent_last_cycle_timestamp_seconds` | gauge | | when it began (Unix time) |
 | `kubegc_agent_apply_freed_bytes_total` | counter | | bytes freed by applies, measured (statvfs) |
-| `kubelet_image_garbage_collected_total` | counter | `reason` (age, space) | images removed |
 
 `kubegc_eviction_threshold_met{command="evict check"}` says met as the eviction manager's
 memory counts it (a soft threshold after its grace period).
 
-`kubelet_image_garbage_collected_total` is the kubelet's own metric under its own name and
-reasons (kubelet `pkg/kubelet/metrics`: `ImageGarbageCollectedTotal`, reasons
-`ImageGarbageCollectedTotalReasonAge` "age" for MaxAge and `...ReasonSpace` "space" for the
-high-threshold GC, `pkg/kubelet/images/image_gc_manager.go`), counting the images kubegc's
-apply removed by those rules (`gc images --prune-unused` has no kubelet reason: it is in
-`kubegc_objects_total` only). Signals not observed have no margin sample.
+The kubelet's image GC metrics (`kubelet_image_garbage_collected_total{reason}` and
+KEP-6053's `kubelet_image_gc_*`) come with the `gc images` runs, as in the textfile
+(`report.metrics.image_gc_samples`), with `trigger="periodic"`: a cycle's run is the agent's
+periodic GC. Signals not observed have no margin sample.
 """
 
 from __future__ import annotations
@@ -34,8 +31,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubegc_cli.core.fleet import Category
-from kubegc_cli.core.plan import Result
-from kubegc_cli.policy.images import RULE_MAX_AGE, RULE_SPACE
 from kubegc_cli.report.metrics import METRICS, Key, key
 
 #: name → (type, help): kubegc's textfile metrics, then the agent's, in the order served.
@@ -61,14 +56,7 @@ AGENT_METRICS: dict[str, tuple[str, str]] = {
         "counter",
         "Bytes freed by the agent's applies, measured as filesystem space regained.",
     ),
-    "kubelet_image_garbage_collected_total": (
-        "counter",
-        "Total number of images garbage collected, by reason (age, space), as the kubelet counts.",
-    ),
 }
-
-#: kubegc's image rule → the kubelet's `image_garbage_collected_total` reason.
-IMAGE_GC_REASONS = {RULE_MAX_AGE: "age", RULE_SPACE: "space"}
 
 
 def eviction_gauges(results: Iterable[Any]) -> dict[Key, float]:
@@ -95,17 +83,6 @@ def reclaimable_gauges(categories: Iterable[Category]) -> dict[Key, float]:
         for c in categories
         if c.reclaimable is not None
     }
-
-
-def images_collected(plans: Iterable[Any]) -> dict[str, int]:
-    """The kubelet's reason → images removed, from acted-on plans (their image actions)."""
-    out = dict.fromkeys(IMAGE_GC_REASONS.values(), 0)
-    for plan in plans:
-        for a in plan.actions:
-            reason = IMAGE_GC_REASONS.get(a.rule) if a.kind == "image" else None
-            if reason is not None and a.result is Result.REMOVED:
-                out[reason] += 1
-    return out
 
 
 def add(counters: dict[Key, float], name: str, value: float, labels: Mapping[str, str]) -> None:

@@ -312,6 +312,9 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("--assume-detected-at", metavar="RFC3339",
               help="First-detected time for images kubegc has no record of yet (not later "
                    "than now).")  # fmt: skip
+@click.option("--root-dir", default="/var/lib/kubelet", show_default=True, metavar="PATH",
+              help="The kubelet's root directory, whose image_manager/pulled/ records say "
+                   "what pulling an image again takes.")  # fmt: skip
 @act_flags()
 @plan_out_option
 @global_options
@@ -325,7 +328,10 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     again are kept unless --allow-unpullable. At usage >= high, least recently used
     images past MinAge go until usage is at low; MaxAge removes long-unused images at any usage.
     First-detected and last-used times are kept in the state store (--state-dir), dry runs
-    included, so MinAge counts from the first run that saw an image. Each setting comes from
+    included, so MinAge counts from the first run that saw an image. Each image shows what
+    pulling it again takes (REPULL; -o wide: DIGEST, REGISTRY, CREDENTIALS): a repo digest or
+    not, its registry, and the credentials the kubelet's pull records (--root-dir) say it was
+    pulled with: node-wide, a pod's secret, a service account. Each setting comes from
     its flag, else the kubelet config file (--kubelet-config), else the kubelet's default; -v
     says which.
 
@@ -338,7 +344,10 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     s = settings_from(ctx)
     ui = ConsoleUi(s.verbose, s.output, s.limit)
     policy, act, infra, assumed = image_gc_options(ctx, opts, s, ui)
-    plan = flows.gc_images(s, policy, act, ui, pod_infra_image=infra, assume_detected_at=assumed)
+    plan = flows.gc_images(
+        s, policy, act, ui, pod_infra_image=infra, assume_detected_at=assumed,
+        root_dir=opts["root_dir"],
+    )  # fmt: skip
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
         raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")

@@ -32,6 +32,7 @@ CONTEXT = {"help_option_names": HELP_OPTIONS, "max_content_width": 100}
 #: Each subcommand of `kubegc`, by the module that makes it (imported when it is needed).
 SUBCOMMANDS = {
     "gc": "kubegc_cli.cli.gc:gc",
+    "images": "kubegc_cli.cli.images:images",
     "reclaim": "kubegc_cli.cli.reclaim:reclaim",
     "memory": "kubegc_cli.cli.memory:memory",
     "evict": "kubegc_cli.cli.evict:evict",
@@ -53,7 +54,7 @@ SUBCOMMANDS = {
 LISTING: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Disk space commands", (
         "df", "reclaim", "gc all", "gc containers", "gc sandboxes", "gc logs", "gc images",
-        "residue scan", "residue clean",
+        "residue scan", "residue clean", "images pin", "images unpin",
     )),
     ("Node pressure commands", ("evict check", "evict prune", "memory available")),
     ("Plan and record commands", ("snapshot", "apply", "history")),
@@ -72,6 +73,10 @@ SUMMARIES = {
     "gc logs": "Remove pod log directories of deleted pods and dangling /var/log/containers links.",
     "gc images": "Remove unused images as the kubelet's image GC would, remembering them across "
     "runs.",
+    "images pin": "Pin the images matching the patterns: containerd's io.cri-containerd.pinned "
+    "label.",
+    "images unpin": "Unpin the images matching the patterns: remove containerd's "
+    "io.cri-containerd.pinned label.",
     "residue scan": "Find what the kubelet and the runtime left behind, and say what is safe to "
     "remove.",
     "residue clean": "Remove the leftovers `residue scan` marks safe, re-checking each right "

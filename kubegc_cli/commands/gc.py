@@ -66,6 +66,7 @@ from kubegc_cli.node.host.kubelet import (
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
+from kubegc_cli.node.host.pullrecords import DEFAULT_ROOT_DIR, read_pull_records
 from kubegc_cli.node.imagefs import image_filesystem
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.sandboximages import KUBEGC_POD_INFRA_FLAG, NamedImage, runtime_sandbox_images
@@ -77,7 +78,12 @@ from kubegc_cli.node.state import (
     save_image_records,
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
-from kubegc_cli.policy.images import detect_images, plan_images, sandbox_image_mismatch
+from kubegc_cli.policy.images import (
+    detect_images,
+    plan_images,
+    repull_risk,
+    sandbox_image_mismatch,
+)
 from kubegc_cli.policy.logs import link_state, plan_logs
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
@@ -537,6 +543,7 @@ def gc_images(
     *,
     pod_infra_image: str | None = None,
     assume_detected_at: int | None = None,
+    root_dir: str = DEFAULT_ROOT_DIR,
 ) -> Plan[ImageAction]:
     """`kubegc gc images`: the kubelet's image GC with first-detected/last-used remembered in
     the state store across runs.
@@ -544,7 +551,8 @@ def gc_images(
     `pod_infra_image` is protected besides the runtime's own sandbox image;
     `assume_detected_at` (ns since the epoch) is used as first-detected time for images without
     a record (instead of now); it may not be later than now (`--now`, else the clock) plus 5
-    minutes of clock skew.
+    minutes of clock skew. `root_dir` is the kubelet root (a host path, absolute) whose pull
+    records say what pulling each image again takes (`plan_images_on`).
 
     Records are what a run on the wall clock saw (first sighting, last use), saved by dry runs
     too; a run with `--now` saves none, and the assumed first-detected times are saved only by
@@ -561,13 +569,15 @@ def gc_images(
     cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
 
     check_image_inputs(s, policy, assume_detected_at)
+    if not root_dir.startswith("/"):
+        raise BadInput(f"invalid value for --root-dir: {root_dir!r} must be an absolute path")
     mode = decide_mode(s, act, ui)
     client = open_client(s, ui)
     try:
         planned = plan_images_on(
             s, policy, client, ui, may_remove=mode in (Mode.ACT, Mode.ASK),
             pod_infra_image=pod_infra_image, assume_detected_at=assume_detected_at,
-            concurrency=act.concurrency,
+            concurrency=act.concurrency, root_dir=root_dir,
         )  # fmt: skip
         plan = planned.plan
 
@@ -575,6 +585,7 @@ def gc_images(
             return plan_images_on(
                 s, policy, client, ui, may_remove=True, pod_infra_image=pod_infra_image,
                 assume_detected_at=assume_detected_at, concurrency=act.concurrency,
+                root_dir=root_dir,
             ).plan  # fmt: skip
 
         acting = may_act(mode, plan, ui, "image", act, again=again)
@@ -639,6 +650,7 @@ def plan_images_on(
     pod_infra_image: str | None = None,
     assume_detected_at: int | None = None,
     concurrency: int = 4,
+    root_dir: str = DEFAULT_ROOT_DIR,
 ) -> ImagesPlanned:
     """The plan of `gc images` on the node `client` reaches, with the image records of the
     state store (read here, saved by the returned `save`). `may_remove`: the run may act (a
@@ -726,10 +738,16 @@ def plan_images_on(
         kept_assumed = stored_now(acting) and acting
         plan.notes.extend(_records_notes(s.now, assume_detected_at, kept_assumed, records, stored))
 
+    pulls = read_pull_records(s.host_root, root_dir, snap.images)
+    unreadable = sorted({p.why for p in pulls.values() if p.why})
+    for why in unreadable[:3]:
+        ui.warn(f"kubelet pull record unreadable: {why}")
+
     def action(d: Any, result: Result) -> ImageAction:
         r = d.record
+        repull = repull_risk(d.image, pulls.get(d.image.id))
         return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result,
-                           used_by=d.used_by)  # fmt: skip
+                           used_by=d.used_by, repull=repull)  # fmt: skip
 
     plan: Plan[ImageAction] = Plan(
         kind="ImageGCPlan",

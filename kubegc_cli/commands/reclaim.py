@@ -170,7 +170,7 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         gc = plan_all(s, opts.containers, Scope(), logs_root, client, pods, act, ui)
         images = plan_images_on(
             s, opts.images, client, ui, may_remove=mode in (Mode.ACT, Mode.ASK),
-            pod_infra_image=opts.pod_infra_image, concurrency=act.concurrency,
+            pod_infra_image=opts.pod_infra_image, concurrency=act.concurrency, root_dir=root_dir,
         )  # fmt: skip
         residue = ResidueOptions(
             kinds=opts.residue_kinds or frozenset(RESIDUE_KINDS), root_dir=root_dir,

@@ -34,8 +34,8 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     "failed or its outcome is unknown, a space target (gc images, reclaim) was not reached, "
     "the node reports what GC cannot run on (an image filesystem of capacity 0), the audit "
     "rows of a run that acted could not be written, an agent cycle failed.",
-    ExitCode.BAD_INPUT: "Bad input: usage, a value, a file or a state directory kubegc cannot "
-    "use; nothing was changed.",
+    ExitCode.BAD_INPUT: "Bad input: usage, a value, a file, a state directory or a runtime "
+    "kubegc cannot use (images pin on a runtime that reads no pins); nothing was changed.",
     ExitCode.UNAVAILABLE: "What the run must read could not be read: the runtime (or its "
     "inventory), the Kubernetes API where it is required, a host source of an eviction signal; "
     "nothing was removed (a report that can be made without it is printed first).",

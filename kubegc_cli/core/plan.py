@@ -25,6 +25,7 @@ from kubegc_cli.core.model import (
     Image,
     Sandbox,
 )
+from kubegc_cli.core.pulls import RepullRisk
 from kubegc_cli.core.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -287,6 +288,7 @@ class ImageAction:
     bytes_freed: int = 0
     log_note: str = ""
     used_by: tuple[Container, ...] = ()
+    repull: RepullRisk | None = None  # what pulling it again takes (`policy.images.repull_risk`)
 
     kind = "image"
 
@@ -313,6 +315,7 @@ class ImageAction:
             "error": self.error,
             "bytes_freed": self.bytes_freed,
             "used_by": [container_ref(c) for c in self.used_by],
+            **({"repull": self.repull.to_dict()} if self.repull is not None else {}),
         }
 
 

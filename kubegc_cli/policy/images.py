@@ -37,6 +37,7 @@ from typing import Any
 
 from kubegc_cli.core.errors import BadInput, GCFailed
 from kubegc_cli.core.model import Container, ContainerState, Image, ImageRecord, reference_forms
+from kubegc_cli.core.pulls import NOT_KEPT, PullRecord, RepullRisk
 from kubegc_cli.core.units import (
     NS_PER_SECOND,
     format_bytes,
@@ -248,6 +249,38 @@ def unpullable_reason(image: Image) -> str | None:
     return None
 
 
+def matches_keep(image: Image, patterns: Iterable[str]) -> bool:
+    """True when a tag or repo digest of `image` matches one of the glob `patterns` (`--keep`:
+    `fnmatch`, case-sensitive; `*` also crosses `/`)."""
+    names = (*image.repo_tags, *image.repo_digests)
+    return any(fnmatch.fnmatchcase(n, pat) for pat in patterns for n in names)
+
+
+def registry_of(name: str) -> str:
+    """The registry an image name points at, by the reference grammar containerd and the
+    kubelet share (distribution/reference `ParseNormalizedNamed`): the first path component
+    when it holds a `.` or a `:` or is `localhost`, else `docker.io` (a name with no host,
+    `busybox` or `library/busybox`, is Docker Hub's). "" for an empty name."""
+    if not name:
+        return ""
+    head, slash, _ = name.partition("/")
+    if slash and ("." in head or ":" in head or head == "localhost"):
+        return head
+    return "docker.io"
+
+
+def repull_risk(image: Image, record: PullRecord | None = None) -> RepullRisk:
+    """What pulling `image` again would take: whether the runtime lists a repo digest, the
+    registry of its first digest (else of its first tag), and the kubelet's pull record
+    (`record`; None: the kubelet keeps none, `NOT_KEPT`)."""
+    names = (*image.repo_digests, *image.repo_tags)
+    return RepullRisk(
+        digest=bool(image.repo_digests),
+        registry=registry_of(names[0]) if names else "",
+        record=record if record is not None else PullRecord(NOT_KEPT),
+    )
+
+
 def detect_images(
     images: Iterable[Image],
     containers: Iterable[Container],
@@ -332,7 +365,6 @@ def plan_images(
     candidates: list[ImageDecision] = []
     for iid, img in by_id.items():
         rec = plan.records[iid]
-        names = (*img.repo_tags, *img.repo_digests)
         if iid in in_use:
             holders = tuple(users[iid])
             reason = used_by_text(holders)
@@ -342,7 +374,7 @@ def plan_images(
         elif iid in protected_ids:
             reason = protected_ids[iid]
             plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, reason, False))
-        elif any(fnmatch.fnmatchcase(n, pat) for n in names for pat in policy.keep):
+        elif matches_keep(img, policy.keep):
             plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, "matches --keep", False))
         elif not policy.allow_unpullable and (why := unpullable_reason(img)):
             plan.kept.append(ImageDecision(img, rec, KEEP_UNPULLABLE, why, False))

@@ -274,8 +274,12 @@ def _image_row(a: ImageAction, now: int) -> list[str]:
         format_duration((now - a.first_detected) / NS_PER_SECOND),
         last,
         f"{a.rule}: {a.reason}" if a.result is Result.KEPT else a.rule,
+        a.repull.summary if a.repull else "-",
         _result_text(a),
         " ".join([*a.image.repo_tags, *a.image.repo_digests]) or "-",
+        ("yes" if a.repull.digest else "no") if a.repull else "-",
+        (a.repull.registry or "-") if a.repull else "-",
+        a.repull.credentials if a.repull else "-",
     ]
 
 
@@ -289,8 +293,12 @@ IMAGES = Layout(
         Column("SEEN", "num"),
         Column("LAST USED", "num"),
         Column("REASON"),
+        Column("REPULL"),
         Column("RESULT"),
         Column("TAGS", wide=True),
+        Column("DIGEST", "word", wide=True),
+        Column("REGISTRY", "word", wide=True),
+        Column("CREDENTIALS", "word", wide=True),
     ),
     _image_row,
     # in-use and not-needed images are many and self-explanatory; protected ones (the sandbox

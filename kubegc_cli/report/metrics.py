@@ -23,9 +23,25 @@ a timer running `gc all` and `residue scan` into one file keeps both.
 | `kubegc_eviction_threshold_met` | gauge | `signal`, `type` (hard, soft) | 1 met, 0 not |
 | `kubegc_residue_findings` | gauge | `kind` (finding type), `safe` | findings (residue) |
 | `kubegc_residue_bytes` | gauge | `kind` | bytes the findings hold on disk |
+| `kubelet_image_garbage_collected_total` | counter | `reason` (`age`, `space`) | images removed |
+| `kubelet_image_gc_attempts_total` | counter | `op`, `result`, `reason` | runs that acted |
+| `kubelet_image_gc_image_deletions_total` | counter | `op`, `reason`, `result` | removals |
+| `kubelet_image_gc_skipped_images_total` | counter | `op`, `reason` | images kept |
+| `kubelet_image_gc_freed_bytes` | histogram | `op`, `result`, `reason` | bytes freed a run |
+| `kubelet_image_gc_image_fs_usage_percent` | gauge | `phase` (`before`) | image filesystem usage |
 
-`kind` is the action's kind (`container`, `sandbox`, `pod-log-dir`, `log-symlink`, `image`,
-`pod`), or for residue the finding type (`orphaned-pod-dir`, ...).
+(`op`: `operation` and `trigger`.) `kind` is the action's kind (`container`, `sandbox`,
+`pod-log-dir`, `log-symlink`, `image`, `pod`), or for residue the finding type
+(`orphaned-pod-dir`, ...).
+
+Where kubegc measures what the kubelet measures, it uses the kubelet's names and labels
+(`image_gc_samples`): `kubelet_image_garbage_collected_total` is the kubelet's own metric
+(`pkg/kubelet/metrics` `ImageGarbageCollectedTotal`, reasons "age" for MaxAge and "space" for
+the high-threshold GC; `gc images --prune-unused` has no kubelet reason there); the
+`kubelet_image_gc_*` series follow the draft of the kubelet's image GC observability proposal
+(KEP-6053, alpha names that may still change). `operation` is `garbage_collect` (the
+threshold and MaxAge GC) or `delete_unused_images` (`--prune-unused`, `reclaim`); `trigger`
+is `periodic` for `kubegc agent` cycles, else `unknown`; an attempt is a run that acted.
 
 Counters are carried across runs in the file itself: a run adds to what the previous file
 holds (no previous file, or one that cannot be parsed, starts them at 0, which Prometheus
@@ -97,8 +113,39 @@ METRICS: dict[str, tuple[str, str]] = {
     ),
     "kubegc_residue_findings": ("gauge", "Residue findings by type and whether safe to clean."),
     "kubegc_residue_bytes": ("gauge", "Bytes on disk the residue findings hold, by type."),
+    "kubelet_image_garbage_collected_total": (
+        "counter",
+        "Total number of images garbage collected, by reason (age, space), as the kubelet counts.",
+    ),
+    "kubelet_image_gc_attempts_total": (
+        "counter",
+        "Image GC attempts (runs that acted) by operation, trigger, result (success, partial, "
+        "noop, error) and reason, as KEP-6053 drafts the kubelet's.",
+    ),
+    "kubelet_image_gc_image_deletions_total": (
+        "counter",
+        "Image deletions tried by operation, trigger, reason (space, age, all_unused) and "
+        "result (success, error), as KEP-6053 drafts the kubelet's.",
+    ),
+    "kubelet_image_gc_skipped_images_total": (
+        "counter",
+        "Images an image GC attempt kept, by operation, trigger and reason (in_use, min_age, "
+        "pinned, other), as KEP-6053 drafts the kubelet's.",
+    ),
+    "kubelet_image_gc_freed_bytes": (
+        "histogram",
+        "Bytes an image GC attempt freed (image sizes the runtime reported), by operation, "
+        "trigger, result and reason, as KEP-6053 drafts the kubelet's.",
+    ),
+    "kubelet_image_gc_image_fs_usage_percent": (
+        "gauge",
+        "Image filesystem usage percent observed before image GC (phase before).",
+    ),
 }
-COUNTERS = frozenset(n for n, (t, _) in METRICS.items() if t == "counter")
+COUNTERS = frozenset(n for n, (t, _) in METRICS.items() if t in ("counter", "histogram"))
+#: `le` bounds of `kubelet_image_gc_freed_bytes` (bytes: 1 MiB to 100 GiB, then +Inf).
+FREED_BYTES_BUCKETS = tuple(float(2**20 * 10**k) for k in range(6))
+_HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 KEEP_ON_FAILURE = frozenset({"kubegc_last_success_timestamp_seconds"})
 
 #: Action kinds each command acts on (their counters start at 0 on the first run).
@@ -122,7 +169,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     ),
 }
 ACTED = ("removed", "skipped", "failed")
-LABEL_ORDER = ("command", "kind", "signal", "type", "safe", "result")
+LABEL_ORDER = ("command", "kind", "signal", "type", "safe", "operation", "trigger", "result")
 
 Labels = tuple[tuple[str, str], ...]
 Key = tuple[str, Labels]
@@ -139,7 +186,7 @@ class MetricsError(KubegcError):
 class RunFacts:
     """One finished run: `command` (`gc all`), `exit_code`, `started` and `ended` (Unix
     seconds), `duration` (seconds, monotonic), `result` (a `Plan`, an `EvictionReport`, or
-    None when the command produced neither)."""
+    None when the command produced neither), `trigger` (`periodic` for an agent cycle's run)."""
 
     command: str
     exit_code: int
@@ -147,6 +194,7 @@ class RunFacts:
     ended: float
     duration: float
     result: Any = None
+    trigger: str = "unknown"  # what started the run, as KEP-6053 names it: periodic, unknown
 
     @property
     def succeeded(self) -> bool:
@@ -246,20 +294,45 @@ def render(samples: Mapping[Key, float], metrics: Mapping[str, tuple[str, str]] 
     textfile metrics, `METRICS`) in its order, each with HELP and TYPE, samples sorted by
     labels. Metric names not in `metrics` are dropped (the file holds only kubegc's)."""
     lines: list[str] = []
+    by_family: dict[str, list[tuple[str, Labels, float]]] = {}
+    for (n, labels), v in samples.items():
+        family = family_of(n, metrics)
+        if family is not None:
+            by_family.setdefault(family, []).append((n, labels, v))
     for name, (kind, help_text) in metrics.items():
-        rows = sorted((labels, v) for (n, labels), v in samples.items() if n == name)
+        rows = sorted(by_family.get(name, ()), key=lambda r: _row_order(name, r[0], r[1]))
         if not rows:
             continue
         lines.append(f"# HELP {name} {help_text}")
         lines.append(f"# TYPE {name} {kind}")
-        for labels, value in rows:
+        for n, labels, value in rows:
             inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
             lines.append(
-                f"{name}{{{inner}}} {sample_value(value)}"
-                if inner
-                else f"{name} {sample_value(value)}"
+                f"{n}{{{inner}}} {sample_value(value)}" if inner else f"{n} {sample_value(value)}"
             )
     return "\n".join(lines) + "\n"
+
+
+def family_of(name: str, metrics: Mapping[str, tuple[str, str]] = METRICS) -> str | None:
+    """The metric `name` belongs to: itself when `metrics` has it, the histogram it is a
+    `_bucket`, `_sum` or `_count` of, else None."""
+    if name in metrics:
+        return name
+    for suffix in _HISTOGRAM_SUFFIXES:
+        base = name.removesuffix(suffix)
+        if base != name and metrics.get(base, ("",))[0] == "histogram":
+            return base
+    return None
+
+
+def _row_order(family: str, name: str, labels: Labels) -> tuple[Any, ...]:
+    """A histogram's series by their labels, each one's buckets by bound, then _sum, _count;
+    any other metric's by labels."""
+    if name == family:
+        return (labels,)
+    rest = tuple(kv for kv in labels if kv[0] != "le")
+    le = dict(labels).get("le", "+Inf")
+    return (rest, _HISTOGRAM_SUFFIXES.index(name[len(family) :]), float(le))
 
 
 def _kind_of(action: Any) -> str:
@@ -290,6 +363,9 @@ def run_samples(facts: RunFacts) -> dict[Key, float]:
         return out
     if hasattr(result, "actions") and hasattr(result, "kept"):
         _plan_samples(facts, result, put)
+        if cmd in IMAGE_GC_COMMANDS:
+            for (name, labels), value in image_gc_samples(result, cmd, facts.trigger).items():
+                put(name, value, **{k: v for k, v in labels if k != "command"})
     if hasattr(result, "results") and hasattr(result, "met"):
         for r in result.results:
             t = r.threshold
@@ -335,6 +411,76 @@ def _plan_samples(facts: RunFacts, plan: Any, put: Any) -> None:
             put("kubegc_residue_bytes", float(f.bytes or 0), kind=f.type)
 
 
+#: The commands that run the kubelet's image GC (`gc images`) or its DeleteUnusedImages
+#: (`reclaim`, which removes unused images as `gc images --prune-unused`).
+IMAGE_GC_COMMANDS = ("gc images", "reclaim")
+#: kubegc's image rule → the reason `kubelet_image_garbage_collected_total` counts it under.
+IMAGE_GC_REASONS = {"max-age": "age", "space": "space"}
+#: kubegc's image rule → KEP-6053's deletion reason.
+_DELETION_REASONS = {"max-age": "age", "space": "space", "prune-unused": "all_unused"}
+#: The rule an image was kept by → KEP-6053's skipped-image reason (images not needed to
+#: reach a target were not looked at, as in the kubelet's walk, and are not counted).
+_SKIP_REASONS = {"in-use": "in_use", "min-age": "min_age", "pinned": "pinned",
+                 "protected": "other", "unpullable": "other"}  # fmt: skip
+
+
+def image_gc_samples(plan: Any, command: str, trigger: str = "unknown") -> dict[Key, float]:
+    """The kubelet's image GC series of one run's `plan` (a `gc images` or `reclaim` plan;
+    `command` its command, `trigger` what started it), as increments, every key with the
+    `command` label: `kubelet_image_garbage_collected_total` (both reasons, 0 when none);
+    for a run that acted, one attempt of KEP-6053 (its result: error when a removal failed,
+    partial when some were removed short of the target, noop when none was removed and none
+    had to be, else success; no attempt at all for a dry run), its deletions, the images it
+    kept, the bytes it freed; the image filesystem's usage before (a gauge) whenever known."""
+    out: dict[Key, float] = {}
+
+    def put(name: str, value: float, **labels: str) -> None:
+        k = _key(name, {"command": command, **labels})
+        out[k] = out.get(k, 0.0) + value
+
+    images = [a for a in plan.actions if a.kind == "image"]
+    for reason in IMAGE_GC_REASONS.values():
+        put("kubelet_image_garbage_collected_total", 0.0, reason=reason)
+    for a in images:
+        if a.result is Result.REMOVED and a.rule in IMAGE_GC_REASONS:
+            put("kubelet_image_garbage_collected_total", 1.0, reason=IMAGE_GC_REASONS[a.rule])
+    usage = (getattr(plan, "filesystem", None) or {}).get("usage_percent")
+    if usage is not None and command == "gc images":
+        put("kubelet_image_gc_image_fs_usage_percent", float(usage), phase="before")
+    if plan.dry_run:
+        return out
+    prune = command == "reclaim" or bool((plan.policy or {}).get("prune_unused"))
+    op = {"operation": "delete_unused_images" if prune else "garbage_collect", "trigger": trigger}
+    removed = [a for a in images if a.result is Result.REMOVED]
+    failed = [a for a in images if a.result is Result.FAILED]
+    for a in [*removed, *failed]:
+        ok = "success" if a.result is Result.REMOVED else "error"
+        why = _DELETION_REASONS.get(a.rule, "unknown")
+        put("kubelet_image_gc_image_deletions_total", 1.0, **op, reason=why, result=ok)
+    for k in plan.kept:
+        if k.kind == "image" and k.rule in _SKIP_REASONS:
+            put("kubelet_image_gc_skipped_images_total", 1.0, **op, reason=_SKIP_REASONS[k.rule])
+    short = command == "gc images" and plan.shortfall > 0
+    if failed:
+        result, reason = "error", "delete_error"
+    elif short:
+        result, reason = ("partial" if removed else "error"), "insufficient_freed"
+    else:
+        result = "success" if removed else "noop"
+        rules = {a.rule for a in removed}
+        reason = "all_unused" if prune else "age" if rules == {"max-age"} else "threshold"
+    put("kubelet_image_gc_attempts_total", 1.0, **op, result=result, reason=reason)
+    freed = float(sum(a.bytes_freed for a in removed))
+    labels = {**op, "result": result, "reason": reason}
+    for bound in FREED_BYTES_BUCKETS:
+        put("kubelet_image_gc_freed_bytes_bucket", 1.0 if freed <= bound else 0.0,
+            **labels, le=sample_value(bound))  # fmt: skip
+    put("kubelet_image_gc_freed_bytes_bucket", 1.0, **labels, le="+Inf")
+    put("kubelet_image_gc_freed_bytes_sum", freed, **labels)
+    put("kubelet_image_gc_freed_bytes_count", 1.0, **labels)
+    return out
+
+
 def merge(previous: Mapping[Key, float], facts: RunFacts) -> dict[Key, float]:
     """The file's new samples: other commands' series as `previous` held them; this
     command's replaced by this run's, counters summed with their previous values, and the
@@ -343,11 +489,12 @@ def merge(previous: Mapping[Key, float], facts: RunFacts) -> dict[Key, float]:
     out: dict[Key, float] = {}
     for key, value in previous.items():
         name, labels = key
-        if name not in METRICS:
+        family = family_of(name)
+        if family is None:
             continue
         if dict(labels).get("command") != facts.command:
             out[key] = value
-        elif name in COUNTERS:
+        elif family in COUNTERS:
             out[key] = value + mine.pop(key, 0.0)
         elif name in KEEP_ON_FAILURE and key not in mine:
             out[key] = value

@@ -232,7 +232,8 @@ def test_report_mode_plans_but_removes_nothing(tmp_path: Path) -> None:
     text = result.metrics_text()
     assert 'kubegc_eviction_margin{signal="memory.available",type="hard"} 432013312' in text
     assert 'kubegc_agent_cycles_total{result="ok"} 1' in text
-    assert 'kubelet_image_garbage_collected_total{reason="space"} 0' in text
+    assert 'kubelet_image_garbage_collected_total{command="gc images",reason="space"} 0' in text
+    assert "kubelet_image_gc_attempts_total" not in text  # report mode: no image GC attempt
     assert 'kubegc_runs_total{command="residue scan",result="success"} 1' in text
 
 
@@ -302,6 +303,11 @@ def test_apply_removes_what_gc_all_would_within_its_caps_and_measures_it(
     assert removed[(("command", "gc all"), ("kind", "container"), ("result", "removed"))] == 1
     freed = samples_of(result, "kubegc_agent_apply_freed_bytes_total")
     assert freed[()] == applied.bytes_freed
+    # the apply's gc images is an image GC attempt of the agent's periodic GC that freed nothing
+    attempts = samples_of(result, "kubelet_image_gc_attempts_total")
+    attempt = (("command", "gc images"), ("operation", "garbage_collect"),
+               ("reason", "threshold"), ("result", "noop"), ("trigger", "periodic"))  # fmt: skip
+    assert attempts == {attempt: 1}
     rows = (tmp_path / "state").glob("*")
     assert any(rows)  # the audit rows of the CLI's own flow
 

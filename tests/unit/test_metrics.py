@@ -69,9 +69,10 @@ def value(samples: dict[Any, float], name: str, **labels: str) -> float:
 
 def test_every_metric_follows_the_prometheus_conventions() -> None:
     for name, (kind, help_text) in METRICS.items():
-        assert name.startswith("kubegc_") and help_text
+        # kubegc's own, or the kubelet's image GC metrics under the kubelet's names
+        assert name.startswith(("kubegc_", "kubelet_image_g")) and help_text
         assert name.endswith("_total") == (kind == "counter"), name
-        assert kind in ("counter", "gauge")
+        assert kind in ("counter", "gauge", "histogram")
         assert "bytes" not in name or name.endswith(("_bytes", "_bytes_total")), name
         assert "seconds" not in name or name.endswith("_seconds"), name
 
@@ -397,3 +398,126 @@ def test_help_writes_no_metrics_and_imports_no_heavy_module(tmp_path: Path) -> N
                          timeout=60)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert not prom.exists()
+
+
+# -- the kubelet's image GC metrics (pkg/kubelet/metrics, KEP-6053's draft) ------------------
+
+
+def image_plan(*actions: tuple[str, Result, int], kept: tuple[str, ...] = (),
+               prune: bool = False, shortfall: int = 0, dry_run: bool = False,
+               usage: int | None = 91) -> Plan[ImageAction]:  # fmt: skip
+    """A gc images plan: one image action per (rule, result, bytes freed), one kept image
+    per rule in `kept`."""
+    from kubegc_cli.core.model import Image
+
+    acts = []
+    for i, (rule, result, freed) in enumerate(actions):
+        a = ImageAction(Image(f"sha256:a{i}", size=freed or 10), 0, 0, rule, "why", result)
+        a.bytes_freed = freed
+        acts.append(a)
+    keep = [ImageAction(Image(f"sha256:k{i}"), 0, 0, rule, "why", Result.KEPT)
+            for i, rule in enumerate(kept)]  # fmt: skip
+    plan = Plan(kind="ImageGCPlan", policy={"prune_unused": prune}, now=NOW, actions=acts,
+                kept=keep, dry_run=dry_run)  # fmt: skip
+    plan.shortfall = shortfall
+    plan.filesystem = {"usage_percent": usage}
+    return plan
+
+
+MI = 1024 * 1024
+GC = {"command": "gc images", "operation": "garbage_collect", "trigger": "unknown"}
+
+
+@pytest.mark.parametrize(
+    ("plan", "result", "reason"),
+    [
+        (image_plan(("space", Result.REMOVED, 5 * MI)), "success", "threshold"),
+        (image_plan(("max-age", Result.REMOVED, MI)), "success", "age"),
+        (image_plan(), "noop", "threshold"),
+        (image_plan(("space", Result.REMOVED, MI), shortfall=10), "partial",
+         "insufficient_freed"),
+        (image_plan(shortfall=10), "error", "insufficient_freed"),
+        (image_plan(("space", Result.REMOVED, MI), ("space", Result.FAILED, 0)), "error",
+         "delete_error"),
+    ],
+)  # fmt: skip
+def test_an_image_gc_attempt_by_result_and_reason(plan: Any, result: str, reason: str) -> None:
+    s = run_samples(facts("gc images", result=plan))
+    attempts = list(series(s, "kubelet_image_gc_attempts_total"))
+    assert attempts == [({**GC, "result": result, "reason": reason}, 1.0)]
+    labels = {**GC, "result": result, "reason": reason}
+    assert value(s, "kubelet_image_gc_freed_bytes_count", **labels) == 1
+    freed = sum(a.bytes_freed for a in plan.actions if a.result is Result.REMOVED)
+    assert value(s, "kubelet_image_gc_freed_bytes_sum", **labels) == freed
+    assert value(s, "kubelet_image_gc_image_fs_usage_percent", phase="before") == 91
+
+
+def test_image_gc_deletions_skips_and_the_kubelets_own_counter() -> None:
+    plan = image_plan(("space", Result.REMOVED, 3 * MI), ("max-age", Result.REMOVED, MI),
+                      ("space", Result.FAILED, 0), ("space", Result.SKIPPED, 0),
+                      kept=("in-use", "in-use", "min-age", "pinned", "protected", "unpullable",
+                            "not-needed"))  # fmt: skip
+    s = run_samples(facts("gc images", result=plan))
+    collected = {lbl["reason"]: v for lbl, v in series(s, "kubelet_image_garbage_collected_total")}
+    assert collected == {"space": 1, "age": 1}
+    deletions = {(lbl["reason"], lbl["result"]): v
+                 for lbl, v in series(s, "kubelet_image_gc_image_deletions_total")}  # fmt: skip
+    assert deletions == {("space", "success"): 1, ("age", "success"): 1, ("space", "error"): 1}
+    skipped = {lbl["reason"]: v for lbl, v in series(s, "kubelet_image_gc_skipped_images_total")}
+    assert skipped == {"in_use": 2, "min_age": 1, "pinned": 1, "other": 2}
+    buckets = {lbl["le"]: v for lbl, v in series(s, "kubelet_image_gc_freed_bytes_bucket")}
+    assert buckets["1048576"] == 0 and buckets["10485760"] == 1 and buckets["+Inf"] == 1
+
+
+def test_prune_and_reclaim_are_delete_unused_images_and_the_agent_periodic() -> None:
+    plan = image_plan(("prune-unused", Result.REMOVED, MI), prune=True)
+    s = run_samples(RunFacts("gc images", 0, T0, T0 + 1, 1.0, plan, trigger="periodic"))
+    ((labels, n),) = series(s, "kubelet_image_gc_attempts_total")
+    assert n == 1 and labels == {"command": "gc images", "operation": "delete_unused_images",
+                                 "trigger": "periodic", "result": "success",
+                                 "reason": "all_unused"}  # fmt: skip
+    ((labels, n),) = series(s, "kubelet_image_gc_image_deletions_total")
+    assert labels["reason"] == "all_unused" and labels["result"] == "success"
+    # prune-unused has no reason in the kubelet's own counter
+    assert {v for _, v in series(s, "kubelet_image_garbage_collected_total")} == {0}
+    mixed = Plan(
+        kind="ReclaimPlan",
+        policy={},
+        now=NOW,
+        dry_run=False,
+        actions=list(image_plan(("prune-unused", Result.REMOVED, MI)).actions),
+    )
+    s = run_samples(facts("reclaim", result=mixed))
+    ((labels, _),) = series(s, "kubelet_image_gc_attempts_total")
+    assert labels["operation"] == "delete_unused_images"
+
+
+def test_a_dry_run_is_no_image_gc_attempt() -> None:
+    s = run_samples(facts("gc images", result=image_plan(("space", Result.PLANNED, 0),
+                                                         dry_run=True)))  # fmt: skip
+    assert list(series(s, "kubelet_image_gc_attempts_total")) == []
+    assert list(series(s, "kubelet_image_gc_freed_bytes_count")) == []
+    assert {v for _, v in series(s, "kubelet_image_garbage_collected_total")} == {0}
+    assert value(s, "kubelet_image_gc_image_fs_usage_percent", phase="before") == 91
+
+
+def test_the_histogram_parses_and_its_counts_add_up_across_runs(tmp_path: Path) -> None:
+    path = tmp_path / "kubegc.prom"
+    plan = image_plan(("space", Result.REMOVED, 5 * MI))
+    write_metrics(path, facts("gc images", result=plan))
+    write_metrics(path, facts("gc images", result=image_plan(("space", Result.REMOVED, MI))))
+    text = path.read_text()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    hist = families["kubelet_image_gc_freed_bytes"]
+    assert hist.type == "histogram"
+    got = {(s.name, s.labels.get("le")): s.value for s in hist.samples}
+    assert got[("kubelet_image_gc_freed_bytes_count", None)] == 2
+    assert got[("kubelet_image_gc_freed_bytes_sum", None)] == 6 * MI
+    assert got[("kubelet_image_gc_freed_bytes_bucket", "1048576")] == 1
+    assert got[("kubelet_image_gc_freed_bytes_bucket", "10485760")] == 2
+    assert got[("kubelet_image_gc_freed_bytes_bucket", "+Inf")] == 2
+    lines = [ln for ln in text.splitlines() if ln.startswith("kubelet_image_gc_freed_bytes")]
+    bounds = [ln.split('le="')[1].split('"')[0] for ln in lines if "_bucket" in ln]
+    assert bounds == [*(str(2**20 * 10**k) for k in range(6)), "+Inf"]  # ascending
+    assert lines[-2].startswith("kubelet_image_gc_freed_bytes_sum")
+    assert families["kubelet_image_garbage_collected"].type == "counter"

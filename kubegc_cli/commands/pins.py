@@ -1,0 +1,144 @@
+"""`kubegc images pin|unpin`: write a `--keep` list into the runtime as pins, so that the
+kubelet's own image GC keeps those images too.
+
+The plan comes first (which images, which are left as they are and why); `--dry-run` stops
+there, `--yes` acts, a terminal is asked. Acting takes the node lock, lists the images again
+and plans again under it (an image pinned, unpinned or gone since the plan is skipped, one
+newly matching is left for the next run), then labels every containerd record of each image
+(`node.containerd.client`). Only containerd 1.7 and later report pins through CRI: on any
+other runtime, or an older containerd, nothing is changed and the run says so (exit 2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from kubegc_cli.commands.edges import Ui, edges
+from kubegc_cli.commands.flow import ActOptions, open_client
+from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import RuntimeInfo
+from kubegc_cli.core.pins import DONE, FAILED, PIN, SKIPPED, UNPIN, PinPlan
+from kubegc_cli.core.settings import Settings
+from kubegc_cli.node.containerd.client import PINNED_LABEL, PINNED_VALUE, ContainerdImages
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
+from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
+from kubegc_cli.policy.pins import check_patterns, plan_pins
+
+if TYPE_CHECKING:
+    from kubegc_cli.node.cri.client import CriClient
+
+#: The first containerd whose CRI reports `io.cri-containerd.pinned` as CRI `pinned`.
+FIRST_PINNING_CONTAINERD = (1, 7)
+
+
+def pins_supported(info: RuntimeInfo, endpoint: str) -> None:
+    """Nothing when the runtime `info` (its CRI Version) reads pins from containerd's label;
+    `BadInput` (exit 2: nothing changed) naming the runtime otherwise: a runtime other than
+    containerd (CRI-O, cri-dockerd have no such label), or a containerd older than 1.7."""
+    if info.name != "containerd":
+        raise BadInput(
+            f"images pin is not supported on {info.name or 'this runtime'} {info.version} at "
+            f"{endpoint}: only containerd reads pins from an image label; nothing was changed"
+        )
+    found = re.match(r"v?(\d+)\.(\d+)", info.version)
+    if found is None or (int(found[1]), int(found[2])) < FIRST_PINNING_CONTAINERD:
+        raise BadInput(
+            f"images pin is not supported on containerd {info.version} at {endpoint}: its CRI "
+            "reports pins (io.cri-containerd.pinned) from containerd 1.7 on, so the kubelet "
+            "would not see them; nothing was changed"
+        )
+
+
+def pin_images(
+    s: Settings,
+    patterns: tuple[str, ...],
+    op: str,
+    act: ActOptions,
+    ui: Ui,
+    *,
+    show: Callable[[PinPlan], None] | None = None,
+) -> PinPlan:
+    """`kubegc images pin` (`op` PIN) or `unpin` (UNPIN) of the images matching `patterns`
+    (globs over tags and repo digests, as `--keep`). `show` renders the plan before a person
+    is asked. Returns the plan with each action's result (`pinned`/`unpinned`, `skipped`,
+    `failed`). Raises `BadInput` for bad patterns or a runtime that does not read pins (see
+    `pins_supported`), `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when
+    another run holds the node lock."""
+    check_patterns(patterns)
+    if s.snapshot is not None:
+        raise BadInput(f"images {op} works on the runtime, not a snapshot (drop --snapshot)")
+    if act.dry_run and act.yes:
+        raise BadInput("--dry-run and --yes contradict each other; give one")
+    client = open_client(s, ui)
+    try:
+        pins_supported(client.check(), client.endpoint.display)
+        plan = _plan(s, client, patterns, op, ui)
+        if act.dry_run or not plan.actions:
+            return plan
+        if not act.yes:
+            if not ui.interactive():
+                ui.warn(f"not a terminal and no --yes: dry run only, nothing {DONE[op]} "
+                        "(add --yes to act)")  # fmt: skip
+                return plan
+            if show is not None:
+                show(plan)
+            if not ui.confirm(f"{op.capitalize()} {len(plan.actions)} image(s)?"):
+                ui.warn(f"declined; nothing {DONE[op]}")
+                return plan
+        check_state_dir(s.state_dir)
+        with node_lock(s.state_dir, s.lock_timeout, host_root=s.host_root, warn=ui.warn):
+            audit = AuditLog(s.state_dir, f"images {op}", edges().clock(), ui.warn, info=ui.info)
+            try:
+                _act(s, client, plan, op, ui)
+            finally:
+                # (a row reads kind, id, rule, reason, result.value, error and bytes_freed,
+                # which a PinAction has, though its results are not a removal's)
+                audit.finish(cast("list[Any]", plan.actions))
+        return plan
+    finally:
+        client.close()
+
+
+def _plan(s: Settings, client: CriClient, patterns: tuple[str, ...], op: str, ui: Ui) -> PinPlan:
+    """The plan from the runtime's images now (the sandbox images it keeps, for unpin)."""
+    images = client.list_images()
+    protected: dict[str, str] = {}
+    if op == UNPIN:
+        kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+        protected = kept.protected_ids(images)
+    plan = plan_pins(images, patterns, op, protected=protected)
+    plan.source = client.endpoint.display
+    return plan
+
+
+def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None:
+    """Under the node lock: plan again, then label each image still to change."""
+    plan.dry_run = False
+    fresh = {a.id: a for a in _plan(s, client, plan.patterns, op, ui).actions}
+    value = PINNED_VALUE if op == PIN else ""
+    with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
+        for a in plan.actions:
+            now = fresh.get(a.id)
+            if now is None:
+                a.result, a.error = SKIPPED, "changed since the plan (gone, or pinned already)"
+                continue
+            names = [*now.image.repo_tags, *now.image.repo_digests, now.image.id]
+            try:
+                done = tuple(
+                    n for n in dict.fromkeys(names) if ctd.set_label(n, PINNED_LABEL, value)
+                )
+            except RuntimeUnavailable as exc:
+                a.result, a.error = FAILED, str(exc)
+                continue
+            if not done:
+                a.result, a.error = SKIPPED, "the runtime has no record of it any more"
+                continue
+            a.result, a.names = DONE[op], done
+            ui.info(f"{DONE[op]} {a.id}: {', '.join(done)}")
+
+
+def exit_failed(plan: PinPlan) -> bool:
+    """True when an action failed (the run exits 1)."""
+    return any(a.result == FAILED for a in plan.actions)

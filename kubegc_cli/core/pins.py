@@ -1,0 +1,114 @@
+"""Image pins as data: `kubegc images pin|unpin` plans and their results.
+
+A pin is containerd's label `io.cri-containerd.pinned=pinned` on an image's records; the
+runtime then reports the image `pinned` through CRI, and the kubelet's image GC (and
+kubegc's) never removes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from kubegc_cli.core.model import API_VERSION, Image
+
+PIN = "pin"
+UNPIN = "unpin"
+
+
+class PinResult(StrEnum):
+    """What became of a `PinAction`: planned, done (`pinned` / `unpinned`), kept (nothing to
+    do), skipped (changed since the plan), failed."""
+
+    PLANNED = "planned"
+    PINNED = "pinned"
+    UNPINNED = "unpinned"
+    KEPT = "kept"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+PLANNED = PinResult.PLANNED
+KEPT = PinResult.KEPT
+SKIPPED = PinResult.SKIPPED
+FAILED = PinResult.FAILED
+DONE = {PIN: PinResult.PINNED, UNPIN: PinResult.UNPINNED}
+
+
+@dataclass(slots=True)
+class PinAction:
+    """Pin or unpin one image (`op`: PIN or UNPIN), or why it is left as it is (`result`
+    KEPT, `reason`). `names` are the runtime's records of the image that were labelled (set
+    once acted on); `error` why it was skipped or failed."""
+
+    image: Image
+    op: str
+    reason: str
+    result: PinResult = PLANNED
+    error: str = ""
+    names: tuple[str, ...] = ()
+
+    kind = "image-pin"
+    bytes_freed = 0  # (an audit row's bytes: a pin frees none)
+
+    @property
+    def id(self) -> str:
+        return self.image.id
+
+    @property
+    def rule(self) -> str:
+        """The audit row's rule: the operation (`pin`, `unpin`)."""
+        return self.op
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.image.id,
+            "repo_tags": list(self.image.repo_tags),
+            "repo_digests": list(self.image.repo_digests),
+            "pinned": self.image.pinned,
+            "op": self.op,
+            "reason": self.reason,
+            "result": self.result.value,
+            "error": self.error,
+            "names": list(self.names),
+        }
+
+
+@dataclass(slots=True)
+class PinPlan:
+    """What `images pin|unpin` does: `op`, the `patterns` given, `actions` (images to change)
+    and `kept` (matched, left as they are, with the reason), `notes`; `dry_run` until acted
+    on; `source` the runtime endpoint."""
+
+    op: str
+    patterns: tuple[str, ...]
+    actions: list[PinAction] = field(default_factory=list)
+    kept: list[PinAction] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = True
+    source: str = ""
+
+    kind = "ImagePinPlan"
+
+    def counts(self) -> dict[str, int]:
+        """How many actions ended each way (planned, pinned/unpinned, skipped, failed)."""
+        out = {r.value: 0 for r in (PLANNED, DONE[self.op], SKIPPED, FAILED)}
+        for a in self.actions:
+            out[a.result.value] = out.get(a.result.value, 0) + 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "apiVersion": API_VERSION,
+            "op": self.op,
+            "patterns": list(self.patterns),
+            "dry_run": self.dry_run,
+            "source": self.source,
+            "actions": [a.to_dict() for a in self.actions],
+            "kept": [a.to_dict() for a in self.kept],
+            "notes": list(self.notes),
+            "summary": {**self.counts(), "kept": len(self.kept)},
+        }

@@ -1,0 +1,69 @@
+"""`kubegc images pin|unpin` shown: the images a pin plan changes and those it leaves, as a
+table (IDs whole), JSON or YAML, or `-o name`."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from kubegc_cli.core.pins import DONE, PLANNED, PinAction, PinPlan
+from kubegc_cli.core.units import format_bytes, safe_text
+from kubegc_cli.render.plan import dump_document
+from kubegc_cli.render.table import Column, Grid, Screen, View
+
+
+def _row(a: PinAction, acted: bool) -> list[str]:
+    tag = a.image.repo_tags[0] if a.image.repo_tags else "<none>"
+    pinned = a.image.pinned if a.result != DONE[a.op] else a.op == "pin"  # as it is now
+    if a.result == PLANNED:
+        result = "planned" if not acted else "not attempted"
+    else:
+        result = f"{a.result.value}: {a.error}" if a.error else a.result.value
+    return [
+        a.image.id.removeprefix("sha256:")[:13],
+        safe_text(tag),
+        format_bytes(a.image.size),
+        "yes" if pinned else "no",
+        safe_text(a.reason),
+        safe_text(result),
+        safe_text(" ".join([*a.image.repo_tags, *a.image.repo_digests]) or "-"),
+    ]
+
+
+def render_pins(plan: PinPlan, output: str, *, out: IO[str] | None = None,
+                view: View | None = None, asking: bool = False) -> None:  # fmt: skip
+    """Print `plan` as `output` says: `json`/`yaml` (its `to_dict`), `name` (`image/<id>` of
+    each action), else a table of the actions and the matched images left as they are (the
+    PINNED column as each image is now), and a summary line (`asking`: the plan a person is
+    about to be asked about)."""
+    if output in ("json", "yaml"):
+        dump_document(plan.to_dict(), output)
+        return
+    screen = Screen(out, view)
+    if output == "name":
+        for a in plan.actions:
+            screen.line(f"image/{safe_text(a.id)}")
+        return
+    acted = not plan.dry_run
+    verb = "Pin" if plan.op == "pin" else "Unpin"
+    grid = Grid(f"{verb} images ({plan.source})" if plan.source else f"{verb} images", [
+        Column("IMAGE", "id"), Column("TAG"), Column("SIZE", "num"), Column("PINNED", "word"),
+        Column("REASON"), Column("RESULT"), Column("TAGS", wide=True),
+    ])  # fmt: skip
+    for a in [*plan.actions, *plan.kept]:
+        grid.add(_row(a, acted))
+    if grid.rows:
+        screen.grid(grid)
+    for note in plan.notes:
+        screen.note(safe_text(note))
+    counts = plan.counts()
+    done = counts.get(DONE[plan.op], 0)
+    if asking:
+        summary = (f"{len(plan.actions)} image(s) to be {DONE[plan.op]}, "
+                   f"{len(plan.kept)} left as they are")  # fmt: skip
+    elif acted:
+        summary = (f"{done} image(s) {DONE[plan.op]}, {counts['skipped']} skipped, "
+                   f"{counts['failed']} failed, {len(plan.kept)} left as they are")  # fmt: skip
+    else:
+        summary = (f"dry run: {len(plan.actions)} image(s) would be {DONE[plan.op]}, "
+                   f"{len(plan.kept)} left as they are")  # fmt: skip
+    screen.line(summary)

@@ -1,0 +1,117 @@
+"""`kubegc images pin|unpin` against a real containerd (a node of its own): the label goes
+through containerd's images API, CRI reports the pin, and gc images keeps the image saying
+why; containerd 1.6, whose CRI reports no pins, is refused with nothing changed."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from kubegc_cli.node.containerd.client import PINNED_LABEL, ContainerdImages
+from kubegc_cli.node.cri.client import CriClient
+from kubegc_cli.node.cri.endpoint import Endpoint
+from tests.node.localnode import LocalNode, containerd_version
+from tests.node.test_gc_containers import kubegc
+
+# (--lock-timeout: the run waits out other runs on this machine that share its node lock)
+PIN = ("--lock-timeout", "2m", "images", "pin", "docker.io/library/pin-me:*")
+UNPIN = ("--lock-timeout", "2m", "images", "unpin", "docker.io/library/pin-me:*")
+
+
+def _pinned(node: LocalNode, image_id: str, want: bool) -> bool:
+    """CRI's `pinned` of the image, waited for up to 10 s to become `want` (containerd's CRI
+    follows its image events)."""
+    deadline = time.monotonic() + 10
+    with CriClient(Endpoint(str(node.socket), "test")) as cri:
+        while True:
+            got = next(i.pinned for i in cri.list_images() if i.id == image_id)
+            if got == want or time.monotonic() > deadline:
+                return got
+            time.sleep(0.1)
+
+
+def _labels(node: LocalNode, names: list[str]) -> dict[str, dict[str, str]]:
+    with ContainerdImages(Endpoint(str(node.socket), "test")) as ctd:
+        return ctd.records(names)
+
+
+def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
+    with LocalNode(tmp_path / "node") as node:
+        image = node.import_image("docker.io/library/pin-me:1", pad_bytes=2048, seed="pin")
+        other = node.import_image("docker.io/library/leave-me:1", pad_bytes=1024, seed="lv")
+        names = ["docker.io/library/pin-me:1", image]
+        gc = ("gc", "images", "--prune-unused", "--minimum-image-ttl-duration", "0s",
+              "--dry-run", "-o", "json")  # fmt: skip
+
+        if containerd_version() < (1, 7):
+            run = kubegc(node, tmp_path, *PIN, "--yes")
+            assert run.returncode == 2, run.stderr
+            assert "containerd 1.7 on" in run.stderr and run.stdout == ""
+            assert all(PINNED_LABEL not in labels for labels in _labels(node, names).values())
+            return
+
+        dry = kubegc(node, tmp_path, "images", "pin", "docker.io/library/pin-me:*",
+                     "--dry-run", "-o", "json")  # fmt: skip
+        assert dry.returncode == 0, dry.stderr
+        assert [a["id"] for a in json.loads(dry.stdout)["actions"]] == [image]
+        assert not _pinned(node, image, False)
+        assert all(PINNED_LABEL not in labels for labels in _labels(node, names).values())
+
+        run = kubegc(node, tmp_path, *PIN, "--yes", "-o", "json")
+        assert run.returncode == 0, run.stderr
+        (done,) = json.loads(run.stdout)["actions"]
+        assert done["result"] == "pinned" and "docker.io/library/pin-me:1" in done["names"]
+        assert _pinned(node, image, True)
+        assert not _pinned(node, other, False)
+        labelled = _labels(node, names)
+        assert labelled and all(v.get(PINNED_LABEL) == "pinned" for v in labelled.values())
+
+        plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
+        kept = {k["id"]: (k["rule"], k["reason"]) for k in plan["kept"]}
+        assert kept[image] == ("pinned", "pinned by the runtime")
+        assert other in {a["id"] for a in plan["actions"]}
+
+        again = kubegc(node, tmp_path, *PIN, "--yes", "-o", "json")
+        doc = json.loads(again.stdout)
+        assert doc["actions"] == [] and doc["kept"][0]["reason"] == "already pinned"
+
+        run = kubegc(node, tmp_path, *UNPIN, "--yes")
+        assert run.returncode == 0, run.stderr
+        assert "1 image(s) unpinned" in run.stdout
+        assert not _pinned(node, image, False)
+        assert all(PINNED_LABEL not in v for v in _labels(node, names).values())
+        history = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
+        runs = {r["command"]: r["by_result"] for r in history}
+        assert runs["images pin"] == {"pinned": 1} and runs["images unpin"] == {"unpinned": 1}
+        plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
+        assert image in {a["id"] for a in plan["actions"]}
+        assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
+
+
+def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:
+    """The record the kubelet would write for an image the runtime lists (its file named by
+    the SHA-256 of the image ID) gives the image's credentials; an image without one shows
+    none; the registry comes from the names the runtime lists."""
+    from kubegc_cli.node.host.pullrecords import record_file_name
+
+    with LocalNode(tmp_path / "node") as node:
+        image = node.import_image("quay.io/acme/secret-app:1", pad_bytes=1024, seed="sec")
+        other = node.import_image("docker.io/library/no-record:1", pad_bytes=1024, seed="nr")
+        kubelet = tmp_path / "kubelet"
+        pulled = kubelet / "image_manager" / "pulled"
+        pulled.mkdir(parents=True)
+        (pulled / record_file_name(image)).write_text(json.dumps({
+            "kind": "ImagePulledRecord", "apiVersion": "kubelet.config.k8s.io/v1alpha1",
+            "lastUpdatedTime": "2026-01-01T00:00:00Z", "imageRef": image,
+            "credentialMapping": {"quay.io/acme/secret-app": {"kubernetesSecrets": [
+                {"uid": "u", "namespace": "ns", "name": "pull", "credentialHash": "h"}]}},
+        }))  # fmt: skip
+        run = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-o", "json",
+                     "--root-dir", str(kubelet))  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        risk = {a["id"]: a["repull"] for a in [*doc["actions"], *doc["kept"]]}
+        assert risk[image] == {"digest": True, "registry": "quay.io", "pull_record": "recorded",
+                               "credentials": ["secret"]}  # fmt: skip
+        assert risk[other]["pull_record"] == "none" and risk[other]["registry"] == "docker.io"

@@ -1,0 +1,134 @@
+"""`kubegc images pin|unpin`: the planner (a table), and the refusals that change nothing."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.model import Image, RuntimeInfo
+from kubegc_cli.core.pins import KEPT, PIN, PLANNED, UNPIN
+from kubegc_cli.policy.pins import plan_pins
+from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
+
+D = "sha256:" + "cd" * 32
+K8S = Image("sha256:k8s", ("registry.k8s.io/coredns:1",), (f"registry.k8s.io/coredns@{D}",))
+PAUSE = Image("sha256:pause", ("registry.k8s.io/pause:3.9",), pinned=True)
+APP = Image("sha256:app", ("quay.io/acme/app:1",), (f"quay.io/acme/app@{D}",), pinned=True)
+IMAGES = [K8S, PAUSE, APP]
+
+
+@pytest.mark.parametrize(
+    ("op", "patterns", "protected", "planned", "kept"),
+    [
+        (PIN, ["registry.k8s.io/*"], {}, ["sha256:k8s"], {"sha256:pause": "already pinned"}),
+        (PIN, ["*@sha256:*"], {}, ["sha256:k8s"], {"sha256:app": "already pinned"}),
+        (PIN, ["nothing/*"], {}, [], {}),
+        (UNPIN, ["quay.io/*"], {}, ["sha256:app"], {}),
+        (UNPIN, ["registry.k8s.io/*"], {}, ["sha256:pause"], {"sha256:k8s": "not pinned"}),
+        (
+            UNPIN, ["registry.k8s.io/pause:*"], {"sha256:pause": "the sandbox image"}, [],
+            {"sha256:pause": "the sandbox image: the runtime's pin stays"},
+        ),
+        (PIN, ["quay.io/acme/app:1", "registry.k8s.io/coredns:*"], {}, ["sha256:k8s"],
+         {"sha256:app": "already pinned"}),
+    ],
+)  # fmt: skip
+def test_plan_pins(
+    op: str, patterns: list[str], protected: dict[str, str], planned: list[str],
+    kept: dict[str, str],
+) -> None:  # fmt: skip
+    plan = plan_pins(IMAGES, patterns, op, protected=protected)
+    assert [a.id for a in plan.actions] == planned
+    assert all(a.result == PLANNED and a.op == op for a in plan.actions)
+    assert {k.id: k.reason for k in plan.kept} == kept
+    assert all(k.result == KEPT for k in plan.kept)
+    if not planned and not kept:
+        assert plan.notes == ["no image matches " + " ".join(patterns)]
+
+
+@pytest.mark.parametrize("patterns", [[], [""], ["  "]])
+def test_plan_pins_refuses_no_or_empty_patterns(patterns: list[str]) -> None:
+    with pytest.raises(BadInput):
+        plan_pins(IMAGES, patterns, PIN)
+
+
+@dataclass
+class OtherRuntime(MemoryCri):
+    """A stand-in runtime that names itself as `name` `version` (to inject what CRI-O and an
+    older containerd answer to Version)."""
+
+    name: str = "cri-o"
+    version: str = "1.30.0"
+
+    def check(self) -> RuntimeInfo:
+        return RuntimeInfo(self.name, self.version, "v1")
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "needle"),
+    [
+        ("cri-o", "1.30.0", "not supported on cri-o 1.30.0"),
+        ("docker", "24.0.7", "not supported on docker 24.0.7"),
+        ("containerd", "1.6.20~ds1", "containerd 1.7 on"),
+        ("containerd", "v1.6.33", "containerd 1.7 on"),
+        ("containerd", "weird", "containerd 1.7 on"),
+    ],
+)
+@pytest.mark.parametrize("op", ["pin", "unpin"])
+def test_a_runtime_that_does_not_read_pins_is_refused_plainly(
+    tmp_path: Path, name: str, version: str, needle: str, op: str
+) -> None:
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name=name, version=version)  # fmt: skip
+    with use_runtime(cri):
+        code, out, err = run_cli(["--state-dir", str(tmp_path / "s"), "images", op,
+                                  "registry.k8s.io/*", "--yes"])  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert "nothing was changed" in err and out == ""
+
+
+def test_pin_bad_input_is_one_line_before_the_runtime(tmp_path: Path) -> None:
+    for argv in (["images", "pin"], ["images", "pin", ""], ["images", "unpin", "x", "--dry-run",
+                                                            "--yes"]):  # fmt: skip
+        code, _, err = run_cli(["-r", "unix:///nonexistent.sock", *argv])
+        assert code == 2 and err.count("\n") == 1, (argv, err)
+
+
+def test_pin_dry_run_on_containerd_shows_the_plan_and_changes_nothing(tmp_path: Path) -> None:
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name="containerd", version="v2.1.0")  # fmt: skip
+    base = ["--state-dir", str(tmp_path / "s"), "images", "pin", "registry.k8s.io/*"]
+    with use_runtime(cri):
+        code, out, err = run_cli([*base, "--dry-run", "-o", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "ImagePinPlan" and doc["dry_run"] is True
+    assert [a["id"] for a in doc["actions"]] == ["sha256:k8s"]
+    assert doc["summary"] == {"planned": 1, "pinned": 0, "skipped": 0, "failed": 0, "kept": 1}
+    with use_runtime(cri):
+        code, out, err = run_cli([*base])  # not a terminal, no --yes: a dry run
+    assert code == 0 and "dry run only" in err and "would be pinned" in out
+    assert not any(i.pinned for i in [cri.images["sha256:k8s"]])
+
+
+def test_without_patterns_pin_takes_the_config_files_keep_list(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("gc:\n  images:\n    keep: ['registry.k8s.io/core*', 'quay.io/*']\n")
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name="containerd", version="2.0.0")  # fmt: skip
+    base = ["--config", str(cfg), "--state-dir", str(tmp_path / "s"), "images"]
+    with use_runtime(cri):
+        code, out, err = run_cli([*base, "pin", "--dry-run", "-o", "json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["patterns"] == ["registry.k8s.io/core*", "quay.io/*"]
+    assert [a["id"] for a in doc["actions"]] == ["sha256:k8s"]
+    assert [k["id"] for k in doc["kept"]] == ["sha256:app"]
+    cfg.write_text("gc:\n  images:\n    image-gc-high-threshold: 80\n")
+    with use_runtime(cri):
+        code, out, err = run_cli([*base, "pin", "--dry-run"])
+    assert code == 2 and "name at least one image pattern" in err
