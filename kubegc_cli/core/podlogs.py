@@ -63,6 +63,21 @@ def pod_uid_from_dir(name: str) -> str:
     return name.rsplit("_", 1)[-1]
 
 
+_LIVE_LOG = re.compile(r"[0-9]+\.log")
+
+
+def live_log_of(name: str) -> str:
+    """The live log a file of a container log directory belongs to: `name` itself for a
+    `<n>.log` (the kubelet's `<restartCount>.log`), `<n>.log` for a `<n>.log.<anything>` (its
+    rotated files: container_log_manager.go globs `<log>.*`), "" for any other name."""
+    if _LIVE_LOG.fullmatch(name):
+        return name
+    head, dot, rest = name.partition(".log.")
+    if dot and rest and _LIVE_LOG.fullmatch(head + ".log"):
+        return head + ".log"
+    return ""
+
+
 def container_id_from_link(name: str) -> str:
     """The kubelet's legacy-symlink parse: last `-` field, minus `.log`, at least 6 characters.
 

@@ -27,10 +27,16 @@ as arguments.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from kubegc_cli.core.podlogs import ContainerLogDir, LinkedLog, LogFile, LogOwner, LogRotation
+from kubegc_cli.core.podlogs import (
+    ContainerLogDir,
+    LinkedLog,
+    LogFile,
+    LogOwner,
+    LogRotation,
+    live_log_of,
+)
 from kubegc_cli.core.residue import (
     EARLIER_INSTANCE_LOG,
     LOG_OVER_SIZE,
@@ -50,30 +56,12 @@ from kubegc_cli.core.units import format_bytes
 #: runtime was listed): never marked safe, and left at removal.
 LOG_GRACE_SECONDS = 600
 
-#: The kubelet's suffixes (container_log_manager.go `compressSuffix`, `tmpSuffix`) and the
-#: format of a rotated log's timestamp (`timestampFormat` "20060102-150405", as strftime).
+#: The kubelet's suffixes (container_log_manager.go `compressSuffix`, `tmpSuffix`).
 COMPRESS_SUFFIX = ".gz"
 TMP_SUFFIX = ".tmp"
-TIMESTAMP_FORMAT = "%Y%m%d-%H%M%S"
-
-#: `<restartCount>.log`: the live log's name (kuberuntime `BuildContainerLogsDirectory` +
-#: `<restartCount>.log`).
-_LIVE = re.compile(r"[0-9]+\.log")
 
 NOT_RUNTIME = "the runtime could not be listed"
 UNSURE = "a container of this name has no restart count the log name can be told from"
-
-
-def live_log_of(name: str) -> str:
-    """The live log a file of a container log directory belongs to: `name` itself for a
-    `<n>.log`, `<n>.log` for a `<n>.log.<anything>` (the kubelet's glob `<log>.*`), "" for
-    any other name."""
-    if _LIVE.fullmatch(name):
-        return name
-    head, dot, rest = name.partition(".log.")
-    if dot and rest and _LIVE.fullmatch(head + ".log"):
-        return head + ".log"
-    return ""
 
 
 def split_rotations(names: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from kubegc_cli.core.podlogs import ContainerLogDir, LinkedLog, LogFile, LogOwner, LogRotation
+from kubegc_cli.core.podlogs import (
+    ContainerLogDir,
+    LinkedLog,
+    LogFile,
+    LogOwner,
+    LogRotation,
+    live_log_of,
+)
 from kubegc_cli.core.residue import (
     EARLIER_INSTANCE_LOG,
     LOG_OVER_SIZE,
@@ -17,7 +24,6 @@ from kubegc_cli.core.residue import (
 )
 from kubegc_cli.policy.logrotation import (
     excess_rotations,
-    live_log_of,
     plan_log_rotation,
     split_rotations,
     stale_links,
