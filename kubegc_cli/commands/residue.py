@@ -133,7 +133,8 @@ class ResiduePlan(Plan[Any]):
     scan_only: bool = False
 
     def totals(self) -> dict[str, dict[str, int]]:
-        """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes`."""
+        """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes` (what
+        cleaning the safe ones frees: `Finding.planned_bytes`)."""
         out = {t: {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0} for t in self.types}
         for f in [*self.actions, *self.kept]:
             row = out.setdefault(f.type, {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0})
@@ -141,7 +142,7 @@ class ResiduePlan(Plan[Any]):
             row["bytes"] += f.bytes or 0
             if f.safe:
                 row["safe"] += 1
-                row["safe_bytes"] += f.bytes or 0
+                row["safe_bytes"] += f.planned_bytes
         return out
 
     def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:

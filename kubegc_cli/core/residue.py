@@ -104,7 +104,8 @@ class Finding:
     what an operator could run by hand instead ("" when kubegc has nothing to suggest): the
     command that owns the object (`kubegc gc all`, `kubegc gc images`), the check and `kill`
     for a shim, the mounts to release first. `details` holds type-specific facts for JSON
-    (network name, IP, pod UID, mount points below, process count, ...).
+    (network name, IP, pod UID, mount points below, process count, ...). `log_note` (JSON
+    `note`) says what acting did besides removing: where a rotated log went.
     """
 
     type: str
@@ -137,7 +138,9 @@ class Finding:
 
     @property
     def planned_bytes(self) -> int:
-        return self.bytes or 0
+        """What cleaning it frees: its `bytes`, but none for a live log cleaning rotates
+        (`LOG_OVER_SIZE`: the bytes move to the rotated file)."""
+        return 0 if self.type == LOG_OVER_SIZE else self.bytes or 0
 
     @property
     def clean_action(self) -> str:
@@ -159,4 +162,5 @@ class Finding:
             "result": self.result.value,
             "error": self.error or None,
             "bytes_freed": self.bytes_freed,
+            "note": self.log_note or None,
         }

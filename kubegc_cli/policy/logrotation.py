@@ -170,8 +170,8 @@ def _details(d: ContainerLogDir, live: str, f: LogFile, **more: object) -> dict[
     }
 
 
-def _unlink_action(path: str) -> str:
-    return f"unlink {path} (only while it is the same regular file)"
+def _unlink_action(name: str) -> str:
+    return f"unlink {name} (only while it is the same file, unchanged)"
 
 
 def _young(f: LogFile, now: float, grace: float) -> str:
@@ -212,11 +212,11 @@ def _one_log(
             Finding(
                 type=ROTATION_LEFTOVER,
                 target=f"{d.host}/{name}",
-                evidence=f"rotated log of {log_host} the kubelet no longer uses: {why}",
+                evidence=f"rotated file of {live} the kubelet no longer uses: {why}",
                 bytes=f.blocks,
                 safe=not young,
                 unsafe_reason=young,
-                action=_unlink_action(f"{d.host}/{name}"),
+                action=_unlink_action(name),
                 details=_details(
                     d, live, f, container_id=cid, judged=judged.name, judged_mtime=judged.mtime
                 ),
@@ -237,15 +237,15 @@ def _one_log(
                 type=LOG_OVER_SIZE,
                 target=log_host,
                 evidence=(
-                    f"live log of running container {owner.container_id} is {current.size} "
+                    f"live log of running container {owner.container_id[:13]}: {current.size} "
                     f"bytes ({format_bytes(current.size)}), at or over containerLogMaxSize "
-                    f"{rotation.max_size} ({rotation.source}): the kubelet has not rotated it yet"
+                    f"{rotation.max_size} ({rotation.source}); the kubelet has not rotated it yet"
                 ),
                 bytes=current.blocks,
                 safe=True,
                 action=(
                     f"rename {live} to {live}.<YYYYMMDD-hhmmss>, then CRI ReopenContainerLog "
-                    f"{owner.container_id} (renamed back if that fails); never truncated"
+                    f"{owner.container_id[:13]} (renamed back if that fails); never truncated"
                 ),
                 details=_details(
                     d, live, current, container_id=owner.container_id, max_size=rotation.max_size
@@ -261,14 +261,13 @@ def _one_log(
                 type=ROTATED_PAST_COUNT,
                 target=f"{d.host}/{name}",
                 evidence=(
-                    f"{len(in_use)} rotated file(s) of {log_host}, more than the "
-                    f"{max(keep, 0)} containerLogMaxFiles {rotation.max_files} leaves "
-                    f"({rotation.source}){' before this rotation' if rotating else ''}; "
-                    "this is among the oldest"
+                    f"{len(in_use)} rotated files of {live}; containerLogMaxFiles "
+                    f"{rotation.max_files} ({rotation.source}) leaves {max(keep, 0)}"
+                    f"{' before a rotation' if rotating else ''}: this is among the oldest"
                 ),
                 bytes=f.blocks,
                 safe=True,
-                action=_unlink_action(f"{d.host}/{name}"),
+                action=_unlink_action(name),
                 details=_details(d, live, f, container_id=cid, max_files=rotation.max_files),
             )
         )
@@ -281,7 +280,7 @@ def _one_log(
             Finding(
                 type=ROTATED_UNCOMPRESSED,
                 target=f"{d.host}/{name}",
-                evidence=f"uncompressed rotated log of {log_host}, not the newest rotation",
+                evidence=f"uncompressed rotated file of {live}, not the newest rotation",
                 bytes=f.blocks,
                 safe=False,
                 unsafe_reason=(
@@ -301,9 +300,9 @@ def _one_log(
                 type=LOGS_OVER_BUDGET,
                 target=log_host,
                 evidence=(
-                    f"the log files of {log_host} add up to {total} bytes "
+                    f"{live} and its {len(files) - 1} rotated file(s): {total} bytes "
                     f"({format_bytes(total)}), over containerLogMaxSize × containerLogMaxFiles "
-                    f"= {budget} ({format_bytes(budget)}, {rotation.source})"
+                    f"= {budget} ({format_bytes(budget)}, {rotation.source}); bytes: the excess"
                 ),
                 bytes=total - budget,
                 safe=False,
@@ -353,7 +352,7 @@ def _earlier_instance(
                 bytes=f.blocks,
                 safe=not reasons,
                 unsafe_reason="; ".join(reasons),
-                action=_unlink_action(f"{d.host}/{f.name}"),
+                action=_unlink_action(f.name),
                 details=_details(d, live, f),
             )
         )
@@ -396,7 +395,7 @@ def stale_links(
                 bytes=0,
                 safe=not young,
                 unsafe_reason=young,
-                action=f"unlink {link.host} (only while it is a symlink and {cid} stays unknown)",
+                action=f"unlink (only while it is a symlink and {cid[:13]} stays unknown)",
                 details={"container_id": cid, "target": link.target},
             )
         )

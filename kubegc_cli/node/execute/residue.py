@@ -290,7 +290,8 @@ class ResidueCleaner(Executor[Any]):
         if not self.running_with_log(cid, log):
             raise Refused(f"container {cid} is no longer running with the log {log}; left")
         done = rotate_live_log(roots, self.read_mounts(), d, self.reopen)
-        a.log_note = f"rotated to {done.rotated} ({done.size} bytes); the runtime reopened {log}"
+        rotated, name = os.path.basename(done.rotated), os.path.basename(log)
+        a.log_note = f"rotated to {rotated} ({done.size} bytes); the runtime reopened {name}"
         a.result = Result.REMOVED
 
     def _stale_link(self, a: Finding) -> None:
