@@ -34,27 +34,6 @@ SHIM = "leaked-shim"
 OVERSIZED_LIST = "oversized-runtime-list"
 UNUSED_IMAGE = "unused-image"
 
-TYPES = (
-    POD_DIR,
-    POD_LOG_DIR,
-    LOG_LINK,
-    LOG_OVER_SIZE,
-    LOGS_OVER_BUDGET,
-    ROTATED_PAST_COUNT,
-    ROTATED_UNCOMPRESSED,
-    ROTATION_LEFTOVER,
-    EARLIER_INSTANCE_LOG,
-    STALE_LOG_LINK,
-    DEAD_SANDBOX,
-    DEAD_CONTAINER,
-    NETNS,
-    CNI_IP,
-    POD_CGROUP,
-    SHIM,
-    OVERSIZED_LIST,
-    UNUSED_IMAGE,
-)
-
 #: The findings of container log rotation (`policy.logrotation`): what the kubelet's log
 #: rotation leaves behind or has not done yet, judged by the effective containerLogMaxSize
 #: and containerLogMaxFiles.
@@ -66,6 +45,22 @@ LOG_ROTATION_TYPES = (
     ROTATION_LEFTOVER,
     EARLIER_INSTANCE_LOG,
     STALE_LOG_LINK,
+)
+
+
+TYPES = (
+    POD_DIR,
+    POD_LOG_DIR,
+    LOG_LINK,
+    *LOG_ROTATION_TYPES,
+    DEAD_SANDBOX,
+    DEAD_CONTAINER,
+    NETNS,
+    CNI_IP,
+    POD_CGROUP,
+    SHIM,
+    OVERSIZED_LIST,
+    UNUSED_IMAGE,
 )
 
 

@@ -11,15 +11,7 @@ import pytest
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.podlogs import LogRotation
 from kubegc_cli.node.host.kubelet import load_kubelet_config, parse_kubelet_config
-
-KIND = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n"
-
-
-def put(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from tests.unit.test_kubelet_dropins import KIND, put
 
 
 def test_the_kubelets_defaults_without_a_file(tmp_path: Path) -> None:
