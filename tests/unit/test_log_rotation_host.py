@@ -29,6 +29,9 @@ from kubegc_cli.node.host.logrotation import read_container_log_dirs
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
+from tests.unit.test_residue_host import Mount, mount, needs_root
+
+__all__ = ["mount"]  # the fixture, used by name
 
 UID = "0b6f3c8e-1b2c-4d5e-8f90-123456789abc"
 POD = f"default_web_{UID}"
@@ -248,3 +251,30 @@ def test_a_container_no_longer_running_is_not_rotated(tmp_path: Path) -> None:
     cleaner(tmp_path, reopened, running_with_log=lambda _c, _l: False).run([over])
     assert over.result is Result.SKIPPED and reopened == []
     assert (tmp_path / DIR.lstrip("/") / "1.log").stat().st_size == 1500
+
+
+@needs_root
+@pytest.mark.parametrize("table", ["read-again", "stale"])
+def test_a_directory_mounted_since_the_scan_is_not_touched(
+    tmp_path: Path, mount: Mount, table: str
+) -> None:
+    """A tmpfs mounted on the container log directory after the scan, holding files of the
+    same names: nothing in it is removed or renamed, whether the mount table read again
+    names the mount or a stale one does not (then the directory's mount ID gives it away)."""
+    tree(tmp_path)
+    found = scan(tmp_path)
+    app = tmp_path / DIR.lstrip("/")
+    mount("-t", "tmpfs", "tmpfs", str(app))
+    for name in ("1.log", "1.log.20240102-000000.gz", "1.log.20240105-000000.tmp", "0.log"):
+        (app / name).write_text("inside the mount")
+    read = MountTable.read if table == "read-again" else (lambda: MountTable(frozenset({"/"})))
+    reopened: list[str] = []
+    actions = [f for f in found.values() if f.safe and f.type != STALE_LOG_LINK]
+    cleaner(tmp_path, reopened, read_mounts=read).run(actions)
+    assert {f.result for f in actions} == {Result.SKIPPED}, [(f.target, f.error) for f in actions]
+    assert all("mount" in f.error for f in actions), [f.error for f in actions]
+    assert reopened == []
+    assert sorted(os.listdir(app)) == [
+        "0.log", "1.log", "1.log.20240102-000000.gz", "1.log.20240105-000000.tmp",
+    ]  # fmt: skip
+    assert all((app / n).read_text() == "inside the mount" for n in os.listdir(app))
