@@ -60,7 +60,7 @@ def residue(node: LocalNode, tmp_path: Path, *args: str) -> dict[str, Any]:
         [
             sys.executable, "-m", "kubegc_cli", "-r", node.endpoint,
             "--kubelet-config", str(kubelet_config(node, tmp_path)),
-            "--state-dir", str(tmp_path / "state"),
+            "--state-dir", str(tmp_path / "state"), "--lock-timeout", "2m",
             "residue", *args, "--root-dir", str(tmp_path / "kubelet"), *kinds, "-o", "json",
         ],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
