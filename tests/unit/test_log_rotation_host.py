@@ -278,3 +278,18 @@ def test_a_directory_mounted_since_the_scan_is_not_touched(
         "0.log", "1.log", "1.log.20240102-000000.gz", "1.log.20240105-000000.tmp",
     ]  # fmt: skip
     assert all((app / n).read_text() == "inside the mount" for n in os.listdir(app))
+
+
+@pytest.mark.parametrize("change", ["replaced-by-a-file", "known-again"])
+def test_a_stale_link_that_changed_is_left(tmp_path: Path, change: str) -> None:
+    tree(tmp_path)
+    link = scan(tmp_path)[f"{STALE_LOG_LINK} web_default_app-{GONE_ID}.log"]
+    path = tmp_path / f"var/log/containers/web_default_app-{GONE_ID}.log"
+    known = change == "known-again"
+    if not known:
+        path.unlink()
+        path.write_text("not a link")
+    cleaner(tmp_path, [], still_unknown=lambda _id: not known).run([link])
+    assert link.result is Result.SKIPPED, link.error
+    assert ("knows" if known else "no longer a symlink") in link.error
+    assert os.path.lexists(path) and (tmp_path / DIR.lstrip("/") / "0.log").exists()
