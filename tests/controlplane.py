@@ -26,10 +26,8 @@ test session leaves nothing running.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -61,7 +59,6 @@ IDENTITIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-_PR_SET_PDEATHSIG = 1
 # Every request once, when its response is complete; who, what, the verb and the code.
 AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -71,10 +68,11 @@ rules:
 """
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the starting thread's process goes away."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+#: A command's prefix that has the kernel SIGKILL it when the thread that started it goes away
+#: (`PR_SET_PDEATHSIG`, set by util-linux's setpriv, which then execs the command in place:
+#: the pid is the command's). Not a `preexec_fn`: Python then forks without exec'ing at once,
+#: and a fork while gRPC's threads run can abort the child (gRPC's fork handlers).
+DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"]
 
 
 def free_port() -> int:
@@ -149,8 +147,8 @@ class ControlPlane:
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = (self.work / f"{name}.log").open("wb")
         self.procs[name] = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent, cwd=self.work,
+            [*DIE_WITH_PARENT, *argv], stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, cwd=self.work,
         )  # fmt: skip
         log.close()
 

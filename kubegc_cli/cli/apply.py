@@ -32,6 +32,7 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
     """Carry out a plan saved by a dry run with --plan-out, exactly as saved.
 
     Only the actions in FILE are carried out (delete some to do less; nothing is added).
+    FILE is JSON, or YAML when named *.yaml or *.yml (as --plan-out wrote it).
     FILE is not trusted: every object is re-read from the node now (a container, sandbox or
     image from the runtime, a log path rebuilt under podLogsDir or /var/log/containers) and
     skipped with the reason when it is gone, running, re-created, in use, pinned or no longer
@@ -46,6 +47,7 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
       kubegc gc all --pods-file pods.json --plan-out /root/gc-plan.json
       less /root/gc-plan.json                   # review, delete what should stay
       kubegc apply /root/gc-plan.json --pods-file pods.json --yes
+      kubegc gc images --plan-out /root/images.yaml   # YAML: easier to edit
     """
     s = settings_from(ctx)
     act = act_options(opts)

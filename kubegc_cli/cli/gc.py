@@ -87,8 +87,8 @@ def plan_out_option(f: F) -> F:
     return click.option(
         "--plan-out",
         metavar="FILE",
-        help="Dry run, and save the plan to FILE for review; `kubegc apply FILE --yes` "
-        "carries it out later.",
+        help="Dry run, and save the plan to FILE for review (YAML when FILE ends in .yaml or "
+        ".yml, else JSON); `kubegc apply FILE --yes` carries it out later.",
     )(f)
 
 

@@ -20,7 +20,7 @@ the file:
   container of its UID; a legacy link is `/var/log/containers/<name>`, skipped unless its
   container is gone or exited (as `gc logs` judges it);
 - an image is the runtime's; pinned, the sandbox image (the runtime's now, or as saved),
-  `--keep` or `--pod-infra-container-image` as saved, or used by a container → skipped.
+  `--keep` or `--pod-infra-container-image` as saved, or used by a container (named) → skipped.
 
 The executors then re-check each object right before its removal, as for the gc commands.
 """
@@ -71,7 +71,7 @@ from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
-from kubegc_cli.policy.images import images_in_use
+from kubegc_cli.policy.images import image_users, used_by_text
 from kubegc_cli.policy.logs import link_state
 
 
@@ -210,7 +210,7 @@ def recheck_saved_plan(
 
     images = {i.id: i for i in snap.images}
     refs = set(protected)
-    in_use = images_in_use(snap.containers)
+    users = image_users(snap.containers)
     saved_keep = plan.policy.get("keep")  # the saved --keep patterns: they only protect
     patterns = saved_keep if isinstance(saved_keep, list) else []
     keep = [k for k in patterns if isinstance(k, str) and k.strip()]
@@ -225,8 +225,8 @@ def recheck_saved_plan(
             _skip(a, "the sandbox image")
         elif any(fnmatch.fnmatchcase(n, k) for n in names for k in keep):
             _skip(a, "matches --keep")
-        elif img.id in in_use:
-            _skip(a, "used by a container now")
+        elif img.id in users:
+            _skip(a, f"{used_by_text(users[img.id])} now")
         else:
             a.image = img
 

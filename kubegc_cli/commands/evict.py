@@ -106,6 +106,7 @@ from kubegc_cli.policy.eviction.thresholds import (
     KubeletVersion,
     RawEviction,
     ThresholdResult,
+    disabled_why,
     evaluate,
     kubelet_base_for_dropins,
     parse_kubelet_version,
@@ -416,6 +417,8 @@ def evict_check(
             report.notes.append(
                 f"{r.threshold.expression} {why}; source: {r.threshold.source or 'default'}"
             )
+    for signal, text, source in config.disabled:
+        report.notes.append(f"{disabled_why(signal, text)}; source: {source}")
     if any(f in MEMORY_FAMILIES for f in _families(config)):
         try:
             report.swap, report.stalls, beside = besides_the_signals(

@@ -376,6 +376,7 @@ def carry_out(
         abandon = edges().abandon
         for stage in stages:
             stage.executor.on_done = done
+            stage.executor.on_start = audit.begin
             stage.executor.last_words = last_words
             stage.executor.abandon = abandon
             todo = [a for a in plan.actions if a.kind in stage.kinds and a.result is Result.PLANNED]

@@ -48,6 +48,7 @@ from kubegc_cli.core.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
+from kubegc_cli.node.diskusage import needed_dir
 from kubegc_cli.node.execute.actions import (
     ContainerRemover,
     ImageRemover,
@@ -59,6 +60,7 @@ from kubegc_cli.node.host.kubelet import (
     CONTAINER_LOGS_DIR,
     kubelet_config_for,
     kubelet_config_once,
+    kubelet_pod_infra_image,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
@@ -66,7 +68,7 @@ from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import legacy_links, read_pod_log_dirs
 from kubegc_cli.node.imagefs import image_filesystem
 from kubegc_cli.node.observe import observe_node
-from kubegc_cli.node.sandboximages import NamedImage, runtime_sandbox_images
+from kubegc_cli.node.sandboximages import KUBEGC_POD_INFRA_FLAG, NamedImage, runtime_sandbox_images
 from kubegc_cli.node.state import (
     StateUnavailable,
     check_state_dir,
@@ -75,7 +77,7 @@ from kubegc_cli.node.state import (
     save_image_records,
 )
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers, recheck_guard
-from kubegc_cli.policy.images import detect_images, plan_images
+from kubegc_cli.policy.images import detect_images, plan_images, sandbox_image_mismatch
 from kubegc_cli.policy.logs import link_state, plan_logs
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
@@ -289,9 +291,16 @@ def gc_sandboxes(
 
 
 def pod_logs_root_of(s: Settings, pod_logs_dir: str | None) -> str:
-
+    """The pod log root (a host path): `pod_logs_dir` (`--pod-logs-dir`) when given, else the
+    kubelet config's podLogsDir. Raises `BadInput` for a `pod_logs_dir` the kubelet would not
+    take (`validate_pod_logs_dir`), and `RuntimeUnavailable` (exit 3, naming it) when one given
+    is not a directory under the host root, as `df` and `residue` say it (`needed_dir`): a
+    mistyped flag is never "nothing to remove". The kubelet config's is only warned of when
+    missing (`_observe_logs`): the kubelet makes it with its first pod."""
     if pod_logs_dir is not None:
-        return validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+        root = validate_pod_logs_dir(pod_logs_dir, source="--pod-logs-dir")
+        needed_dir(s.host_root, root, "the pod log directory (--pod-logs-dir)")
+        return root
     return kubelet_config_for(s).pod_logs_dir
 
 
@@ -664,8 +673,11 @@ def plan_images_on(
         ui.warn(f"{kept_by_runtime.status_error}; the sandbox image protected is "
                 "--pod-infra-container-image's")  # fmt: skip
     pause = kept_by_runtime.status_image
+    mismatch = sandbox_image_mismatch(
+        kubelet_pod_infra_image(s.host_root), kept_by_runtime.said(), snap.images
+    )
     if pod_infra_image:
-        kept_by_runtime.named.insert(0, NamedImage(pod_infra_image, "--pod-infra-container-image"))
+        kept_by_runtime.named.insert(0, NamedImage(pod_infra_image, KUBEGC_POD_INFRA_FLAG))
     protected = kept_by_runtime.protected_ids(snap.images)
     for named in kept_by_runtime.named:
         ui.info(f"kept if present: {named.reason}")
@@ -716,7 +728,8 @@ def plan_images_on(
 
     def action(d: Any, result: Result) -> ImageAction:
         r = d.record
-        return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result)
+        return ImageAction(d.image, r.first_detected, r.last_used, d.rule, d.reason, result,
+                           used_by=d.used_by)  # fmt: skip
 
     plan: Plan[ImageAction] = Plan(
         kind="ImageGCPlan",
@@ -732,6 +745,7 @@ def plan_images_on(
             f"image filesystem {fs.path}: {ip.usage_percent}% used "
             f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
             *ip.notes,
+            *([mismatch] if mismatch else []),
         ],
         source=snap.endpoint,
     )

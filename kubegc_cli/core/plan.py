@@ -273,7 +273,9 @@ class LogAction:
 @dataclass(slots=True)
 class ImageAction:
     """Remove one image (`RemoveImage`), or why it stays. `first_detected` and `last_used` are
-    nanoseconds since the epoch (`last_used` 0 = never seen in use)."""
+    nanoseconds since the epoch (`last_used` 0 = never seen in use). `used_by`: the
+    containers (any state) that hold an image kept in use, as the runtime listed them (empty
+    otherwise)."""
 
     image: Image
     first_detected: int
@@ -284,6 +286,7 @@ class ImageAction:
     error: str = ""
     bytes_freed: int = 0
     log_note: str = ""
+    used_by: tuple[Container, ...] = ()
 
     kind = "image"
 
@@ -309,7 +312,21 @@ class ImageAction:
             "result": self.result.value,
             "error": self.error,
             "bytes_freed": self.bytes_freed,
+            "used_by": [container_ref(c) for c in self.used_by],
         }
+
+
+def container_ref(c: Container) -> dict[str, Any]:
+    """A container named for a reader: its ID, name, pod (namespace, name, UID) and state, as
+    the runtime lists them (`""` for a label it does not carry)."""
+    return {
+        "id": c.id,
+        "name": c.container_name,
+        "pod_namespace": c.pod_namespace,
+        "pod_name": c.pod_name,
+        "pod_uid": c.pod_uid,
+        "state": c.state.value,
+    }
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def replace_file(path: Path, data: str, mode: int = 0o644) -> None:
@@ -39,3 +40,22 @@ def replace_file(path: Path, data: str, mode: int = 0o644) -> None:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def yaml_text(doc: Any) -> str:
+    """`doc` (plain dicts, lists, strings, numbers, booleans, None) as a block-style YAML
+    document, keys in the document's order, with PyYAML's safe dumper: a subclass of int or str
+    (an `ExitCode`, a `Mode`) is written as the plain number or string it is, as JSON writes
+    it; a string YAML would read as another type (`'2024-01-01T00:00:00Z'`, `'yes'`, `'null'`)
+    is quoted, and a character that is not printable (a path's byte that is not UTF-8, kept by
+    `os.fsdecode` as a lone surrogate) is escaped (`"\\uDCFF"`), so that
+    `core.inputs.decode_yaml` reads back the very values written."""
+    # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
+    import yaml
+
+    dumper: Any = type("KubegcDumper", (yaml.SafeDumper,), {})
+    dumper.add_multi_representer(int, lambda d, v: d.represent_int(int(v)))
+    dumper.add_multi_representer(str, lambda d, v: d.represent_str(str(v)))
+    dumper.default_flow_style = False
+    text: str = yaml.dump(doc, Dumper=dumper, sort_keys=False)
+    return text

@@ -1,7 +1,8 @@
 """Plan files: `--plan-out FILE` writes the plan a dry run made; `kubegc apply FILE` reads it
 back (`kubegc_cli.commands.apply` carries it out).
 
-The file is the plan's JSON document (as `-o json` prints it) plus what acting needs:
+The file is the plan's document (as `-o json` prints it) plus what acting needs, written as
+JSON, or as YAML when its name ends in `.yaml` or `.yml` (`plan_file_format`):
 
 - `saved`: `command` (`gc containers`, ...), `node` (the host name it was made on),
   `kubegc` (version), `saved_at` (RFC 3339);
@@ -11,7 +12,9 @@ The file is the plan's JSON document (as `-o json` prints it) plus what acting n
 An operator may review the file and delete actions from it; `apply` does the rest and nothing
 else. Actions the plan held back (`--max-delete`, `--max-bytes`) stay held back.
 
-The file is untrusted input: `load_saved_plan` refuses (`BadInput`, exit 2) a file whose
+The file is untrusted input: `load_saved_plan` refuses (`BadInput`, exit 2) a file that is
+not JSON or YAML kubegc reads (`core.inputs`: nested more than `MAX_NESTING` levels, a key
+given twice, ...), one whose
 `saved.command` is not the command of its kind, an action kind that plan kind cannot carry, an
 unknown rule, a pod log directory path that is not clean or whose name's UID is not the
 action's `pod_uid`, and a legacy link path that is not directly in `/var/log/containers`.
@@ -28,7 +31,7 @@ from typing import Any
 
 from kubegc_cli import __version__
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.inputs import parse_json, read_text, shown
+from kubegc_cli.core.inputs import Malformed, check_text, parse_json, parse_yaml, read_text, shown
 from kubegc_cli.core.model import (
     API_VERSION,
     Container,
@@ -53,7 +56,7 @@ from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR
 from kubegc_cli.node.host.logs import on_host
-from kubegc_cli.node.outfile import replace_file
+from kubegc_cli.node.outfile import replace_file, yaml_text
 
 #: Plan kinds `apply` carries out, with the command that makes each.
 COMMANDS = {
@@ -119,11 +122,24 @@ def saved_document(plan: Plan[Any], s: Settings, saved_at: int | None = None) ->
     return doc
 
 
+#: File names a plan is written to (and read from) as YAML; any other name is JSON.
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def plan_file_format(path: Path | str) -> str:
+    """How a plan file named `path` is written: "yaml" when its name ends in `.yaml` or `.yml`
+    (any case), else "json"."""
+    return "yaml" if str(path).lower().endswith(YAML_SUFFIXES) else "json"
+
+
 def write_plan_file(plan: Plan[Any], path: Path, s: Settings, saved_at: int | None = None) -> None:
-    """Write the saved plan (`saved_document`) to `path`, mode 0644, replacing it whole
-    (`kubegc_cli.node.outfile.replace_file`: a link planted there is replaced, never followed).
-    Raises `BadInput` naming the path when it cannot be written."""
-    text = json.dumps(saved_document(plan, s, saved_at), indent=2) + "\n"
+    """Write the saved plan (`saved_document`) to `path`, as YAML or JSON by its name
+    (`plan_file_format`), mode 0644, replacing it whole (`kubegc_cli.node.outfile.replace_file`:
+    a link planted there is replaced, never followed). Raises `BadInput` naming the path when
+    it cannot be written."""
+    doc = saved_document(plan, s, saved_at)
+    as_yaml = plan_file_format(path) == "yaml"
+    text = yaml_text(doc) if as_yaml else json.dumps(doc, indent=2) + "\n"
     try:
         replace_file(path, text, 0o644)
     except OSError as exc:
@@ -278,7 +294,7 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     carried out is not a plan to apply). Raises `BadInput` naming the file and the problem
     (in the file's terms: the field, where it is, and its value as JSON), also when it was
     made on another node (`this_node`)."""
-    doc = parse_json(read_text(path, "plan file"), path, "plan file", path_bytes=True)
+    doc = _decoded(read_text(path, "plan file"), path)
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(kind, str) or kind not in COMMANDS:
         raise BadInput(
@@ -331,6 +347,51 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     if len(set(ids)) != len(ids):
         raise BadInput(f"plan file {path}: an object appears twice among the actions")
     return plan, saved
+
+
+def _decoded(text: str, path: Path) -> Any:
+    """The plan file's document: YAML for a `.yaml`/`.yml` name, JSON for a `.json` one; any
+    other name (a pipe, `/dev/fd/63`) is JSON when its text starts with `{`, else YAML. Both
+    are read as kubegc reads its own files (`core.inputs`: a key twice, more than
+    `MAX_NESTING` levels, a NUL or a lone surrogate that stands for no byte are refused).
+    Raises `BadInput` naming the file."""
+    name = str(path).lower()
+    as_yaml = plan_file_format(path) == "yaml" or (
+        not name.endswith(".json") and not text.lstrip().startswith("{")
+    )
+    if not as_yaml:
+        return parse_json(text, path, "plan file", path_bytes=True)
+    doc = parse_yaml(text, path, "plan file", unique_keys=True)
+    _json_values_only(doc, path)
+    if "\\u" in text or "\\U" in text:  # a string YAML escapes: maybe a path's byte
+        try:
+            check_text(doc, f"plan file {path}", path_bytes=True)
+        except Malformed as exc:
+            raise BadInput(str(exc)) from None
+    return doc
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_values_only(doc: Any, path: Path) -> None:
+    """Refuse a YAML plan holding a value JSON has no word for — a timestamp, a date, binary,
+    a set (what YAML makes of `now: 2024-01-01T00:00:00Z` left unquoted): kubegc writes only
+    strings, numbers, booleans and null. `BadInput` naming the file, the value and what to
+    do. Walks without recursion (the nesting is already bounded)."""
+    pending = [doc]
+    while pending:
+        v = pending.pop()
+        if isinstance(v, dict):
+            pending.extend(v.keys())
+            pending.extend(v.values())
+        elif isinstance(v, list):
+            pending.extend(v)
+        elif not isinstance(v, _JSON_SCALARS):
+            raise BadInput(
+                f"plan file {path}: {str(v)[:60]!r} is a YAML {type(v).__name__}, not a string; "
+                "quote it (kubegc writes only strings, numbers, booleans and null)"
+            )
 
 
 def _protecting_fields(policy: dict[str, Any]) -> None:

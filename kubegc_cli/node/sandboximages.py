@@ -72,6 +72,9 @@ KNOWN_DEFAULTS = (
 #: Bottlerocket's sandbox image, built on the node (`localhost/kubernetes/pause:<version>`).
 BOTTLEROCKET_PAUSE = "localhost/kubernetes/pause:*"
 
+#: The source of the image kubegc's own `--pod-infra-container-image` protects.
+KUBEGC_POD_INFRA_FLAG = "--pod-infra-container-image"
+
 #: How a `NamedImage.ref` matches an image name.
 MATCH_REFERENCE = "reference"  # the reference, or its normalized form (`reference_forms`)
 MATCH_CRIO = "crio-pattern"  # CRI-O's `pinned_images` pattern (`crio_pattern_matches`)
@@ -84,12 +87,14 @@ Warn = Callable[[str], None]
 class NamedImage:
     """One image a runtime keeps: `ref` (an image reference, or a pattern when `match` is
     `MATCH_CRIO`), `source` (where it was named: a file and key, a flag, `Status`, a default)
-    and `what` (`sandbox image` or `pinned image`)."""
+    and `what` (`sandbox image` or `pinned image`). `assumed`: named by no runtime, kept in
+    case (a runtime's default, Bottlerocket's)."""
 
     ref: str
     source: str
     what: str = "sandbox image"
     match: str = MATCH_REFERENCE
+    assumed: bool = False
 
     def matches(self, names: Iterable[str]) -> bool:
         """Whether any of `names` (an image's ID, tags and digests) is this image."""
@@ -128,6 +133,21 @@ class SandboxImages:
                     out.setdefault(img.id, n.reason)
                     break
         return out
+
+    def said(self) -> list[tuple[str, str]]:
+        """The sandbox images the runtimes themselves name — their `Status`, their config
+        files, cri-dockerd's flag — as (reference, where), each once: no assumed default, no
+        pinned image, nothing a kubegc option added."""
+        return list(
+            dict.fromkeys(
+                (n.ref, n.source)
+                for n in self.named
+                if n.what == "sandbox image"
+                and not n.assumed
+                and n.match == MATCH_REFERENCE
+                and n.source != KUBEGC_POD_INFRA_FLAG
+            )
+        )
 
     def refs(self) -> list[str]:
         """The references (and patterns) named, each once, in order."""
@@ -498,7 +518,7 @@ def runtime_sandbox_images(
         defaults_why.append("no runtime named one")
     if defaults_why:
         source = f"{defaults_why[0]}: none named"
-        out.named.extend(NamedImage(ref, source) for ref in KNOWN_DEFAULTS)
+        out.named.extend(NamedImage(ref, source, assumed=True) for ref in KNOWN_DEFAULTS)
     out.named.append(NamedImage(BOTTLEROCKET_PAUSE, "Bottlerocket's sandbox image",
-                                match=MATCH_GLOB))  # fmt: skip
+                                match=MATCH_GLOB, assumed=True))  # fmt: skip
     return out

@@ -731,6 +731,14 @@ AUDIT_RETRY_EVERY_SECONDS = 1.0
 #: the WAL is synced to disk (kept through a power loss) with a row at most this long after
 #: the last sync (seconds), and at the end: an fsync per row would cost more than a removal.
 AUDIT_SYNC_EVERY_SECONDS = 0.2
+#: The result of the row written as an action starts (`AuditLog.begin`), replaced by its
+#: outcome's row when it completes: one left behind is a removal whose outcome nobody
+#: recorded (its run was killed with it in flight, or is still running).
+IN_FLIGHT = "in-flight"
+#: What such a row says in `history`.
+IN_FLIGHT_ERROR = (
+    "started; no outcome recorded (still running, or the run was killed with it in flight)"
+)
 
 
 class AuditLog:
@@ -739,6 +747,9 @@ class AuditLog:
     transaction, in the WAL once `add` returns (kept if kubegc is killed), synced to disk
     within `AUDIT_SYNC_EVERY_SECONDS` (kept through a power loss) and at `finish`; one
     connection serves the whole run. `add` is safe from the executors' worker threads.
+    `begin` writes an action's row as `in-flight` before it starts, replaced by its outcome's
+    row in one transaction: a run killed mid-call leaves `in-flight` rows for the removals
+    whose outcome it never learnt, never a removal with no row.
 
     A store that cannot be written now (full disk, I/O error, locked past the busy timeout:
     `StateUnavailable`) never stops the run: rows wait in memory, are tried again with later
@@ -766,10 +777,42 @@ class AuditLog:
         self._info = info
         self._pending: list[tuple[Any, ...]] = []
         self._added: set[int] = set()
+        self._begun: dict[int, int] = {}  # id(action) -> rowid of its in-flight row
+        self._replaced: list[int] = []  # in-flight rows to delete with the pending rows
         self._con: sqlite3.Connection | None = None
         self._retry_at = 0.0
         self._synced_at = time.monotonic()
         self._lock = threading.Lock()
+
+    def begin(self, action: Action) -> None:
+        """Write `action`'s row as `in-flight` before its re-check and removal start (one
+        commit, in the WAL once this returns: kept if kubegc is killed mid-call), so that a
+        run killed with a removal in flight leaves a row saying so; `add` replaces it with
+        the outcome's row in one transaction. Never raises and never waits for a retry: a
+        store that cannot be written now gets no such row (the outcome's row waits as `add`
+        says)."""
+        import sqlite3
+
+        with self._lock:
+            if time.monotonic() < self._retry_at:
+                return  # the store failed a moment ago: the removal does not wait for it
+            if self._con is None or self._pending:
+                try:  # opens the store (the run's first action), with any rows waiting
+                    self._write(sync=False)
+                except Exception:
+                    self._retry_at = time.monotonic() + AUDIT_RETRY_EVERY_SECONDS
+                    return
+            assert self._con is not None
+            row = _audit_row(self.run_id, self._at, self.command, action)
+            row = (*row[:7], IN_FLIGHT, IN_FLIGHT_ERROR, 0)
+            try:
+                self._con.execute("PRAGMA synchronous=NORMAL")
+                with self._con:
+                    cur = self._con.execute("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", row)
+                if cur.lastrowid is not None:
+                    self._begun[id(action)] = cur.lastrowid
+            except (sqlite3.Error, OSError):
+                pass  # the outcome's row is written as `add` says
 
     def add(self, action: Action) -> None:
         """Append `action`'s row now that it has its result (once per action; later calls
@@ -778,8 +821,7 @@ class AuditLog:
         with self._lock:
             if id(action) in self._added:
                 return
-            self._added.add(id(action))
-            self._pending.append(_audit_row(self.run_id, self._at, self.command, action))
+            self._queue(action)
             if time.monotonic() < self._retry_at:
                 return
             try:
@@ -789,16 +831,27 @@ class AuditLog:
                 if self._info is not None:
                     self._info(f"{exc}; the audit rows wait in memory and are tried again")
 
+    def _queue(self, action: Action) -> None:
+        """Make `action`'s outcome row pending (under `_lock`), with its in-flight row, if
+        `begin` wrote one, to be deleted in the same transaction."""
+        self._added.add(id(action))
+        self._pending.append(_audit_row(self.run_id, self._at, self.command, action))
+        begun = self._begun.pop(id(action), None)
+        if begun is not None:
+            self._replaced.append(begun)
+
     def _write(self, *, sync: bool = True) -> None:
         """Write the pending rows in one transaction (under `_lock`), the WAL synced to disk
         with it when `sync`. Raises as `_with_db`."""
         import sqlite3
 
         rows = self._pending
+        replaced = [(rowid, IN_FLIGHT) for rowid in self._replaced]
 
         def insert(con: sqlite3.Connection) -> sqlite3.Connection:
             con.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
-            with con:
+            with con:  # the in-flight rows go with their outcomes' rows, never before
+                con.executemany("DELETE FROM audit WHERE rowid = ? AND result = ?", replaced)
                 con.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
             if sync:
                 self._synced_at = time.monotonic()
@@ -807,12 +860,12 @@ class AuditLog:
         if self._con is not None:
             try:
                 insert(self._con)
-                self._pending = []
+                self._pending, self._replaced = [], []
                 return
             except (sqlite3.Error, OSError):  # opened afresh below, with the store's handling
                 self._close()
         self._con = _with_db(self.state_dir, insert, self._warn, keep_open=True)
-        self._pending = []
+        self._pending, self._replaced = [], []
 
     def _close(self) -> None:
         if self._con is not None:
@@ -840,8 +893,7 @@ class AuditLog:
         try:
             for a in actions:
                 if id(a) not in self._added:
-                    self._added.add(id(a))
-                    self._pending.append(_audit_row(self.run_id, self._at, self.command, a))
+                    self._queue(a)
             pauses = list(AUDIT_RETRY_DELAYS if delays is None else delays)
             sleep = time.sleep if sleep is None else sleep
             while True:  # once at least: an empty run still checks (and makes) the store

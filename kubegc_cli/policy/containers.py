@@ -41,7 +41,7 @@ from kubegc_cli.core.model import (
 )
 from kubegc_cli.core.plan import MAY_START, ContainerAction, Plan, Result
 from kubegc_cli.core.pods import PodInventory
-from kubegc_cli.core.units import NS_PER_SECOND, format_duration, format_go_duration
+from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, format_go_duration
 from kubegc_cli.policy.scope import Scope
 
 EvictUnit = tuple[str, str]
@@ -571,4 +571,51 @@ def _notes(plan: Plan[ContainerAction], policy: ContainerGCPolicy, pods: PodInve
         )
     if plan.out_of_scope:
         notes.append(f"{plan.out_of_scope} removal(s) outside the selected namespaces/pods left.")
+    if hint := terminated_pods_hint(plan.kept, policy, pods):
+        notes.append(hint)
     return notes
+
+
+#: The kept rules `--include-terminated-pods` would change for a terminated pod's containers
+#: (it releases the whole evict unit; MinAge, --older-than and may-start still hold).
+_RELEASED_BY_TERMINATED = frozenset({KEEP_WITHIN, KEEP_GUARD})
+
+
+def terminated_pods_hint(
+    kept: Sequence[ContainerAction], policy: ContainerGCPolicy, pods: PodInventory
+) -> str:
+    """The note on dead containers kept only because their pod object still exists ("" for
+    none): pods the source lists in phase Succeeded/Failed (`PodInventory.is_terminated`, not
+    deleted) whose containers the limits keep (`within-limits`, kubegc's guard). The kubelet
+    removes a pod's containers once the pod is deleted (`kuberuntime_gc.go`: only
+    `evictNonDeletedPods`, which eviction sets, takes terminated pods too); the note counts
+    them and their pods, adds up their log bytes (`at least` when some were not measured) and
+    says what would change it: deleting the pods, or `--include-terminated-pods`. Nothing
+    without a pod source, or with `--include-terminated-pods` given."""
+    if not pods.known or policy.include_terminated_pods:
+        return ""
+    held = [
+        k
+        for k in kept
+        if k.rule in _RELEASED_BY_TERMINATED
+        and pods.is_terminated(uid := k.container.pod_uid)
+        and not pods.is_deleted(uid)
+    ]
+    if not held:
+        return ""
+    uids = {k.container.pod_uid for k in held}
+    sizes = [k.container.log_bytes for k in held]
+    known = [b for b in sizes if b is not None]
+    if not known:
+        logs = "their logs not measured"
+    else:
+        at_least = "at least " if len(known) < len(sizes) else ""
+        logs = f"{at_least}{format_bytes(sum(known))} of logs"
+    phases = sorted({pods.phase(u) for u in uids})
+    return (
+        f"{len(held)} dead container(s) of {len(uids)} terminated pod(s) ({', '.join(phases)}) "
+        f"kept, {logs}: the pods still exist in the pod source ({pods.source}), and the "
+        "kubelet removes a pod's containers once the pod is deleted; deleting those pods "
+        "(kubectl delete pod, or their owner's TTL or history limit) frees them, or "
+        "--include-terminated-pods treats terminated pods as gone now."
+    )

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput, GCFailed
-from kubegc_cli.core.model import Container, Image, ImageRecord
+from kubegc_cli.core.model import Container, ContainerState, Image, ImageRecord, reference_forms
 from kubegc_cli.core.units import (
     NS_PER_SECOND,
     format_bytes,
@@ -131,6 +131,7 @@ class ImageDecision:
     rule: str
     reason: str
     remove: bool
+    used_by: tuple[Container, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +166,60 @@ def images_in_use(containers: Iterable[Container]) -> set[str]:
     """Image IDs used by any container the runtime has (exited ones too): `image_id`, else
     `image_ref` (the kubelet's rule since v1.30)."""
     return {c.image_id or c.image_ref for c in containers if c.image_id or c.image_ref}
+
+
+def image_users(containers: Iterable[Container]) -> dict[str, list[Container]]:
+    """Image ID → the containers that use it (`images_in_use`'s rule), in the order listed."""
+    users: dict[str, list[Container]] = {}
+    for c in containers:
+        if iid := c.image_id or c.image_ref:
+            users.setdefault(iid, []).append(c)
+    return users
+
+
+#: How many containers an in-use reason names before "and N more".
+USERS_NAMED = 3
+
+
+def container_words(c: Container) -> str:
+    """`default/web-1 nginx (EXITED)`: a container by its pod and name, with its state; by its
+    short ID for one the kubelet did not make (no pod labels)."""
+    if c.pod_name:
+        return f"{c.pod_namespace}/{c.pod_name} {c.container_name} ({c.state.value})"
+    return f"container {c.id[:13]} ({c.state.value})"
+
+
+def used_by_text(users: Sequence[Container]) -> str:
+    """Why an image is in use, naming who holds it: `used by default/web-1 nginx (EXITED)`,
+    or `used by 5 containers: a, b, c and 2 more (-o json lists all)` (`USERS_NAMED`)."""
+    if len(users) == 1:
+        return f"used by {container_words(users[0])}"
+    named = ", ".join(container_words(c) for c in users[:USERS_NAMED])
+    more = len(users) - USERS_NAMED
+    rest = f" and {more} more (-o json lists all)" if more > 0 else ""
+    return f"used by {len(users)} containers: {named}{rest}"
+
+
+def in_use_note(kept: Sequence[ImageDecision]) -> str:
+    """The note on images kept in use ("" for none): how many, by how many containers and
+    how many of those are dead, and what frees them — no container using them, which for a
+    dead one is `gc containers` (the kubelet's container GC) removing it."""
+    held = [d for d in kept if d.rule == KEEP_IN_USE]
+    if not held:
+        return ""
+    users = {c.id: c for d in held for c in d.used_by}
+    dead = sum(1 for c in users.values() if c.state is not ContainerState.RUNNING)
+    frees = (
+        f"{dead} of them not running: an image is kept while any container, dead ones too, "
+        "uses it; once `kubegc gc containers` (or the kubelet) removes those, a later run may "
+        "free the images only they hold"
+        if dead
+        else "all running: they go once their pods do"
+    )
+    return (
+        f"{len(held)} image(s) kept in use by {len(users)} container(s), {frees} "
+        "(-v lists each image with its containers and pods)"
+    )
 
 
 #: The names `ctr images import --digests` gives an imported image (`import-<date>@<digest>`,
@@ -256,7 +311,8 @@ def plan_images(
     Returns an `ImagePlan` with the updated `records`. Raises `GCFailed` for capacity 0, in
     every mode.
     """
-    in_use = images_in_use(containers)
+    users = image_users(containers)
+    in_use = set(users)
     protected_ids: dict[str, str] = (
         dict(protected)
         if isinstance(protected, Mapping)
@@ -278,7 +334,9 @@ def plan_images(
         rec = plan.records[iid]
         names = (*img.repo_tags, *img.repo_digests)
         if iid in in_use:
-            plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, "used by a container", False))
+            holders = tuple(users[iid])
+            reason = used_by_text(holders)
+            plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, reason, False, holders))
         elif img.pinned:
             plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, "pinned by the runtime", False))
         elif iid in protected_ids:
@@ -356,7 +414,65 @@ def plan_images(
         )
     for d in candidates:
         (plan.remove if d.remove else plan.kept).append(d)
+    if note := in_use_note(plan.kept):
+        plan.notes.append(note)
     return plan
+
+
+def sandbox_image_mismatch(
+    kubelet: tuple[str, str] | None,
+    runtime: Sequence[tuple[str, str]],
+    images: Iterable[Image],
+) -> str:
+    """The warning when the kubelet's `--pod-infra-container-image` is not the runtime's
+    sandbox image ("" when they agree, or either is unknown).
+
+    `kubelet` is (reference, where it is given); `runtime` the sandbox images the runtimes name
+    themselves (`SandboxImages.said`: (reference, where)); `images` what the runtime lists.
+    They agree when a runtime's reference names the kubelet's (`reference_forms`), or both
+    name one image the runtime lists (a tag and a digest of it).
+
+    Why it matters (kubelet `image_gc_manager.go`): a kubelet before 1.29 counts the image of
+    its `--pod-infra-container-image` as in use and keeps it from its image GC — not the
+    runtime's sandbox image when that is another; from 1.29 the flag does nothing (removed in
+    1.35) and the kubelet keeps only the images the runtime reports `pinned` (honoured since
+    1.29, and 1.25.13, 1.26.8, 1.27.5, 1.28.1). So the runtime's sandbox image is safe from the
+    kubelet's GC only while the runtime pins it; the warning says whether it does now."""
+    if kubelet is None or not runtime:
+        return ""
+    ref, where = kubelet
+    listed = list(images)
+
+    def ids(r: str) -> set[str]:
+        forms = reference_forms(r) | {r}
+        return {i.id for i in listed if forms & {i.id, *i.repo_tags, *i.repo_digests}}
+
+    kubelet_forms, kubelet_ids = reference_forms(ref) | {ref}, ids(ref)
+    for theirs, _ in runtime:
+        if kubelet_forms & (reference_forms(theirs) | {theirs}) or kubelet_ids & ids(theirs):
+            return ""
+    theirs, source = runtime[0]
+    mine = ids(theirs)
+    pinned = [i for i in listed if i.id in mine and i.pinned]
+    if pinned:
+        state = (
+            f"the runtime pins {theirs} now, which keeps it from a kubelet's image GC since 1.29 "
+            "(1.25.13, 1.26.8, 1.27.5, 1.28.1); an earlier kubelet may remove it"
+        )
+    elif mine:
+        state = (
+            f"the runtime does not pin {theirs}, so the kubelet's image GC may remove it, and "
+            "new pods then wait for it to be pulled again (or fail where it cannot be)"
+        )
+    else:
+        state = f"{theirs} is not on the node now: the next pod's sandbox pulls it"
+    return (
+        f"the kubelet's --pod-infra-container-image {ref} ({where}) is not the runtime's "
+        f"sandbox image {theirs} ({source}): a kubelet before 1.29 keeps only {ref} from its "
+        f"image GC, and from 1.29 the flag does nothing; {state}. Give the kubelet "
+        f"--pod-infra-container-image {theirs}, or drop the flag (kubelet 1.35 refuses it) on "
+        "a runtime that pins its sandbox image"
+    )
 
 
 #: The image GC settings: (kubegc option name, `ImageGCPolicy` field, KubeletConfiguration key).

@@ -23,6 +23,7 @@ from kubegc_cli.core.plan import (
     SandboxAction,
 )
 from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, safe_text
+from kubegc_cli.node.outfile import yaml_text
 from kubegc_cli.render.table import Column, Grid, Screen, View
 
 if TYPE_CHECKING:
@@ -85,21 +86,8 @@ def dump_document(doc: Any, fmt: str, out: IO[str] | None = None) -> None:
             out.write(piece)
         out.write("\n")
     else:
-        # deferred: tests/unit/test_startup.py::test_a_plain_dry_run_loads_no_heavy_package
-        import yaml
-
-        out.write(yaml.dump(doc, Dumper=_yaml_dumper(yaml), sort_keys=False))
+        out.write(yaml_text(doc))
     out.flush()  # a reader that closed the pipe is seen here (exit 141), not at exit
-
-
-def _yaml_dumper(yaml: Any) -> Any:
-    """PyYAML's safe dumper, block style, writing a subclass of int or str (an `ExitCode`, a
-    `Mode`) as the plain number or string it is, as JSON does."""
-    dumper: Any = type("KubegcDumper", (yaml.SafeDumper,), {})
-    dumper.add_multi_representer(int, lambda d, v: d.represent_int(int(v)))
-    dumper.add_multi_representer(str, lambda d, v: d.represent_str(str(v)))
-    dumper.default_flow_style = False
-    return dumper
 
 
 def _short(cid: str) -> str:

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.controlplane import ControlPlane, _die_with_parent, end_process, free_port
+from tests.controlplane import DIE_WITH_PARENT, ControlPlane, end_process, free_port
 from tests.node.localnode import LocalNode
 
 KUBELET = "kubelet"
@@ -200,9 +200,9 @@ class LocalKubelet:
         began = time.monotonic()
         with self.log_path.open("wb") as log:
             self.proc = subprocess.Popen(
-                ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent, cwd=w,
+                [*DIE_WITH_PARENT, "unshare", "--mount", "--propagation", "private", "--",
+                 "sh", "-c", script],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=w,
             )  # fmt: skip
         self._wait_healthy(cp.tokens["admin"], timeout)
         self.timings["start"] = time.monotonic() - began

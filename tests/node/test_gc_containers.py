@@ -759,3 +759,34 @@ def test_a_log_dir_linked_to_a_live_pods_logs_is_never_followed(
         assert link.is_symlink()
     finally:
         link.unlink()
+
+
+def test_a_terminated_pods_kept_containers_get_a_hint_with_their_bytes(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Pod `done` has finished (its sandbox stopped) and the pods file still lists it,
+    Succeeded: the kubelet's limits keep its newest dead container, and a note says so with
+    the bytes and what would change it; --include-terminated-pods then removes it."""
+    done = node.run_pod("done", namespace=ns)
+    old = node.add_container(done, "job", attempt=0)
+    newest = node.add_container(done, "job", attempt=1)
+    node.stop_pod(done)
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [{
+        "metadata": {"name": "done", "namespace": ns, "uid": done.uid},
+        "status": {"phase": "Succeeded"}}]}))  # fmt: skip
+    res = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
+                 "--dry-run", "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert {a["id"] for a in doc["actions"]} == {old}
+    [hint] = [n for n in doc["notes"] if "terminated pod(s)" in n]
+    assert hint.startswith("1 dead container(s) of 1 terminated pod(s) (Succeeded) kept, ")
+    assert str(pods) in hint and "--include-terminated-pods" in hint, hint
+    logs = {k["id"]: k["log_bytes"] for k in doc["kept"]}[newest]
+    assert (f"{logs}B of logs" in hint) if logs is not None else ("not measured" in hint), hint
+    go = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
+                "--include-terminated-pods", "--yes", "-o", "json")  # fmt: skip
+    assert go.returncode == 0, go.stderr
+    assert not [n for n in json.loads(go.stdout)["notes"] if "terminated pod(s)" in n]
+    assert not {old, newest} & node.container_ids(namespace=ns)

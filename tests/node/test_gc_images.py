@@ -59,6 +59,36 @@ def test_gc_images_remembers_first_detection_and_protects_what_is_needed(tmp_pat
         assert remembered == {i.id for i in node.list_images()}
 
 
+def test_an_image_kept_in_use_names_the_containers_and_pods_that_hold_it(
+    tmp_path: Path,
+) -> None:
+    """The runtime's containers of two pods (one running, one exited) hold busybox: the kept
+    row says which, -o json lists each with its pod, and the notes say what would free it."""
+    with LocalNode(tmp_path / "node") as node:
+        p = node.run_pod("p", namespace="ns1")
+        q = node.run_pod("q", namespace="ns2")
+        dead = node.add_container(p, "app")
+        live = node.add_container(q, "web", state="running")
+        res = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-o", "json")
+        assert res.returncode == 0, res.stderr
+        doc = json.loads(res.stdout)
+        [busybox] = [k for k in doc["kept"] if "docker.io/library/busybox:kubegc-test"
+                     in k["repo_tags"]]  # fmt: skip
+        assert busybox["rule"] == "in-use"
+        named = busybox["reason"].removeprefix("used by 2 containers: ").split(", ")
+        assert sorted(named) == ["ns1/p app (EXITED)", "ns2/q web (RUNNING)"]  # as listed
+        assert {(u["id"], u["pod_namespace"], u["pod_name"], u["name"], u["state"])
+                for u in busybox["used_by"]} == {
+            (dead, "ns1", "p", "app", "EXITED"), (live, "ns2", "q", "web", "RUNNING"),
+        }  # fmt: skip
+        assert {u["pod_uid"] for u in busybox["used_by"]} == {p.uid, q.uid}
+        assert any(n.startswith("1 image(s) kept in use by 2 container(s), 1 of them not "
+                                "running") for n in doc["notes"]), doc["notes"]  # fmt: skip
+        table = kubegc(node, tmp_path, "gc", "images", "--dry-run", "-v")
+        assert table.returncode == 0, table.stderr
+        assert "ns1/p app (EXITED)" in table.stdout and "kept in use" in table.stdout
+
+
 def test_gc_images_bad_thresholds_are_exit_2(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -538,3 +568,44 @@ def test_a_removed_images_record_goes_with_it(tmp_path: Path) -> None:
                 image=image)))  # fmt: skip
             assert _plan(node, tmp_path, "--dry-run")[0] == 0  # a run that no longer sees it
             assert image not in _records(tmp_path)[0]  # drops its record, as the kubelet
+
+
+def test_a_kubelet_pod_infra_image_other_than_the_runtimes_is_warned_of(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """kubeadm's flags file (under --host-root) gives the kubelet pause:3.6; the runtime
+    uses pause:3.9 (its Status says so with containerd 1.x; the runtime config under the host
+    root says so for 2.x, which no longer says in Status). gc images notes the mismatch,
+    whether the runtime pins pause:3.9 as ListImages reports it now, and what to set; given
+    pause:3.9 the kubelet agrees, and there is no note."""
+    host = tmp_path / "host"
+    mountpoint = _image_fs_mountpoint(node)
+    local = host / mountpoint.lstrip("/")
+    local.parent.mkdir(parents=True)
+    local.symlink_to(mountpoint)  # the image filesystem, as the host sees it
+    config = host / "etc/containerd/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n'
+                      'sandbox_image = "registry.k8s.io/pause:3.9"\n')  # fmt: skip
+    flags = host / "var/lib/kubelet/kubeadm-flags.env"
+    flags.parent.mkdir(parents=True)
+    pinned = any(i.pinned for i in node.list_images()
+                 if "registry.k8s.io/pause:3.9" in i.repo_tags)  # fmt: skip
+    for given, warned in (("registry.k8s.io/pause:3.6", True),
+                          ("registry.k8s.io/pause:3.9", False)):  # fmt: skip
+        flags.write_text(f'KUBELET_KUBEADM_ARGS="--pod-infra-container-image={given}"\n')
+        res = kubegc(node, tmp_path, "--host-root", str(host), "gc", "images", "--dry-run",
+                     "-o", "json")  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        notes = [n for n in json.loads(res.stdout)["notes"] if "pod-infra-container-image" in n]
+        if not warned:
+            assert notes == [], notes
+            continue
+        [note] = notes
+        assert note.startswith(
+            "the kubelet's --pod-infra-container-image registry.k8s.io/pause:3.6 "
+            "(/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS) is not the runtime's "
+            "sandbox image registry.k8s.io/pause:3.9 ("
+        ), note
+        said = "the runtime pins" if pinned else "the runtime does not pin"
+        assert f"{said} registry.k8s.io/pause:3.9" in note, note

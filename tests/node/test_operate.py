@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import BUSYBOX_IMAGE, PAUSE_IMAGE, LocalNode, Pod
 from tests.node.test_gc_containers import write_pods_file
@@ -425,8 +427,11 @@ def test_apply_of_a_tampered_image_plan_removes_only_what_the_node_allows(
         assert res.returncode == 0, res.stderr
         [result] = json.loads(res.stdout)["actions"]
         assert result["result"] == "skipped", result
-        assert result["error"] in ("used by a container now", "pinned by the runtime",
-                                   "the sandbox image"), result  # fmt: skip
+        if name == "in-use":  # the re-check names who holds it (this pod's app among them)
+            assert result["error"].startswith("used by ") and result["error"].endswith(" now")
+            assert f"{ns}/p app (EXITED)" in result["error"] or "more" in result["error"]
+        else:
+            assert result["error"] in ("pinned by the runtime", "the sandbox image"), result
         assert image in {i.id for i in node.list_images()}
     res = kubegc(node, tmp_path, "apply", str(edited(plan_file, only_mine, "mine")), "--yes",
                  "-o", "json")  # fmt: skip
@@ -466,13 +471,15 @@ def test_apply_takes_caps_and_is_recorded_at_its_own_time(
     assert datetime.fromisoformat(run["at"].replace("Z", "+00:00")) >= started
 
 
+@pytest.mark.parametrize("name", ["plan.json", "plan.yaml"])
 def test_the_plan_out_hint_is_the_whole_command_that_carries_the_plan_out(
-    node: LocalNode, ns: str, tmp_path: Path
+    node: LocalNode, ns: str, tmp_path: Path, name: str
 ) -> None:
     """The line `--plan-out` prints names the runtime, the state dir, the kubelet config and
     the pod source the plan was made with: run as printed (a path with a space in it
     included), it removes what was planned — the dead containers of a pod the pods file
-    says is gone."""
+    says is gone. A plan named `.yaml` is YAML, and is applied as the JSON one is; the same
+    command given a file nested 5,000 levels deep is exit 2 and removes nothing."""
     import shlex
 
     live = node.run_pod("live", namespace=ns)
@@ -480,15 +487,27 @@ def test_the_plan_out_hint_is_the_whole_command_that_carries_the_plan_out(
     dead = {node.add_container(gone, "app", attempt=i) for i in range(2)}
     node.stop_pod(gone)
     pods = write_pods_file(tmp_path / "my pods.json", live)
-    plan_file = tmp_path / "plan.json"
+    plan_file = tmp_path / name
     dry = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
                  "--plan-out", str(plan_file))  # fmt: skip
     assert dry.returncode == 0, dry.stderr
+    assert plan_file.read_text().lstrip().startswith("{") is name.endswith(".json")
     [line] = [ln for ln in dry.stderr.splitlines() if "carry it out with: " in ln]
     words = shlex.split(line.split("carry it out with: ", 1)[1])
     assert words[0] == "kubegc" and words[-3:] == ["apply", str(plan_file), "--yes"]
     assert ["--pods-file", str(pods)] == words[words.index("--pods-file") :][:2]
     assert ["-r", node.endpoint] == words[words.index("-r") :][:2]
+    deep = plan_file.with_name("deep" + plan_file.suffix)
+    deep.write_text("kind: GCPlan\nnotes: " + "[" * 5000 + "]" * 5000 + "\n")
+    if name.endswith(".json"):
+        deep.write_text('{"kind": "GCPlan", "notes": ' + "[" * 5000 + "]" * 5000 + "}")
+    at = words.index(str(plan_file))
+    refused = subprocess.run([sys.executable, "-m", "kubegc_cli", *words[1:at], str(deep),
+                              *words[at + 1 :]], capture_output=True, text=True, timeout=120,
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+    assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+    assert refused.stderr.count("\n") == 1 and "nested too deeply" in refused.stderr
+    assert dead <= node.container_ids(namespace=ns)
     res = subprocess.run([sys.executable, "-m", "kubegc_cli", *words[1:], "-o", "json"],
                          capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL)  # fmt: skip

@@ -420,3 +420,40 @@ def test_a_kubelet_root_that_is_not_there_names_the_flag_to_give(tmp_path: Path)
     assert code == 3, err  # the one threshold's signal could not be read
     [hint] = [n for n in notes if n.startswith("the kubelet root /var/lib/kubelet is not there")]
     assert "give --root-dir" in hint, notes
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [
+        ("--eviction-hard", "nodefs.available<100%,memory.available<1Mi",
+         "nodefs.available<100% is no threshold: the kubelet drops 0% and 100% ones, so it is "
+         "never met whatever is used; give a percentage between them (nodefs.available<10%) or "
+         "a quantity; source: --eviction-hard"),
+        ("--eviction-hard", "memory.available<0%,pid.available<1%",
+         "memory.available<0% is no threshold: the kubelet drops 0% and 100% ones"),
+    ],
+)  # fmt: skip
+def test_a_zero_or_hundred_percent_threshold_is_warned_of_with_what_would_make_it_one(
+    tmp_path: Path, flag: str, value: str, said: str
+) -> None:
+    """0% and 100% are dropped by the kubelet (`parseThresholdStatement`): never met. A note
+    says so, and what a threshold would be; other thresholds get no such note."""
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(tmp_path, flag, value, "-o", "json")
+    assert code == 0, err  # nothing met: a dropped threshold is not met
+    notes = json.loads(out)["notes"]
+    assert [n for n in notes if "is no threshold" in n] == [
+        n for n in notes if n.startswith(said)
+    ] and any(n.startswith(said) for n in notes), notes
+    _, table, _ = check(tmp_path, flag, value)
+    assert "is no threshold" in table
+
+
+def test_a_soft_zero_percent_threshold_is_warned_of_too(tmp_path: Path) -> None:
+    v1_node(tmp_path, available_mib=900)
+    code, out, err = check(tmp_path, "--eviction-hard", "memory.available<1Mi", "--eviction-soft",
+                           "memory.available<0%", "-o", "json")  # fmt: skip
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert any(n.startswith("memory.available<0% is no threshold") and
+               n.endswith("source: --eviction-soft") for n in notes), notes  # fmt: skip

@@ -322,7 +322,7 @@ def test_command_line_bad_selector_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_the_readme_recipe_against_the_stand_in_run_by_hand(tmp_path: Path) -> None:
-    """`python -m tests.unit.recorded_api` (the README's way to try `evict prune` without a
+    """`python -m tests.unit.recorded_api` (the reference's way to try `evict prune` without a
     cluster) serves its demo pods: a dry run on node-a plans web-1 and web-2; `--all-nodes
     --older-than 1h --yes` removes web-1 (3h) and report-1 (2h) and keeps web-2 (20m)."""
     kubeconfig = tmp_path / "demo.kubeconfig"

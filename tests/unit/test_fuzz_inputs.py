@@ -39,6 +39,9 @@ CORPUS_DIR = Path(__file__).parent / "corpus"
 FUZZ = settings(
     max_examples=int(os.environ.get("KUBEGC_FUZZ_EXAMPLES", "150")),
     deadline=None,
+    # the same examples on every CI run (a run is judged on the code, not on the draw); a
+    # run by hand searches afresh
+    derandomize=os.environ.get("CI", "").lower() in ("1", "true", "yes"),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -1378,7 +1381,9 @@ def test_plan_file(work: Path, which: int, data: st.DataObject) -> None:
     with use_runtime(cri):
         result = run_cli([*base(work), "--pod-source", "none", "apply", str(f), "--dry-run"])
     if check(result, [str(f)], cri) == 2:
-        assert not any(w in result[2] for w in PYTHON_WORDS), result[2]
+        said = result[2].replace(repr(str(f)), "").replace(str(f), "")
+        # (a word the file itself holds, as a key or a string, may be quoted back)
+        assert not any(w in said and w not in text for w in PYTHON_WORDS), result[2]
 
 
 @pytest.mark.parametrize("form", ["json", "yaml-flow", "yaml-block", "json-objects"])

@@ -21,7 +21,9 @@ import pytest
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.node.host.kubelet import (
     dropin_files,
+    env_file_value,
     kubelet_file_flags,
+    kubelet_pod_infra_image,
     load_kubelet_config,
     load_kubelet_files,
     merge_patch,
@@ -390,3 +392,67 @@ def test_a_multi_kind_command_reads_the_kubelet_config_once(tmp_path: Path) -> N
         assert kubelet_config_for(s).pod_logs_dir == "/logs/one"  # the run's one reading
         assert kubelet_config_for(other).pod_logs_dir == "/logs/two"
     assert kubelet_config_for(s).pod_logs_dir == "/logs/two"  # outside: read anew
+
+
+# --- the kubelet's --pod-infra-container-image -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ('KUBELET_KUBEADM_ARGS="--a=1 --b"\n', "--a=1 --b"),
+        ("KUBELET_KUBEADM_ARGS='--a'\n", "--a"),
+        ("KUBELET_KUBEADM_ARGS=--a\nKUBELET_KUBEADM_ARGS=--b\n", "--b"),
+        ("# KUBELET_KUBEADM_ARGS=--a\n; KUBELET_KUBEADM_ARGS=--b\n", None),
+        ("OTHER=--a\n", None),
+        (' KUBELET_KUBEADM_ARGS = "--a" \n', "--a"),
+    ],
+)
+def test_env_file_value(text: str, want: str | None) -> None:
+    assert env_file_value(text, "KUBELET_KUBEADM_ARGS") == want
+
+
+def flags_file(host: Path, path: str, text: str) -> None:
+    f = host / path.lstrip("/")
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(text)
+
+
+def test_the_pod_infra_image_is_read_where_kubeadms_drop_in_reads_the_kubelets_flags(
+    tmp_path: Path,
+) -> None:
+    """kubeadm-flags.env, then /etc/default/kubelet (later on the command line: it wins);
+    none given: None; the running kubelet's command line, when seen, is what is in force."""
+    host = tmp_path / "host"
+    host.mkdir()
+    assert kubelet_pod_infra_image(host, running=None) is None
+    flags_file(host, "/var/lib/kubelet/kubeadm-flags.env",
+               'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///x.sock '
+               '--pod-infra-container-image=registry.k8s.io/pause:3.6"\n')  # fmt: skip
+    assert kubelet_pod_infra_image(host, running=None) == (
+        "registry.k8s.io/pause:3.6",
+        "/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS",
+    )
+    flags_file(
+        host,
+        "/etc/default/kubelet",
+        "KUBELET_EXTRA_ARGS=--pod-infra-container-image example.com/pause:1\n",
+    )
+    assert kubelet_pod_infra_image(host, running=None) == (
+        "example.com/pause:1", "/etc/default/kubelet: KUBELET_EXTRA_ARGS"
+    )  # fmt: skip
+    argv = ["/usr/bin/kubelet", "--pod-infra-container-image=registry.k8s.io/pause:3.9"]
+    assert kubelet_pod_infra_image(host, running=(42, argv)) == (
+        "registry.k8s.io/pause:3.9", "the kubelet's command line (pid 42)"
+    )  # fmt: skip
+    assert kubelet_pod_infra_image(host, running=(42, ["/usr/bin/kubelet"])) is None
+
+
+def test_a_flags_file_that_cannot_be_read_is_passed_over(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    (host / "var/lib/kubelet/kubeadm-flags.env").mkdir(parents=True)  # a directory
+    flags_file(host, "/etc/sysconfig/kubelet",
+               "KUBELET_EXTRA_ARGS=--pod-infra-container-image=a/pause:1\n")  # fmt: skip
+    assert kubelet_pod_infra_image(host, running=None) == (
+        "a/pause:1", "/etc/sysconfig/kubelet: KUBELET_EXTRA_ARGS"
+    )  # fmt: skip

@@ -441,27 +441,134 @@ def test_namespaces_and_pods_complete_from_the_pods_file_or_log_dirs(tmp_path: P
     assert complete("kubegc gc co") == ["containers"]
 
 
-def test_a_saved_plan_naming_a_path_with_a_non_utf8_byte_loads_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "escape", "no_byte"),
+    [("plan.json", "\\udcff", "\\ud800"), ("plan.yaml", "\\uDCFF", "\\uD800")],
+)
+def test_a_saved_plan_naming_a_path_with_a_non_utf8_byte_loads_back(
+    tmp_path: Path, name: str, escape: str, no_byte: str
+) -> None:
     """A pod log directory named with a byte that is not UTF-8 is written into the plan as
-    `os.fsdecode` reads it (`\\udcff`); `apply` reads it back as that same name. A lone
-    surrogate that stands for no byte is still refused."""
+    `os.fsdecode` reads it (`\\udcff`, in JSON or YAML); `apply` reads it back as that same
+    name. A lone surrogate that stands for no byte is still refused."""
     import os
 
-    name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
-    path = f"/var/log/pods/{name}"
+    from kubegc_cli.node.outfile import yaml_text
+
+    dir_name = os.fsdecode(b"ns_p\xffod_11111111-2222-3333-4444-555555555555")
+    path = f"/var/log/pods/{dir_name}"
     action = {"kind": "pod-log-dir", "id": path, "path": path,
               "pod_uid": "11111111-2222-3333-4444-555555555555", "rule": "deleted-pod",
               "reason": "", "result": "planned"}  # fmt: skip
     doc = {"kind": "LogGCPlan", "apiVersion": API_VERSION, "now": "2024-01-01T00:00:00Z",
            "policy": {}, "actions": [action], "kept": [],
            "saved": {"command": "gc logs", "node": this_node(Settings())}}  # fmt: skip
-    f = tmp_path / "plan.json"
-    f.write_text(json.dumps(doc))
-    assert "\\udcff" in f.read_text()
+    f = tmp_path / name
+    f.write_text(yaml_text(doc) if name.endswith(".yaml") else json.dumps(doc))
+    assert escape in f.read_text()
     plan, _ = load_saved_plan(f, Settings())
     assert [os.fsencode(a.path) for a in plan.actions] == [
         b"/var/log/pods/ns_p\xffod_11111111-2222-3333-4444-555555555555"
     ]
-    f.write_text(json.dumps(doc).replace("\\udcff", "\\ud800"))
+    f.write_text(f.read_text().replace(escape, no_byte))
     with pytest.raises(BadInput, match="half of a surrogate pair"):
+        load_saved_plan(f, Settings())
+
+
+# --- plan files in YAML ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["plan.yaml", "plan.YML"])
+def test_plan_out_to_a_yaml_name_writes_yaml_that_loads_back_as_the_json_one(
+    snap: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    import yaml
+
+    as_json, as_yaml = tmp_path / "plan.json", tmp_path / name
+    for f in (as_json, as_yaml):
+        code, _, err = run(["--snapshot", str(snap), "gc", "containers", "--max-delete", "3",
+                            "--plan-out", str(f)], capsys)  # fmt: skip
+        assert code == 0, err
+        assert err.rstrip().endswith(f"apply {f} --yes"), err
+    text = as_yaml.read_text()
+    assert not text.lstrip().startswith("{") and "\nsaved:\n" in text
+    doc, twin = yaml.safe_load(text), json.loads(as_json.read_text())
+    doc["saved"].pop("saved_at"), twin["saved"].pop("saved_at")
+    assert doc == twin  # the same document, only written otherwise
+    from_yaml, _ = load_saved_plan(as_yaml, Settings())
+    from_json, _ = load_saved_plan(as_json, Settings())
+    assert [(a.id, a.result, a.container) for a in from_yaml.actions] == [
+        (a.id, a.result, a.container) for a in from_json.actions
+    ]
+    assert [a.result for a in from_yaml.actions] == [Result.PLANNED] * 3 + [Result.HELD_BACK] * 8
+
+
+def test_plan_out_to_any_other_name_stays_json(
+    snap: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "plan.yaml.txt"
+    code, _, err = run(["--snapshot", str(snap), "gc", "containers", "--plan-out", str(f)], capsys)
+    assert code == 0, err
+    assert json.loads(f.read_text())["kind"] == "ContainerGCPlan"
+
+
+def test_a_yaml_plan_is_read_from_a_name_that_does_not_say_yaml(
+    snap: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pipe (`/dev/fd/63`) or a renamed file: `{` first is JSON, anything else YAML."""
+    f = tmp_path / "plan.yaml"
+    assert run(["--snapshot", str(snap), "gc", "containers", "--plan-out", str(f)], capsys)[0] == 0
+    renamed = tmp_path / "plan"
+    renamed.write_text(f.read_text())
+    plan, _ = load_saved_plan(renamed, Settings())
+    assert len(plan.actions) == 11
+
+
+def _deep(fmt: str, levels: int) -> str:
+    inner = "[" * levels + "]" * levels
+    if fmt == "json":
+        return '{"kind": "ContainerGCPlan", "notes": ' + inner + "}"
+    return "kind: ContainerGCPlan\nnotes: " + inner + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "named"),
+    [
+        ("deep.json", _deep("json", 5000), "nested too deeply"),
+        ("deep.yaml", _deep("yaml", 5000), "nested too deeply"),
+        ("deep", _deep("yaml", 5000), "nested too deeply"),
+        ("bad.yaml", "kind: [unclosed\n", "is not valid YAML"),
+        ("bad.json", '{"kind": ', "is not valid JSON"),
+        ("twice.yaml", "kind: ContainerGCPlan\nkind: GCPlan\n", "key 'kind' appears twice"),
+        ("nul.yaml", 'kind: "Container\\0GCPlan"\n', "NUL"),
+        ("surrogate.yaml", 'kind: "\\uD800"\n', "half of a surrogate pair"),
+        ("list.yaml", "- kind: ContainerGCPlan\n", "not a gc plan"),
+        ("empty.yaml", "", "not a gc plan (kind null"),
+    ],
+)
+def test_apply_refuses_a_malformed_or_too_deep_plan_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, named: str
+) -> None:
+    """Exit 2 with one line naming the file, before the runtime is asked (the socket named
+    does not exist: reaching it would be exit 3): nothing is removed."""
+    f = tmp_path / name
+    f.write_text(text)
+    code, out, err = run(["-r", f"unix://{tmp_path}/none.sock", "--state-dir",
+                          str(tmp_path / "s"), "apply", str(f), "--yes"], capsys)  # fmt: skip
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert named in err and str(f) in err, err
+    assert "Traceback" not in err and not PYTHON_WORDS.search(err), err
+
+
+def test_a_yaml_plan_with_a_timestamp_left_unquoted_is_refused_in_the_files_words(
+    snap: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "plan.yaml"
+    assert run(["--snapshot", str(snap), "gc", "containers", "--plan-out", str(f)], capsys)[0] == 0
+    text = f.read_text()
+    edited = re.sub(r"(?m)^now: '(.*)'$", r"now: \1", text)
+    assert edited != text
+    f.write_text(edited)
+    with pytest.raises(BadInput, match=r"plan file .*plan\.yaml: .* is a YAML datetime, not a "
+                                       r"string; quote it"):  # fmt: skip
         load_saved_plan(f, Settings())

@@ -582,3 +582,86 @@ def test_a_pod_source_that_cannot_be_this_nodes_is_refused(
     with pytest.raises(BadInput, match=refused):
         against_runtime(inv, containers, sandboxes)
     assert against_runtime(NO_POD_SOURCE, containers, sandboxes) is NO_POD_SOURCE  # no check
+
+
+# --- the containers of terminated pods, kept while the pod object exists ---------------------
+
+
+def both(*infos: PodInfo) -> PodInventory:
+    return inventory_of(infos)
+
+
+HINT_CASES = [
+    # (name, containers, inventory, policy, expected note start or "" for none)
+    ("a Succeeded pod's newest record and a Failed pod's, with their log bytes",
+     [ctr("s0", uid="done", age_s=300, log_bytes=1024),
+      ctr("s1", uid="done", attempt=1, age_s=200, log_bytes=2048),
+      ctr("f0", uid="bad", name="job", age_s=300, log_bytes=1024)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded"),
+          PodInfo("bad", "default", "pod-bad", "Failed")),
+     ContainerGCPolicy(),
+     "2 dead container(s) of 2 terminated pod(s) (Failed, Succeeded) kept, 3Ki of logs: the "
+     "pods still exist in the pod source"),
+    ("one log not measured: at least what was",
+     [ctr("s0", uid="done", age_s=300, log_bytes=1024),
+      ctr("s1", uid="done", name="b", age_s=300)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     ContainerGCPolicy(),
+     "2 dead container(s) of 1 terminated pod(s) (Succeeded) kept, at least 1Ki of logs"),
+    ("none measured",
+     [ctr("s0", uid="done", age_s=300)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     ContainerGCPolicy(),
+     "1 dead container(s) of 1 terminated pod(s) (Succeeded) kept, their logs not measured"),
+    ("the kubelet's own limits (--match-kubelet) keep it within the limits: the same hint",
+     [ctr("s0", uid="done", age_s=300, log_bytes=10)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     KUBELET,
+     "1 dead container(s) of 1 terminated pod(s) (Succeeded) kept, 10B of logs"),
+    ("--include-terminated-pods given: they go, no hint",
+     [ctr("s0", uid="done", age_s=300, log_bytes=10)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     ContainerGCPolicy(include_terminated_pods=True), ""),
+    ("a Running pod's record: no hint",
+     [ctr("r0", uid="live", age_s=300, log_bytes=10)],
+     both(PodInfo("live", "default", "pod-live", "Running")),
+     ContainerGCPolicy(), ""),
+    ("no pod source: no pod is known terminated, no hint",
+     [ctr("s0", uid="done", age_s=300, log_bytes=10)], NO_POD_SOURCE, ContainerGCPolicy(), ""),
+    ("kept by MinAge: --include-terminated-pods would not free it, no hint",
+     [ctr("s0", uid="done", age_s=30, log_bytes=10)],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     ContainerGCPolicy(min_age=3600), ""),
+    ("a terminated pod alive on the node (a running container) has not terminated: no hint",
+     [ctr("s0", uid="done", age_s=300, log_bytes=10),
+      ctr("s1", uid="done", name="side", state="RUNNING")],
+     both(PodInfo("done", "default", "pod-done", "Succeeded")),
+     ContainerGCPolicy(), ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("containers", "inventory", "policy", "note"),
+    [pytest.param(*c[1:], id=c[0]) for c in HINT_CASES],
+)
+def test_terminated_pods_whose_containers_stay_get_a_hint_with_their_bytes(
+    containers: list[Container], inventory: PodInventory, policy: ContainerGCPolicy, note: str
+) -> None:
+    sandboxes: list[Sandbox] = []
+    inv = against_runtime(inventory, containers, sandboxes) if inventory.known else inventory
+    plan = plan_containers(containers, policy, inv, NOW)
+    hints = [n for n in plan.notes if "terminated pod(s)" in n]
+    if not note:
+        assert hints == [], hints
+        return
+    [hint] = hints
+    assert hint.startswith(note), hint
+    assert hint.endswith(
+        "deleting those pods (kubectl delete pod, or their owner's TTL or history limit) "
+        "frees them, or --include-terminated-pods treats terminated pods as gone now."
+    )
+    again = plan_containers(
+        containers, ContainerGCPolicy(include_terminated_pods=True), inv, NOW
+    )  # what the hint says would change it does
+    held = {k.id for k in plan.kept if k.rule in ("within-limits", "guard-newest-record")}
+    assert held <= {a.id for a in again.actions}

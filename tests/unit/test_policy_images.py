@@ -9,7 +9,7 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput, GCFailed
 from kubegc_cli.core.model import Container, Image, ImageRecord
-from kubegc_cli.policy.images import ImageGCPolicy, plan_images, usage
+from kubegc_cli.policy.images import ImageGCPolicy, plan_images, sandbox_image_mismatch, usage
 from tests.unit.factories import NOW, S, ctr
 
 MI = 1024 * 1024
@@ -371,3 +371,126 @@ def test_min_age_keeping_every_image_says_when_the_first_qualifies_and_how_not_t
     plan = plan_images(images, [], old, ImageGCPolicy(min_age=120), NOW, began=NOW, **full)
     assert [d.image.id for d in plan.remove] == ["b"]
     assert not any(n.startswith("MinAge") for n in plan.notes)
+
+
+# --- an image kept in use names who holds it -------------------------------------------------
+
+
+def held_by(cid: str, image_id: str, *, pod: str, name: str, state: str = "EXITED") -> Container:
+    c = ctr(cid, uid=f"uid-{pod}", name=name, pod=pod, state=state)
+    return Container(**{**{f: getattr(c, f) for f in c.__slots__}, "image_id": image_id})
+
+
+@pytest.mark.parametrize(
+    ("holders", "reason"),
+    [
+        ([("c1", "web-1", "nginx", "EXITED")], "used by default/web-1 nginx (EXITED)"),
+        ([("c1", "web-1", "nginx", "RUNNING"), ("c2", "web-2", "side", "EXITED")],
+         "used by 2 containers: default/web-1 nginx (RUNNING), default/web-2 side (EXITED)"),
+        ([(f"c{i}", f"web-{i}", "nginx", "EXITED") for i in range(5)],
+         "used by 5 containers: default/web-0 nginx (EXITED), default/web-1 nginx (EXITED), "
+         "default/web-2 nginx (EXITED) and 2 more (-o json lists all)"),
+    ],
+)  # fmt: skip
+def test_an_image_kept_in_use_names_the_containers_and_pods_that_hold_it(
+    holders: list[tuple[str, str, str, str]], reason: str
+) -> None:
+    users = [held_by(cid, "a", pod=pod, name=name, state=st) for cid, pod, name, st in holders]
+    plan = plan_images([img("a"), img("b")], users, {"a": rec(OLD), "b": rec(OLD)},
+                       ImageGCPolicy(), NOW, began=NOW - 10 * 86400 * S,
+                       capacity=1000 * MI, available=100 * MI)  # fmt: skip
+    [kept] = [d for d in plan.kept if d.image.id == "a"]
+    assert (kept.rule, kept.reason) == ("in-use", reason)
+    assert [c.id for c in kept.used_by] == [h[0] for h in holders]  # all of them, for -o json
+    assert [d.image.id for d in plan.remove] == ["b"]
+
+
+def test_a_container_without_pod_labels_is_named_by_its_id() -> None:
+    bare = Container(**{**{f: getattr(ctr("f" * 64), f) for f in ctr("x").__slots__},
+                        "labels": {}, "image_id": "a"})  # fmt: skip
+    plan = plan_images([img("a")], [bare], {}, ImageGCPolicy(), NOW, began=NOW)
+    assert plan.kept[0].reason == f"used by container {'f' * 13} (EXITED)"
+
+
+@pytest.mark.parametrize(
+    ("states", "says"),
+    [
+        (["EXITED", "RUNNING"], "2 image(s) kept in use by 2 container(s), 1 of them not running: "
+                                "an image is kept while any container, dead ones too, uses it; "
+                                "once `kubegc gc containers`"),
+        (["RUNNING", "RUNNING"], "2 image(s) kept in use by 2 container(s), all running"),
+    ],
+)  # fmt: skip
+def test_the_notes_say_how_many_images_are_kept_in_use_and_what_frees_them(
+    states: list[str], says: str
+) -> None:
+    users = [held_by(f"c{i}", iid, pod=f"p{i}", name="app", state=st)
+             for i, (iid, st) in enumerate(zip(("a", "b"), states, strict=True))]  # fmt: skip
+    plan = plan_images([img("a"), img("b")], users, {}, ImageGCPolicy(), NOW, began=NOW)
+    [note] = [n for n in plan.notes if "kept in use" in n]
+    assert note.startswith(says) and note.endswith("(-v lists each image with its containers "
+                                                   "and pods)")  # fmt: skip
+
+
+def test_no_image_in_use_no_note() -> None:
+    plan = plan_images([img("a")], [], {}, ImageGCPolicy(), NOW, began=NOW)
+    assert not [n for n in plan.notes if "kept in use" in n]
+
+
+# --- the kubelet's --pod-infra-container-image against the runtime's sandbox image ----------
+
+P39 = "registry.k8s.io/pause:3.9"
+P36 = "registry.k8s.io/pause:3.6"
+FLAGS = "/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS"
+TOML = "/etc/containerd/config.toml: plugins.'io.containerd.grpc.v1.cri'.sandbox_image"
+
+
+def pause(tag: str, pinned: bool, iid: str = "") -> Image:
+    ref = f"registry.k8s.io/pause:{tag}"
+    return Image(iid or f"sha256:{tag}", repo_tags=(ref,),
+                 repo_digests=(f"registry.k8s.io/pause@sha256:{tag.replace('.', '0'):0>64}",),
+                 pinned=pinned)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "runtime", "images", "says"),
+    [
+        pytest.param((P39, FLAGS), [(P39, TOML)], [pause("3.9", False)], "", id="the same"),
+        pytest.param(("pause:3.9", FLAGS), [("docker.io/library/pause:3.9", TOML)], [], "",
+                     id="the same, one of them a familiar name"),
+        pytest.param((P39, FLAGS), [(P39.replace(":3.9", "@sha256:" + "3" * 64), TOML)],
+                     [Image("sha256:x", repo_tags=(P39,),
+                            repo_digests=("registry.k8s.io/pause@sha256:" + "3" * 64,))], "",
+                     id="a tag and a digest of one image the runtime lists"),
+        pytest.param(None, [(P39, TOML)], [], "", id="the kubelet gives none"),
+        pytest.param((P36, FLAGS), [], [], "", id="no runtime names its own"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [pause("3.9", False), pause("3.6", False)],
+                     f"the kubelet's --pod-infra-container-image {P36} ({FLAGS}) is not the "
+                     f"runtime's sandbox image {P39} ({TOML}): a kubelet before 1.29 keeps only "
+                     f"{P36} from its image GC, and from 1.29 the flag does nothing; the runtime "
+                     f"does not pin {P39}, so the kubelet's image GC may remove it",
+                     id="differ, not pinned"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [pause("3.9", True)],
+                     f"the runtime pins {P39} now, which keeps it from a kubelet's image GC "
+                     "since 1.29", id="differ, pinned"),
+        pytest.param((P36, FLAGS), [(P39, TOML)], [],
+                     f"{P39} is not on the node now", id="differ, not pulled yet"),
+        pytest.param((P36, FLAGS), [(P39, "the runtime's Status"), (P39, TOML)], [],
+                     f"sandbox image {P39} (the runtime's Status)", id="the first source named"),
+    ],
+)  # fmt: skip
+def test_a_kubelet_pod_infra_image_other_than_the_runtimes_sandbox_image_is_warned_of(
+    kubelet: tuple[str, str] | None,
+    runtime: list[tuple[str, str]],
+    images: list[Image],
+    says: str,
+) -> None:
+    got = sandbox_image_mismatch(kubelet, runtime, images)
+    if not says:
+        assert got == ""
+        return
+    assert says in got, got
+    assert got.endswith(
+        f"Give the kubelet --pod-infra-container-image {runtime[0][0]}, or drop the flag "
+        "(kubelet 1.35 refuses it) on a runtime that pins its sandbox image"
+    )

@@ -424,3 +424,29 @@ def test_a_directory_that_is_not_there_is_exit_3_naming_it_never_nothing_found(
     assert err.startswith(said) and err.count("\n") == 1, err
     # the kubelet root names the flag to give (and the running kubelet's, when there is one)
     assert ("give --root-dir" in err) is (flag == "--root-dir"), err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["gc", "logs", "--dry-run"],
+        ["gc", "all", "--dry-run"],
+        ["reclaim", "--dry-run"],
+    ],
+)
+def test_every_command_given_a_pod_log_directory_that_is_not_there_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """gc logs and gc all as residue and reclaim: a --pod-logs-dir that is not there is exit 3
+    in one line naming it, before the runtime is asked — never "nothing to remove"."""
+    (tmp_path / "kubelet").mkdir()
+    missing = tmp_path / "missing"
+    root = ["--root-dir", str(tmp_path / "kubelet")] if command[0] == "reclaim" else []
+    argv = ["-r", "unix:///nonexistent.sock", "--pod-source", "none", "--state-dir",
+            str(tmp_path / "s"), *command, *root, "--pod-logs-dir", str(missing)]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert (code, out) == (3, ""), err
+    assert err == (
+        f"kubegc: error: cannot read the pod log directory (--pod-logs-dir) {missing}: "
+        "No such file or directory\n"
+    )

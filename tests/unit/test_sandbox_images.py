@@ -561,3 +561,51 @@ def test_runtime_config_from_kubegc_config_file(tmp_path: Path) -> None:
     assert code == 0, err
     kept = {k["id"]: k["reason"] for k in json.loads(out)["kept"]}
     assert "/srv/ctd.toml: plugins." in kept["sha256:pause"]
+
+
+def test_said_is_what_the_runtimes_name_themselves(tmp_path: Path) -> None:
+    """Assumed defaults and Bottlerocket's pattern are no runtime's word; a config's is."""
+    assert runtime_sandbox_images(None, tmp_path, None, no_warning).said() == []
+    write(tmp_path, "/etc/containerd/config.toml", V2.format(image="mine.example/pause:9"))
+    assert runtime_sandbox_images(None, tmp_path, None, no_warning).said() == [
+        ("mine.example/pause:9",
+         "/etc/containerd/config.toml: plugins.'io.containerd.grpc.v1.cri'.sandbox_image"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kubelet_image", "warned"),
+    [("registry.k8s.io/pause:3.9", True), ("mine.example/pause:9", False)],
+)
+def test_gc_images_warns_of_a_kubelet_pod_infra_image_the_runtime_does_not_use(
+    tmp_path: Path, kubelet_image: str, warned: bool
+) -> None:
+    """The runtime's config names mine.example/pause:9; kubeadm's flags file gives the
+    kubelet another: the plan's notes (table and JSON) say so, whether the runtime pins it,
+    and what to set. The same image in both: no such note."""
+    host = tmp_path / "host"
+    write(host, "/etc/containerd/config.toml", V2.format(image="mine.example/pause:9"))
+    write(host, "/var/lib/kubelet/kubeadm-flags.env",
+          f'KUBELET_KUBEADM_ARGS="--pod-infra-container-image={kubelet_image}"\n')  # fmt: skip
+    base = ["--host-root", str(host), "--state-dir", str(tmp_path / "s"), "gc", "images",
+            "--dry-run"]  # fmt: skip
+    with use_runtime(_runtime()):
+        code, out, err = run_cli(["-o", "json", *base])
+    assert code == 0, err
+    notes = [n for n in json.loads(out)["notes"] if "--pod-infra-container-image" in n]
+    if not warned:
+        assert notes == []
+        return
+    [note] = notes
+    assert note.startswith(
+        f"the kubelet's --pod-infra-container-image {kubelet_image} "
+        "(/var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS) is not the runtime's "
+        "sandbox image mine.example/pause:9 (/etc/containerd/config.toml: "
+    ), note
+    assert "the runtime does not pin mine.example/pause:9" in note
+    assert note.endswith("Give the kubelet --pod-infra-container-image mine.example/pause:9, "
+                         "or drop the flag (kubelet 1.35 refuses it) on a runtime that pins "
+                         "its sandbox image")  # fmt: skip
+    with use_runtime(_runtime()):
+        code, table, err = run_cli(base)
+    assert code == 0 and "is not the runtime's sandbox image" in table, err

@@ -289,7 +289,8 @@ def test_a_run_killed_mid_stage_leaves_the_rows_of_its_removals(
     cri: FaultCri, tmp_path: Path
 ) -> None:
     """SIGKILL while the fourth removal is in the runtime: the three before it are in the
-    audit log (each row is written as its action completes)."""
+    audit log (each row is written as its action completes), and the fourth is there as
+    `in-flight` (its row is written before the removal starts)."""
     cri.gate, cri.gate_after = threading.Event(), 3
     argv = kubegc(cri, tmp_path / "state", "gc", "containers", "--yes", "--concurrency", "1")
     proc = subprocess.Popen(
@@ -306,5 +307,10 @@ def test_a_run_killed_mid_stage_leaves_the_rows_of_its_removals(
         cri.gate.set()
     assert len(removed) == 3
     [run] = history(tmp_path / "state")
-    assert run["command"] == "gc containers" and run["by_result"] == {"removed": 3}
-    assert {a["id"] for a in run["actions"]} == set(removed)
+    assert run["command"] == "gc containers"
+    assert run["by_result"] == {"removed": 3, "in-flight": 1}
+    done = [a for a in run["actions"] if a["result"] == "removed"]
+    [killed] = [a for a in run["actions"] if a["result"] == "in-flight"]
+    assert {a["id"] for a in done} == set(removed)
+    assert killed["id"] not in removed and killed["kind"] == "container"
+    assert "no outcome recorded" in killed["error"]

@@ -262,6 +262,42 @@ def test_a_bounded_walk_inside_another_runs_in_the_same_worker() -> None:
     assert mine == nested == "kubegc-walk" != threading.current_thread().name
 
 
+def test_walk_workers_are_reused_and_one_whose_walk_hangs_is_handed_no_other() -> None:
+    """Bounded walks one after another run in the same idle worker, with no `Watch` of an
+    earlier walk left on it; a worker whose walk hangs past the timeout gets no further walk
+    (the next one runs elsewhere at once), and goes back to serving walks once its call
+    returns."""
+    import threading
+
+    from kubegc_cli.node.host import bounded as module
+
+    def who(watch: object) -> tuple[threading.Thread, bool]:
+        return threading.current_thread(), getattr(module._worker, "watch", None) is watch
+
+    firsts = [bounded(who) for _ in range(50)]  # (the threads are kept: no id is reused)
+    assert len({id(thread) for thread, _ in firsts}) == 1 and all(mine for _, mine in firsts)
+    worker = firsts[0][0]
+    release = threading.Event()
+
+    def stuck(watch: module.Watch) -> None:
+        watch.at("/stuck/here")
+        release.wait(30)
+
+    with walk_timeout_of(0.2), pytest.raises(Stalled):
+        bounded(stuck)
+    try:
+        others = {bounded(who)[0] for _ in range(20)}
+        assert worker not in others  # the hung worker is never handed a walk
+        idle = len(module._idle)
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(module._idle) == idle:
+        time.sleep(0.01)
+    assert len(module._idle) == idle + 1  # the hung call returned: its worker is idle again
+    assert hung_at("/stuck/here") == ""
+
+
 @needs_fuse
 def test_df_gives_up_on_a_hung_mount_and_walks_the_rest(tmp_path: Path) -> None:
     """`df`'s walk of the pod log root with a mount made since the table was read that never

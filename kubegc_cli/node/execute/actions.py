@@ -177,6 +177,9 @@ class Executor(ABC, Generic[A]):
     client: CriClient
     concurrency: int = 4
     on_done: Callable[[A], None] | None = field(default=None, kw_only=True)
+    #: Hears of each action right before its re-check and removal start (from a worker
+    #: thread): the audit log's in-flight row.
+    on_start: Callable[[A], None] | None = field(default=None, kw_only=True)
     last_words: Callable[[], None] | None = field(default=None, kw_only=True)
     #: Why no further action may start ("" to go on), asked before each: once it names a
     #: reason, the actions not begun are `skipped` ("not attempted: <reason>") and the calls
@@ -318,6 +321,8 @@ class Executor(ABC, Generic[A]):
         with self._lock:
             self._attempted += 1
             self._in_flight[id(a)] = a
+        if self.on_start is not None:
+            self.on_start(a)
         try:
             self._act(a)
         except RuntimeUnavailable as exc:

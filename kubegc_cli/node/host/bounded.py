@@ -15,15 +15,17 @@ such calls off the calling thread with two guards:
   is remembered: no later walk in this process touches it or anything below it
   (`Watch.may_enter`), so one hung mount costs one timeout, not one per walk.
 
-The abandoned thread is a daemon: it ends at its next `Watch.at` once its call returns (the
-path is then forgotten: it answered), or with the process (hung NFS and FUSE requests are
-killable).
+The abandoned thread is a daemon: its walk ends at its next `Watch.at` once its call returns
+(the path is then forgotten: it answered), or the thread ends with the process (hung NFS and
+FUSE requests are killable). Workers are kept idle for the next walk once theirs has
+returned; one whose walk hangs is never handed another.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -116,6 +118,37 @@ class Watch:
         return not (_HUNG and hung_at(path))
 
 
+#: Idle walk workers kept for the next `bounded` call (a thread per walk costs more than
+#: many a walk: a removal's log unlink is two system calls).
+_IDLE_WORKERS_KEPT = 16
+_NOT_BEGUN = -1.0  # `Watch.stamp` of a walk no worker has begun
+_idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+_IDLE_LOCK = threading.Lock()
+
+
+def _start(job: Callable[[], None]) -> None:
+    """Run `job` in an idle walk worker, or in a new daemon one when none is idle. A worker
+    goes back to idle once its job has returned, whenever that is: one whose job hangs is
+    never handed another."""
+    with _IDLE_LOCK:
+        idle = _idle.pop() if _idle else None
+    if idle is not None:
+        idle.put(job)
+        return
+    jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    jobs.put(job)
+
+    def serve() -> None:
+        while True:
+            jobs.get()()
+            with _IDLE_LOCK:
+                if len(_idle) >= _IDLE_WORKERS_KEPT:
+                    return
+                _idle.append(jobs)
+
+    threading.Thread(target=serve, name="kubegc-walk", daemon=True).start()
+
+
 def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
     """`walk(watch)` run in a daemon worker thread, its result or its exception; `Stalled`
     when the walk reports no progress (`Watch.at`) for `timeout` seconds (default
@@ -130,10 +163,12 @@ def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
         return walk(enclosing)
     limit = walk_timeout() if timeout is None else timeout
     watch = Watch()
+    watch.stamp = _NOT_BEGUN  # the timeout counts from the walk's start, not from its queueing
     done = threading.Event()
     box: dict[str, object] = {}
 
     def run() -> None:
+        watch.stamp = time.monotonic()
         _worker.watch = watch
         try:
             box["value"] = walk(watch)
@@ -142,14 +177,17 @@ def bounded(walk: Callable[[Watch], T], timeout: float | None = None) -> T:
         except BaseException as exc:  # handed to the caller
             box["error"] = exc
         finally:
-            done.set()
+            _worker.watch = None
             if watch.abandoned:  # the call it was stuck in returned: the path answers again
                 with _HUNG_LOCK:
                     _HUNG.discard(watch.path)
+            done.set()
 
-    threading.Thread(target=run, name="kubegc-walk", daemon=True).start()
+    _start(run)
     wait = limit
     while not done.wait(wait):
+        if watch.stamp == _NOT_BEGUN:  # no worker has run it yet: waiting for a CPU, not a call
+            continue
         idle = time.monotonic() - watch.stamp
         if idle >= limit:
             with _HUNG_LOCK:

@@ -395,6 +395,76 @@ def root_dir_hint(host_root: Path) -> str:
     return " (give --root-dir: the kubelet's --root-dir)"
 
 
+#: The kubelet flag naming the sandbox image its image GC keeps (kubelet before 1.29; a no-op
+#: from 1.29, removed in 1.35).
+POD_INFRA_FLAG = "pod-infra-container-image"
+#: The files kubeadm's systemd drop-in (`10-kubeadm.conf`) reads the kubelet's extra flags from,
+#: with the variable each sets, in the order `ExecStart` puts them on the command line
+#: (`$KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS`): a flag given in a later one wins.
+KUBELET_FLAG_FILES = (
+    ("/var/lib/kubelet/kubeadm-flags.env", "KUBELET_KUBEADM_ARGS"),
+    ("/etc/default/kubelet", "KUBELET_EXTRA_ARGS"),
+    ("/etc/sysconfig/kubelet", "KUBELET_EXTRA_ARGS"),
+)
+_MAX_FLAG_FILE_BYTES = 64 << 10
+
+
+def env_file_value(text: str, key: str) -> str | None:
+    """The value `key` is given in a systemd `EnvironmentFile` text (`KEY=value` or
+    `KEY="value"`, `#` and `;` lines are comments, the last assignment wins), its enclosing
+    quotes removed; None when it is not set."""
+    value = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        name, eq, rest = line.partition("=")
+        if not eq or name.strip() != key:
+            continue
+        rest = rest.strip()
+        if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
+            rest = rest[1:-1]
+        value = rest
+    return value
+
+
+def kubelet_pod_infra_image(
+    host_root: Path, *, running: tuple[int, list[str]] | bool | None = True
+) -> tuple[str, str] | None:
+    """The kubelet's `--pod-infra-container-image` and where it is given: (image reference,
+    source), or None when nothing gives one.
+
+    From the running kubelet's command line when it can be seen (`running`: its (pid, argv),
+    None for none, True to look: `running_kubelet`); else from the files kubeadm's systemd
+    drop-in reads flags from (`KUBELET_FLAG_FILES`, under `host_root`), the value split on
+    white space as systemd splits an unquoted `$VARIABLE`, the last one given winning. A file
+    that cannot be read (or gives no answer within `--timeout`) is passed over: this names a
+    setting for a warning, it never lets anything be removed."""
+    found = running_kubelet(host_root) if running is True else running
+    if isinstance(found, tuple):
+        pid, argv = found
+        given = kubelet_flags(argv, (POD_INFRA_FLAG,)).get(POD_INFRA_FLAG)
+        return (given, f"the kubelet's command line (pid {pid})") if given else None
+    best: tuple[str, str] | None = None
+    for path, key in KUBELET_FLAG_FILES:
+        local = host_root / path.lstrip("/")
+
+        def read(watch: Watch, local: Path = local) -> bytes:
+            watch.at(str(local))
+            with open(local, "rb") as f:
+                return f.read(_MAX_FLAG_FILE_BYTES)
+
+        try:
+            text = bounded(read).decode("utf-8", "replace")
+        except OSError:  # (`Stalled` too)
+            continue
+        args = (env_file_value(text, key) or "").split()
+        given = kubelet_flags(["kubelet", *args], (POD_INFRA_FLAG,)).get(POD_INFRA_FLAG)
+        if given:
+            best = (given, f"{path}: {key}")
+    return best
+
+
 def load_kubelet_files(
     explicit: Path | None,
     host_root: Path,

@@ -1059,6 +1059,18 @@ def pointless(result: ThresholdResult) -> str:
     return ""
 
 
+def disabled_why(signal: str, text: str) -> str:
+    """Why a threshold written `signal<0%` or `signal<100%` tells nothing, and what would
+    make it one: the kubelet takes exactly those two as no threshold at all and drops them
+    (`parseThresholdStatement`), so it is never met whatever is used — `100%` does not mean
+    "always", nor `0%` "only when full". A percentage between them or a quantity is a
+    threshold."""
+    return (
+        f"{signal}<{text} is no threshold: the kubelet drops 0% and 100% ones, so it is never "
+        f"met whatever is used; give a percentage between them ({signal}<10%) or a quantity"
+    )
+
+
 def evaluate(
     config: EvictionConfig,
     observations: Mapping[str, Observation],
