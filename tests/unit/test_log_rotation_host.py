@@ -5,12 +5,14 @@ podLogsDir, no symlink followed), the findings `residue scan` makes of it, and w
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kubegc_cli.commands.residue import rotation_findings
 from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.model import ANNOTATION_RESTART_COUNT, ContainerState
 from kubegc_cli.core.plan import Result
 from kubegc_cli.core.podlogs import LogOwner, LogRotation
 from kubegc_cli.core.residue import (
@@ -25,10 +27,11 @@ from kubegc_cli.core.residue import (
     Finding,
 )
 from kubegc_cli.node.execute.residue import ResidueCleaner
-from kubegc_cli.node.host.logrotation import read_container_log_dirs
+from kubegc_cli.node.host.logrotation import log_owners, read_container_log_dirs
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
+from tests.unit.factories import ctr, owner
 from tests.unit.test_residue_host import Mount, mount, needs_root
 
 __all__ = ["mount"]  # the fixture, used by name
@@ -293,3 +296,15 @@ def test_a_stale_link_that_changed_is_left(tmp_path: Path, change: str) -> None:
     assert link.result is Result.SKIPPED, link.error
     assert ("knows" if known else "no longer a symlink") in link.error
     assert os.path.lexists(path) and (tmp_path / DIR.lstrip("/") / "0.log").exists()
+
+
+def test_log_owners_from_the_runtimes_containers() -> None:
+    """Each container's live log is the kubelet's `<dir>/<restartCount>.log`; a container
+    whose restart count is unknown makes its directory unsure; a running one wins a path."""
+    exited = owner("e" * 64, f"{DIR}/1.log")
+    running = replace(owner("r" * 64, f"{DIR}/1.log"), state=ContainerState.RUNNING)
+    unknown = replace(ctr("u" * 64, uid=UID, name="side", ns="default", pod="web"), annotations={})
+    odd = replace(exited, id="o" * 64, annotations={ANNOTATION_RESTART_COUNT: "x"})
+    owners, unsure = log_owners(LOGS, [exited, running, unknown, odd])
+    assert owners == {f"{DIR}/1.log": LogOwner("r" * 64, running=True)}
+    assert unsure == {f"{LOGS}/{POD}/side", DIR}
