@@ -80,7 +80,11 @@ def residue_scan(ctx: click.Context, /, **opts: Any) -> None:
     Orphaned pod directories (with their volumes and any mount below them), orphaned pod log
     directories and dangling /var/log/containers links, dead sandboxes and containers (what
     `gc all` would remove), leaked network namespaces and CNI IP reservations, orphaned pod
-    cgroups, leaked shims, runtime lists near the gRPC message limit, unused images. Each
+    cgroups, leaked shims, runtime lists near the gRPC message limit, unused images, and
+    what container log rotation has not done or left behind, judged by the kubelet's
+    containerLogMaxSize and containerLogMaxFiles (live logs over size, containers over
+    budget, rotated files past the count, uncompressed rotations, a failed compression's
+    leftovers, earlier instances' logs, /var/log/containers links of gone containers). Each
     finding says why it is residue, its bytes on disk, whether `residue clean` may remove it
     (and if not, why), what cleaning does (nothing when not safe) and what an operator could
     run by hand. Nothing is changed.
@@ -122,13 +126,17 @@ def residue_clean(ctx: click.Context, /, **opts: Any) -> None:
     read, no directory is removed); a network
     namespace is unmounted and unlinked only if no process holds it; a CNI IP reservation
     only while its ID is still unknown to the runtime; a pod cgroup only when empty (rmdir,
-    deepest first). Shims, runtime objects and images are never touched: the finding names
-    the command to run. Needs the runtime (exit 3 without it, nothing removed).
+    deepest first); a container log file only while it is the file scanned, unchanged; a
+    running container's live log over containerLogMaxSize is rotated as the kubelet rotates
+    it (renamed, then CRI ReopenContainerLog; renamed back if that fails), never truncated.
+    Shims, runtime objects and images are never touched: the finding names the command to
+    run. Needs the runtime (exit 3 without it, nothing removed).
 
     \b
     Examples:
       kubegc residue clean --pods-file pods.json --dry-run
       kubegc residue clean --pods-file pods.json --kind orphaned-pod-dir --yes
+      kubegc residue clean --kind log-over-size --kind rotated-log-past-count --yes
     """
     s = settings_from(ctx)
     if opts["dry_run"] and opts["yes"]:

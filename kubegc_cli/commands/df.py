@@ -25,6 +25,16 @@ Where each figure comes from, and where it is counted:
   without it no pod counts as deleted and a note says so.
 - Residue: orphaned pod directories and pod log directories, as `residue scan` finds them; their
   bytes count there, not again under logs or emptyDir.
+- Log rotation: the files `residue scan` finds container log rotation left behind in the log
+  directories of pods the runtime knows (rotated files past containerLogMaxFiles, a failed
+  compression's `.tmp`, an uncompressed file whose `.gz` exists, uncompressed rotations other
+  than the newest, earlier instances' logs safe to remove), judged by the effective
+  containerLogMaxSize / containerLogMaxFiles (`commands.residue.rotation_findings`); their
+  bytes count there, not again under logs. Reclaimable: what `residue clean` removes (not
+  the uncompressed ones: kubegc does not compress). Not counted: those of a deleted pod
+  (its whole directory is under logs) or of a container `gc containers` removes (its logs
+  are under dead containers). Live logs over containerLogMaxSize and containers over budget
+  are a note: rotating frees nothing.
 - other = used − every line above, per filesystem, so the lines add up to used exactly. It is
   negative when CRI sizes overstate (a layer shared by two images counts in both image sizes).
   What the walk cannot read is in other, and counted in `DfReport.unreadable` with a note.
@@ -52,9 +62,19 @@ from typing import Any
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.evict import eviction_config, kubelet_root
 from kubegc_cli.commands.flow import load_pod_inventory, open_client
+from kubegc_cli.commands.residue import rotation_findings
 from kubegc_cli.core.errors import BadInput, ExitCode, GCFailed, KubegcError, RuntimeUnavailable
-from kubegc_cli.core.model import API_VERSION, Container, ContainerState
+from kubegc_cli.core.model import API_VERSION, LABEL_POD_UID, Container, ContainerState
+from kubegc_cli.core.podlogs import LogRotation
 from kubegc_cli.core.pods import PodInventory, against_runtime
+from kubegc_cli.core.residue import (
+    EARLIER_INSTANCE_LOG,
+    LOG_OVER_SIZE,
+    LOGS_OVER_BUDGET,
+    ROTATED_PAST_COUNT,
+    ROTATED_UNCOMPRESSED,
+    ROTATION_LEFTOVER,
+)
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes, format_go_duration, ns_to_rfc3339
 from kubegc_cli.node.cri.endpoint import resolve_endpoint
@@ -83,8 +103,10 @@ from kubegc_cli.node.diskusage import (
 )
 from kubegc_cli.node.host.fs import FsStats
 from kubegc_cli.node.host.kubelet import kubelet_config_for, root_dir_hint, validate_pod_logs_dir
+from kubegc_cli.node.host.logrotation import log_owners
 from kubegc_cli.node.host.logs import host_path_of
 from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.imagefs import FsLayout, fs_layout
 from kubegc_cli.node.signals import disk_observations
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
@@ -110,6 +132,7 @@ IMAGES_UNUSED = "images.unused"
 LAYERS = "writable-layers"
 LAYERS_RUNNING = "writable-layers.running"
 LAYERS_DEAD = "writable-layers.dead"
+LOG_ROTATION = "log-rotation"
 RESERVED = "reserved"
 OTHER = "other"
 
@@ -123,6 +146,7 @@ LABELS = {
     LOGS: "container logs",
     LOGS_DEAD: "of dead containers",
     LOGS_DELETED: "of deleted pods",
+    LOG_ROTATION: "left by log rotation",
     EMPTY_DIR: "emptyDir volumes",
     POD_DATA: "pod directories, other",
     RESIDUE: "residue",
@@ -513,6 +537,9 @@ def disk_usage(
     ]
     for finding in residue:
         report.mounted += count_finding(s.host_root, finding, walker.tally)
+    if rt is not None and logs_dev is not None:
+        _log_rotation(s, ui, rt, logs_dir, kcfg.log_rotation, mounts, deleted, removed, walker,
+                      report.notes)  # fmt: skip
     _attribute(s, systems, walker, rt, removed, now, commands, report)
     _thresholds(systems, eviction, layout, report)
     _image_gc(systems, gc_settings, report)
@@ -533,6 +560,77 @@ def disk_usage(
         }
     _notes(report, pods, rt, walker)
     return report
+
+
+#: The rotation findings counted in the `log-rotation` line.
+ROTATION_COUNTED = (ROTATED_PAST_COUNT, ROTATION_LEFTOVER, EARLIER_INSTANCE_LOG,
+                    ROTATED_UNCOMPRESSED)  # fmt: skip
+
+
+def _log_rotation(
+    s: Settings,
+    ui: Ui,
+    rt: RuntimeView,
+    logs_dir: str,
+    rotation: LogRotation,
+    mounts: MountTable,
+    deleted: Callable[[str], bool],
+    removed: frozenset[str],
+    walker: Walker,
+    notes: list[str],
+) -> None:
+    """The `log-rotation` line: the rotation findings `residue scan` makes (`ROTATION_COUNTED`)
+    moved out of `logs` on the device of each file, reclaimable when `residue clean` removes
+    them; none of a deleted pod or of a container `gc containers` removes (counted there),
+    nor an earlier instance's log not safe to remove (it may be a new instance's). Live logs
+    over size and containers over budget: a note each."""
+    uids = {c.pod_uid for c in rt.containers} | {sb.uid for sb in rt.sandboxes}
+    uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in rt.sandboxes}
+    owners, unsure = log_owners(logs_dir, rt.containers)
+    ctx = ScanContext(
+        host_root=s.host_root,
+        pod_logs_dir=logs_dir,
+        runtime_known=True,
+        runtime_pod_uids=frozenset(u for u in uids if u),
+        sandbox_ids=frozenset(sb.id for sb in rt.sandboxes),
+        container_ids=frozenset(c.id for c in rt.containers),
+        mounts=mounts,
+        log_rotation=rotation,
+        log_owners=owners,
+        log_unsure=unsure,
+    )
+    found = rotation_findings(ctx, (*ROTATION_COUNTED, LOG_OVER_SIZE, LOGS_OVER_BUDGET), ui.warn)
+    tally = walker.tally
+    over = budget = 0
+    for f in found:
+        d = f.details
+        if deleted(str(d.get("uid", ""))) or d.get("container_id") in removed:
+            continue
+        if f.type == LOG_OVER_SIZE:
+            over += 1
+            continue
+        if f.type == LOGS_OVER_BUDGET:
+            budget += 1
+            continue
+        if f.type == EARLIER_INSTANCE_LOG and not f.safe:
+            continue  # not known to be an earlier instance's (yet): a live log, maybe
+        dev, n = d.get("dev"), f.bytes or 0
+        if not isinstance(dev, int):
+            continue
+        tally.add(dev, LOGS, -n)
+        tally.add(dev, LOG_ROTATION, n, reclaim=n if f.safe else 0, count=1)
+    size = format_bytes(rotation.max_size)
+    if over:
+        notes.append(
+            f"{over} running container log(s) at or over containerLogMaxSize {size} "
+            f"({rotation.source}): the kubelet has not rotated them yet (`residue clean` "
+            "rotates them; that moves bytes, it frees none)"
+        )
+    if budget:
+        notes.append(
+            f"{budget} container log(s) over containerLogMaxSize × containerLogMaxFiles "
+            f"({size} × {rotation.max_files}): `residue scan --kind logs-over-budget` names them"
+        )
 
 
 def _never(uid: str) -> bool:
@@ -671,7 +769,8 @@ def _lines(f: Filesystem, tally: Tally, commands: Mapping[str, str]) -> None:
     them (`_commands`: carrying this run's options)."""
     gc_all, clean = commands[CMD_ALL], commands[CMD_RESIDUE]
     by_key = {LOGS: gc_all, LOGS_DEAD: commands[CMD_CONTAINERS], LOGS_DELETED: gc_all,
-              RESIDUE: clean, RESIDUE_POD_DIRS: clean, RESIDUE_LOG_DIRS: clean}  # fmt: skip
+              RESIDUE: clean, RESIDUE_POD_DIRS: clean, RESIDUE_LOG_DIRS: clean,
+              LOG_ROTATION: clean}  # fmt: skip
     for (dev, key), n in tally.bytes.items():
         if dev != f.device:
             continue

@@ -50,7 +50,16 @@ from kubegc_cli.commands.residue import (
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import ContainerState
 from kubegc_cli.core.plan import Plan, Result
-from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
+from kubegc_cli.core.residue import (
+    CNI_IP,
+    EARLIER_INSTANCE_LOG,
+    LOG_ROTATION_TYPES,
+    NETNS,
+    POD_CGROUP,
+    POD_DIR,
+    ROTATED_PAST_COUNT,
+    ROTATION_LEFTOVER,
+)
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.fs import FsStats, fs_stats
@@ -63,8 +72,11 @@ from kubegc_cli.policy.scope import Scope
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
 
-#: The residue kinds a reclaim run cleans (the others are `gc all`'s objects, or never safe).
-RESIDUE_KINDS = (POD_DIR, NETNS, CNI_IP, POD_CGROUP)
+#: The residue kinds a reclaim run cleans (the others are `gc all`'s objects, never safe, or
+#: free nothing: a live log's rotation, a stale link).
+RESIDUE_KINDS = (
+    POD_DIR, NETNS, CNI_IP, POD_CGROUP, ROTATED_PAST_COUNT, ROTATION_LEFTOVER, EARLIER_INSTANCE_LOG,
+)  # fmt: skip
 PLAN_KIND = "ReclaimPlan"
 #: Which filesystem each action kind frees bytes on: its role (see `ReclaimPlan.filesystems`).
 ROLE_OF_KIND = {
@@ -76,6 +88,16 @@ ROLE_OF_KIND = {
     "image": "imagefs",
 }
 ROLE_OF_SIGNAL = {"nodefs.available": "nodefs", "imagefs.available": "imagefs"}
+
+
+def role_of(a: Any) -> str:
+    """The role of the filesystem action `a` frees bytes on (`ROLE_OF_KIND`; a container
+    log rotation finding's files are on the pod log root's)."""
+    if a.kind == "finding" and a.type in LOG_ROTATION_TYPES:
+        return "logs"
+    return ROLE_OF_KIND.get(a.kind, "nodefs")
+
+
 #: Kind group names in the table's totals, in acting order.
 GROUPS = (
     ("container", ("container",)),
@@ -279,7 +301,7 @@ def apply_target(
         size: int = a.planned_bytes
         if fs is None:
             return size
-        return size if devices[ROLE_OF_KIND.get(a.kind, "nodefs")] == fs.device else 0
+        return size if devices[role_of(a)] == fs.device else 0
 
     needed = target.needed(fs.capacity, fs.available) if fs else target.amount
     planned = [a for a in plan.actions if a.result is Result.PLANNED]

@@ -15,6 +15,7 @@ raises `RuntimeUnavailable` (exit 3) before acting: nothing is removed.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,20 +33,24 @@ from kubegc_cli.commands.flow import (
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
+    ContainerState,
 )
 from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.podlogs import LogRotation, pod_uid_from_dir
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.residue import (
     CNI_IP,
     DEAD_CONTAINER,
     DEAD_SANDBOX,
     LOG_LINK,
+    LOG_ROTATION_TYPES,
     NETNS,
     OVERSIZED_LIST,
     POD_CGROUP,
     POD_DIR,
     POD_LOG_DIR,
     SHIM,
+    STALE_LOG_LINK,
     TYPES,
     UNUSED_IMAGE,
     Finding,
@@ -60,13 +65,17 @@ from kubegc_cli.node.host.kubelet import (
     root_dir_hint,
     validate_pod_logs_dir,
 )
+from kubegc_cli.node.host.logrotation import log_owners, read_container_log_dirs
 from kubegc_cli.node.host.logs import (
+    LogRoots,
     host_path_of,
     pinned_on_host,
 )
 from kubegc_cli.node.host.mounts import MountTable
+from kubegc_cli.node.host.podlogs import linked_logs
 from kubegc_cli.node.host.scan import ScanContext
 from kubegc_cli.node.residue_runtime import RuntimeFacts, observe_runtime, with_runtime
+from kubegc_cli.policy.logrotation import plan_log_rotation, stale_links
 from kubegc_cli.policy.residue import dead_objects, oversized_lists, unused_images
 
 if TYPE_CHECKING:
@@ -124,7 +133,8 @@ class ResiduePlan(Plan[Any]):
     scan_only: bool = False
 
     def totals(self) -> dict[str, dict[str, int]]:
-        """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes`."""
+        """Per scanned type: `count`, `bytes` (known sizes summed), `safe`, `safe_bytes` (what
+        cleaning the safe ones frees: `Finding.planned_bytes`)."""
         out = {t: {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0} for t in self.types}
         for f in [*self.actions, *self.kept]:
             row = out.setdefault(f.type, {"count": 0, "bytes": 0, "safe": 0, "safe_bytes": 0})
@@ -132,7 +142,7 @@ class ResiduePlan(Plan[Any]):
             row["bytes"] += f.bytes or 0
             if f.safe:
                 row["safe"] += 1
-                row["safe_bytes"] += f.bytes or 0
+                row["safe_bytes"] += f.planned_bytes
         return out
 
     def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
@@ -198,6 +208,8 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         pod_logs_dir = validate_pod_logs_dir(opts.pod_logs_dir, source="--pod-logs-dir")
     else:
         pod_logs_dir = kubelet_config_for(s).pod_logs_dir
+    rotating = set(LOG_ROTATION_TYPES) & set(types)
+    rotation = kubelet_config_for(s).log_rotation if rotating else LogRotation()
     # a directory given that is not there says so, as df does, never "nothing found"
     if opts.root_dir is not None:
         needed_dir(s.host_root, root_dir, "the kubelet root", lambda: root_dir_hint(s.host_root))
@@ -237,6 +249,7 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
             pods_known=pods.known,
             pod_uids=frozenset(pods.pods),
             mounts=mounts,
+            log_rotation=rotation,
         )
         if facts is not None:
             pods = against_runtime(pods, facts.containers, facts.sandboxes)
@@ -245,6 +258,8 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         if client is not None:
             socket = host_path_of(s.host_root, client.endpoint.path)
         findings = _host_findings(ctx, types, ui, runtime_socket=socket)
+        if rotating:
+            findings += rotation_findings(ctx, types, ui.warn)
         if facts is not None:
             findings += _runtime_findings(facts, pods, now, types, _gc_command(s))
             if facts.netns_unknown:
@@ -266,6 +281,45 @@ def _scan(s: Settings, ui: Ui, opts: ResidueOptions, *, keep_client: bool) -> Re
         f"CNI {cni_dir}"
     )
     return ResidueScan(plan, client, pods)
+
+
+def rotation_findings(
+    ctx: ScanContext, types: Iterable[str], warn: Callable[[str], None]
+) -> list[Finding]:
+    """The container log rotation findings of `types` (`core.residue.LOG_ROTATION_TYPES`):
+    the container log directories of the pods the runtime knows (every one when it was not
+    read) read under the host root (`host.logrotation.read_container_log_dirs`) and judged
+    by `policy.logrotation` with `ctx.log_rotation`, and the `/var/log/containers` links
+    whose target exists (`host.podlogs.linked_logs`, judged by `stale_links`). What could
+    not be read is a warning (`warn`). The grace periods count from the wall clock."""
+    wanted = set(types)
+    roots = LogRoots(ctx.host_root, ctx.pod_logs_dir)
+    known = ctx.runtime_pod_uids
+
+    def pod_known(uid: str) -> bool:
+        return uid in known
+
+    def want(uid: str) -> bool:
+        return not ctx.runtime_known or uid in known
+
+    listing = read_container_log_dirs(roots, ctx.mounts, want)
+    for note in listing.notes:
+        warn(note)
+    now = time.time()
+    found = plan_log_rotation(
+        listing.dirs, ctx.log_owners, ctx.log_rotation, now,
+        runtime_known=ctx.runtime_known, pod_known=pod_known, unsure=ctx.log_unsure,
+    )  # fmt: skip
+    if STALE_LOG_LINK in wanted:
+        pin = pinned_on_host(ctx.host_root, ctx.container_logs_dir.rstrip("/"))
+        try:
+            links = linked_logs(pin, ctx.host_root)
+        except OSError as exc:
+            warn(f"stale log links: cannot read {ctx.container_logs_dir}: {exc.strerror or exc}")
+            links = []
+        ids = ctx.container_ids | ctx.sandbox_ids
+        found += stale_links(links, ids, now, runtime_known=ctx.runtime_known)
+    return [f for f in found if f.type in wanted]
 
 
 def _host_findings(
@@ -319,6 +373,8 @@ def _plan(
             "container_logs_dir": ctx.container_logs_dir,
             "cni_dir": ctx.cni_dir,
             "pod_source": pods.source,
+            "container_log_max_size": ctx.log_rotation.max_size,
+            "container_log_max_files": ctx.log_rotation.max_files,
         },
         now=now,
         actions=[f for f in findings if f.safe],
@@ -345,6 +401,13 @@ def _plan(
             f"{ctx.host_root}/proc/1/mountinfo or {ctx.host_root}/proc/self/mountinfo."
         )
     notes.extend(_hung_roots(ctx, types))
+    if set(LOG_ROTATION_TYPES) & set(types):
+        r = ctx.log_rotation
+        size = f"{r.max_size} bytes ({format_bytes(r.max_size)})" if r.enabled else "-1 (disabled)"
+        notes.append(
+            f"Container logs judged by containerLogMaxSize {size} and containerLogMaxFiles "
+            f"{r.max_files}, from {r.source}."
+        )
     if not pods.known:
         notes.append(
             "No pod source: nothing whose residue-ness depends on the pod being gone is marked "
@@ -470,11 +533,40 @@ def clean_stage(s: Settings, scan: ResidueScan, act: ActOptions, ui: Ui) -> Stag
             sb.uid == uid or sb.labels.get(LABEL_POD_UID) == uid for sb in client.list_sandboxes()
         )
 
+    pod_logs_dir = str(scan.plan.policy.get("pod_logs_dir", ""))
+
+    def instance_gone(log: str) -> bool:
+        """No container of the runtime (asked now) has the live log `log`, nor may have it:
+        none of that pod whose restart count is unknown has a log in its directory."""
+        uid = pod_uid_from_dir(log.split("/")[-3]) if log.count("/") >= 3 else ""
+        if not uid:
+            return False
+        of_pod = client.list_containers(labels={LABEL_POD_UID: uid})
+        owners, unsure = log_owners(pod_logs_dir, of_pod)
+        return log not in owners and os.path.dirname(log) not in unsure
+
+    def running_with_log(cid: str, log: str) -> bool:
+        """Container `cid` is running now, and its log path is `log`."""
+        status = client.container_status(cid)
+        return (
+            status is not None
+            and status.state is ContainerState.RUNNING
+            and (status.log_path == log)
+        )
+
+    def reopen(cid: str) -> None:
+        if not client.reopen_container_log(cid):
+            raise RuntimeUnavailable(f"ReopenContainerLog: container {cid} is gone")
+
     cleaner = ResidueCleaner(
         client,
         host_root=s.host_root,
         still_unknown=still_unknown,
         pod_still_gone=pod_still_gone,
         concurrency=act.concurrency,
+        pod_logs_dir=pod_logs_dir,
+        instance_gone=instance_gone,
+        running_with_log=running_with_log,
+        reopen=reopen,
     )
     return Stage(cleaner, ("finding",), reread_pods)

@@ -63,6 +63,21 @@ def pod_uid_from_dir(name: str) -> str:
     return name.rsplit("_", 1)[-1]
 
 
+_LIVE_LOG = re.compile(r"[0-9]+\.log")
+
+
+def live_log_of(name: str) -> str:
+    """The live log a file of a container log directory belongs to: `name` itself for a
+    `<n>.log` (the kubelet's `<restartCount>.log`), `<n>.log` for a `<n>.log.<anything>` (its
+    rotated files: container_log_manager.go globs `<log>.*`), "" for any other name."""
+    if _LIVE_LOG.fullmatch(name):
+        return name
+    head, dot, rest = name.partition(".log.")
+    if dot and rest and _LIVE_LOG.fullmatch(head + ".log"):
+        return head + ".log"
+    return ""
+
+
 def container_id_from_link(name: str) -> str:
     """The kubelet's legacy-symlink parse: last `-` field, minus `.log`, at least 6 characters.
 
@@ -73,3 +88,84 @@ def container_id_from_link(name: str) -> str:
         return ""
     cid = last[: -len(".log")]
     return cid if len(cid) >= 6 else ""
+
+
+#: The kubelet's defaults for `containerLogMaxSize` and `containerLogMaxFiles`
+#: (KubeletConfiguration v1beta1 defaults).
+DEFAULT_CONTAINER_LOG_MAX_SIZE = 10 * 1024 * 1024
+DEFAULT_CONTAINER_LOG_MAX_FILES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class LogRotation:
+    """The kubelet's container log rotation policy (kubelet `LogRotatePolicy`): `max_size`
+    in bytes of a live log before it is rotated (negative: rotation disabled, the kubelet
+    runs no log manager), `max_files` the most log files a container keeps, its live log
+    included (the kubelet requires more than 1). `source` names where the values came from
+    (a config file, `/configz`, the kubelet command line, `defaults`)."""
+
+    max_size: int = DEFAULT_CONTAINER_LOG_MAX_SIZE
+    max_files: int = DEFAULT_CONTAINER_LOG_MAX_FILES
+    source: str = "defaults"
+
+    @property
+    def enabled(self) -> bool:
+        """The kubelet rotates logs (`max_size` not negative)."""
+        return self.max_size >= 0
+
+    @property
+    def budget(self) -> int:
+        """`max_size` × `max_files`: the most a container's logs hold while rotation keeps up
+        (0 when rotation is disabled)."""
+        return self.max_size * self.max_files if self.enabled else 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """One entry of a container log directory: `name`; `size` (apparent bytes) and
+    `blocks` (allocated bytes); `mtime` (seconds since the epoch); `regular` (a regular
+    file: nothing else is ever acted on); `dev` and `ino` (which file it was, checked again
+    before acting)."""
+
+    name: str
+    size: int
+    blocks: int
+    mtime: float
+    regular: bool = True
+    dev: int = 0
+    ino: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerLogDir:
+    """A container's log directory `<podLogsDir>/<namespace>_<pod>_<uid>/<container>` as
+    read: `host` its host path, `uid` its pod's UID, `container` the container's name,
+    `files` the entries named as the kubelet names a container's logs (`<n>.log` and
+    `<n>.log.<suffix>`)."""
+
+    host: str
+    uid: str
+    container: str
+    files: tuple[LogFile, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LogOwner:
+    """The container of the runtime whose live log a `<n>.log` is: its ID and whether it is
+    running (only a running container's log is rotated: kubelet `rotateLogs`)."""
+
+    container_id: str
+    running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedLog:
+    """A `/var/log/containers/*.log` symlink whose target exists: `name`, `host` (its host
+    path), `target` (as written), `container_id` (parsed from the name, "" when it does not
+    parse), `mtime` (the link's own, seconds since the epoch)."""
+
+    name: str
+    host: str
+    target: str
+    container_id: str
+    mtime: float = 0.0

@@ -8,6 +8,7 @@ it holds on disk, whether `kubegc residue clean` may remove it (`safe`) and, whe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,13 @@ from kubegc_cli.core.plan import Result
 POD_DIR = "orphaned-pod-dir"
 POD_LOG_DIR = "orphaned-pod-log-dir"
 LOG_LINK = "dangling-log-link"
+LOG_OVER_SIZE = "log-over-size"
+LOGS_OVER_BUDGET = "logs-over-budget"
+ROTATED_PAST_COUNT = "rotated-log-past-count"
+ROTATED_UNCOMPRESSED = "uncompressed-rotated-log"
+ROTATION_LEFTOVER = "log-rotation-leftover"
+EARLIER_INSTANCE_LOG = "earlier-instance-log"
+STALE_LOG_LINK = "stale-log-link"
 DEAD_SANDBOX = "dead-sandbox"
 DEAD_CONTAINER = "dead-container"
 NETNS = "leaked-netns"
@@ -26,10 +34,25 @@ SHIM = "leaked-shim"
 OVERSIZED_LIST = "oversized-runtime-list"
 UNUSED_IMAGE = "unused-image"
 
+#: The findings of container log rotation (`policy.logrotation`): what the kubelet's log
+#: rotation leaves behind or has not done yet, judged by the effective containerLogMaxSize
+#: and containerLogMaxFiles.
+LOG_ROTATION_TYPES = (
+    LOG_OVER_SIZE,
+    LOGS_OVER_BUDGET,
+    ROTATED_PAST_COUNT,
+    ROTATED_UNCOMPRESSED,
+    ROTATION_LEFTOVER,
+    EARLIER_INSTANCE_LOG,
+    STALE_LOG_LINK,
+)
+
+
 TYPES = (
     POD_DIR,
     POD_LOG_DIR,
     LOG_LINK,
+    *LOG_ROTATION_TYPES,
     DEAD_SANDBOX,
     DEAD_CONTAINER,
     NETNS,
@@ -39,6 +62,22 @@ TYPES = (
     OVERSIZED_LIST,
     UNUSED_IMAGE,
 )
+
+
+def known_id(recorded: str, known: Iterable[str]) -> bool:
+    """`recorded` names one of the `known` IDs: equal, or one a prefix of the other when the
+    shorter has at least 12 characters (runtimes accept ID prefixes; an unsure match counts
+    as known)."""
+    if not recorded:
+        return False
+    for k in known:
+        if k == recorded:
+            return True
+        short, long_ = (k, recorded) if len(k) < len(recorded) else (recorded, k)
+        if len(short) >= 12 and long_.startswith(short):
+            return True
+    return False
+
 
 #: What `residue clean` does with a finding that is not safe.
 NOTHING = "nothing"
@@ -60,7 +99,8 @@ class Finding:
     what an operator could run by hand instead ("" when kubegc has nothing to suggest): the
     command that owns the object (`kubegc gc all`, `kubegc gc images`), the check and `kill`
     for a shim, the mounts to release first. `details` holds type-specific facts for JSON
-    (network name, IP, pod UID, mount points below, process count, ...).
+    (network name, IP, pod UID, mount points below, process count, ...). `log_note` (JSON
+    `note`) says what acting did besides removing: where a rotated log went.
     """
 
     type: str
@@ -93,7 +133,9 @@ class Finding:
 
     @property
     def planned_bytes(self) -> int:
-        return self.bytes or 0
+        """What cleaning it frees: its `bytes`, but none for a live log cleaning rotates
+        (`LOG_OVER_SIZE`: the bytes move to the rotated file)."""
+        return 0 if self.type == LOG_OVER_SIZE else self.bytes or 0
 
     @property
     def clean_action(self) -> str:
@@ -115,4 +157,5 @@ class Finding:
             "result": self.result.value,
             "error": self.error or None,
             "bytes_freed": self.bytes_freed,
+            "note": self.log_note or None,
         }

@@ -26,6 +26,7 @@ from kubegc_cli.core.residue import (
     UNUSED_IMAGE,
 )
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.node.host.logrotation import log_owners
 from kubegc_cli.node.host.logs import LogRoots, foreign_log, log_bytes, on_host
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.scan import ScanContext
@@ -149,13 +150,17 @@ def observe_runtime(
 def with_runtime(ctx: ScanContext, facts: RuntimeFacts) -> ScanContext:
     """`ctx` with what the runtime knows: every sandbox and container ID (and which
     sandboxes are not READY), the pod UIDs of every sandbox (metadata and label) and
-    container, and the sandboxes' netns paths."""
+    container, the sandboxes' netns paths, and whose live log each container's is
+    (`host.logrotation.log_owners`, under `ctx.pod_logs_dir`)."""
     uids = {sb.uid for sb in facts.sandboxes}
     uids |= {sb.labels.get(LABEL_POD_UID, "") for sb in facts.sandboxes}
     uids |= {c.pod_uid for c in facts.containers}
     uids.discard("")
+    owners, unsure = log_owners(ctx.pod_logs_dir, facts.containers)
     return replace(
         ctx,
+        log_owners=owners,
+        log_unsure=unsure,
         runtime_known=True,
         runtime_pod_uids=frozenset(uids),
         sandbox_ids=frozenset(sb.id for sb in facts.sandboxes),

@@ -114,7 +114,7 @@ def _image_gc_text(gc: dict[str, Any]) -> str:
 #: What a line's count counts (singular), by line key, else by the key before its dot.
 NOUNS = {"images": "image", "writable-layers": "container", "logs": "pod",
          "logs.dead-containers": "container", "empty-dir": "volume", "pod-dirs": "pod",
-         "residue": "dir"}  # fmt: skip
+         "residue": "dir", "log-rotation": "file"}  # fmt: skip
 
 
 def _counted(ln: Line) -> str:

@@ -489,7 +489,7 @@ def render_residue(
         size = format_bytes(sized) if any(f.bytes is not None for f in group) else "size n/a"
         line = (
             f"  {t}: {len(group)} finding(s), {size}; {len(safe)} safe to clean "
-            f"({format_bytes(sum(f.bytes or 0 for f in safe))})"
+            f"({format_bytes(sum(f.planned_bytes for f in safe))})"
         )
         if more:
             line += f"; {more} more not listed (-v lists all)"

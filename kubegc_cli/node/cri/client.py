@@ -455,6 +455,18 @@ class CriClient:
             "RemoveContainer",
         )
 
+    def reopen_container_log(self, container_id: str) -> bool:
+        """`ReopenContainerLog`: the runtime opens the container's log file at its log path
+        anew (after log rotation renamed the file there away; kubelet `rotateLatestLog`).
+        False when the runtime says the container is gone (NotFound); `RuntimeUnavailable`
+        for any other failure (a container that is not running is one: FailedPrecondition
+        or Unknown, as the runtime answers)."""
+        return self._call_unless_gone(
+            self.runtime.ReopenContainerLog,
+            api_pb2.ReopenContainerLogRequest(container_id=container_id),
+            "ReopenContainerLog",
+        )
+
     # ---- images ----
 
     def list_images(self) -> list[Image]:

@@ -19,6 +19,17 @@ Rules per finding type (only findings marked `safe` are ever acted on):
   still record the planned ID and the runtime must still not know that ID; then `unlink`.
 - `POD_CGROUP`: the pod must still be gone and no `cgroup.procs` below it, in any hierarchy,
   may list a process; then `rmdir` of every cgroup directory deepest first.
+- container log rotation (`core.residue.LOG_ROTATION_TYPES`), each in its container log
+  directory opened from podLogsDir as held since the scan (`host.logrotation`: never through
+  a symlink, never into a mount), on the file only while it is the file scanned (device,
+  inode, and, for a file removed, its modification time): `ROTATED_PAST_COUNT` and
+  `ROTATION_LEFTOVER` (for an uncompressed file, only while its `.gz` is still there) are
+  unlinked; `EARLIER_INSTANCE_LOG` only while the runtime (asked again) has no container
+  whose live log it is; `LOG_OVER_SIZE` is rotated as the kubelet rotates it — renamed
+  `<n>.log.<YYYYMMDD-hhmmss>`, then CRI `ReopenContainerLog`, renamed back when that fails —
+  only while its container (asked again) is running with that log path, never truncated or
+  removed; `STALE_LOG_LINK` is unlinked only while it is a symlink and the runtime still does
+  not know its container.
 - `SHIM` (kubegc never kills processes) and the runtime's finding types are never acted on.
 """
 
@@ -41,17 +52,24 @@ from kubegc_cli.core.plan import GONE, Result
 from kubegc_cli.core.podlogs import NOT_A_POD, is_pod_uid, pod_uid_from_dir
 from kubegc_cli.core.residue import (
     CNI_IP,
+    EARLIER_INSTANCE_LOG,
     LOG_LINK,
+    LOG_OVER_SIZE,
     NETNS,
     POD_CGROUP,
     POD_DIR,
     POD_LOG_DIR,
+    ROTATED_PAST_COUNT,
+    ROTATION_LEFTOVER,
+    STALE_LOG_LINK,
     Finding,
 )
 from kubegc_cli.node.execute.actions import Executor
-from kubegc_cli.node.host.logs import host_path_of, pinned_on_host, resolve_on_host
+from kubegc_cli.node.host.bounded import Stalled
+from kubegc_cli.node.host.logrotation import rotate_live_log, unlink_log_file
+from kubegc_cli.node.host.logs import LogRoots, host_path_of, pinned_on_host, resolve_on_host
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import LogDirChanged, remove_dangling_link
+from kubegc_cli.node.host.podlogs import LogDirChanged, remove_dangling_link, remove_link
 from kubegc_cli.node.host.residue import (
     CNI_BOOKKEEPING,
     NETNS_PREFIX,
@@ -111,6 +129,12 @@ class ResidueCleaner(Executor[Any]):
     lists the host's processes (default psutil's, only when `host_root` is `/`);
     `read_mounts` reads the mount table before each directory removal.
 
+    For container logs: `pod_logs_dir` (host path) is podLogsDir as scanned;
+    `instance_gone(log)` answers whether no container of the runtime has the live log `log`
+    (a host path) now; `running_with_log(id, log)` whether container `id` is running with
+    the log path `log` now; `reopen(id)` is CRI `ReopenContainerLog` (raising when it
+    fails). Either missing → the findings that need it are skipped.
+
     Results: `removed` (with `bytes_freed`), `skipped` (no longer qualifies, gone, or not
     safe; the reason in `error`), `failed` (an error, or a directory only partly removed
     because part of it was on another filesystem or could not be removed: `error` names
@@ -123,6 +147,10 @@ class ResidueCleaner(Executor[Any]):
     pod_still_gone: Callable[[str], bool] | None = None
     pids: Callable[[], Iterable[int]] | None = None
     read_mounts: Callable[[], MountTable] = MountTable.read
+    pod_logs_dir: str = ""
+    instance_gone: Callable[[str], bool] | None = None
+    running_with_log: Callable[[str, str], bool] | None = None
+    reopen: Callable[[str], None] | None = None
 
     def _act(self, a: Finding) -> None:
         if not a.safe:
@@ -135,6 +163,11 @@ class ResidueCleaner(Executor[Any]):
             NETNS: self._netns,
             CNI_IP: self._cni_ip,
             POD_CGROUP: self._cgroup,
+            ROTATED_PAST_COUNT: self._log_file,
+            ROTATION_LEFTOVER: self._log_file,
+            EARLIER_INSTANCE_LOG: self._log_file,
+            LOG_OVER_SIZE: self._rotate,
+            STALE_LOG_LINK: self._stale_link,
         }
         handler = handlers.get(a.type)
         if handler is None:
@@ -144,6 +177,8 @@ class ResidueCleaner(Executor[Any]):
             handler(a)
         except Refused as exc:
             a.result, a.error = Result.SKIPPED, str(exc)
+        except Stalled as exc:
+            a.result, a.error = Result.FAILED, f"{exc.filename}: {exc.strerror}"
         except FileNotFoundError:
             a.result, a.error = Result.SKIPPED, GONE
         except OSError as exc:
@@ -217,6 +252,54 @@ class ResidueCleaner(Executor[Any]):
             parent = pinned_on_host(self.host_root, os.path.dirname(a.target.rstrip("/")))
             local = os.path.join(parent.path, os.path.basename(a.target.rstrip("/")))
             remove_dangling_link(local, self.host_root, parent)
+        except LogDirChanged as exc:
+            raise Refused(str(exc)) from None
+        a.result = Result.REMOVED
+
+    def _log_roots(self, a: Finding) -> LogRoots:
+        """podLogsDir as scanned; `Refused` when the finding's directory is not below it."""
+        if not self.pod_logs_dir:
+            raise Refused("no podLogsDir to act in")
+        roots = LogRoots(self.host_root, self.pod_logs_dir)
+        if not str(a.details.get("container_log_dir", "")).startswith(roots.layout_prefix):
+            raise Refused(f"{a.target} is not below podLogsDir {self.pod_logs_dir}; left")
+        return roots
+
+    def _log_file(self, a: Finding) -> None:
+        roots = self._log_roots(a)
+        d = a.details
+        log = str(d.get("log", ""))
+        if a.type == EARLIER_INSTANCE_LOG:
+            if self.instance_gone is None:
+                raise Refused(f"cannot re-check that the runtime has no container of {log}")
+            if not self.instance_gone(log):
+                raise Refused(f"the runtime has a container whose log is {log} now; left")
+        twin = ""
+        if a.type == ROTATION_LEFTOVER and d.get("judged") != d.get("name"):
+            twin = str(d.get("judged", ""))
+        freed, _ = unlink_log_file(roots, self.read_mounts(), d, twin=twin)
+        a.bytes_freed = freed
+        a.result = Result.REMOVED
+
+    def _rotate(self, a: Finding) -> None:
+        roots = self._log_roots(a)
+        d = a.details
+        cid, log = str(d.get("container_id", "")), str(d.get("log", ""))
+        if self.running_with_log is None or self.reopen is None:
+            raise Refused(f"cannot re-check or reopen container {cid}")
+        if not self.running_with_log(cid, log):
+            raise Refused(f"container {cid} is no longer running with the log {log}; left")
+        done = rotate_live_log(roots, self.read_mounts(), d, self.reopen)
+        rotated, name = os.path.basename(done.rotated), os.path.basename(log)
+        a.log_note = f"rotated to {rotated} ({done.size} bytes); the runtime reopened {name}"
+        a.result = Result.REMOVED
+
+    def _stale_link(self, a: Finding) -> None:
+        self._id_unknown(str(a.details.get("container_id", "")))
+        try:
+            parent = pinned_on_host(self.host_root, os.path.dirname(a.target.rstrip("/")))
+            local = os.path.join(parent.path, os.path.basename(a.target.rstrip("/")))
+            remove_link(local, parent)
         except LogDirChanged as exc:
             raise Refused(str(exc)) from None
         a.result = Result.REMOVED

@@ -18,8 +18,13 @@ from typing import Any
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.inputs import parse_yaml, present, read_text, shown
+from kubegc_cli.core.podlogs import (
+    DEFAULT_CONTAINER_LOG_MAX_FILES,
+    DEFAULT_CONTAINER_LOG_MAX_SIZE,
+    LogRotation,
+)
 from kubegc_cli.core.settings import Settings
-from kubegc_cli.core.units import parse_duration
+from kubegc_cli.core.units import parse_duration, parse_quantity
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
 from kubegc_cli.node.kubeletapi import kubelet_configz
@@ -42,12 +47,16 @@ class KubeletConfig:
     seconds). `sources` names the file that set each of those (and `pod_logs_dir`): a drop-in
     or the base file. `files` is what was read (`load_kubelet_files`), None when parsed alone.
     `fallback` says why the kubelet's `/configz` was not used when it was asked and the files
-    were read instead ("" otherwise).
+    were read instead ("" otherwise). `log_rotation` is `containerLogMaxSize` and
+    `containerLogMaxFiles` (kubelet defaults 10Mi and 5), its `source` the file, `/configz` or
+    command line that set them (`sources` names each: `container_log_max_size`,
+    `container_log_max_files`).
     """
 
     pod_logs_dir: str = DEFAULT_POD_LOGS_DIR
     source: str = "defaults"
     image_gc: Mapping[str, Any] = field(default_factory=dict)
+    log_rotation: LogRotation = field(default_factory=LogRotation)
     sources: Mapping[str, str] = field(default_factory=dict)
     files: KubeletFiles | None = None
     fallback: str = ""
@@ -78,6 +87,51 @@ def validate_pod_logs_dir(value: object, *, source: str) -> str:
     if clean != value.rstrip("/") or clean.startswith("//") or not printable:
         raise BadInput(f"{source} {value!r} must be a clean ASCII path (as the kubelet requires)")
     return clean
+
+
+def container_log_max_size(value: object, *, source: str) -> int:
+    """`containerLogMaxSize` (`--container-log-max-size`) in bytes, as the kubelet reads it
+    (container_log_manager.go `parseMaxSize`: a resource quantity that must be a whole
+    int64; a negative one disables rotation). Raises `BadInput` naming `source`."""
+    if not isinstance(value, str):
+        raise BadInput(f'{source} {shown(value)} must be a quantity ("10Mi")')
+    q = parse_quantity(value, flag=source)
+    if q.denominator != 1:
+        raise BadInput(f"invalid value for {source}: {value!r} is not a whole number of bytes")
+    return int(q)
+
+
+def container_log_max_files(value: object, *, source: str) -> int:
+    """`containerLogMaxFiles` (`--container-log-max-files`): an integer above 1 (the kubelet
+    refuses to start otherwise: `NewContainerLogManager` "invalid MaxFiles"). Raises
+    `BadInput` naming `source`."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadInput(f"{source} {shown(value)} must be an integer")
+    if value <= 1:
+        raise BadInput(f"{source} {value} must be more than 1 (the kubelet refuses it)")
+    return value
+
+
+def _log_rotation(
+    size: tuple[int, str] | None, files: tuple[int, str] | None, sources: dict[str, str]
+) -> LogRotation:
+    """The `LogRotation` of the (value, where) pairs set (None: the kubelet's default), each
+    source recorded in `sources`."""
+    where = []
+    if size is not None:
+        sources["container_log_max_size"] = size[1]
+        where.append(size[1])
+    if files is not None:
+        sources["container_log_max_files"] = files[1]
+        if files[1] not in where:
+            where.append(files[1])
+    return LogRotation(
+        max_size=size[0] if size is not None else DEFAULT_CONTAINER_LOG_MAX_SIZE,
+        max_files=files[0] if files is not None else DEFAULT_CONTAINER_LOG_MAX_FILES,
+        source=", ".join(where) or "defaults",
+    )
 
 
 def parse_kubelet_config(
@@ -119,8 +173,21 @@ def parse_kubelet_config(
                 raise BadInput(f'{where(key)}: {key} {shown(doc[key])} must be a duration ("2m")')
             image_gc[name] = parse_duration(doc[key], flag=f"{where(key)}: {key}")
             sources[name] = where(key)
+    size = files_ = None
+    if doc.get("containerLogMaxSize") not in (None, ""):
+        key = "containerLogMaxSize"
+        size = (container_log_max_size(doc[key], source=f"{where(key)}: {key}"), where(key))
+    if doc.get("containerLogMaxFiles") not in (None, 0):  # 0: unset, the default applies
+        key = "containerLogMaxFiles"
+        files_ = (container_log_max_files(doc[key], source=f"{where(key)}: {key}"), where(key))
+    rotation = _log_rotation(size, files_, sources)
     return KubeletConfig(
-        pod_logs_dir=clean, source=source, image_gc=image_gc, sources=sources, files=files
+        pod_logs_dir=clean,
+        source=source,
+        image_gc=image_gc,
+        log_rotation=rotation,
+        sources=sources,
+        files=files,
     )
 
 
@@ -488,16 +555,34 @@ def load_kubelet_config(
     return with_kubelet_flags(kcfg)
 
 
+#: The running kubelet's container log rotation flags (deprecated in favour of the config
+#: file's fields, still read; a flag overrides the files, as for `IMAGE_GC_FLAGS`).
+LOG_ROTATION_FLAGS = ("container-log-max-size", "container-log-max-files")
+
+
 def with_kubelet_flags(kcfg: KubeletConfig) -> KubeletConfig:
-    """`kcfg` with the running kubelet's image GC flags (`IMAGE_GC_FLAGS`, from
-    `kcfg.files.argv`) over what the files set, each naming the command line as its source.
-    Raises `BadInput` naming the flag for a value the kubelet would not take."""
+    """`kcfg` with the running kubelet's image GC flags (`IMAGE_GC_FLAGS`) and log rotation
+    flags (`LOG_ROTATION_FLAGS`, from `kcfg.files.argv`) over what the files set, each naming
+    the command line as its source. Raises `BadInput` naming the flag for a value the
+    kubelet would not take."""
     if kcfg.files is None or not kcfg.files.argv:
         return kcfg
-    flags = kubelet_flags(kcfg.files.argv, tuple(IMAGE_GC_FLAGS))
+    flags = kubelet_flags(kcfg.files.argv, (*IMAGE_GC_FLAGS, *LOG_ROTATION_FLAGS))
     if not flags:
         return kcfg
     image_gc, sources = dict(kcfg.image_gc), dict(kcfg.sources)
+    rotation = kcfg.log_rotation
+    for flag in LOG_ROTATION_FLAGS:
+        if flag not in flags:
+            continue
+        text = flags.pop(flag)
+        where = f"kubelet command line ({kcfg.files.running}): --{flag}"
+        if flag == "container-log-max-size":
+            rotation = replace(rotation, max_size=container_log_max_size(text, source=where))
+            sources["container_log_max_size"] = where
+        else:
+            rotation = replace(rotation, max_files=container_log_max_files(text, source=where))
+            sources["container_log_max_files"] = where
     for flag, text in flags.items():
         name, kind = IMAGE_GC_FLAGS[flag]
         where = f"kubelet command line ({kcfg.files.running}): --{flag}"
@@ -509,7 +594,10 @@ def with_kubelet_flags(kcfg: KubeletConfig) -> KubeletConfig:
         else:
             image_gc[name] = parse_duration(text, flag=where)
         sources[name] = where
-    return replace(kcfg, image_gc=image_gc, sources=sources)
+    keys = ("container_log_max_size", "container_log_max_files")
+    named = dict.fromkeys(sources[k] for k in keys if k in sources)
+    rotation = replace(rotation, source=", ".join(named) or "defaults")
+    return replace(kcfg, image_gc=image_gc, sources=sources, log_rotation=rotation)
 
 
 def kubelet_config_for(s: Settings) -> KubeletConfig:

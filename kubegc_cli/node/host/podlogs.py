@@ -12,7 +12,9 @@ import stat
 from pathlib import Path
 
 from kubegc_cli.core.podlogs import (
+    LinkedLog,
     PodLogDir,
+    container_id_from_link,
     pod_uid_from_dir,
 )
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, bounded_each, listdir
@@ -206,6 +208,47 @@ def legacy_links(
     names = {name for name, _, _ in dangling}
     rest = [e for e in entries if e.name not in names]
     return dangling + (_into(rest, host_dir, pod_dirs) if pod_dirs else [])
+
+
+def linked_logs(pin: Pin, host_root: Path) -> list[LinkedLog]:
+    """The `*.log` symlinks of the pinned legacy link directory `pin` (`/var/log/containers`)
+    whose target exists (resolved under `host_root`, `link_dangles`: a target on a mount that
+    gives no answer within `--timeout` is not known to exist, and its link is not listed),
+    each with its container ID parsed from the name and the link's own modification time.
+    A directory that is missing or not usable: none; `OSError` when it cannot be listed."""
+    if pin.usable() or not pin.path:
+        return []
+    try:
+        entries = _log_symlinks(pin.path)
+    except FileNotFoundError:
+        return []
+    dangling = {e.name for e in _dangling(entries, host_root)}
+    out: list[LinkedLog] = []
+    for e in entries:
+        if e.name in dangling:
+            continue
+        try:
+            target = os.readlink(e.name, dir_fd=pin.fd)
+            mtime = os.stat(e.name, dir_fd=pin.fd, follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        host = os.path.join(pin.show(), e.name)
+        out.append(LinkedLog(e.name, host, target, container_id_from_link(e.name), mtime))
+    return out
+
+
+def remove_link(local_path: str, parent: Pin) -> None:
+    """Unlink the symlink `local_path`, an entry of the pinned link directory `parent`, if it
+    is still a symlink (wherever it points), else `LogDirChanged`. Read and unlinked relative
+    to `parent` as it was when planned."""
+    name = os.path.basename(local_path)
+    why_not = parent.usable() or (os.path.dirname(local_path) != parent.path and "not in it")
+    if why_not:
+        raise LogDirChanged(f"{parent.show()}: {why_not}; {parent.show(local_path)} left")
+    mode = os.stat(name, dir_fd=parent.fd, follow_symlinks=False).st_mode
+    if not stat.S_ISLNK(mode):
+        raise LogDirChanged(f"{parent.show(local_path)} is no longer a symlink; left")
+    os.unlink(name, dir_fd=parent.fd)
 
 
 def _log_symlinks(local_dir: str) -> list[os.DirEntry[str]]:

@@ -50,6 +50,7 @@ from kubegc_cli.core.residue import (
     POD_LOG_DIR,
     SHIM,
     Finding,
+    known_id,
 )
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, bounded_each, listdir, stat_of
 from kubegc_cli.node.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
@@ -101,21 +102,6 @@ def sees_host_processes(host_root: Path) -> bool:
 
 def _sorted(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: f.target)
-
-
-def _known_id(recorded: str, known: Iterable[str]) -> bool:
-    """`recorded` names one of the `known` IDs: equal, or one a prefix of the other when the
-    shorter has at least 12 characters (runtimes accept ID prefixes; an unsure match counts
-    as known)."""
-    if not recorded:
-        return False
-    for k in known:
-        if k == recorded:
-            return True
-        short, long_ = (k, recorded) if len(k) < len(recorded) else (recorded, k)
-        if len(short) >= 12 and long_.startswith(short):
-            return True
-    return False
 
 
 def _age(st: os.stat_result, now: float) -> float:
@@ -471,7 +457,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
             evidence = f"dangling symlink of container {cid}"
             if not ctx.runtime_known:
                 reasons.append(NO_RUNTIME)
-            elif _known_id(cid, known):
+            elif known_id(cid, known):
                 reasons.append(
                     f"the runtime still has container {cid}; `kubegc gc logs` removes the link"
                     " once it has exited"
@@ -731,9 +717,9 @@ def scan_cni(ctx: ScanContext) -> list[Finding]:
             except OSError:
                 continue
             reserved += 1
-            if _known_id(cid, live):
+            if known_id(cid, live):
                 continue
-            dead = next((n for n in sorted(notready) if _known_id(cid, (n,))), "")
+            dead = next((n for n in sorted(notready) if known_id(cid, (n,))), "")
             reasons: list[str] = []
             if not ctx.runtime_known:
                 reasons.append(NO_RUNTIME)
@@ -947,7 +933,7 @@ def scan_shims(
             continue
         if address and args.get("address") and _socket(args["address"]) != _socket(address):
             continue
-        if _known_id(sid, known):
+        if known_id(sid, known):
             continue
         age = now - p.create_time
         why = NEVER_KILL

@@ -3,9 +3,11 @@ said, gathered once and handed to every host scanner (`node.host.residue`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubegc_cli.core.podlogs import LogOwner, LogRotation
 from kubegc_cli.core.pods import is_static_pod_uid
 from kubegc_cli.node.host.mounts import MountTable
 
@@ -27,6 +29,10 @@ class ScanContext:
     not know it" may be marked safe. `mounts` is this process's mount table (local paths, as
     `on_host` gives them), read at scan time; cleaning reads it again before each removal.
     A table that could not be read (`mounts.known` False) makes no directory safe.
+    `log_rotation` is the kubelet's effective containerLogMaxSize / containerLogMaxFiles;
+    `log_owners` maps the host path of each live log the runtime has a container for to that
+    container, `log_unsure` names the container log directories where a container's log
+    name cannot be told (`host.logrotation.log_owners`).
     """
 
     host_root: Path
@@ -44,6 +50,9 @@ class ScanContext:
     container_ids: frozenset[str] = frozenset()
     sandbox_netns: frozenset[str] = frozenset()
     mounts: MountTable = field(default_factory=lambda: MountTable(frozenset()))
+    log_rotation: LogRotation = field(default_factory=LogRotation)
+    log_owners: Mapping[str, LogOwner] = field(default_factory=dict)
+    log_unsure: frozenset[str] = frozenset()
 
     def pod_is_gone(self, uid: str) -> bool:
         """Neither the pod source nor the runtime knows pod `uid` (False unless both were read,

@@ -515,6 +515,16 @@ class RemoveContainerResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ReopenContainerLogRequest(_message.Message):
+    __slots__ = ("container_id",)
+    CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    container_id: str
+    def __init__(self, container_id: _Optional[str] = ...) -> None: ...
+
+class ReopenContainerLogResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class ContainerStateValue(_message.Message):
     __slots__ = ("state",)
     STATE_FIELD_NUMBER: _ClassVar[int]

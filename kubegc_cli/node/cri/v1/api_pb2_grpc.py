@@ -94,6 +94,11 @@ class RuntimeServiceStub:
                 request_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.SerializeToString,
                 response_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.FromString,
                 _registered_method=True)
+        self.ReopenContainerLog = channel.unary_unary(
+                '/runtime.v1.RuntimeService/ReopenContainerLog',
+                request_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogRequest.SerializeToString,
+                response_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogResponse.FromString,
+                _registered_method=True)
         self.ListContainerStats = channel.unary_unary(
                 '/runtime.v1.RuntimeService/ListContainerStats',
                 request_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ListContainerStatsRequest.SerializeToString,
@@ -186,6 +191,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReopenContainerLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListContainerStats(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -266,6 +277,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.ContainerStatus,
                     request_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.FromString,
                     response_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.SerializeToString,
+            ),
+            'ReopenContainerLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReopenContainerLog,
+                    request_deserializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogRequest.FromString,
+                    response_serializer=kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogResponse.SerializeToString,
             ),
             'ListContainerStats': grpc.unary_unary_rpc_method_handler(
                     servicer.ListContainerStats,
@@ -607,6 +623,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/ContainerStatus',
             kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.SerializeToString,
             kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReopenContainerLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/ReopenContainerLog',
+            kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogRequest.SerializeToString,
+            kubegc__cli_dot_node_dot_cri_dot_v1_dot_api__pb2.ReopenContainerLogResponse.FromString,
             options,
             channel_credentials,
             insecure,
