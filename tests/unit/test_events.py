@@ -65,8 +65,16 @@ def test_container_gc_succeeded_and_failed() -> None:
                     "gone", result=Result.REMOVED)  # fmt: skip
     ok = plan_of([container(0, Result.REMOVED, 2048), container(1, Result.SKIPPED), log])
     log.bytes = 2048
-    ok.filesystems = [{"roles": ["logs"], "path": "/var/log", "capacity": 9 * MiB,
-                       "available_before": MiB, "available_after": 2 * MiB, "regained": MiB}]
+    ok.filesystems = [
+        {
+            "roles": ["logs"],
+            "path": "/var/log",
+            "capacity": 9 * MiB,
+            "available_before": MiB,
+            "available_after": 2 * MiB,
+            "regained": MiB,
+        }
+    ]
     [ev] = events_for("gc all", ok, 0)
     assert (ev.reason, ev.type) == ("ContainerGCSucceeded", "Normal")
     assert ev.message == (
