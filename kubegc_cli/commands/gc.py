@@ -200,6 +200,10 @@ def gc_containers(
 
     if s.snapshot is not None:
         offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        if offline.actions:
+            offline.notes.append(
+                "a snapshot holds no writable layers: the bytes expected count the logs alone"
+            )
         may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
         return offline
 
