@@ -69,7 +69,8 @@ if TYPE_CHECKING:
 #: The residue kinds a reclaim run cleans (the others are `gc all`'s objects, or never safe).
 RESIDUE_KINDS = (POD_DIR, NETNS, CNI_IP, POD_CGROUP)
 PLAN_KIND = "ReclaimPlan"
-#: Which filesystem each action kind frees bytes on: its role (see `ReclaimPlan.filesystems`).
+#: Which filesystem each action kind frees bytes on: its role (see `Plan.filesystems`); a
+#: container frees its log there and its writable layer on imagefs (`apply_target`).
 ROLE_OF_KIND = {
     "container": "logs",
     "sandbox": "logs",
@@ -259,6 +260,9 @@ def apply_target(
         size: int = a.planned_bytes
         if fs is None:
             return size
+        if a.kind == "container":  # its log on the log root, its writable layer on imagefs
+            logs = (a.container.log_bytes or 0) if devices["logs"] == fs.device else 0
+            return logs + ((a.layer_bytes or 0) if devices["imagefs"] == fs.device else 0)
         return size if devices[ROLE_OF_KIND.get(a.kind, "nodefs")] == fs.device else 0
 
     needed = target.needed(fs.capacity, fs.available) if fs else target.amount

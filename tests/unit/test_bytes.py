@@ -291,3 +291,32 @@ def test_runs_recorded_before_the_figures_were_kept_read_as_unknown(tmp_path: Pa
     assert code == 0, err
     line = next(ln for ln in out.splitlines() if " old" in ln)
     assert line.split()[-3:-1] == ["?", "?"]
+
+
+@pytest.mark.parametrize(
+    ("signal", "logs_dev", "image_dev", "counted"),
+    [
+        ("nodefs.available", 1, 2, 100),  # the log is on nodefs, the layer elsewhere
+        ("imagefs.available", 1, 2, 1000),  # the layer on imagefs, the log elsewhere
+        ("imagefs.available", 2, 2, 1100),  # one filesystem holds both
+        ("nodefs.available", 1, 1, 1100),
+    ],
+)
+def test_a_reclaim_target_counts_a_containers_log_and_layer_where_each_lives(
+    signal: str, logs_dev: int, image_dev: int, counted: int
+) -> None:
+    """`reclaim --until`: a dead container's expected bytes are its log (on the pod log
+    root) and its writable layer (on imagefs); each counts toward a target only on its own
+    filesystem."""
+    from kubegc_cli.commands.reclaim import ReclaimPlan, apply_target
+    from kubegc_cli.node.host.fs import FsStats
+    from kubegc_cli.policy.reclaim import parse_until
+
+    def st(dev: int) -> FsStats:
+        return FsStats(f"/dev{dev}", 100 * MiB, 10 * MiB, 0, 0, 10 * MiB, dev)
+
+    a = ContainerAction(ctr("c1", log_bytes=100), "r", "why", layer_bytes=1000)
+    plan = ReclaimPlan(kind="ReclaimPlan", policy={}, now=NOW, actions=[a])
+    before = {"nodefs": st(1), "logs": st(logs_dev), "imagefs": st(image_dev)}
+    apply_target(plan, parse_until(f"{signal}>99%"), before)  # (cannot be met: all taken)
+    assert plan.target is not None and plan.target["plannable"] == counted
