@@ -84,6 +84,7 @@ def run(kubegc_args: list[str]) -> dict[str, float]:
     patch(app, ("open_client",), "open CRI client", import_grpc_client)
     patch(observe, ("observe_node",), "observe_node (Version, List; statuses for --older-than)")
     patch(policy, ("plan_containers",), "plan_containers")
+    patch(app, ("add_writable_layers",), "add_writable_layers (ListContainerStats)")
     patch(execute.ContainerRemover, ("run",), "ContainerRemover.run")
     # each action's audit row is written as it completes (inside ContainerRemover.run); the
     # rest (actions never attempted) and the final sync at the end

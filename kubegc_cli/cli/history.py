@@ -21,6 +21,11 @@ from kubegc_cli.render.history import render_history
 def history(ctx: click.Context, /, runs: int) -> None:
     """List past runs that acted, and what each did, from the state store (--state-dir).
 
+    Each run's bytes are the two figures it reported: EXPECTED, what its plan expected the
+    objects it removed to free (an image's size is an upper bound), and MEASURED, what its
+    filesystems regained by statvfs before and after acting ("-": not measured; "?": a run
+    recorded before kubegc kept these figures). -v lists each run's actions.
+
     \b
     Examples:
       kubegc history

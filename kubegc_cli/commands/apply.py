@@ -37,12 +37,14 @@ from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import (
     ActOptions,
     Stage,
+    add_writable_layers,
     carry_out,
     decide_mode,
     load_pod_inventory,
     log_stages,
     may_act,
     open_client,
+    runtime_fs_paths,
 )
 from kubegc_cli.commands.gc import forget_removed_images, pod_logs_root_of
 from kubegc_cli.core.errors import BadInput, SandboxImageUnreadable
@@ -323,6 +325,7 @@ def apply_plan(
             plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
             match_kubelet=match_kubelet,
         )  # fmt: skip
+        add_writable_layers(plan, client, ui)
         if not may_act(mode, plan, ui, "object", act):
             return plan
         n = act.concurrency
@@ -358,7 +361,10 @@ def apply_plan(
             stages.extend(log_stages(remover, links_now))
         if "image" in kinds:
             stages.append(Stage(ImageRemover(client, concurrency=n), ("image",)))
-        carry_out(s, plan, stages, "apply", ui, at=edges().clock())
+        on = runtime_fs_paths(client, ui) if kinds & {"container", "sandbox", "image"} else {}
+        if kinds & {"container", *LOG_KINDS}:
+            on["logs"] = root or kcfg.pod_logs_dir
+        carry_out(s, plan, stages, "apply", ui, at=edges().clock(), measure=on)
         if "image" in kinds:
             forget_removed_images(s, plan, ui)
         return plan

@@ -65,6 +65,7 @@ from kubegc_cli.commands.flow import load_pod_inventory, open_client
 from kubegc_cli.commands.residue import rotation_findings
 from kubegc_cli.core.errors import BadInput, ExitCode, GCFailed, KubegcError, RuntimeUnavailable
 from kubegc_cli.core.model import API_VERSION, LABEL_POD_UID, Container, ContainerState
+from kubegc_cli.core.plan import layer_of
 from kubegc_cli.core.podlogs import LogRotation
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.residue import (
@@ -809,8 +810,8 @@ def _layer_lines(rt: RuntimeView, w: Walker, removed: frozenset[str], command: s
     running = [c for c in rt.containers if c.state is ContainerState.RUNNING]
     dead = [c for c in rt.containers if c.state is not ContainerState.RUNNING]
 
-    def size(cs: Iterable[Container]) -> int:
-        return sum(rt.layers.get(c.id, (None, None))[0] or 0 for c in cs)
+    def size(cs: Iterable[Container]) -> int:  # (as `gc containers` counts a layer)
+        return sum(layer_of(rt.layers, c.id) or 0 for c in cs)
 
     for c in rt.containers:
         if c.pod_uid:

@@ -12,7 +12,7 @@ how they reach the node's outside — the CRI runtime (`open_client`), the pod s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +26,9 @@ from kubegc_cli.core.plan import (
     Plan,
     Result,
     apply_caps,
+    attach_layers,
+    expected_bytes,
+    measured_bytes,
     skip_planned,
 )
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, load_pods_file
@@ -39,6 +42,7 @@ from kubegc_cli.node.execute.actions import (
     Interrupted,
     LogRemover,
 )
+from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.kubeletapi import kubelet_source, load_kubelet_inventory
 from kubegc_cli.node.pods.api import (
     ApiSource,
@@ -334,12 +338,105 @@ def log_stages(remover: LogRemover, links_recheck: Callable[[], None] | None = N
     return [Stage(remover, ("pod-log-dir",)), Stage(remover, ("log-symlink",), links_recheck)]
 
 
+def fs_entries(stats: Mapping[str, FsStats]) -> list[dict[str, Any]]:
+    """`Plan.filesystems` from statvfs figures by role (`stats`: role → `FsStats`): one entry
+    per distinct filesystem (by device), its roles in the order given, `available_after` and
+    `regained` None (not measured yet)."""
+    out: dict[int, dict[str, Any]] = {}
+    for role, st in stats.items():
+        entry = out.setdefault(
+            st.device,
+            {
+                "roles": [],
+                "path": st.path,
+                "capacity": st.capacity,
+                "available_before": st.available,
+                "available_after": None,
+                "regained": None,
+            },
+        )
+        entry["roles"].append(role)
+    return list(out.values())
+
+
+def stats_of(s: Settings, paths: Mapping[str, str], ui: Ui) -> dict[str, FsStats]:
+    """statvfs (`node.host.fs.fs_stats`, bounded by --timeout) of each role's host path
+    (`paths`: role → host path, "" for none); a filesystem that cannot be read is left out
+    and -v says so (it is not measured; the run goes on)."""
+    out: dict[str, FsStats] = {}
+    for role, path in paths.items():
+        if not path:
+            continue
+        try:
+            out[role] = fs_stats(s.host_root, path)
+        except RuntimeUnavailable as exc:
+            ui.info(f"{role} {path} not measured: {exc}")
+    return out
+
+
+def runtime_fs_paths(client: Any, ui: Ui) -> dict[str, str]:
+    """The runtime's image and container filesystems (CRI `ImageFsInfo`, host paths) as
+    roles for `carry_out`'s `measure`: `imagefs` the first image filesystem, `containerfs`
+    the first container filesystem (else the image filesystem: where writable layers live).
+    Empty when the runtime does not say (-v says why)."""
+    try:
+        images, containers = client.image_fs_info()
+    except RuntimeUnavailable as exc:
+        ui.info(f"the runtime's filesystems not measured: {exc}")
+        return {}
+    image = images[0].mountpoint if images else ""
+    return {"imagefs": image, "containerfs": containers[0].mountpoint if containers else image}
+
+
+def add_writable_layers(plan: Plan[Any], client: Any, ui: Ui) -> None:
+    """Give the container actions of `plan` (planned and kept) their writable layers (CRI
+    `ListContainerStats`, one call: `core.plan.attach_layers`), so that what the plan expects
+    to free counts them as `kubegc df` does. A runtime that does not answer leaves them
+    unknown (counted 0) and a note says so."""
+    rows = [a for a in [*plan.actions, *plan.kept] if a.kind == "container"]
+    if not rows:
+        return
+    try:
+        layers = client.writable_layers()
+    except RuntimeUnavailable as exc:
+        plan.notes.append(
+            f"writable layers unknown ({exc}): the bytes expected count the logs alone"
+        )
+        return
+    attach_layers(rows, layers)
+
+
+def measure_after(s: Settings, plan: Plan[Any], paths: Mapping[str, str], ui: Ui) -> None:
+    """statvfs of each filesystem of `plan.filesystems` again, by its first role's path in
+    `paths`: `available_after` and `regained` (bytes; never < 0). A filesystem that cannot be
+    read now keeps `regained` None."""
+    after = stats_of(s, {e["roles"][0]: paths[e["roles"][0]] for e in plan.filesystems}, ui)
+    for entry in plan.filesystems:
+        st = after.get(entry["roles"][0])
+        if st is not None:
+            entry["available_after"] = st.available
+            entry["regained"] = max(0, st.available - entry["available_before"])
+
+
 def carry_out(
-    s: Settings, plan: Plan[Any], stages: list[Stage], command: str, ui: Ui, at: int | None = None
+    s: Settings,
+    plan: Plan[Any],
+    stages: list[Stage],
+    command: str,
+    ui: Ui,
+    at: int | None = None,
+    *,
+    measure: Mapping[str, str] | None = None,
 ) -> None:
     """Act under the node lock, stage by stage (the kubelet's order), appending each action's
     audit row as it completes (`AuditLog`, stamped `at`, ns since the epoch; default the
-    plan's time), and the rows of the actions never attempted at the end. A full disk under
+    plan's time), and the rows of the actions never attempted at the end.
+
+    `measure` (role → host path: the filesystems the plan's objects live on) has each
+    filesystem's available bytes read (statvfs) right before the first stage and after the
+    last (`plan.filesystems`: `fs_entries`, `measure_after`), and the run's bytes expected
+    and measured (`Plan.summary`) written with its audit rows, where `kubegc history` reads
+    them. A full disk under
     the state dir does not stop the removals: rows wait in memory and are tried again, and if
     they still cannot be written a note says so and the edges' report hears it
     (`edges().audit_unwritten`: the run ends with exit 1).
@@ -374,6 +471,9 @@ def carry_out(
             audit.finish(plan.actions, delays=(), timeout=LAST_WORDS_SECONDS)
 
         abandon = edges().abandon
+        paths = dict(measure or {})
+        if paths:
+            plan.filesystems = fs_entries(stats_of(s, paths, ui))
         for stage in stages:
             stage.executor.on_done = done
             stage.executor.on_start = audit.begin
@@ -403,8 +503,11 @@ def carry_out(
             plan.runtime_lost = stage.executor.runtime_gone  # later stages start nothing
             if todo:
                 ui.info(_stage_rate(stage, todo, time.monotonic() - began))
+        if paths:
+            measure_after(s, plan, paths, ui)
+        totals = (expected_bytes(plan.actions), measured_bytes(plan.filesystems), plan.filesystems)
         try:
-            audit.finish(plan.actions)
+            audit.finish(plan.actions, totals=totals)
         except Exception as exc:  # the audit log must never undo a finished run: say it, exit 1
             message = f"audit rows of this run not written to --state-dir {s.state_dir}: {exc}"
             plan.notes.append(message)

@@ -19,12 +19,14 @@ from kubegc_cli.commands.flow import (
     ActOptions,
     Mode,
     Stage,
+    add_writable_layers,
     carry_out,
     decide_mode,
     load_pod_inventory,
     log_stages,
     may_act,
     open_client,
+    runtime_fs_paths,
 )
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.core.inputs import parse_json, parse_yaml, read_text
@@ -206,6 +208,10 @@ def gc_containers(
 
     if s.snapshot is not None:
         offline = plan_from(load_snapshot(s.snapshot), f"snapshot {s.snapshot}")
+        if offline.actions:
+            offline.notes.append(
+                "a snapshot holds no writable layers: the bytes expected count the logs alone"
+            )
         may_act(Mode.DRY_RUN, offline, ui, "object", act)  # the caps, shown
         return offline
 
@@ -225,6 +231,7 @@ def gc_containers(
         )
         plan = plan_from(snap, snap.endpoint)
         _note_logs_left(plan, sizer)
+        add_writable_layers(plan, client, ui)
 
         def again() -> Plan[ContainerAction]:  # after a person's yes, under the node lock
             now = _observe_for_containers(
@@ -241,7 +248,9 @@ def gc_containers(
                 mounts=mounts,
             )
             guard = lambda: recheck_guard(plan, client.list_containers(), policy)  # noqa: E731
-            carry_out(s, plan, [Stage(remover, ("container",), guard)], "gc containers", ui)
+            on = {"logs": kcfg.pod_logs_dir, **runtime_fs_paths(client, ui)}
+            carry_out(s, plan, [Stage(remover, ("container",), guard)], "gc containers", ui,
+                      measure=on)  # fmt: skip
         return plan
     finally:
         client.close()
@@ -290,7 +299,8 @@ def gc_sandboxes(
 
         if may_act(mode, plan, ui, "sandbox", act, again=again):
             remover = SandboxRemover(client, concurrency=act.concurrency)
-            carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui)
+            on = runtime_fs_paths(client, ui)
+            carry_out(s, plan, [Stage(remover, ("sandbox",))], "gc sandboxes", ui, measure=on)
         return plan
     finally:
         client.close()
@@ -398,7 +408,7 @@ def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> P
                 client, concurrency=act.concurrency, mounts=mounts, host_root=s.host_root,
                 roots=LogRoots(s.host_root, root),
             )  # fmt: skip
-            carry_out(s, plan, log_stages(remover), "gc logs", ui)
+            carry_out(s, plan, log_stages(remover), "gc logs", ui, measure={"logs": root})
         return plan
     finally:
         client.close()
@@ -436,7 +446,8 @@ def gc_all(
             return plan_all(s, policy, scope, root, client, pods, act, ui).plan
 
         if may_act(mode, planned.plan, ui, "object", act, again=again):
-            carry_out(s, planned.plan, planned.stages(), "gc all", ui)
+            on = {"logs": root, **runtime_fs_paths(client, ui)}
+            carry_out(s, planned.plan, planned.stages(), "gc all", ui, measure=on)
         return planned.plan
     finally:
         client.close()
@@ -500,6 +511,7 @@ def plan_all(
         dirs, links, left, pods, now,
         pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
     )  # fmt: skip
+    add_writable_layers(pc, client, ui)
     plan: Plan[Any] = Plan(
         kind="GCPlan",
         policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},
@@ -591,13 +603,13 @@ def gc_images(
         acting = may_act(mode, plan, ui, "image", act, again=again)
         planned.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
         if acting:
-            carry_out(s, plan, planned.stages(), "gc images", ui)
+            carry_out(s, plan, planned.stages(), "gc images", ui,
+                      measure={"imagefs": planned.imagefs})  # fmt: skip
             forget_removed_images(s, plan, ui)
-            after = fs_stats(s.host_root, planned.imagefs)
-            assert plan.filesystem is not None
-            regained = max(0, after.available - plan.filesystem["available"])
-            plan.filesystem.update(available_after=after.available, regained=regained)
-            plan.notes.append(f"the image filesystem regained {regained} bytes")
+            if plan.filesystems and plan.filesystem is not None:  # (the same measurement)
+                measured = plan.filesystems[0]
+                plan.filesystem.update(available_after=measured["available_after"],
+                                       regained=measured["regained"])  # fmt: skip
         return plan
     finally:
         client.close()

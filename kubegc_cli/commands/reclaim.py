@@ -9,11 +9,12 @@ state store's image records and protections), `commands.residue.scan_for_clean` 
 here). It is carried out by their executors, in the kubelet's order (`policy.reclaim`), each
 object re-checked right before it is removed, with one audit row per object.
 
-Bytes: each row's are what removing it is expected to free (`planned_bytes`: log bytes of a
-container, a directory's allocated blocks, an image's size as CRI reports it — an upper bound,
-since layers shared with images that stay are not freed). The disk figures are measured:
-statvfs (`node.host.fs.fs_stats`) of each filesystem the plan touches, before planning and
-after acting.
+Bytes are counted as by every command (`core.plan`): each row's are what removing it is
+expected to free (`planned_bytes`: a container's writable layer and logs, a directory's
+allocated blocks, an image's size as CRI reports it — an upper bound, since layers shared
+with images that stay are not freed). The disk figures are measured: statvfs
+(`node.host.fs.fs_stats`) of each filesystem the plan touches, when planned (for `--until`),
+and right before and after acting (`commands.flow.carry_out`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from kubegc_cli.commands.flow import (
     Mode,
     carry_out,
     decide_mode,
+    fs_entries,
     load_pod_inventory,
     may_act,
     open_client,
+    runtime_fs_paths,
 )
 from kubegc_cli.commands.gc import (
     check_image_inputs,
@@ -49,7 +52,7 @@ from kubegc_cli.commands.residue import (
 )
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import ContainerState
-from kubegc_cli.core.plan import Plan, Result
+from kubegc_cli.core.plan import Plan, Result, expected_bytes
 from kubegc_cli.core.residue import (
     CNI_IP,
     EARLIER_INSTANCE_LOG,
@@ -78,7 +81,8 @@ RESIDUE_KINDS = (
     POD_DIR, NETNS, CNI_IP, POD_CGROUP, ROTATED_PAST_COUNT, ROTATION_LEFTOVER, EARLIER_INSTANCE_LOG,
 )  # fmt: skip
 PLAN_KIND = "ReclaimPlan"
-#: Which filesystem each action kind frees bytes on: its role (see `ReclaimPlan.filesystems`).
+#: Which filesystem each action kind frees bytes on: its role (see `Plan.filesystems`); a
+#: container frees its log there and its writable layer on imagefs (`apply_target`).
 ROLE_OF_KIND = {
     "container": "logs",
     "sandbox": "logs",
@@ -129,18 +133,15 @@ class ReclaimOptions:
 class ReclaimPlan(Plan[Any]):
     """The plan of `kubegc reclaim`: actions of every kind, in acting order.
 
-    `filesystems`: one dict per filesystem touched — `roles` (nodefs: the kubelet root;
-    logs: the pod log root; imagefs: the image filesystem), `path`, `capacity`,
-    `available_before` (bytes, statvfs when planned), `available_after` and `regained`
-    (bytes, measured after acting; None before). `target`: the `--until`/`--bytes` target and
-    its figures (None without one)."""
+    `filesystems` (`Plan`'s) are measured when planned, and again right before and after
+    acting. `target`: the `--until`/`--bytes` target and its figures (None without one)."""
 
-    filesystems: list[dict[str, Any]] = field(default_factory=list)
     target: dict[str, Any] | None = None
 
     def by_kind(self) -> list[dict[str, Any]]:
         """Per kind group (`GROUPS`): `kind`, `count` (actions not held back), `bytes`
-        (their expected bytes), `held_back`, `removed`, `freed` (bytes removed)."""
+        (the bytes expected of those that go: `core.plan.expected_bytes`), `held_back`,
+        `removed`, `freed` (bytes removed)."""
         out = []
         for name, kinds in GROUPS:
             rows = [a for a in self.actions if a.kind in kinds]
@@ -149,7 +150,7 @@ class ReclaimPlan(Plan[Any]):
                 {
                     "kind": name,
                     "count": len(going),
-                    "bytes": sum(a.planned_bytes for a in going),
+                    "bytes": expected_bytes(rows),
                     "held_back": len(rows) - len(going),
                     "removed": sum(1 for a in rows if a.result is Result.REMOVED),
                     "freed": sum(a.bytes_freed for a in rows),
@@ -160,7 +161,6 @@ class ReclaimPlan(Plan[Any]):
     def to_dict(self, *, rows_as_json: bool = False) -> dict[str, Any]:
         doc = Plan.to_dict(self, rows_as_json=rows_as_json)
         doc["by_kind"] = self.by_kind()
-        doc["filesystems"] = self.filesystems
         doc["target"] = self.target
         return doc
 
@@ -210,9 +210,11 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         plan.notes.extend(images.plan.notes[noted:])
         if acting:
             stages = [*gc.stages(), clean_stage(s, scan, act, ui), *images.stages()]
-            carry_out(s, plan, stages, "reclaim", ui)
+            layers = runtime_fs_paths(client, ui).get("containerfs", "")
+            on = {**paths, **({"containerfs": layers} if layers else {})}
+            carry_out(s, plan, stages, "reclaim", ui, measure=on)
             forget_removed_images(s, plan, ui)
-            measure_after(plan, s, paths)
+            target_after(plan)
         return plan
     finally:
         client.close()
@@ -244,42 +246,21 @@ def _assemble(plans: list[Plan[Any]], before: dict[str, FsStats], s: Settings) -
         out_of_scope=sum(p.out_of_scope for p in plans),
         source=plans[0].source,
     )
-    plan.filesystems = _filesystems(before)
+    plan.filesystems = fs_entries(before)
     return plan
 
 
-def _filesystems(stats: dict[str, FsStats]) -> list[dict[str, Any]]:
-    """One entry per distinct filesystem (by device) of `stats` (role → figures)."""
-    out: dict[int, dict[str, Any]] = {}
-    for role, st in stats.items():
-        entry = out.setdefault(
-            st.device,
-            {
-                "roles": [],
-                "path": st.path,
-                "capacity": st.capacity,
-                "available_before": st.available,
-                "available_after": None,
-                "regained": None,
-            },
-        )
-        entry["roles"].append(role)
-    return list(out.values())
-
-
-def measure_after(plan: ReclaimPlan, s: Settings, paths: dict[str, str]) -> None:
-    """statvfs of each filesystem again: `available_after`, `regained` (bytes; never < 0),
-    and a note with the total."""
-    by_role = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
-    for entry in plan.filesystems:
-        after = by_role[entry["roles"][0]]
-        entry["available_after"] = after.available
-        entry["regained"] = max(0, after.available - entry["available_before"])
+def target_after(plan: ReclaimPlan) -> None:
+    """The target's figures after acting, from the filesystems measured (`carry_out`):
+    `available_after` and `met_after` of its signal's filesystem (None when not measured)."""
     if plan.target is not None and plan.target.get("signal"):
         role = ROLE_OF_SIGNAL[plan.target["signal"]]
-        entry = next(e for e in plan.filesystems if role in e["roles"])
-        plan.target["available_after"] = entry["available_after"]
-        plan.target["met_after"] = entry["available_after"] >= plan.target["wanted_available"]
+        entry = next((e for e in plan.filesystems if role in e["roles"]), None)
+        after = entry["available_after"] if entry is not None else None
+        plan.target["available_after"] = after
+        plan.target["met_after"] = (
+            None if after is None else after >= plan.target["wanted_available"]
+        )
 
 
 def apply_target(
@@ -301,6 +282,9 @@ def apply_target(
         size: int = a.planned_bytes
         if fs is None:
             return size
+        if a.kind == "container":  # its log on the log root, its writable layer on imagefs
+            logs = (a.container.log_bytes or 0) if devices["logs"] == fs.device else 0
+            return logs + ((a.layer_bytes or 0) if devices["imagefs"] == fs.device else 0)
         return size if devices[role_of(a)] == fs.device else 0
 
     needed = target.needed(fs.capacity, fs.available) if fs else target.amount

@@ -486,7 +486,8 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     assert client is not None
     try:
         if may_act(mode, plan, ui, "finding", act):
-            carry_out(s, plan, [clean_stage(s, scan, act, ui)], "residue clean", ui)
+            on = {"nodefs": plan.policy["root_dir"], "logs": plan.policy["pod_logs_dir"]}
+            carry_out(s, plan, [clean_stage(s, scan, act, ui)], "residue clean", ui, measure=on)
         return plan
     finally:
         client.close()

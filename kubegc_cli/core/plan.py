@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from json.encoder import encode_basestring_ascii as _json_str  # json's own (C) encoder
@@ -98,6 +98,7 @@ class ContainerAction:
     stop_first: bool = False
     bytes_freed: int = 0
     log_note: str = ""
+    layer_bytes: int | None = None
 
     kind = "container"
 
@@ -107,7 +108,7 @@ class ContainerAction:
 
     @property
     def planned_bytes(self) -> int:
-        return self.container.log_bytes or 0
+        return container_bytes(self.container.log_bytes, self.layer_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         c = self.container
@@ -127,6 +128,8 @@ class ContainerAction:
             "image": c.image,
             "log_path": c.log_path,
             "log_bytes": c.log_bytes,
+            "writable_layer_bytes": self.layer_bytes,
+            "expected_bytes": self.planned_bytes,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,
@@ -168,6 +171,8 @@ class ContainerAction:
         sandbox, image = c.pod_sandbox_id, c.image
         fin = f'"{ns_to_rfc3339(c.finished_at)}"' if c.finished_at else "null"
         size = "null" if c.log_bytes is None else str(int(c.log_bytes))
+        layer = "null" if self.layer_bytes is None else str(int(self.layer_bytes))
+        expected = container_bytes(c.log_bytes, self.layer_bytes)
         return RawJSON(
             f'{{"kind": "container", "id": {e(c.id)}, {pod}'
             f'"pod_sandbox_id": {shared.get(sandbox) or _encoded(shared, sandbox)}, '
@@ -175,8 +180,33 @@ class ContainerAction:
             f'"attempt": {int(c.attempt)}, "state": {e(c.state)}, '
             f'"created_at": "{ns_to_rfc3339(c.created_at)}", "finished_at": {fin}, '
             f'"image": {shared.get(image) or _encoded(shared, image)}, '
-            f'"log_path": {e(c.log_path)}, "log_bytes": {size}, {tail}'
+            f'"log_path": {e(c.log_path)}, "log_bytes": {size}, '
+            f'"writable_layer_bytes": {layer}, "expected_bytes": {int(expected)}, {tail}'
         )
+
+
+def container_bytes(log_bytes: int | None, layer_bytes: int | None) -> int:
+    """What removing a dead container is expected to free, bytes: its writable layer (CRI
+    `ListContainerStats`: the runtime removes it with the container) and its log files (on
+    disk, rotated ones too); an unknown figure (None) counts 0. The one sum `gc containers`
+    plans with and `kubegc df` counts a dead container's reclaimable bytes with."""
+    return (log_bytes or 0) + (layer_bytes or 0)
+
+
+def layer_of(layers: Mapping[str, tuple[int | None, int | None]], container_id: str) -> int | None:
+    """The writable layer bytes of `container_id` in `layers` (`CriClient.writable_layers`:
+    ID → (bytes, inodes)); None when the runtime did not report it."""
+    return layers.get(container_id, (None, None))[0]
+
+
+def attach_layers(
+    actions: Iterable[Any], layers: Mapping[str, tuple[int | None, int | None]]
+) -> None:
+    """Give each container action of `actions` its writable layer from `layers` (see
+    `layer_of`); other kinds are left alone."""
+    for a in actions:
+        if a.kind == "container":
+            a.layer_bytes = layer_of(layers, a.id)
 
 
 def _encoded(shared: dict[Any, str], text: str) -> str:
@@ -223,6 +253,7 @@ class SandboxAction:
             "state": s.state.value,
             "created_at": ns_to_rfc3339(s.created_at),
             "container_count": self.container_count,
+            "expected_bytes": 0,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,
@@ -263,6 +294,7 @@ class LogAction:
             "path": self.path,
             "pod_uid": self.pod_uid,
             "bytes": self.bytes,
+            "expected_bytes": self.planned_bytes,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,
@@ -309,6 +341,7 @@ class ImageAction:
             "pinned": self.image.pinned,
             "first_detected": ns_to_rfc3339(self.first_detected),
             "last_used": ns_to_rfc3339(self.last_used) if self.last_used else None,
+            "expected_bytes": self.planned_bytes,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,
@@ -382,6 +415,7 @@ class PodAction:
             "owner_name": self.owner_name,
             "evicted_at": ns_to_rfc3339(self.evicted_at) if self.evicted_at else None,
             "message": self.message,
+            "expected_bytes": 0,
             "rule": self.rule,
             "reason": self.reason,
             "result": self.result.value,
@@ -412,6 +446,32 @@ class Action(Protocol):
 
 A = TypeVar("A", bound=Action)
 
+#: The results whose objects a plan's expected bytes count: still to go (a dry run) or gone
+#: (after acting). Skipped, failed and held-back objects free nothing.
+GOING = (Result.PLANNED, Result.REMOVED)
+#: Kinds whose expected bytes are an upper bound: an image's size as CRI reports it counts
+#: every layer, also those shared with images that stay (the kubelet counts it so too).
+UPPER_BOUND_KINDS = frozenset({"image"})
+
+
+def expected_bytes(actions: Iterable[Any]) -> int:
+    """What `actions` are expected to free, bytes: the sum of `planned_bytes` over those that
+    go (`GOING`). The one sum behind every command's "expected" figure."""
+    return sum(a.planned_bytes for a in actions if a.result in GOING)
+
+
+def expected_is_upper_bound(actions: Iterable[Any]) -> bool:
+    """True when the expected bytes of `actions` count an object whose bytes may be shared
+    (`UPPER_BOUND_KINDS`) among those that go."""
+    return any(a.kind in UPPER_BOUND_KINDS and a.result in GOING for a in actions)
+
+
+def measured_bytes(filesystems: Iterable[Mapping[str, Any]]) -> int | None:
+    """What a run measured, bytes: the sum of `regained` over `filesystems` (the entries of
+    `Plan.filesystems`); None when none was measured (a dry run, nothing acted on)."""
+    regained = [f["regained"] for f in filesystems if f.get("regained") is not None]
+    return sum(regained) if regained else None
+
 
 @dataclass(slots=True)
 class Plan(Generic[A]):
@@ -420,6 +480,10 @@ class Plan(Generic[A]):
     `actions` are the removals (always a list, possibly empty); `kept` the garbage candidates
     deliberately left, each with its reason; `notes` human lines explaining the plan as a whole.
     `out_of_scope` counts removals the policy selected that scope filters dropped.
+    `filesystems`: one dict per filesystem the run touches — `roles` (nodefs: the kubelet
+    root; logs: the pod log root; imagefs, containerfs: the runtime's), `path`, `capacity`,
+    `available_before` (bytes, statvfs), `available_after` and `regained` (bytes, statvfs
+    after acting, `regained` never < 0; None before). `summary()` sums it as `bytes_measured`.
     """
 
     kind: str
@@ -436,6 +500,7 @@ class Plan(Generic[A]):
     declined: bool = False
     shortfall: int = 0  # bytes a space target could not reach (image GC); > 0 is a failure
     filesystem: dict[str, Any] | None = None  # the filesystem a space target is measured on
+    filesystems: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Counts of actions by result, every result present (0 when none)."""
@@ -443,6 +508,12 @@ class Plan(Generic[A]):
         return {r.value: c.get(r.value, 0) for r in Result if r is not Result.KEPT}
 
     def summary(self) -> dict[str, Any]:
+        """The plan's totals, from its rows: counts by result and of kept objects; bytes
+        `bytes_expected` (`expected_bytes`: what the objects that go are expected to free),
+        `bytes_expected_is_upper_bound`, `bytes_measured` (`measured_bytes`: what the
+        filesystems regained, None until measured), and `bytes_planned` / `bytes_held_back`
+        (planned bytes not held back / held back by a cap), `bytes_freed` (the rows'
+        `bytes_freed`), `shortfall`."""
         return {
             "total": len(self.actions),
             "by_result": self.counts(),
@@ -456,6 +527,9 @@ class Plan(Generic[A]):
                 a.planned_bytes for a in self.actions if a.result is Result.HELD_BACK
             ),
             "bytes_freed": sum(a.bytes_freed for a in self.actions),
+            "bytes_expected": expected_bytes(self.actions),
+            "bytes_expected_is_upper_bound": expected_is_upper_bound(self.actions),
+            "bytes_measured": measured_bytes(self.filesystems),
             "shortfall": self.shortfall,
         }
 
@@ -477,6 +551,7 @@ class Plan(Generic[A]):
             "notes": list(self.notes),
             "summary": self.summary(),
             **({"filesystem": self.filesystem} if self.filesystem is not None else {}),
+            "filesystems": self.filesystems,
         }
 
 

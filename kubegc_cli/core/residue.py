@@ -149,6 +149,7 @@ class Finding:
             "id": self.target,
             "evidence": self.evidence,
             "bytes": self.bytes,
+            "expected_bytes": self.planned_bytes,
             "safe_to_clean": self.safe,
             "unsafe_reason": self.unsafe_reason or None,
             "action": self.clean_action,

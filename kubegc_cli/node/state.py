@@ -10,9 +10,12 @@ Layout under `--state-dir` (default `/var/lib/kubegc`), made mode 0700 when miss
 - `state.db`: SQLite in WAL mode with a busy timeout, so concurrent runs neither corrupt nor
   block it for long. Table `audit` — one row per action a run carried out or tried, written
   as the action completes (`AuditLog`): run id, time (RFC 3339), command, kind, object id,
-  rule, reason, result, error, bytes freed. Table `images` — per image ID, first detected
-  and last used (ns since the epoch; 0 = never used). Table `meta` — `began`, when kubegc
-  first collected on this node (gates MaxAge).
+  rule, reason, result, error, bytes freed, bytes expected (what removing it was expected
+  to free: `planned_bytes`). Table `runs` — per run that acted, the bytes its plan expected
+  to free and the bytes its filesystems regained, measured (statvfs before and after), and
+  those filesystems (JSON), written with its last audit rows. Table `images` — per image
+  ID, first detected and last used (ns since the epoch; 0 = never used). Table `meta` —
+  `began`, when kubegc first collected on this node (gates MaxAge).
 - `runtime-fs.json`: the runtime's image and container filesystem mountpoints as `evict check`
   last learned them, per runtime endpoint and runtime socket (`kubegc_cli.node.cri.fscache`);
   `events.json`: when each Event was last posted (`kubegc_cli.report.events`).
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import stat
 import sys
@@ -99,9 +103,27 @@ CREATE TABLE IF NOT EXISTS audit (
     reason TEXT NOT NULL,
     result TEXT NOT NULL,
     error TEXT NOT NULL,
-    bytes_freed INTEGER NOT NULL
+    bytes_freed INTEGER NOT NULL,
+    bytes_expected INTEGER
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    bytes_expected INTEGER NOT NULL,
+    bytes_measured INTEGER,
+    filesystems TEXT NOT NULL
 );
 """
+#: The audit table's columns, in the order its rows are written.
+_AUDIT_COLUMNS = ("run_id", "at", "command", "kind", "object_id", "rule", "reason", "result",
+                  "error", "bytes_freed", "bytes_expected")  # fmt: skip
+
+
+def _add_expected_column(con: sqlite3.Connection) -> None:
+    """Give an audit table made before rows carried their expected bytes that column (its
+    old rows: NULL, unknown)."""
+    columns = {r[1] for r in con.execute("PRAGMA table_info(audit)")}
+    if "bytes_expected" not in columns:
+        con.execute("ALTER TABLE audit ADD COLUMN bytes_expected INTEGER")
 
 
 def _stderr_warn(message: str) -> None:
@@ -557,6 +579,7 @@ def _open_write(state_dir: Path) -> sqlite3.Connection:
         _quick_check(con)
         with con:
             con.executescript(_SCHEMA)
+            _add_expected_column(con)
     except BaseException:
         con.close()
         raise
@@ -717,9 +740,14 @@ def _audit_row(run_id: str, at: str, command: str, a: Action) -> tuple[Any, ...]
     """One `audit` table row for action `a`."""
     return (
         run_id, at, command, a.kind, storable(a.id), a.rule, storable(a.reason),
-        a.result.value, storable(a.error), a.bytes_freed,
+        a.result.value, storable(a.error), a.bytes_freed, a.planned_bytes,
     )  # fmt: skip
 
+
+_INSERT_AUDIT = (
+    f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_AUDIT_COLUMNS))})"
+)
 
 #: Pauses (seconds) before each new try of writing a run's audit rows that could not be
 #: written: a full disk may have room again once the runtime has let go of what was removed.
@@ -776,6 +804,7 @@ class AuditLog:
         self._warn = warn
         self._info = info
         self._pending: list[tuple[Any, ...]] = []
+        self._run: tuple[Any, ...] | None = None
         self._added: set[int] = set()
         self._begun: dict[int, int] = {}  # id(action) -> rowid of its in-flight row
         self._replaced: list[int] = []  # in-flight rows to delete with the pending rows
@@ -804,11 +833,11 @@ class AuditLog:
                     return
             assert self._con is not None
             row = _audit_row(self.run_id, self._at, self.command, action)
-            row = (*row[:7], IN_FLIGHT, IN_FLIGHT_ERROR, 0)
+            row = (*row[:7], IN_FLIGHT, IN_FLIGHT_ERROR, 0, row[10])
             try:
                 self._con.execute("PRAGMA synchronous=NORMAL")
                 with self._con:
-                    cur = self._con.execute("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", row)
+                    cur = self._con.execute(_INSERT_AUDIT, row)
                 if cur.lastrowid is not None:
                     self._begun[id(action)] = cur.lastrowid
             except (sqlite3.Error, OSError):
@@ -845,14 +874,16 @@ class AuditLog:
         with it when `sync`. Raises as `_with_db`."""
         import sqlite3
 
-        rows = self._pending
+        rows, run = self._pending, self._run
         replaced = [(rowid, IN_FLIGHT) for rowid in self._replaced]
 
         def insert(con: sqlite3.Connection) -> sqlite3.Connection:
             con.execute(f"PRAGMA synchronous={'FULL' if sync else 'NORMAL'}")
             with con:  # the in-flight rows go with their outcomes' rows, never before
                 con.executemany("DELETE FROM audit WHERE rowid = ? AND result = ?", replaced)
-                con.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                con.executemany(_INSERT_AUDIT, rows)
+                if run is not None:
+                    con.execute("INSERT OR REPLACE INTO runs VALUES (?,?,?,?)", run)
             if sync:
                 self._synced_at = time.monotonic()
             return con
@@ -860,12 +891,12 @@ class AuditLog:
         if self._con is not None:
             try:
                 insert(self._con)
-                self._pending, self._replaced = [], []
+                self._pending, self._replaced, self._run = [], [], None
                 return
             except (sqlite3.Error, OSError):  # opened afresh below, with the store's handling
                 self._close()
         self._con = _with_db(self.state_dir, insert, self._warn, keep_open=True)
-        self._pending, self._replaced = [], []
+        self._pending, self._replaced, self._run = [], [], None
 
     def _close(self) -> None:
         if self._con is not None:
@@ -880,9 +911,12 @@ class AuditLog:
         delays: Iterable[float] | None = None,
         sleep: Callable[[float], None] | None = None,
         timeout: float | None = None,
+        totals: tuple[int, int | None, list[dict[str, Any]]] | None = None,
     ) -> str:
         """Add the rows of `actions` not added yet (those never attempted: held back,
-        skipped), then write every pending row, trying again after each pause of `delays`
+        skipped) and the run's `totals` (bytes expected, bytes measured or None, the
+        filesystems measured: `Plan.summary`, `Plan.filesystems`) if given, then write every
+        pending row, trying again after each pause of `delays`
         (seconds; default `AUDIT_RETRY_DELAYS`) while the store is `StateUnavailable`: a full
         disk may have had room freed by the removals themselves. `timeout` (seconds) bounds
         the wait for rows being written by another thread (a second stop signal). Returns
@@ -894,6 +928,9 @@ class AuditLog:
             for a in actions:
                 if id(a) not in self._added:
                     self._queue(a)
+            if totals is not None:
+                expected, measured, filesystems = totals
+                self._run = (self.run_id, expected, measured, json.dumps(filesystems))
             pauses = list(AUDIT_RETRY_DELAYS if delays is None else delays)
             sleep = time.sleep if sleep is None else sleep
             while True:  # once at least: an empty run still checks (and makes) the store
@@ -1037,6 +1074,13 @@ def forget_image_records(
 def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[dict[str, Any]]:
     """The last `runs` runs recorded in `state.db`, newest first, each with its actions.
 
+    Each run: `run_id`, `at`, `command`, `by_result` (counts), `bytes_expected` (what its
+    plan expected the objects it removed to free, as the run reported it; None for a run
+    recorded before kubegc kept it), `bytes_measured` (what its filesystems regained,
+    measured; None when not measured), `filesystems` (those measured, as `Plan.filesystems`),
+    `bytes_freed` (the sum of its rows'), `actions` (kind, id, rule, reason, result, error,
+    bytes_freed, bytes_expected).
+
     A missing state dir or database is an empty history; the database is only read (a
     read-only state dir is fine). A damaged one is moved aside (`warn`, default stderr, says
     so) and the history is empty. Raises `BadInput` when `state_dir` is not a directory or
@@ -1045,10 +1089,14 @@ def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[d
     path = _db_path(state_dir)
     if path is None or _kind(path) == "missing":
         return []
+    names = ("kind", "id", "rule", "reason", "result", "error", "bytes_freed", "bytes_expected")
 
     def read(con: sqlite3.Connection) -> list[dict[str, Any]]:
-        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'audit'").fetchone() is None:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        if "audit" not in tables:
             return []
+        columns = {r[1] for r in con.execute("PRAGMA table_info(audit)")}
+        expected = "bytes_expected" if "bytes_expected" in columns else "NULL"
         latest = con.execute(
             "SELECT run_id, MIN(at), command FROM audit GROUP BY run_id "
             "ORDER BY MIN(at) DESC, MIN(rowid) DESC LIMIT ?",
@@ -1057,24 +1105,29 @@ def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[d
         out = []
         for run_id, at, command in latest:
             rows = con.execute(
-                "SELECT kind, object_id, rule, reason, result, error, bytes_freed FROM audit "
-                "WHERE run_id = ? ORDER BY rowid",
+                "SELECT kind, object_id, rule, reason, result, error, bytes_freed, "
+                f"{expected} FROM audit WHERE run_id = ? ORDER BY rowid",
                 (run_id,),
             ).fetchall()
-            actions = [
-                dict(zip(("kind", "id", "rule", "reason", "result", "error", "bytes_freed"), r,
-                         strict=True))
-                for r in rows
-            ]  # fmt: skip
+            actions = [dict(zip(names, r, strict=True)) for r in rows]
             counts: dict[str, int] = {}
             for a in actions:
                 counts[a["result"]] = counts.get(a["result"], 0) + 1
+            totals = None
+            if "runs" in tables:
+                totals = con.execute(
+                    "SELECT bytes_expected, bytes_measured, filesystems FROM runs WHERE run_id = ?",
+                    (run_id,),
+                ).fetchone()
             out.append(
                 {
                     "run_id": run_id,
                     "at": at,
                     "command": command,
                     "by_result": counts,
+                    "bytes_expected": totals[0] if totals else None,
+                    "bytes_measured": totals[1] if totals else None,
+                    "filesystems": _filesystems(totals[2]) if totals else [],
                     "bytes_freed": sum(a["bytes_freed"] for a in actions),
                     "actions": actions,
                 }
@@ -1085,3 +1138,12 @@ def read_history(state_dir: Path, runs: int, warn: Warn | None = None) -> list[d
         return _with_db(state_dir, read, warn, write=False)
     except _Fresh:
         return []
+
+
+def _filesystems(text: str) -> list[dict[str, Any]]:
+    """The filesystems of a `runs` row (JSON), or [] when it is not a JSON list."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []

@@ -21,6 +21,7 @@ from kubegc_cli.core.plan import (
     RawJSON,
     Result,
     SandboxAction,
+    expected_bytes,
 )
 from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, safe_text
 from kubegc_cli.node.outfile import yaml_text
@@ -108,9 +109,6 @@ def _result_text(a: Action) -> str:
 def _container_row(a: ContainerAction, now: int) -> list[str]:
     c = a.container
     pod = f"{c.pod_namespace}/{c.pod_name}" if c.pod_name else f"(sandbox {c.pod_sandbox_id[:13]})"
-    logs = "-" if c.log_bytes is None else format_bytes(c.log_bytes)
-    if a.result is Result.REMOVED:
-        logs = format_bytes(a.bytes_freed)
     return [
         _short(c.id),
         pod,
@@ -119,11 +117,21 @@ def _container_row(a: ContainerAction, now: int) -> list[str]:
         c.state.value,
         format_duration((now - c.created_at) / NS_PER_SECOND),
         a.rule,
-        logs,
+        _container_bytes(a),
         _result_text(a),
+        "-" if a.layer_bytes is None else format_bytes(a.layer_bytes),
+        "-" if c.log_bytes is None else format_bytes(c.log_bytes),
         c.image or c.image_ref or "-",
         c.pod_uid or "-",
     ]
+
+
+def _container_bytes(a: ContainerAction) -> str:
+    """A container row's EXPECTED cell: its writable layer and logs (`planned_bytes`), "-"
+    when neither is known."""
+    if a.container.log_bytes is None and a.layer_bytes is None:
+        return "-"
+    return format_bytes(a.planned_bytes)
 
 
 def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
@@ -145,9 +153,10 @@ def _sandbox_row(a: SandboxAction, now: int) -> list[str]:
 class Layout:
     """How one kind of plan is shown: title, noun, columns (name, wraps) and a row builder.
 
-    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds bytes to the
-    summary line, named by `bytes_words` (planned, freed); `footer` gives lines printed after
-    the notes (tables), before the summary line. How the columns give way on a narrow terminal is
+    `show_kept` picks the kept objects shown without -v; `counts_bytes` adds the bytes
+    expected and measured to the summary line (`summary_line`); `footer` gives the tables
+    printed after the notes, before the summary line (default: the filesystems measured,
+    once a run measured them: `filesystems_grid`). How the columns give way on a narrow terminal is
     their `Column.kind` (`render.table.grid_lines`).
     """
 
@@ -157,7 +166,6 @@ class Layout:
     row: Callable[[Any, int], list[str]]
     show_kept: Callable[[Any], bool]
     counts_bytes: bool
-    bytes_words: tuple[str, str] = ("of logs", "of logs")
     footer: Callable[[Any], list[Grid]] | None = None
 
 
@@ -172,8 +180,10 @@ CONTAINERS = Layout(
         Column("STATE", "word"),
         Column("AGE", "num"),
         Column("REASON"),
-        Column("LOG", "num"),
+        Column("EXPECTED", "num"),
         Column("RESULT"),
+        Column("LAYER", "num", wide=True),
+        Column("LOG", "num", wide=True),
         Column("IMAGE", wide=True),
         Column("POD UID", "id", wide=True),
     ),
@@ -205,7 +215,7 @@ def _log_row(a: LogAction, now: int) -> list[str]:
     return [
         a.kind,
         a.path,
-        "-" if a.kind == "log-symlink" else format_bytes(a.bytes_freed or a.bytes),
+        "-" if a.kind == "log-symlink" else format_bytes(a.planned_bytes),
         a.rule,
         _result_text(a),
     ]
@@ -217,7 +227,7 @@ LOGS = Layout(
     (
         Column("KIND", "word"),
         Column("PATH"),
-        Column("SIZE", "num"),
+        Column("EXPECTED", "num"),
         Column("REASON"),
         Column("RESULT"),
     ),
@@ -233,14 +243,14 @@ def _mixed_row(a: Any, now: int) -> list[str]:
         c = a.container
         obj = f"{_short(c.id)} {c.container_name}#{c.attempt}"
         pod, state, born = f"{c.pod_namespace}/{c.pod_name}", c.state.value, c.created_at
-        size = "-" if c.log_bytes is None else format_bytes(a.bytes_freed or c.log_bytes)
+        size = _container_bytes(a)
     elif isinstance(a, SandboxAction):
         sb = a.sandbox
         obj = f"{_short(sb.id)} #{sb.attempt}"
         pod, state, born, size = f"{sb.namespace}/{sb.name}", sb.state.value, sb.created_at, "-"
     else:
         obj, pod, state, born = a.path, "-", "-", 0
-        size = "-" if a.kind == "log-symlink" else format_bytes(a.bytes_freed or a.bytes)
+        size = "-" if a.kind == "log-symlink" else format_bytes(a.planned_bytes)
     age = format_duration((now - born) / NS_PER_SECOND) if born else "-"
     return [a.kind, obj, pod, state, age, a.rule, size, _result_text(a)]
 
@@ -255,7 +265,7 @@ ALL = Layout(
         Column("STATE", "word"),
         Column("AGE", "num"),
         Column("REASON"),
-        Column("SIZE", "num"),
+        Column("EXPECTED", "num"),
         Column("RESULT"),
     ),
     _mixed_row,
@@ -289,7 +299,7 @@ IMAGES = Layout(
     (
         Column("IMAGE", "id"),
         Column("TAG"),
-        Column("SIZE", "num"),
+        Column("EXPECTED", "num"),
         Column("SEEN", "num"),
         Column("LAST USED", "num"),
         Column("REASON"),
@@ -306,19 +316,18 @@ IMAGES = Layout(
     # operator asks "why not?" about
     lambda k: k.rule in ("min-age", "protected", "pinned", "unpullable"),
     True,
-    ("of images at most (shared layers stay)", "of images"),
 )
 
 
 def _reclaim_row(a: Any, now: int) -> list[str]:
-    """One row of `reclaim`: kind, ID, object, reason, bytes (expected; freed once removed),
-    result. IDs stay whole in a column of their own: a user copies them."""
+    """One row of `reclaim`: kind, ID, object, reason, bytes expected, result. IDs stay whole
+    in a column of their own: a user copies them."""
     ident, obj, size = "-", "", format_bytes(a.planned_bytes)
     kind = a.kind
     if isinstance(a, ContainerAction):
         c = a.container
         ident, obj = _short(c.id), f"{c.pod_namespace}/{c.pod_name} {c.container_name}#{c.attempt}"
-        size = "-" if c.log_bytes is None else size
+        size = _container_bytes(a)
     elif isinstance(a, SandboxAction):
         sb = a.sandbox
         ident, obj, size = _short(sb.id), f"{sb.namespace}/{sb.name} #{sb.attempt}", "-"
@@ -331,19 +340,23 @@ def _reclaim_row(a: Any, now: int) -> list[str]:
     else:  # a residue finding
         kind, obj = a.type, a.target
         size = "-" if a.bytes is None else size
-    if a.result is Result.REMOVED and a.bytes_freed:
-        size = format_bytes(a.bytes_freed)
     return [kind, ident, obj, a.rule, size, _result_text(a)]
 
 
 def reclaim_footer(plan: Any) -> list[Grid]:
     """The totals of a reclaim plan by kind (from its rows: `by_kind`) and its filesystems,
-    before and after (measured: statvfs), as two tables."""
+    before and after (measured: statvfs: `filesystems_grid`), as two tables."""
     kinds = Grid("", [Column("BY KIND", "word"), Column("OBJECTS", "num"),
                       Column("EXPECTED", "num"), Column("HELD BACK", "num")])  # fmt: skip
     for k in plan.by_kind():
         if k["count"] or k["held_back"]:
             kinds.add([k["kind"], str(k["count"]), format_bytes(k["bytes"]), str(k["held_back"])])
+    return [kinds, filesystems_grid(plan)]
+
+
+def filesystems_grid(plan: Any) -> Grid:
+    """The filesystems a run touches (`Plan.filesystems`): capacity, available before and
+    after acting, regained (measured by statvfs; "-" until measured), path."""
     disk = Grid("", [Column("FILESYSTEM", "word"), Column("CAPACITY", "num"),
                      Column("AVAIL BEFORE", "num"), Column("AVAIL AFTER", "num"),
                      Column("REGAINED", "num"), Column("PATH")])  # fmt: skip
@@ -359,7 +372,14 @@ def reclaim_footer(plan: Any) -> list[Grid]:
                 safe_text(f["path"]),
             ]
         )
-    return [kinds, disk]
+    return disk
+
+
+def _measured_footer(plan: Any) -> list[Grid]:
+    """The default footer: the filesystems once a run measured them (none before)."""
+    if any(f.get("regained") is not None for f in plan.filesystems):
+        return [filesystems_grid(plan)]
+    return []
 
 
 RECLAIM = Layout(
@@ -379,7 +399,6 @@ RECLAIM = Layout(
         and k.rule in ("guard-newest-record", "mount-point", "min-age", "protected", "pinned")
     ),
     True,
-    ("expected", "by the objects' sizes"),
     reclaim_footer,
 )
 
@@ -413,8 +432,6 @@ def _finding_row(a: Finding, now: int) -> list[str]:
     """One residue finding: object, size, safe, evidence (and why not safe), what `residue
     clean` does (nothing when not safe), what an operator could run instead, result."""
     size = "-" if a.bytes is None else format_bytes(a.bytes)
-    if a.result is Result.REMOVED and a.bytes_freed:
-        size = format_bytes(a.bytes_freed)
     return [
         a.target,
         size,
@@ -514,14 +531,13 @@ def residue_summary(plan: Plan[Any]) -> str:
         changed = f"; {skipped} skipped (changed since the plan)" if skipped else ""
         return (
             f"{len(findings)} finding(s), {format_bytes(total)}; {len(going)} safe to "
-            f"clean ({format_bytes(sum(a.planned_bytes for a in going))}){changed}; "
+            f"clean ({format_bytes(expected_bytes(going))}){changed}; "
             f"{len(plan.kept)} not safe."
         )
     by = plan.counts()
-    freed = format_bytes(sum(a.bytes_freed for a in plan.actions))
     return (
-        f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}; freed "
-        f"{freed}; {len(plan.kept)} not safe, left alone."
+        f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}; "
+        f"{bytes_said(plan.summary())}; {len(plan.kept)} not safe, left alone."
     )
 
 
@@ -600,7 +616,7 @@ def render_plan(
             screen.line(f"  {more_kept} {_NOT_LISTED}")
     for note in plan.notes:
         screen.note(safe_text(note))
-    for extra in layout.footer(plan) if layout.footer else ():
+    for extra in (layout.footer or _measured_footer)(plan):
         screen.line("")
         screen.grid(extra)
     screen.line(summary_line(plan, layout), style="bold")
@@ -626,24 +642,40 @@ def render_container_plan(
 
 
 def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
-    """`3 container(s) to remove, 1.2Mi of logs; 5 kept.` before acting, counts after."""
+    """`3 container(s) to remove, 1.2Mi expected; 5 kept.` before acting; after it the counts,
+    the bytes expected of what was removed and what the filesystems regained (`bytes_said`).
+    Every figure is `Plan.summary`'s, summed from the rows the table lists."""
     layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
-    of_planned, of_freed = layout.bytes_words
-    logs = f", {format_bytes(s['bytes_planned'])} {of_planned}" if layout.counts_bytes else ""
     by = s["by_result"]
     targeted = any(a.error.startswith("held back: ") for a in plan.actions)  # (`--until`)
     by_what = "the target" if targeted else "a cap"
     held = f", {by['held-back']} held back by {by_what}" if by["held-back"] else ""
     if plan.dry_run or all(a.result in _NOT_ACTED for a in plan.actions):
+        expected = f", {expected_said(s)}" if layout.counts_bytes else ""
         if by["skipped"]:  # (apply's re-checks before acting): what still goes, what not
-            planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
-            logs = f", {format_bytes(planned)} {of_planned}" if layout.counts_bytes else ""
             held += f", {by['skipped']} skipped (changed since the plan)"
         going = by["planned"]
-        return f"{going} {layout.noun}(s) to remove{logs}{held}; {s['kept']} kept."
-    freed = f"; freed {format_bytes(s['bytes_freed'])} {of_freed}" if layout.counts_bytes else ""
-    return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{freed}."
+        return f"{going} {layout.noun}(s) to remove{expected}{held}; {s['kept']} kept."
+    done = f"; {bytes_said(s)}" if layout.counts_bytes else ""
+    return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{done}."
+
+
+def expected_said(summary: dict[str, Any]) -> str:
+    """`1.2Mi expected` from a `Plan.summary()`, with " at most (shared layers stay)" when the
+    figure is an upper bound (images)."""
+    upper = " at most (shared layers stay)" if summary["bytes_expected_is_upper_bound"] else ""
+    return f"{format_bytes(summary['bytes_expected'])} expected{upper}"
+
+
+def bytes_said(summary: dict[str, Any]) -> str:
+    """`1.2Mi expected, 1.1Mi regained (measured)` from a `Plan.summary()` after acting (the
+    filesystems not measured: "not measured")."""
+    measured = summary["bytes_measured"]
+    regained = (
+        "not measured" if measured is None else f"{format_bytes(measured)} regained (measured)"
+    )
+    return f"{expected_said(summary)}, {regained}"
 
 
 _NOT_ACTED = (Result.PLANNED, Result.HELD_BACK)

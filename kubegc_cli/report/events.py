@@ -57,6 +57,7 @@ from kubegc_cli.node.pods.api import (
     status_message,
 )
 from kubegc_cli.node.state import ensure_state_dir, open_in
+from kubegc_cli.render.plan import bytes_said
 
 NAMESPACE = "default"
 COMPONENT = "kubegc"
@@ -109,7 +110,6 @@ def _gc_events(plan: Any) -> list[NodeEvent]:
     acts = list(plan.actions)
     failed = [a for a in acts if a.result.value == "failed"]
     removed = [a for a in acts if a.result.value == "removed"]
-    freed = sum(a.bytes_freed for a in acts)
     if failed:
         return [
             _event(
@@ -124,7 +124,7 @@ def _gc_events(plan: Any) -> list[NodeEvent]:
             _event(
                 "ContainerGCSucceeded",
                 NORMAL,
-                f"removed {_removed_summary(acts)}; freed {format_bytes(freed)} of logs",
+                f"removed {_removed_summary(acts)}; {bytes_said(plan.summary())}",
             )
         ]
     return []
@@ -132,10 +132,9 @@ def _gc_events(plan: Any) -> list[NodeEvent]:
 
 def _reclaim_events(plan: Any) -> list[NodeEvent]:
     """`reclaim`: `ReclaimFailed` (warning) when a removal failed, else `Reclaimed` with what
-    was removed and the bytes the filesystems regained (measured)."""
+    was removed, the bytes expected and the bytes the filesystems regained (measured)."""
     acts = list(plan.actions)
     failed = [a for a in acts if a.result.value == "failed"]
-    regained = sum(f.get("regained") or 0 for f in getattr(plan, "filesystems", []))
     if failed:
         return [_event(
             "ReclaimFailed", WARNING,
@@ -145,8 +144,7 @@ def _reclaim_events(plan: Any) -> list[NodeEvent]:
     if any(a.result.value == "removed" for a in acts):
         return [_event(
             "Reclaimed", NORMAL,
-            f"removed {_removed_summary(acts)}; the filesystems regained "
-            f"{format_bytes(regained)} (measured)",
+            f"removed {_removed_summary(acts)}; {bytes_said(plan.summary())}",
         )]  # fmt: skip
     return []
 
@@ -171,12 +169,9 @@ def _image_events(plan: Any) -> list[NodeEvent]:
             "to free.",
         ))  # fmt: skip
     if removed and not out:
-        size = sum(a.bytes_freed for a in removed)
-        regained = fs.get("regained")
-        tail = f"; the image filesystem regained {format_bytes(regained)}" if regained else ""
         out.append(_event(
             "ImageGCFreed", NORMAL,
-            f"removed {len(removed)} image(s), {format_bytes(size)} by image size{tail}",
+            f"removed {len(removed)} image(s); {bytes_said(plan.summary())}",
         ))  # fmt: skip
     return out
 

@@ -14,7 +14,10 @@ a timer running `gc all` and `residue scan` into one file keeps both.
 | `kubegc_objects_total` | counter | `kind`, `result` (removed, skipped, failed) | objects |
 | `kubegc_freed_bytes_total` | counter | `kind` | bytes freed by removals |
 | `kubegc_last_run_objects` | gauge | `kind`, `result` (also planned, kept) | last run's plan |
+| `kubegc_measured_bytes_total` | counter | | bytes the filesystems regained, measured |
 | `kubegc_last_run_planned_bytes` | gauge | `kind` | bytes the last run's plan would free |
+| `kubegc_last_run_expected_bytes` | gauge | `kind` | bytes expected of what went |
+| `kubegc_last_run_measured_bytes` | gauge | | bytes the filesystems regained, measured |
 | `kubegc_last_run_freed_bytes` | gauge | `kind` | bytes the last run freed |
 | `kubegc_last_run_duration_seconds` | gauge | | wall time of the last run |
 | `kubegc_last_run_exit_code` | gauge | | its exit code |
@@ -43,6 +46,13 @@ the high-threshold GC; `gc images --prune-unused` has no kubelet reason there); 
 threshold and MaxAge GC) or `delete_unused_images` (`--prune-unused`, `reclaim`); `trigger`
 is `periodic` for `kubegc agent` cycles, else `unknown`; an attempt is a run that acted.
 
+The bytes are the run's own two figures (`kubegc_cli.core.plan`), as its table, its JSON
+summary and `kubegc history` give them: expected (`bytes_expected`: what the objects still
+to go in a dry run, or removed after acting, are expected to free; an image's size is an
+upper bound) and measured (`bytes_measured`: what the filesystems the run touched regained,
+statvfs before and after acting; `kubegc_last_run_measured_bytes` is absent when the last
+run measured nothing, a dry run).
+
 Counters are carried across runs in the file itself: a run adds to what the previous file
 holds (no previous file, or one that cannot be parsed, starts them at 0, which Prometheus
 takes as a counter reset). A failed run keeps the previous file's
@@ -69,7 +79,7 @@ from pathlib import Path
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput, ExitCode, KubegcError
-from kubegc_cli.core.plan import Result
+from kubegc_cli.core.plan import Result, expected_bytes, measured_bytes
 from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
 from kubegc_cli.node.outfile import replace_file
 
@@ -95,7 +105,22 @@ METRICS: dict[str, tuple[str, str]] = {
         "Objects in the last run's plan by kind and result (planned in a dry run; removed, "
         "skipped, failed after acting; kept: left by a rule).",
     ),
+    "kubegc_measured_bytes_total": (
+        "counter",
+        "Bytes the filesystems kubegc's runs acted on regained, measured (statvfs before and "
+        "after acting), by command.",
+    ),
     "kubegc_last_run_planned_bytes": ("gauge", "Bytes the last run's plan would free, by kind."),
+    "kubegc_last_run_expected_bytes": (
+        "gauge",
+        "Bytes the last run expected to free by kind: of the objects still to go (a dry run) "
+        "or removed (after acting); an image's size is an upper bound (shared layers).",
+    ),
+    "kubegc_last_run_measured_bytes": (
+        "gauge",
+        "Bytes the filesystems the last run acted on regained, measured (statvfs before and "
+        "after acting); absent when it measured nothing.",
+    ),
     "kubegc_last_run_freed_bytes": ("gauge", "Bytes the last run freed, by kind."),
     "kubegc_last_run_duration_seconds": ("gauge", "Wall time of the last run of the command."),
     "kubegc_last_run_exit_code": ("gauge", "Exit code of the last run of the command."),
@@ -387,6 +412,7 @@ def _plan_samples(facts: RunFacts, plan: Any, put: Any) -> None:
             put("kubegc_objects_total", 0.0, kind=k, result=r)
         put("kubegc_freed_bytes_total", 0.0, kind=k)
         put("kubegc_last_run_planned_bytes", 0.0, kind=k)
+        put("kubegc_last_run_expected_bytes", 0.0, kind=k)
         put("kubegc_last_run_freed_bytes", 0.0, kind=k)
         for r in Result:  # planned, removed, skipped, failed, kept, ...
             put("kubegc_last_run_objects", 0.0, kind=k, result=r.value)
@@ -394,6 +420,7 @@ def _plan_samples(facts: RunFacts, plan: Any, put: Any) -> None:
         k, r = _kind_of(a), a.result.value
         put("kubegc_last_run_objects", 1.0, kind=k, result=r)
         put("kubegc_last_run_planned_bytes", float(a.planned_bytes), kind=k)
+        put("kubegc_last_run_expected_bytes", float(expected_bytes([a])), kind=k)
         if r in ACTED:
             put("kubegc_objects_total", 1.0, kind=k, result=r)
         if a.bytes_freed:
@@ -401,6 +428,10 @@ def _plan_samples(facts: RunFacts, plan: Any, put: Any) -> None:
             put("kubegc_last_run_freed_bytes", float(a.bytes_freed), kind=k)
     for a in plan.kept:
         put("kubegc_last_run_objects", 1.0, kind=_kind_of(a), result="kept")
+    measured = measured_bytes(getattr(plan, "filesystems", ()))
+    put("kubegc_measured_bytes_total", float(measured or 0))
+    if measured is not None:
+        put("kubegc_last_run_measured_bytes", float(measured))
     if hasattr(plan, "totals") and types:
         for t in types:
             put("kubegc_residue_findings", 0.0, kind=t, safe="true")

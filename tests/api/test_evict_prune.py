@@ -384,6 +384,7 @@ def test_json_shape_of_an_action(
         "owner_name": "web-7d4b9",
         "evicted_at": "2026-11-29T08:48:00Z",
         "message": LONG_MESSAGE,
+        "expected_bytes": 0,  # an API object holds no node bytes
         "rule": "evicted",
         "reason": "Evicted 3h12m ago",
         "result": "planned",

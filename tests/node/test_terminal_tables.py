@@ -214,11 +214,11 @@ def test_a_dry_run_table_shows_every_id_and_size_whole(
             assert a["id"].removeprefix("sha256:")[:13] in seen, (a["id"], screen)
         if a["kind"] == "image":
             assert format_bytes(a["size"]) in seen
-        if a["kind"] == "container" and a["log_bytes"]:
-            assert format_bytes(a["log_bytes"]) in seen, (a, screen)
+        if a["kind"] == "container" and a["expected_bytes"]:  # its layer and log
+            assert format_bytes(a["expected_bytes"]) in seen, (a, screen)
         if a["kind"] in ("pod-log-dir", "finding"):
             assert a.get("path", a["id"]) in whole
-    total = doc["summary"]["bytes_planned"]
+    total = doc["summary"]["bytes_expected"]
     if command[0] == "reclaim" or command[1] in ("containers", "logs", "all", "images"):
         assert format_bytes(total) in seen, screen  # the headline has its byte total
 
@@ -248,7 +248,8 @@ def test_history_shows_the_run_id_whole_and_bytes_in_human_units(messy: Messy) -
     for size in SIZES[:2]:
         screen = shown(messy, ["history", "-v"], size)
         seen = words(screen)
-        assert str(run["run_id"]) in seen and format_bytes(run["bytes_freed"]) in seen, screen
+        assert str(run["run_id"]) in seen and format_bytes(run["bytes_expected"]) in seen, screen
+        assert format_bytes(run["bytes_measured"]) in seen, screen
         for a in run["actions"]:
             assert a["id"] in unfolded(screen)
 
@@ -276,6 +277,6 @@ def test_a_stale_plan_applied_as_a_dry_run_counts_only_what_still_goes(
     code, screen = run_in_pane([*base, "apply", str(plan), "--dry-run"], 80, 24)
     assert code == 0, screen
     text = " ".join(screen.split())
-    assert "0 container(s) to remove, 0B of logs, 2 skipped (changed since the plan);" in text
+    assert "0 container(s) to remove, 0B expected, 2 skipped (changed since the plan);" in text
     rows = [r for r in screen.splitlines() if r[:13] in {i[:13] for i in ids[:2]}]
     assert len(rows) == 2 and text.count("skipped: gone before removal") == 2, screen

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubegc_cli.core.units import format_bytes
 from kubegc_cli.report.metrics import parse_samples, series
 from tests.api.test_events import node_events
 from tests.controlplane import ControlPlane
@@ -53,7 +54,10 @@ def test_gc_containers_reports_metrics_and_an_event(
 
     [ev] = node_events(admin, node_name)
     assert (ev.reason, ev.type) == ("ContainerGCSucceeded", "Normal")
-    assert ev.message.startswith("removed 1 container(s); freed ")
+    assert ev.message == (
+        f"removed 1 container(s); {format_bytes(doc['summary']['bytes_expected'])} expected, "
+        f"{format_bytes(doc['summary']['bytes_measured'])} regained (measured)"
+    )
     involved = ev.involved_object
     assert (involved.api_version, involved.kind, involved.name, involved.uid) == (
         "v1", "Node", node_name, node_name)  # fmt: skip

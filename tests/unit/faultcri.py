@@ -65,7 +65,9 @@ class Inventory:
     """What the fake runtime has: CRI messages by ID. `log_paths` gives a container's
     `ContainerStatus.log_path` ("" when absent); `finished_at` its finish time (ns);
     `status_info` replaces the verbose `Status` info (default: a `config` naming the sandbox
-    image); `sandbox_info` is a sandbox's verbose `PodSandboxStatus` info, by ID."""
+    image); `sandbox_info` is a sandbox's verbose `PodSandboxStatus` info, by ID; `layers`
+    the writable layer bytes `ListContainerStats` reports, by container ID (a container not
+    in it is not reported, as by a runtime that has no stats for it)."""
 
     containers: dict[str, Any] = field(default_factory=dict)
     sandboxes: dict[str, Any] = field(default_factory=dict)
@@ -75,6 +77,7 @@ class Inventory:
     image_fs_mountpoint: str = "/var/lib/containerd"
     status_info: dict[str, str] | None = None
     sandbox_info: dict[str, dict[str, str]] = field(default_factory=dict)
+    layers: dict[str, int] = field(default_factory=dict)
 
 
 def container_pb(
@@ -164,7 +167,8 @@ def synthetic_inventory(
     of the same pods (leaked, as on nodes whose lists outgrow 4 MiB). `containers` containers
     spread over the pods — per pod, containers of up to 3 names with several attempts, the
     newest of a name RUNNING in a READY pod, the rest EXITED — point at their pod's newest
-    sandbox and use `images` images (the first 5% pinned). Deterministic for a given `seed`."""
+    sandbox and use `images` images (the first 5% pinned), each with a writable layer of
+    4 KiB to 1 MiB (`Inventory.layers`). Deterministic for a given `seed`."""
     rng = random.Random(seed)
     inv = Inventory()
     image_ids = [f"sha256:{rng.getrandbits(256):064x}" for _ in range(max(images, 1))]
@@ -211,6 +215,7 @@ def synthetic_inventory(
             )  # fmt: skip
             if not running:
                 inv.finished_at[cid] = born + a * 60 * S + 30 * S
+            inv.layers[cid] = 4096 * rng.randint(1, 256)
             made += 1
     return inv
 
@@ -252,6 +257,7 @@ class FaultCri:
         # Only for an inventory nothing changes but RPCs (`serve`).
         self.cache_lists = cache_lists
         self._list_reply: bytes | None = None
+        self._stats_reply: bytes | None = None
         self.inventory = inventory or Inventory()
         self.workers = workers
         self.die_after: dict[str, int] = {}
@@ -294,6 +300,11 @@ class FaultCri:
             handlers["ListContainers"] = grpc.unary_unary_rpc_method_handler(
                 runtime.list_containers_bytes,
                 request_deserializer=_PB.ListContainersRequest.FromString,
+                response_serializer=bytes,  # already serialized
+            )
+            handlers["ListContainerStats"] = grpc.unary_unary_rpc_method_handler(
+                runtime.list_container_stats_bytes,
+                request_deserializer=_PB.ListContainerStatsRequest.FromString,
                 response_serializer=bytes,  # already serialized
             )
             server.add_registered_method_handlers("runtime.v1.RuntimeService", handlers)
@@ -437,7 +448,7 @@ class _Runtime(_STUBS.RuntimeServiceServicer):  # type: ignore[misc]
         if c is None:
             _not_found(context, f"container {cid}")
         c.state = _PB.CONTAINER_EXITED
-        self.cri._list_reply = None
+        self.cri._list_reply = self.cri._stats_reply = None
         return _PB.StopContainerResponse()
 
     def RemoveContainer(self, request: Any, context: Any) -> Any:
@@ -447,14 +458,46 @@ class _Runtime(_STUBS.RuntimeServiceServicer):  # type: ignore[misc]
             gone = self.inv.containers.pop(cid, None)
             if gone is not None:
                 self.cri.removed.append(cid)
-                self.cri._list_reply = None
+                self.cri._list_reply = self.cri._stats_reply = None
         if gone is None:
             _not_found(context, f"container {cid}")
         return _PB.RemoveContainerResponse()
 
     def ListContainerStats(self, request: Any, context: Any) -> Any:
+        """Stats of the containers `Inventory.layers` names: attributes as containerd gives
+        them (ID, metadata, labels, annotations) and the writable layer."""
         self.cri.enter("ListContainerStats", "", context)
-        return _PB.ListContainerStatsResponse()
+        return self._stats()
+
+    def _stats(self) -> Any:
+        with self.cri._lock:
+            stats = [
+                _PB.ContainerStats(
+                    attributes=_PB.ContainerAttributes(
+                        id=c.id, metadata=c.metadata, labels=c.labels, annotations=c.annotations
+                    ),
+                    writable_layer=_PB.FilesystemUsage(
+                        timestamp=NOW_NS,
+                        fs_id=_PB.FilesystemIdentifier(mountpoint=self.inv.image_fs_mountpoint),
+                        used_bytes=_PB.UInt64Value(value=self.inv.layers[c.id]),
+                        inodes_used=_PB.UInt64Value(value=1),
+                    ),
+                )
+                for c in self.inv.containers.values()
+                if c.id in self.inv.layers
+            ]
+        return _PB.ListContainerStatsResponse(stats=stats)
+
+    def list_container_stats_bytes(self, request: Any, context: Any) -> bytes:
+        """ListContainerStats, serialized; kept until a container changes (`cache_lists`)."""
+        self.cri.enter("ListContainerStats", "", context)
+        with self.cri._lock:
+            reply = self.cri._stats_reply
+        if reply is None:
+            reply = self._stats().SerializeToString()
+            with self.cri._lock:
+                self.cri._stats_reply = reply
+        return bytes(reply)
 
     def ListPodSandbox(self, request: Any, context: Any) -> Any:
         self.cri.enter("ListPodSandbox", "", context)

@@ -64,9 +64,22 @@ def test_container_gc_succeeded_and_failed() -> None:
     log = LogAction("pod-log-dir", "/var/log/pods/a_b_c", "/var/log/pods/a_b_c", "c", "deleted-pod",
                     "gone", result=Result.REMOVED)  # fmt: skip
     ok = plan_of([container(0, Result.REMOVED, 2048), container(1, Result.SKIPPED), log])
+    log.bytes = 2048
+    ok.filesystems = [
+        {
+            "roles": ["logs"],
+            "path": "/var/log",
+            "capacity": 9 * MiB,
+            "available_before": MiB,
+            "available_after": 2 * MiB,
+            "regained": MiB,
+        }
+    ]
     [ev] = events_for("gc all", ok, 0)
     assert (ev.reason, ev.type) == ("ContainerGCSucceeded", "Normal")
-    assert ev.message == "removed 1 container(s), 1 pod log dir(s); freed 2Ki of logs"
+    assert ev.message == (
+        "removed 1 container(s), 1 pod log dir(s); 2Ki expected, 1Mi regained (measured)"
+    )  # the summary's figures: what the removed rows expected, what statvfs measured
     bad = plan_of([container(0, Result.REMOVED), container(1, Result.FAILED, error="rpc: boom")])
     [ev] = events_for("gc containers", bad, 1)
     assert (ev.reason, ev.type) == ("ContainerGCFailed", "Warning")
@@ -83,8 +96,13 @@ def test_dry_runs_and_empty_runs_post_nothing() -> None:
 def test_image_gc_freed_failed_and_free_disk_space_failed() -> None:
     freed = plan_of([image(Result.REMOVED, 3 * MiB)],
                     filesystem={"bytes_to_free": 100, "regained": 2 * MiB})  # fmt: skip
+    freed.filesystems = [{"roles": ["imagefs"], "path": "/i", "capacity": 9 * MiB,
+                          "available_before": MiB, "available_after": 3 * MiB,
+                          "regained": 2 * MiB}]  # fmt: skip
     assert reasons(events_for("gc images", freed, 0)) == [("ImageGCFreed", "Normal")]
-    assert "the image filesystem regained 2Mi" in events_for("gc images", freed, 0)[0].message
+    assert events_for("gc images", freed, 0)[0].message == (
+        "removed 1 image(s); 3Mi expected at most (shared layers stay), 2Mi regained (measured)"
+    )
     short = plan_of([image(Result.REMOVED, 600), image(Result.FAILED, 5, error="in use")],
                     filesystem={"bytes_to_free": 1000}, shortfall=400)  # fmt: skip
     evs = events_for("gc images", short, 1)

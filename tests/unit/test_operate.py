@@ -87,7 +87,7 @@ def test_dry_run_shows_what_the_cap_held_back(
     assert "6 removal(s) held back by --max-delete 5" in err
     code, out, _ = run(argv, capsys)
     assert "held back by --max-delete 5" in out
-    assert "5 container(s) to remove, 500B of logs, 6 held back by a cap; 1 kept." in out
+    assert "5 container(s) to remove, 500B expected, 6 held back by a cap; 1 kept." in out
     code, out, _ = run([*argv, "-q"], capsys)  # -q: the IDs that would go, no stderr
     assert out.split() == [f"{i:02d}" * 8 for i in range(5)]
 

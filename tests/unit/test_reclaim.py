@@ -113,9 +113,14 @@ def test_the_table_rows_and_headline_are_computed_from_the_same_rows(host: Path)
     rows = [ln for ln in table.splitlines() if ln.endswith(" planned")]
     assert len(rows) == len(doc["actions"])
     expected = sum(k["bytes"] for k in doc["by_kind"])
-    assert expected == doc["summary"]["bytes_planned"]
+    assert expected == doc["summary"]["bytes_planned"] == doc["summary"]["bytes_expected"]
+    assert expected == sum(a["expected_bytes"] for a in doc["actions"])
     assert sum(k["count"] for k in doc["by_kind"]) == len(doc["actions"])
-    assert f"{len(rows)} object(s) to remove, {format_bytes(expected)} expected;" in table
+    assert doc["summary"]["bytes_expected_is_upper_bound"]  # (images among the rows)
+    assert (
+        f"{len(rows)} object(s) to remove, {format_bytes(expected)} expected at most "
+        "(shared layers stay);"
+    ) in table
     for k in doc["by_kind"]:
         if k["count"]:
             assert any(ln.split()[:3] == [k["kind"], str(k["count"]), format_bytes(k["bytes"])]

@@ -132,7 +132,7 @@ def test_a_dry_run_with_actions_skipped_since_the_plan_counts_only_what_still_go
     plan.dry_run = True
     planned = sum(a.planned_bytes for a in plan.actions if a.result is Result.PLANNED)
     assert render.summary_line(plan) == (
-        f"2 container(s) to remove, {render.format_bytes(planned)} of logs, 1 held back by a "
+        f"2 container(s) to remove, {render.format_bytes(planned)} expected, 1 held back by a "
         "cap, 2 skipped (changed since the plan); 1 kept."
     )
     plan.actions = [a for a in plan.actions if a.result is not Result.SKIPPED]

@@ -187,4 +187,6 @@ def test_the_image_gc_headline_has_its_byte_total() -> None:
             ImageAction(Image(f"sha256:{i:064x}", size=(i + 1) << 30), NOW, 0, "unused", "r")
         )
     plan.dry_run = True
-    assert summary_line(plan).startswith("2 image(s) to remove, 3Gi of images at most")
+    assert summary_line(plan).startswith(
+        "2 image(s) to remove, 3Gi expected at most (shared layers stay)"
+    )
