@@ -51,6 +51,7 @@ class PinAction:
 
     kind = "image-pin"
     bytes_freed = 0  # (an audit row's bytes: a pin frees none)
+    planned_bytes = 0  # (the audit row's expected bytes: none either)
 
     @property
     def id(self) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, RuntimeInfo
-from kubegc_cli.core.pins import KEPT, PIN, PLANNED, UNPIN
+from kubegc_cli.core.pins import DONE, KEPT, PIN, PLANNED, UNPIN
 from kubegc_cli.policy.pins import plan_pins
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
@@ -132,3 +132,21 @@ def test_without_patterns_pin_takes_the_config_files_keep_list(tmp_path: Path) -
     with use_runtime(cri):
         code, out, err = run_cli([*base, "pin", "--dry-run"])
     assert code == 2 and "name at least one image pattern" in err
+
+
+def test_a_pin_is_an_audit_row_history_reads(tmp_path: Path) -> None:
+    """A pin or unpin that was carried out is written to the audit log as any action is
+    (no bytes, expected or freed) and `history` reads it back with its operation."""
+    from kubegc_cli.core.pins import PinAction
+    from kubegc_cli.node.state import AuditLog, read_history
+
+    image = Image("sha256:" + "a" * 64, ("registry.example/app:v1",), (), 1 << 20)
+    done = PinAction(image, PIN, "matches registry.example/*", result=DONE[PIN])
+    log = AuditLog(tmp_path / "state", "images pin", 1_700_000_000 * 10**9)
+    log.add(done)
+    log.finish([done])
+    [run] = read_history(tmp_path / "state", 1)
+    assert run["command"] == "images pin" and run["by_result"] == {"pinned": 1}
+    [row] = run["actions"]
+    assert row["kind"] == "image-pin" and row["rule"] == "pin" and row["id"] == image.id
+    assert row["bytes_freed"] == 0 and row["bytes_expected"] == 0
