@@ -82,7 +82,10 @@ def test_default_policy_keeps_newest_init_record(node: LocalNode, ns: str, tmp_p
         r"container: 1 acted on in [0-9.]+ s \([0-9.]+/s, 1 removed\) at --concurrency 8",
         done.stderr,
     ), done.stderr
-    assert result["summary"]["bytes_freed"] == plan["actions"][0]["log_bytes"]
+    # its log, unlinked, and the writable layer the runtime removed with it
+    removed = result["actions"][0]
+    layer = removed["writable_layer_bytes"] or 0
+    assert result["summary"]["bytes_freed"] == plan["actions"][0]["log_bytes"] + layer
     assert ids(node, ns) == {init1, app}
     assert not log0.exists()
     assert Path(node.container_status(init1).log_path).exists()
@@ -533,7 +536,8 @@ def _older_attempt_removed_under(
         subprocess.run(["umount", "-l", str(where)], check=True)
     assert res.returncode == 0, res.stderr
     (action,) = json.loads(res.stdout)["actions"]
-    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", 0)
+    layer = action["writable_layer_bytes"] or 0  # (its log is left: only its layer went)
+    assert (action["id"], action["result"], action["bytes_freed"]) == (a0, "removed", layer)
     assert ids(node, ns) == {a1}
     return action, log
 
@@ -750,8 +754,9 @@ def test_a_log_dir_linked_to_a_live_pods_logs_is_never_followed(
         done = kubegc(node, tmp_path, *act, "--yes", "-o", "json")
         assert done.returncode == 0, done.stderr
         result = json.loads(done.stdout)
+        layer = result["actions"][0]["writable_layer_bytes"] or 0  # (the log is left)
         assert [(a["id"], a["result"], a["bytes_freed"]) for a in result["actions"]] == [
-            (old, "removed", 0)
+            (old, "removed", layer)
         ]
         assert result["actions"][0]["log_note"] == note
         assert ids(node, ns) == {newest, running}

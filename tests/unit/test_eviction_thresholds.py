@@ -630,6 +630,19 @@ def test_cmdline_rejects(argv: list[str], texts: list[str]) -> None:
         ),
         ([{"pid": 5, "name": "kubelet", "cmdline": None}], None),  # unreadable
         ([{"pid": 5, "name": "kubelet-helper", "cmdline": ["kubelet-helper"]}], None),
+        (  # a "kubelet" another user started is not the node's, whatever its pid
+            [
+                {
+                    "pid": 7,
+                    "name": "kubelet",
+                    "cmdline": ["kubelet", "--config=/tmp/x"],
+                    "root": False,
+                },
+                {"pid": 90, "name": "kubelet", "cmdline": ["/usr/bin/kubelet"]},
+            ],
+            (90, ["/usr/bin/kubelet"]),
+        ),
+        ([{"pid": 7, "name": "python3", "cmdline": ["/usr/bin/kubelet"], "root": False}], None),
     ],
 )
 def test_find_kubelet_cmdline(
@@ -638,7 +651,9 @@ def test_find_kubelet_cmdline(
     expected: tuple[int, list[str]] | None,
 ) -> None:
     table = [(p["pid"], p["name"], p["cmdline"]) for p in procs]
+    root = {p["pid"] for p in procs if p.get("root", True)}
     monkeypatch.setattr(processes, "process_table", lambda: iter(table))
+    monkeypatch.setattr(processes, "runs_as_root", lambda pid: pid in root)
     assert find_kubelet_cmdline("/") == expected
     assert find_kubelet_cmdline("/host") is None  # another host's processes are not visible
 
@@ -990,3 +1005,22 @@ def test_a_threshold_that_can_tell_nothing_is_named(
         assert said.startswith(why), said
     else:
         assert said == "", said
+
+
+@pytest.mark.parametrize(
+    ("uid_line", "root"),
+    [
+        (b"Uid:\t0\t0\t0\t0\n", True),
+        (b"Uid:\t65534\t65534\t65534\t65534\n", False),
+        (b"Uid:\t1000\t0\t0\t0\n", False),  # a setuid program run by a user
+        (b"Uid:\t0\t1000\t1000\t1000\n", False),
+        (None, False),  # gone
+    ],
+)
+def test_runs_as_root_reads_the_real_and_effective_uid(
+    tmp_path: Path, uid_line: bytes | None, root: bool
+) -> None:
+    if uid_line is not None:
+        (tmp_path / "42").mkdir()
+        (tmp_path / "42/status").write_bytes(b"Name:\tkubelet\nUmask:\t0022\n" + uid_line)
+    assert processes.runs_as_root(42, str(tmp_path)) is root

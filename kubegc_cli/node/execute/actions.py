@@ -424,6 +424,7 @@ class ContainerRemover(Executor[ContainerAction]):
             a.result, a.error = Result.SKIPPED, GONE
             return
         a.result = Result.REMOVED
+        a.bytes_freed += a.layer_bytes or 0  # the runtime removed its writable layer with it
 
 
 # What a container whose log could not be removed says (the kubelet leaves it too).

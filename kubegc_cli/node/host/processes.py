@@ -50,10 +50,12 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
     """The pid and argv of the running process called `name`, from the process table
     (`/proc`), or None.
 
-    A process counts when its name (`comm`) or the basename of its `argv[0]` is `name`; the
-    lowest pid wins. Only when `host_root` is `/`: from inside a container the host's
-    processes are not ours to see. None as well when none runs or its command line cannot be
-    read (permission denied, the process went away).
+    A process counts when its name (`comm`) or the basename of its `argv[0]` is `name` and it
+    runs as root (real and effective uid 0, as the kubelet and the runtimes do): a process any
+    other user started under that name is not the node's (its flags would otherwise set the
+    policy of a kubegc run as root). The lowest pid wins. Only when `host_root` is `/`: from
+    inside a container the host's processes are not ours to see. None as well when none runs
+    or its command line cannot be read (permission denied, the process went away).
     """
     if Path(host_root).resolve() != Path("/"):
         return None
@@ -61,12 +63,28 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
         for pid, comm, argv in process_table():
             first = os.path.basename(argv[0]) if argv else ""
             if comm == name[:15] or first == name:  # `comm` holds 15 bytes of the name
+                if not runs_as_root(pid):
+                    continue
                 if not argv:
                     return None
                 return pid, argv
     except OSError:
         return None
     return None
+
+
+def runs_as_root(pid: int, proc: str = "/proc") -> bool:
+    """Whether process `pid` runs with real and effective uid 0 (`/proc/<pid>/status`'s `Uid:`
+    line); False when it cannot be read (the process went away)."""
+    try:
+        with open(f"{proc}/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Uid:"):
+                    real, effective = line.split()[1:3]
+                    return real == effective == b"0"
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
