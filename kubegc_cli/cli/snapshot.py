@@ -45,7 +45,7 @@ def snapshot(ctx: click.Context, path: str | None) -> None:
     text = buf.getvalue()
     if path:
         try:
-            replace_file(Path(path), text)  # a link at `path` is replaced, never followed
+            replace_file(Path(path), text)  # a link at `path` is refused, never followed
         except OSError as exc:
             raise BadInput(f"cannot write snapshot {path}: {exc.strerror or exc}") from None
         LOG.emit("info", f"wrote {len(snap.containers)} containers to {path}")

@@ -3,14 +3,17 @@
 Each is replaced whole, never written in place: a temporary file in the same directory, made
 with `mkstemp` (O_EXCL: never through a link planted at its name), given its mode through its
 descriptor (never by name, which another user of a shared directory could swap for a link),
-fsync'ed, then renamed over the path. A link planted at the path is replaced, never followed,
-and a reader sees the old file or the new one, never half of one.
+fsync'ed, then renamed over the path. A path that is anything but a regular file — a link
+planted there, `/dev/stdout`, a device — is refused (neither followed nor replaced), and a
+reader sees the old file or the new one, never half of one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,11 @@ from typing import Any
 def replace_file(path: Path, data: str, mode: int = 0o644) -> None:
     """Replace `path` with the UTF-8 text `data`, file mode `mode` (see the module doc).
 
-    Raises `OSError` (the directory is missing or not writable, a full disk); the temporary
-    file is never left behind."""
+    Raises `OSError` (the directory is missing or not writable, a full disk; `path` is
+    something other than a regular file — a symbolic link, such as `/dev/stdout` or one
+    planted in a shared directory, a device, a FIFO, a directory: replacing that name would
+    break what others use it for); the temporary file is never left behind."""
+    _refuse_special(path)
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
@@ -40,6 +46,25 @@ def replace_file(path: Path, data: str, mode: int = 0o644) -> None:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _refuse_special(path: Path) -> None:
+    """`OSError` (EINVAL) when `path` exists and is not a regular file: a symbolic link (one
+    planted in a shared directory, or `/dev/stdout`'s), a device, a FIFO, a directory. A
+    missing path or a regular file is fine."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        return
+    what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+    raise OSError(
+        errno.EINVAL,
+        f"is {what} (kubegc writes a new file or replaces a regular one; never through or "
+        "over a link, a device, a pipe or a directory)",
+        str(path),
+    )
 
 
 def yaml_text(doc: Any) -> str:

@@ -135,7 +135,7 @@ def plan_file_format(path: Path | str) -> str:
 def write_plan_file(plan: Plan[Any], path: Path, s: Settings, saved_at: int | None = None) -> None:
     """Write the saved plan (`saved_document`) to `path`, as YAML or JSON by its name
     (`plan_file_format`), mode 0644, replacing it whole (`kubegc_cli.node.outfile.replace_file`:
-    a link planted there is replaced, never followed). Raises `BadInput` naming the path when
+    a path that is a link or not a regular file is refused). Raises `BadInput` naming the path when
     it cannot be written."""
     doc = saved_document(plan, s, saved_at)
     as_yaml = plan_file_format(path) == "yaml"

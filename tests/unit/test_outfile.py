@@ -1,6 +1,6 @@
 """Files kubegc writes where a user named them (`snapshot -f`, `--plan-out`): replaced whole,
-never written through a link planted at the name (root writing to a predictable name in a
-shared directory must not truncate or fill another file)."""
+never written through or over a link at the name (root writing to a predictable name in a
+shared directory must not truncate or fill another file; nor replace `/dev/stdout`)."""
 
 from __future__ import annotations
 
@@ -27,13 +27,37 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     return victim, link
 
 
-def test_replace_file_replaces_a_link_and_leaves_its_target(planted: tuple[Path, Path]) -> None:
+def test_replace_file_refuses_a_link_and_leaves_it_and_its_target(
+    planted: tuple[Path, Path],
+) -> None:
     victim, link = planted
-    replace_file(link, "new\n", 0o644)
+    with pytest.raises(OSError, match="symbolic link"):
+        replace_file(link, "new\n", 0o644)
     assert victim.read_text() == "root:precious\n" and stat.S_IMODE(victim.stat().st_mode) == 0o600
-    assert not link.is_symlink() and link.read_text() == "new\n"
-    assert stat.S_IMODE(link.stat().st_mode) == 0o644
+    assert link.is_symlink() and os.readlink(link) == str(victim)
     assert sorted(p.name for p in link.parent.iterdir()) == ["out.json"]  # no temp file left
+
+
+@pytest.mark.parametrize("kind", ["stdout-link", "fifo", "directory", "device"])
+def test_replace_file_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """`--plan-out /dev/stdout` (a link to the terminal or pipe), a FIFO, a directory, a
+    device: refused, the name left as it was and nothing made beside it."""
+    path = tmp_path / "out"
+    if kind == "stdout-link":
+        path.symlink_to("/proc/self/fd/1")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        path = Path("/dev/null")
+    before = os.lstat(path)
+    with pytest.raises(OSError):
+        replace_file(path, "x")
+    after = os.lstat(path)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    if kind != "device":
+        assert os.listdir(tmp_path) == ["out"]
 
 
 def test_replace_file_leaves_no_temp_file_when_it_fails(tmp_path: Path) -> None:
@@ -57,6 +81,7 @@ def test_output_files_named_by_the_user_never_follow_a_planted_link(
     )
     with use_runtime(cri):
         code, _, err = run_cli(argv)
-    assert code == 0, err
+    assert code == 2, err
+    assert str(link) in err and "symbolic link" in err and len(err.strip().splitlines()) == 1
     assert victim.read_text() == "root:precious\n"
-    assert not link.is_symlink() and '"dead0000"' in link.read_text()
+    assert link.is_symlink() and os.readlink(link) == str(victim)
