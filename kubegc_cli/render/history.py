@@ -19,7 +19,8 @@ def render_history(
     """Print the runs of `node.state.read_history` (newest first, as given): when, command,
     results by count, the bytes its plan expected to free (`EXPECTED`) and the bytes its
     filesystems regained, measured (`MEASURED`) — the figures the run itself reported — and
-    the run ID ("?" for a figure not recorded: a run killed before its end, or one from before kubegc kept it, "-" not measured);
+    the run ID ("?" for a figure not recorded: a run killed before its end, or one from
+    before kubegc kept it; "-" not measured);
     with `verbose`, a table of each run's actions under it, with each one's expected
     bytes."""
     screen = Screen(out, view)
