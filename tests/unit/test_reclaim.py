@@ -295,9 +295,7 @@ _PLAN = [*_LIVE, _GONE[0], _OLD_SANDBOX, *_GONE[1:], _RESIDUE, _IMAGE]
                          "l1", "l2", "l3", "l4", "sha256:i"}),
     ],
 )  # fmt: skip
-def test_the_cut_takes_what_deleted_pods_left_first_and_whole(
-    needed: int, taken: set[str]
-) -> None:
+def test_the_cut_takes_what_deleted_pods_left_first_and_whole(needed: int, taken: set[str]) -> None:
     cut = cut_at(_PLAN, needed, lambda a: a.planned_bytes)
     assert cut.taken == taken and cut.met
 
