@@ -73,6 +73,22 @@ def asking(node: LocalNode, tmp_path: Path, *args: str) -> Terminal:
                      "--state-dir", str(tmp_path / "state"), *args])  # fmt: skip
 
 
+def changes_said(
+    terminal: str, question: str, notes: list[str], gone: list[str], since: list[str]
+) -> None:
+    """The answer's run said, after the question, that the node changed: each of `gone`
+    ("kind id") gone and not removed, each of `since` selected since and not removed, and a
+    note counts those."""
+    assert any(f"{len(since)} object(s) selected since the question were not asked about" in n
+               for n in notes)  # fmt: skip
+    said = terminal.split(question, 1)[1]
+    assert "the node changed while the question waited:" in said
+    for what in gone:
+        assert f"{what}: gone since the question; not removed" in said
+    for what in since:
+        assert f"{what}: selected since the question" in said
+
+
 @pytest.mark.parametrize(("command", "noun"), [("containers", "container"), ("all", "object")])
 def test_the_question_holds_no_lock_and_the_answer_is_rechecked_against_the_node(
     node: LocalNode, ns: str, tmp_path: Path, command: str, noun: str
@@ -102,12 +118,7 @@ def test_the_question_holds_no_lock_and_the_answer_is_rechecked_against_the_node
     assert [(a["id"], a["result"], a["error"]) for a in doc["actions"]] == [
         (init0, "skipped", "gone since the question")
     ]
-    assert any("1 object(s) selected since the question were not asked about" in n
-               for n in doc["notes"])  # fmt: skip
-    said = terminal.split(question, 1)[1]
-    assert "the node changed while the question waited:" in said
-    assert f"container {init0}: gone since the question; not removed" in said
-    assert f"container {init1}: selected since the question" in said
+    changes_said(terminal, question, doc["notes"], [f"container {init0}"], [f"container {init1}"])
     assert node.container_ids(namespace=ns) == {init1, init2, app}  # init1 was not asked about
 
 
@@ -189,13 +200,9 @@ def test_reclaim_answers_for_the_node_as_it_is_after_the_question(tmp_path: Path
             str(node.pod_logs_dir / f"ns1_gone_{gone.uid}"): ("removed", ""),
             str(orphan): ("removed", ""),
         }
-        assert any("2 object(s) selected since the question were not asked about" in n
-                   for n in doc["notes"])  # fmt: skip
-        said = terminal.split(question, 1)[1]
-        assert "the node changed while the question waited:" in said
-        assert f"container {gone_ctr}: gone since the question; not removed" in said
-        assert f"container {init1}: selected since the question" in said
-        assert f"finding {later}: selected since the question" in said
+        gone_now = [f"container {init0}", f"container {gone_ctr}"]
+        changes_said(terminal, question, doc["notes"], gone_now,
+                     [f"container {init1}", f"finding {later}"])  # fmt: skip
         assert node.container_ids(namespace="ns1") == {init1, init2}
         assert later.exists() and not orphan.exists()
 
@@ -228,7 +235,5 @@ def test_residue_clean_answers_for_the_findings_still_there(
         str(first): ("skipped", "gone since the question"),
         str(second): ("removed", ""),
     }
-    said = terminal.split(question, 1)[1]
-    assert f"finding {first}: gone since the question; not removed" in said
-    assert f"finding {later}: selected since the question" in said
+    changes_said(terminal, question, doc["notes"], [f"finding {first}"], [f"finding {later}"])
     assert later.exists() and not second.exists()
