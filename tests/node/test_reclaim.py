@@ -110,11 +110,11 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
                                          if "imagefs" in f["roles"]):  # fmt: skip
             assert far["target"]["in_the_way"]["running containers' writable layers"] >= 0
 
-        # --bytes 1: the cheapest object to lose (the deleted pod's log directory) and what it
-        # needs (that pod's dead container); the rest held back
+        # --bytes 1: the cheapest to lose, what the deleted pod left (its dead container,
+        # sandbox and log directory, together); the rest held back
         small = _doc(kubegc(node, tmp_path, *opts, "--bytes", "1", "--yes", "-o", "json"))
         done = {a["id"] for a in small["actions"] if a["result"] == "removed"}
-        assert done == {str(gone_logs), gone_ctr}
+        assert done == {str(gone_logs), gone_ctr, gone.sandbox_id}
         assert {a["result"] for a in small["actions"] if a["id"] not in done} == {"held-back"}
         assert not gone_logs.exists() and orphan.exists()
         for f in small["filesystems"]:
@@ -123,7 +123,7 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         rest = kubegc(node, tmp_path, *opts, "--yes")
         assert rest.returncode == 0, rest.stderr
         results = {ln.split()[0] for ln in rest.stdout.splitlines() if ln.endswith(" removed")}
-        assert results == {"container", "sandbox", "orphaned-pod-dir", "image"}
+        assert results == {"container", "orphaned-pod-dir", "image"}
         after_rows = _disk_rows(rest.stdout)
         assert after_rows and all(r[3] != "-" and r[4] != "-" for r in after_rows)
         assert not orphan.exists()
