@@ -102,7 +102,8 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
     measured again (statvfs) and shown before and after.
 
     With --until or --bytes the plan stops once the target would be met, taking first what
-    costs least to lose: logs of deleted pods, then residue, dead containers, sandboxes, then
+    costs least to lose: what deleted pods left (each pod's dead containers, sandbox and log
+    directory together), then residue, dead containers and sandboxes of live pods, then
     images least recently used first; it says when the target cannot be met and what is in
     the way.
 

@@ -169,6 +169,10 @@ def reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recla
     """`kubegc reclaim`: plan everything kubegc may safely remove, show it, ask once, act in
     the kubelet's order, measure the disk after.
 
+    The question holds no node lock: after a person's yes the run takes it, plans every kind
+    again from a new observation and acts only on what is still selected of what was asked
+    about (`commands.flow.may_act`, `recheck_after_question`).
+
     Raises `BadInput` (bad options, `--snapshot`, a pod source that cannot be used) and
     `RuntimeUnavailable` (the runtime, a log root or a filesystem cannot be read) before
     anything is removed; `StateUnavailable` as `gc images`. Returns the plan with results.
@@ -205,7 +209,19 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         if opts.target is not None:
             apply_target(plan, opts.target, before, lambda: running_layers_of(client))
         noted = len(images.plan.notes)
-        acting = may_act(mode, plan, ui, "object", act)
+
+        def again() -> Plan[Any]:  # after a person's yes, under the node lock
+            fresh = plan_all(s, opts.containers, Scope(), logs_root, client, pods, act, ui).plan
+            unused = plan_images_on(
+                s, opts.images, client, ui, may_remove=True, pod_infra_image=opts.pod_infra_image,
+                concurrency=act.concurrency, root_dir=root_dir,
+            ).plan  # fmt: skip
+            rescan = scan_for_clean(s, ui, residue)
+            if rescan.client is not None:
+                rescan.client.close()
+            return _assemble([fresh, unused, rescan.plan], before, s)
+
+        acting = may_act(mode, plan, ui, "object", act, again=again)
         images.save(acting or mode is Mode.ACT)  # --yes, or a person said yes: the run acts
         plan.notes.extend(images.plan.notes[noted:])
         if acting:

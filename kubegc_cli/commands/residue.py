@@ -476,16 +476,25 @@ def residue_clean(s: Settings, ui: Ui, opts: ResidueOptions, act: ActOptions) ->
     The cleaner re-checks each finding right before acting: an ID (CNI reservation) must still
     be unknown to the runtime (`PodSandboxStatus` and `ContainerStatus` both NotFound), a pod
     must still be gone (absent from the pod source, read once more before acting, and from the
-    runtime's sandboxes and containers, asked per finding). Raises `BadInput` as
-    `residue_scan`, `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be
-    read. Returns the plan with results.
+    runtime's sandboxes and containers, asked per finding). The question holds no node lock:
+    after a person's yes the run takes it and scans again, and cleans only what is still safe
+    of what was asked about (`commands.flow.may_act`). Raises `BadInput` as `residue_scan`,
+    `RuntimeUnavailable` (exit 3, nothing removed) when the runtime cannot be read. Returns the
+    plan with results.
     """
     mode = decide_mode(s, act, ui)
     scan = scan_for_clean(s, ui, opts)
     plan, client = scan.plan, scan.client
     assert client is not None
+
+    def again() -> ResiduePlan:  # after a person's yes, under the node lock
+        fresh = scan_for_clean(s, ui, opts)
+        if fresh.client is not None:
+            fresh.client.close()
+        return fresh.plan
+
     try:
-        if may_act(mode, plan, ui, "finding", act):
+        if may_act(mode, plan, ui, "finding", act, again=again):
             on = {"nodefs": plan.policy["root_dir"], "logs": plan.policy["pod_logs_dir"]}
             carry_out(s, plan, [clean_stage(s, scan, act, ui)], "residue clean", ui, measure=on)
         return plan

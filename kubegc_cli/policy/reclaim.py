@@ -12,15 +12,21 @@ pressure the kubelet's `DeleteAllUnusedContainers` also removes the newest dead 
 a live pod's container; kubegc keeps that record (it is what makes the kubelet not run an
 init container again) unless told `--match-kubelet`.
 
-Loss order (`LOSS_RANK`, used only to cut a plan at a target) takes the objects whose loss
-costs least first:
+Loss order (`loss_groups`, used only to cut a plan at a target) takes the objects whose loss
+costs least first, a deleted pod's objects as one:
 
-1. pod log directories of deleted pods and dangling legacy log links — their pod is gone
-   from the API, so `kubectl logs` cannot reach them any more;
+1. what deleted pods left — each such pod's dead containers, its sandbox and its log
+   directory together (selected by `POD_RULES`; their pod is gone from the API, so
+   `kubectl logs` cannot reach them any more), counted as the sum of their bytes (a pod log
+   directory's own bytes are 0 when all its files are its containers' logs, counted on the
+   containers) — and dangling legacy log links. The kubelet's container GC also takes these
+   first: `evictContainers` removes every dead container of a pod that should be removed
+   before it applies MaxPerPodContainer and MaxContainers to the others;
 2. residue that is safe to clean (orphaned pod directories, leaked namespaces, CNI
    reservations, empty pod cgroups) — nobody owns it;
-3. dead containers — their logs and exit records go (`kubectl logs --previous`);
-4. dead sandboxes — cheap to lose but they hold no bytes of their own;
+3. dead containers of pods still alive — their logs and exit records go
+   (`kubectl logs --previous`);
+4. dead sandboxes of pods still alive — they hold no bytes of their own;
 5. unused images, least recently used first as the kubelet's image GC orders them
    (`imageGC.freeSpace` sorts by lastUsed) — a later pod start must pull them again.
 
@@ -38,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubegc_cli.core.errors import BadInput
+from kubegc_cli.core.plan import POD_RULES
 from kubegc_cli.policy.eviction.thresholds import (
     IMAGEFS_AVAILABLE,
     NODEFS_AVAILABLE,
@@ -54,7 +61,8 @@ ACT_ORDER: tuple[str, ...] = (
     "finding",
     "image",
 )
-#: Rank of each kind when a plan is cut at a target: lower is given up first.
+#: Rank of each kind when a plan is cut at a target: lower is given up first (what a deleted
+#: pod left: `GONE_POD_RANK`, whatever its kind).
 LOSS_RANK: dict[str, int] = {
     "pod-log-dir": 0,
     "log-symlink": 0,
@@ -63,6 +71,7 @@ LOSS_RANK: dict[str, int] = {
     "sandbox": 3,
     "image": 4,
 }
+GONE_POD_RANK = 0
 #: The signals `--until` takes: the disk signals whose filesystem kubegc frees.
 TARGET_SIGNALS = (NODEFS_AVAILABLE, IMAGEFS_AVAILABLE)
 
@@ -120,16 +129,47 @@ def prerequisites(a: Any, planned: Sequence[Any]) -> list[Any]:
     return []
 
 
-def loss_order(actions: Iterable[Any]) -> list[Any]:
-    """`actions` in the order they are given up (`LOSS_RANK`; images least recently used
-    first, never used before used; otherwise the planners' order)."""
+def gone_pod_of(a: Any) -> str | None:
+    """The UID of the deleted (or, with --include-terminated-pods, terminated) pod whose
+    object `a` is — a container or sandbox selected by a `POD_RULES` rule, a pod log
+    directory — or None (an object of a live pod, or no pod's)."""
+    if a.kind == "pod-log-dir":
+        return str(a.pod_uid) or None
+    if a.kind == "container" and a.rule in POD_RULES:
+        return str(a.container.pod_uid) or None
+    if a.kind == "sandbox" and a.rule in POD_RULES:
+        return str(a.sandbox.uid) or None
+    return None
 
-    def key(ia: tuple[int, Any]) -> tuple[int, int, int]:
-        i, a = ia
+
+def loss_groups(actions: Iterable[Any]) -> list[list[Any]]:
+    """`actions` grouped and in the order they are given up: each deleted pod's objects as
+    one group (rank `GONE_POD_RANK`, in acting order inside: containers, sandbox, log
+    directory), every other action a group of its own (`LOSS_RANK`; images least recently
+    used first, never used before used). Ties keep the planners' order (of a group's first
+    action)."""
+    order = {k: i for i, k in enumerate(ACT_ORDER)}
+    groups: dict[Any, list[tuple[int, Any]]] = {}
+    for i, a in enumerate(actions):
+        uid = gone_pod_of(a)
+        groups.setdefault(("pod", uid) if uid else ("one", i), []).append((i, a))
+
+    def key(members: list[tuple[int, Any]]) -> tuple[int, int, int]:
+        i, a = members[0]
+        if gone_pod_of(a):
+            return (GONE_POD_RANK, 0, i)
         used = a.last_used if a.kind == "image" else 0
         return (LOSS_RANK.get(a.kind, len(LOSS_RANK)), used, i)
 
-    return [a for _, a in sorted(enumerate(actions), key=key)]
+    return [
+        [a for _, a in sorted(g, key=lambda ia: (order.get(ia[1].kind, len(order)), ia[0]))]
+        for g in sorted(groups.values(), key=key)
+    ]
+
+
+def loss_order(actions: Iterable[Any]) -> list[Any]:
+    """`actions` in the order they are given up (`loss_groups`, flattened)."""
+    return [a for g in loss_groups(actions) for a in g]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,23 +189,29 @@ class Cut:
 
 
 def cut_at(actions: Sequence[Any], needed: int, counts: Callable[[Any], int]) -> Cut:
-    """Take planned `actions` in loss order (with their `prerequisites`) until the bytes they
-    free on the target's filesystem — `counts(a)`, 0 for an action freeing nothing there —
-    reach `needed`. Actions freeing nothing there are taken only as prerequisites. When the
-    whole plan cannot reach `needed`, every action is taken (the target says how far it goes,
-    not what to keep). Returns the `Cut`; `needed` 0 takes nothing."""
+    """Take planned `actions` a group at a time in loss order (`loss_groups`: a deleted pod's
+    objects together), each with its `prerequisites`, until the bytes they free on the
+    target's filesystem — `counts(a)`, 0 for an action freeing nothing there — reach `needed`.
+    A group freeing nothing there (by the sum of its actions and their prerequisites not yet
+    taken) is taken only as prerequisites. When the whole plan cannot reach `needed`, every
+    action is taken (the target says how far it goes, not what to keep). Returns the `Cut`;
+    `needed` 0 takes nothing."""
     plannable = sum(counts(a) for a in actions)
     taken: dict[str, Any] = {}
     got = 0
-    for a in loss_order(actions):
+    for group in loss_groups(actions):
         if got >= needed:
             break
-        if a.id in taken or counts(a) <= 0:
+        adding: dict[str, Any] = {}
+        for a in group:
+            for p in [*prerequisites(a, actions), a]:
+                if p.id not in taken and p.id not in adding:
+                    adding[p.id] = p
+        gain = sum(counts(p) for p in adding.values())
+        if gain <= 0:
             continue
-        for p in [*prerequisites(a, actions), a]:
-            if p.id not in taken:
-                taken[p.id] = p
-                got += counts(p)
+        taken.update(adding)
+        got += gain
     if got < needed:
         return Cut(frozenset(a.id for a in actions), plannable, plannable, needed)
     return Cut(frozenset(taken), got, plannable, needed)

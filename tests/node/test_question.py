@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shutil
 import subprocess
 import sys
 import threading
@@ -72,6 +73,22 @@ def asking(node: LocalNode, tmp_path: Path, *args: str) -> Terminal:
                      "--state-dir", str(tmp_path / "state"), *args])  # fmt: skip
 
 
+def changes_said(
+    terminal: str, question: str, notes: list[str], gone: list[str], since: list[str]
+) -> None:
+    """The answer's run said, after the question, that the node changed: each of `gone`
+    ("kind id") gone and not removed, each of `since` selected since and not removed, and a
+    note counts those."""
+    assert any(f"{len(since)} object(s) selected since the question were not asked about" in n
+               for n in notes)  # fmt: skip
+    said = terminal.split(question, 1)[1]
+    assert "the node changed while the question waited:" in said
+    for what in gone:
+        assert f"{what}: gone since the question; not removed" in said
+    for what in since:
+        assert f"{what}: selected since the question" in said
+
+
 @pytest.mark.parametrize(("command", "noun"), [("containers", "container"), ("all", "object")])
 def test_the_question_holds_no_lock_and_the_answer_is_rechecked_against_the_node(
     node: LocalNode, ns: str, tmp_path: Path, command: str, noun: str
@@ -101,12 +118,7 @@ def test_the_question_holds_no_lock_and_the_answer_is_rechecked_against_the_node
     assert [(a["id"], a["result"], a["error"]) for a in doc["actions"]] == [
         (init0, "skipped", "gone since the question")
     ]
-    assert any("1 object(s) selected since the question were not asked about" in n
-               for n in doc["notes"])  # fmt: skip
-    said = terminal.split(question, 1)[1]
-    assert "the node changed while the question waited:" in said
-    assert f"container {init0}: gone since the question; not removed" in said
-    assert f"container {init1}: selected since the question" in said
+    changes_said(terminal, question, doc["notes"], [f"container {init0}"], [f"container {init1}"])
     assert node.container_ids(namespace=ns) == {init1, init2, app}  # init1 was not asked about
 
 
@@ -144,3 +156,84 @@ def test_gc_images_answers_for_the_images_still_there(tmp_path: Path) -> None:
         assert set(got.values()) == {("removed", "")} and b in got
         assert f"image {a}: gone since the question; not removed" in terminal
         assert b not in {i.id for i in node.list_images()}
+
+
+def test_reclaim_answers_for_the_node_as_it_is_after_the_question(tmp_path: Path) -> None:
+    """`reclaim` (a node of its own: it plans over every pod): while the question waits a
+    timer's run removes two of the containers asked about, a live pod's init runs once more
+    and a new orphaned pod directory appears. The yes takes the lock, says so, skips the two as
+    gone, removes the rest it asked about, and neither the container selected since (init1)
+    nor the new directory."""
+    from tests.node.test_gc_containers import write_pods_file
+    from tests.node.test_residue import orphan_dir
+
+    with LocalNode(tmp_path / "node") as node:
+        live = node.run_pod("live", namespace="ns1")
+        init0 = node.add_container(live, "init", attempt=0)
+        init1 = node.add_container(live, "init", attempt=1)
+        gone = node.run_pod("gone", namespace="ns1")
+        gone_ctr = node.add_container(gone, "work")
+        node.stop_pod(gone)  # NOTREADY; the pods file does not list it: deleted
+        root = tmp_path / "kubelet"
+        orphan = orphan_dir(root)
+        pods = write_pods_file(tmp_path / "pods.json", live)
+        opts = ("--pods-file", str(pods), "--lock-timeout", "60s", "reclaim", "--root-dir",
+                str(root), "--residue-kind", "orphaned-pod-dir", "-o", "json")  # fmt: skip
+        person = asking(node, tmp_path, *opts)
+        question = "Remove 5 object(s)? [y/N]: "  # 2 containers, a sandbox, a log dir, a dir
+        person.wait_for(question)
+
+        timer = kubegc(node, tmp_path / "timer", "--pods-file", str(pods), "gc", "containers",
+                       "--yes", "-o", "json")  # fmt: skip
+        assert timer.returncode == 0, timer.stderr  # not 4: the question holds no lock
+        assert {a["id"] for a in json.loads(timer.stdout)["actions"]} == {init0, gone_ctr}
+        init2 = node.add_container(live, "init", attempt=2)  # init1: selected from now on
+        later = orphan_dir(root, "22222222-2222-2222-2222-222222222222")
+
+        code, out, terminal = person.answer("y")
+        assert code == 0, terminal
+        doc = json.loads(out)
+        got = {a["id"]: (a["result"], a["error"] or "") for a in doc["actions"]}
+        assert got.pop(init0) == got.pop(gone_ctr) == ("skipped", "gone since the question")
+        assert got == {
+            gone.sandbox_id: ("removed", ""),
+            str(node.pod_logs_dir / f"ns1_gone_{gone.uid}"): ("removed", ""),
+            str(orphan): ("removed", ""),
+        }
+        gone_now = [f"container {init0}", f"container {gone_ctr}"]
+        changes_said(terminal, question, doc["notes"], gone_now,
+                     [f"container {init1}", f"finding {later}"])  # fmt: skip
+        assert node.container_ids(namespace="ns1") == {init1, init2}
+        assert later.exists() and not orphan.exists()
+
+
+def test_residue_clean_answers_for_the_findings_still_there(
+    node: LocalNode, tmp_path: Path
+) -> None:
+    """`residue clean`: an orphaned pod directory removed by another hand while the question
+    waited is skipped as gone, the other is cleaned as asked, and one that appeared since is
+    left."""
+    from tests.node.test_gc_containers import write_pods_file
+    from tests.node.test_residue import orphan_dir
+
+    root = tmp_path / "kubelet"
+    first = orphan_dir(root, "33333333-3333-3333-3333-333333333333")
+    second = orphan_dir(root, "44444444-4444-4444-4444-444444444444")
+    pods = write_pods_file(tmp_path / "pods.json")
+    person = asking(node, tmp_path, "--pods-file", str(pods), "--lock-timeout", "60s", "residue",
+                    "clean", "--root-dir", str(root), "--kind", "orphaned-pod-dir",
+                    "-o", "json")  # fmt: skip
+    question = "Remove 2 finding(s)? [y/N]: "
+    person.wait_for(question)
+    shutil.rmtree(first)
+    later = orphan_dir(root, "55555555-5555-5555-5555-555555555555")
+
+    code, out, terminal = person.answer("y")
+    assert code == 0, terminal
+    doc = json.loads(out)
+    assert {a["id"]: (a["result"], a["error"] or "") for a in doc["actions"]} == {
+        str(first): ("skipped", "gone since the question"),
+        str(second): ("removed", ""),
+    }
+    changes_said(terminal, question, doc["notes"], [f"finding {first}"], [f"finding {later}"])
+    assert later.exists() and not second.exists()

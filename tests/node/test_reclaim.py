@@ -110,11 +110,11 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
                                          if "imagefs" in f["roles"]):  # fmt: skip
             assert far["target"]["in_the_way"]["running containers' writable layers"] >= 0
 
-        # --bytes 1: the cheapest object to lose (the deleted pod's log directory) and what it
-        # needs (that pod's dead container); the rest held back
+        # --bytes 1: the cheapest to lose, what the deleted pod left (its dead container,
+        # sandbox and log directory, together); the rest held back
         small = _doc(kubegc(node, tmp_path, *opts, "--bytes", "1", "--yes", "-o", "json"))
         done = {a["id"] for a in small["actions"] if a["result"] == "removed"}
-        assert done == {str(gone_logs), gone_ctr}
+        assert done == {str(gone_logs), gone_ctr, gone.sandbox_id}
         assert {a["result"] for a in small["actions"] if a["id"] not in done} == {"held-back"}
         assert not gone_logs.exists() and orphan.exists()
         for f in small["filesystems"]:
@@ -123,7 +123,7 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         rest = kubegc(node, tmp_path, *opts, "--yes")
         assert rest.returncode == 0, rest.stderr
         results = {ln.split()[0] for ln in rest.stdout.splitlines() if ln.endswith(" removed")}
-        assert results == {"container", "sandbox", "orphaned-pod-dir", "image"}
+        assert results == {"container", "orphaned-pod-dir", "image"}
         after_rows = _disk_rows(rest.stdout)
         assert after_rows and all(r[3] != "-" and r[4] != "-" for r in after_rows)
         assert not orphan.exists()
@@ -178,3 +178,41 @@ def test_the_table_in_a_terminal_cuts_no_number_or_id(
             assert format_bytes(k["bytes"]) in words and str(k["count"]) in words, k
     for f in doc["filesystems"]:
         assert format_bytes(f["capacity"]) in words
+
+
+def test_bytes_takes_what_a_deleted_pod_left_first_and_whole(tmp_path: Path) -> None:
+    """`--bytes 16Ki` on a node with three dead containers of a live pod ahead of a deleted
+    pod's in the plan, whose 20000-byte log is all its log directory holds (the directory is
+    planned at 0 bytes of its own): the deleted pod's container, sandbox and log directory go,
+    together, and meet the target; the live pod's dead containers are held back."""
+    with LocalNode(tmp_path / "node") as node:
+        live = node.run_pod("live", namespace="ns1")
+        older = [node.add_container(live, "job", attempt=n) for n in range(3)]
+        node.add_container(live, "job", attempt=3)  # the newest record: kept
+        gone = node.run_pod("gone", namespace="ns1")
+        noisy = ["/bin/sh", "-c", "head -c 20000 /dev/zero | tr '\\0' x; exit 3"]
+        gone_ctr = node.add_container(gone, "work", command=noisy)
+        node.stop_pod(gone)  # NOTREADY; the pods file does not list it: deleted
+        gone_logs = str(node.pod_logs_dir / f"ns1_gone_{gone.uid}")
+        root = tmp_path / "kubelet"
+        root.mkdir()
+        pods = write_pods_file(tmp_path / "pods.json", live)
+        opts = ("--pods-file", str(pods), "reclaim", "--root-dir", str(root), "--residue-kind",
+                "orphaned-pod-dir")  # fmt: skip
+
+        dry = _doc(kubegc(node, tmp_path, *opts, "--dry-run", "-o", "json"))
+        by_id = {a["id"]: a for a in dry["actions"]}
+        assert by_id[gone_logs]["bytes"] < 20000 <= by_id[gone_ctr]["log_bytes"]
+
+        doc = _doc(kubegc(node, tmp_path, *opts, "--bytes", "16Ki", "--yes", "-o", "json"))
+        results = {a["id"]: a["result"] for a in doc["actions"]}
+        assert {i for i, r in results.items() if r == "removed"} == {
+            gone_ctr,
+            gone.sandbox_id,
+            gone_logs,
+        }
+        assert {results[c] for c in older} == {"held-back"}
+        assert doc["target"]["met"] is True
+        assert set(older) <= node.container_ids(namespace="ns1")
+        assert gone_ctr not in node.container_ids(namespace="ns1")
+        assert not Path(gone_logs).exists()

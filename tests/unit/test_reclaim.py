@@ -130,13 +130,13 @@ def test_the_table_rows_and_headline_are_computed_from_the_same_rows(host: Path)
 @pytest.mark.parametrize(
     ("target", "taken"),
     [
-        # the deleted pod's log directory (64 KiB) is the cheapest to lose: taken first, with
-        # the dead container of that pod (its log lives there: 5000 bytes)
-        ("1Ki", {"gone0000", f"/var/log/pods/{GONE}"}),
-        # then the other dead container, then the sandbox (0 bytes: only as a prerequisite, so
-        # not here), then the image used longest ago
-        ("69Ki", {"gone0000", f"/var/log/pods/{GONE}", "dead0000"}),
-        ("100Mi", {"gone0000", f"/var/log/pods/{GONE}", "dead0000", OLD}),
+        # what the deleted pod left is the cheapest to lose, taken first and whole: its dead
+        # container (5000 bytes of log), its sandbox and its log directory (64 KiB)
+        ("1Ki", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}"}),
+        # then the other dead container (the live pod's old sandbox: 0 bytes, only ever a
+        # prerequisite), then the image used longest ago
+        ("69Ki", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}", "dead0000"}),
+        ("100Mi", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}", "dead0000", OLD}),
     ],
 )
 def test_bytes_stops_the_plan_once_met_cheapest_to_lose_first(
@@ -236,21 +236,83 @@ def _a(kind: str, ident: str, size: int, **kw: Any) -> Any:
     return SimpleNamespace(kind=kind, id=ident, planned_bytes=size, **kw)
 
 
+def _c(ident: str, size: int, uid: str, rule: str = "deleted-pod") -> Any:
+    return _a("container", ident, size, rule=rule,
+              container=SimpleNamespace(pod_sandbox_id=f"s-{uid}", pod_uid=uid))  # fmt: skip
+
+
+def _s(uid: str, rule: str = "deleted-pod") -> Any:
+    return _a("sandbox", f"s-{uid}", 0, rule=rule, sandbox=SimpleNamespace(uid=uid))
+
+
+def _d(uid: str, size: int) -> Any:
+    return _a("pod-log-dir", f"/l/{uid}", size, path=f"/l/{uid}", pod_uid=uid, rule="deleted-pod")
+
+
 def test_cut_at_takes_prerequisites_and_everything_when_short() -> None:
-    c1 = _a("container", "c1", 10, container=SimpleNamespace(pod_sandbox_id="s1", pod_uid="u1"))
-    s1 = _a("sandbox", "s1", 0)
-    d1 = _a("pod-log-dir", "/l/p", 100, path="/l/p", pod_uid="u1")
-    i1 = _a("image", "i1", 1000, last_used=5)
-    i0 = _a("image", "i0", 1000, last_used=0)
+    c1 = _c("c1", 10, "u1")
+    s1 = _s("u1")
+    d1 = _d("u1", 100)
+    i1 = _a("image", "i1", 1000, last_used=5, rule="unused")
+    i0 = _a("image", "i0", 1000, last_used=0, rule="unused")
     actions = [c1, s1, d1, i1, i0]
-    assert [a.id for a in loss_order(actions)] == ["/l/p", "c1", "s1", "i0", "i1"]
+    assert [a.id for a in loss_order(actions)] == ["c1", "s-u1", "/l/u1", "i0", "i1"]
     size = lambda a: a.planned_bytes  # noqa: E731
-    assert cut_at(actions, 50, size).taken == {"/l/p", "c1"}
-    assert cut_at(actions, 200, size).taken == {"/l/p", "c1", "i0"}
+    assert cut_at(actions, 50, size).taken == {"/l/u1", "c1", "s-u1"}
+    assert cut_at(actions, 200, size).taken == {"/l/u1", "c1", "s-u1", "i0"}
     assert cut_at(actions, 0, size).taken == frozenset()
     short = cut_at(actions, 10**6, size)
     assert short.taken == {a.id for a in actions} and not short.met
     assert short.plannable == 2110
+
+
+# A live pod's dead containers (l1..l4, planned first, as the planner lists them), a deleted
+# pod's container (g1) whose log is all its log directory holds (the directory: 0 B of its
+# own), the deleted pod's sandbox, a live pod's old sandbox, residue, an image.
+_LIVE = [_c(f"l{n}", 8 * 1024, "live", rule="max-per-pod-container") for n in range(1, 5)]
+_GONE = [_c("g1", 20 * 1024, "gone"), _s("gone"), _d("gone", 0)]
+_OLD_SANDBOX = _s("live", rule="older-sandbox")
+_RESIDUE = _a("finding", "/var/lib/kubelet/pods/x", 4 * 1024, type="orphaned-pod-dir",
+              rule="orphaned-pod-dir")  # fmt: skip
+_IMAGE = _a("image", "sha256:i", 10**6, last_used=0, rule="unused")
+_PLAN = [*_LIVE, _GONE[0], _OLD_SANDBOX, *_GONE[1:], _RESIDUE, _IMAGE]
+
+
+@pytest.mark.parametrize(
+    ("needed", "taken"),
+    [
+        # what the deleted pod left goes first, as one: its container, sandbox and log dir
+        (1, {"g1", "s-gone", "/l/gone"}),
+        (20 * 1024, {"g1", "s-gone", "/l/gone"}),
+        # then residue
+        (20 * 1024 + 1, {"g1", "s-gone", "/l/gone", "/var/lib/kubelet/pods/x"}),
+        (24 * 1024, {"g1", "s-gone", "/l/gone", "/var/lib/kubelet/pods/x"}),
+        # then the live pod's dead containers, one at a time, in the planners' order
+        (24 * 1024 + 1, {"g1", "s-gone", "/l/gone", "/var/lib/kubelet/pods/x", "l1"}),
+        (40 * 1024, {"g1", "s-gone", "/l/gone", "/var/lib/kubelet/pods/x", "l1", "l2"}),
+        # then images (the live pod's sandbox frees nothing: not taken on its own)
+        (56 * 1024 + 1, {"g1", "s-gone", "/l/gone", "/var/lib/kubelet/pods/x",
+                         "l1", "l2", "l3", "l4", "sha256:i"}),
+    ],
+)  # fmt: skip
+def test_the_cut_takes_what_deleted_pods_left_first_and_whole(needed: int, taken: set[str]) -> None:
+    cut = cut_at(_PLAN, needed, lambda a: a.planned_bytes)
+    assert cut.taken == taken and cut.met
+
+
+def test_loss_order_puts_each_deleted_pod_first_in_acting_order() -> None:
+    other = [_c("h1", 1, "gone2"), _d("gone2", 5)]
+    plan = [*_PLAN, *other]
+    assert [a.id for a in loss_order(plan)] == [
+        "g1", "s-gone", "/l/gone", "h1", "/l/gone2", "/var/lib/kubelet/pods/x",
+        "l1", "l2", "l3", "l4", "s-live", "sha256:i",
+    ]  # fmt: skip
+
+
+def test_a_deleted_pod_freeing_nothing_on_the_target_filesystem_is_not_taken() -> None:
+    on_imagefs = lambda a: a.planned_bytes if a.kind == "image" else 0  # noqa: E731
+    cut = cut_at(_PLAN, 1, on_imagefs)
+    assert cut.taken == {"sha256:i"}
 
 
 class _AskingUi:
