@@ -2,9 +2,9 @@
 configuration pins, read from every place a runtime names them.
 
 - containerd's verbose `Status` (`config.sandboxImage`: containerd 1.x; 2.x no longer says);
-- containerd's config file (`/etc/containerd/config.toml` under `--host-root`, or
-  `--runtime-config`) with its `imports`, read as containerd's `LoadConfig`
-  (`cmd/containerd/server/config/config.go`) reads them;
+- containerd's config file (`--runtime-config`, else the `--config`/`-c` of the running
+  containerd, else `/etc/containerd/config.toml`; under `--host-root`) with its `imports`,
+  read as containerd's `LoadConfig` (`cmd/containerd/server/config/config.go`) reads them;
 - CRI-O's `/etc/crio/crio.conf` and every file below `/etc/crio/crio.conf.d` (CRI-O's
   `UpdateFromFile`, then `UpdateFromPath`): `[crio.image] pause_image` and `pinned_images`;
 - cri-dockerd's `--pod-infra-container-image`, from its running process's command line;
@@ -33,7 +33,12 @@ from kubegc_cli.core.inputs import Malformed, decode_json, present, shown
 from kubegc_cli.core.model import Image, reference_forms
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.node.host.logs import on_host
-from kubegc_cli.node.host.processes import find_process_cmdline
+from kubegc_cli.node.host.processes import (
+    find_process_cmdline,
+    find_processes,
+    process_cwd,
+    socket_holders,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -435,6 +440,57 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
     return value
 
 
+def go_flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    """The value of a string flag called any of `names` (`config`, `c`) on a command line
+    parsed by Go's `flag` package, as containerd's urfave/cli parses it: `-name value`,
+    `--name value`, `-name=value`, `--name=value`; the last one given wins; nothing after a
+    `--`. None when not given."""
+    value = None
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            break
+        if not arg.startswith("-") or arg == "-":
+            continue
+        name, eq, given = arg.lstrip("-").partition("=")
+        if name not in names or len(arg) - len(arg.lstrip("-")) > 2:
+            continue
+        if eq:
+            value = given
+        elif i < len(args):
+            value = args[i]
+            i += 1
+    return value
+
+
+#: containerd's flag for its config file (`cmd/containerd/command/main.go`: `--config`, `-c`).
+CONTAINERD_CONFIG_FLAGS = ("config", "c")
+
+
+def running_containerd_configs(host_root: Path, socket: str | None) -> list[str]:
+    """The config files (host paths) of the running containerd: its `--config`/`-c`
+    (`go_flag_value`; a relative path joined to its working directory), else
+    `CONTAINERD_CONFIG` — of the containerd listening on `socket` (the CRI endpoint's path),
+    or of every containerd running when none is known to (reading one file too many only
+    names more images). Each path once; `[CONTAINERD_CONFIG]` when no containerd is seen
+    (`host_root` other than `/`: the host's processes are not ours to see)."""
+    running = find_processes(host_root, "containerd")
+    if socket is not None:
+        serving = set(socket_holders(socket, (pid for pid, _ in running)))
+        if serving:
+            running = [(pid, argv) for pid, argv in running if pid in serving]
+    paths: list[str] = []
+    for pid, argv in running:
+        path = go_flag_value(argv, CONTAINERD_CONFIG_FLAGS) or CONTAINERD_CONFIG
+        if not path.startswith("/"):
+            path = os.path.join(process_cwd(pid) or "/", path)
+        paths.append(os.path.normpath(path))
+    return list(dict.fromkeys(paths)) or [CONTAINERD_CONFIG]
+
+
 # -- all together -----------------------------------------------------------------------------
 
 
@@ -446,7 +502,8 @@ def runtime_sandbox_images(
 ) -> SandboxImages:
     """Every image the node's runtimes keep for themselves (see the module's docstring):
     `client`'s `Status` (None: not asked), containerd's config (`runtime_config`, a host path
-    given by `--runtime-config`, else `/etc/containerd/config.toml`; both under `host_root`),
+    given by `--runtime-config`, else the running containerd's `running_containerd_configs`;
+    under `host_root`),
     CRI-O's config files, the running cri-dockerd's flag, Bottlerocket's pause image, and the
     runtimes' defaults (`KNOWN_DEFAULTS`) wherever one may be in force: a config file that
     names none, one that cannot be read, or no runtime saying at all.
@@ -468,14 +525,20 @@ def runtime_sandbox_images(
         except SandboxImageUnreadable as exc:
             out.status_error = exc.why
 
-    config = str(runtime_config) if runtime_config is not None else CONTAINERD_CONFIG
-    if runtime_config is not None and not os.path.isfile(on_host(host_root, config)):
-        raise BadInput(f"invalid value for --runtime-config: {shown(config)} is not a file "
-                       f"(under --host-root {host_root})")  # fmt: skip
+    if runtime_config is not None:
+        configs = [str(runtime_config)]
+        if not os.path.isfile(on_host(host_root, configs[0])):
+            raise BadInput(f"invalid value for --runtime-config: {shown(configs[0])} is not a "
+                           f"file (under --host-root {host_root})")  # fmt: skip
+    else:
+        endpoint = getattr(client, "endpoint", None)
+        configs = running_containerd_configs(host_root, getattr(endpoint, "path", None))
 
     def read(watch: Watch) -> None:
-        watch.at(on_host(host_root, config))
-        if present(on_host(host_root, config)):
+        for config in configs:
+            watch.at(on_host(host_root, config))
+            if not present(on_host(host_root, config)):
+                continue
             files, complete = load_containerd_config(config, host_root, note, watch=watch)
             named, default = containerd_images(files)
             out.named.extend(named)

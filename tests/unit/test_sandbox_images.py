@@ -17,6 +17,7 @@ from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, ImageRecord
 from kubegc_cli.node.sandboximages import (
     BOTTLEROCKET_PAUSE,
+    CONTAINERD_CONFIG_FLAGS,
     KNOWN_DEFAULTS,
     ConfigFile,
     NamedImage,
@@ -25,6 +26,7 @@ from kubegc_cli.node.sandboximages import (
     crio_images,
     crio_pattern_matches,
     flag_value,
+    go_flag_value,
     load_containerd_config,
     runtime_sandbox_images,
 )
@@ -609,3 +611,21 @@ def test_gc_images_warns_of_a_kubelet_pod_infra_image_the_runtime_does_not_use(
     with use_runtime(_runtime()):
         code, table, err = run_cli(base)
     assert code == 0 and "is not the runtime's sandbox image" in table, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (["containerd"], None),
+        (["containerd", "-c", "/k3s/config.toml"], "/k3s/config.toml"),
+        (["containerd", "--config=/a.toml"], "/a.toml"),
+        (["containerd", "--config", "/a.toml", "-c=/b.toml"], "/b.toml"),  # the last wins
+        (["containerd", "-config", "/a.toml"], "/a.toml"),  # Go's flag: one dash or two
+        (["containerd", "--log-level", "debug", "--address", "/s.sock", "-c", "x.toml"], "x.toml"),
+        (["containerd", "---c", "/a.toml"], None),
+        (["containerd", "--", "-c", "/a.toml"], None),
+        (["containerd", "--cc", "/a.toml"], None),
+    ],
+)
+def test_containerds_config_flag_is_read_as_go_reads_it(argv: list[str], want: str | None) -> None:
+    assert go_flag_value(argv, CONTAINERD_CONFIG_FLAGS) == want
