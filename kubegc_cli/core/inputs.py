@@ -295,6 +295,36 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     return doc
 
 
+def decode_toml(data: str | bytes, what: str) -> dict[str, Any]:
+    """The decoded TOML document `data` (text, or bytes in UTF-8) that `what` names: the one
+    reader of every TOML document from outside kubegc (containerd's and CRI-O's config files).
+
+    Raises `Malformed` (one line naming `what` and the first problem): bytes that are not
+    UTF-8, text that is not TOML, an integer Python cannot read, more than `MAX_NESTING`
+    levels of tables and arrays (whatever the recursion limit: never a `RecursionError`)."""
+    import tomllib
+
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    else:
+        text = data
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Malformed(f"{what} is not TOML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise Malformed(_too_deep(what)) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int() limit)
+        why = str(exc).split(";")[0]
+        raise Malformed(f"{what} holds a number kubegc cannot read: {why}") from None
+    # Each level below the document is a `[`, a `{` or a `.` of a dotted key or table header.
+    _check_nesting(doc, 1 + sum(text.count(c) for c in "[{."), what)
+    return doc
+
+
 class _KeyTwice(Exception):
     def __init__(self, key: Any, line: int) -> None:
         self.key, self.line = key, line

@@ -22,14 +22,13 @@ import fnmatch
 import glob
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import BadInput, SandboxImageUnreadable
-from kubegc_cli.core.inputs import Malformed, decode_json, present, shown
+from kubegc_cli.core.inputs import Malformed, decode_json, decode_toml, present, shown
 from kubegc_cli.core.model import Image, reference_forms
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.node.host.logs import on_host
@@ -320,23 +319,19 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
 def read_toml(local: str, what: str) -> Mapping[str, Any]:
     """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`. Raises
     `OSError` (cannot be read) or `ValueError` (not a regular file — a FIFO planted there
-    would block —, too large, not UTF-8, not TOML) with a message naming the file."""
+    would block —, too large; `Malformed` from `decode_toml`: not UTF-8, not TOML, nested
+    more than `MAX_NESTING` levels) with a message naming the file."""
     if not stat.S_ISREG(os.stat(local).st_mode):
         raise ValueError(f"{what} {local} is not a regular file")
     with open(local, "rb") as f:
         data = f.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
         raise ValueError(f"{what} {local} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {local} is not UTF-8 text: {exc.reason}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{what} {local} is not TOML: {exc}") from None
+    return decode_toml(data, f"{what} {local}")
 
 
 def load_containerd_config(
-    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None
+    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None, named_by: str = ""
 ) -> tuple[list[ConfigFile], bool]:
     """containerd's config files from `path` (a host path) in containerd's load order: the
     file itself, then its `imports` breadth first (`LoadConfig`: a queue; a path already read
@@ -344,7 +339,9 @@ def load_containerd_config(
 
     Returns (the files read, whether all could be read). A file that cannot be read or parsed,
     or one past the bounds, is a warning (`warn`) and makes the second value False; a missing
-    import is one too (containerd itself would not start with it)."""
+    import is one too (containerd itself would not start with it). Raises `BadInput` when
+    `path` itself is a file the user named (`named_by`: the option, `--runtime-config`) and it
+    cannot be read or parsed: one line naming the option and the file."""
     files: list[ConfigFile] = []
     loaded: set[str] = set()
     pending: list[tuple[str, int]] = [(path, 0)]
@@ -366,6 +363,10 @@ def load_containerd_config(
             doc = read_toml(local, "containerd config")
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if named_by and depth == 0:
+                if isinstance(exc, OSError):
+                    why = f"cannot read {host_path}: {why}"
+                raise BadInput(f"invalid value for {named_by}: {why}") from None
             warn(f"cannot read containerd config {host_path}: {why}")
             complete = False
             continue
@@ -539,7 +540,10 @@ def runtime_sandbox_images(
             watch.at(on_host(host_root, config))
             if not present(on_host(host_root, config)):
                 continue
-            files, complete = load_containerd_config(config, host_root, note, watch=watch)
+            files, complete = load_containerd_config(
+                config, host_root, note, watch=watch,
+                named_by="--runtime-config" if runtime_config is not None else "",
+            )  # fmt: skip
             named, default = containerd_images(files)
             out.named.extend(named)
             if default or not complete:

@@ -200,6 +200,7 @@ def test_imports_nest_only_so_deep(tmp_path: Path) -> None:
     ("content", "why"),
     [
         ("version = 2\n[plugins\n", "is not TOML"),
+        ("version = 2\na = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
         (b"version = 2\n\xff\n", "is not UTF-8"),
         (None, "No such file"),
         ("fifo", "not a regular file"),
@@ -442,6 +443,35 @@ def test_bad_runtime_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
                                       "--prune-unused", "--yes"])  # fmt: skip
         assert code == 2 and err.count("\n") == 1 and value in err and "--runtime-config" in err
         assert cri.removed == []
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("version = 2\na = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("version = 2\na = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n", "nested too deeply"),
+        ("version = 2\n[" + ".".join(["t"] * 150) + "]\n", "nested too deeply"),
+        ("version = 2\na = " + "[" * 99 + "]" * 99 + "\n", ""),  # 100 levels: read
+        ("version = 2\n[plugins\n", "is not TOML"),
+        ("version = 2\na = 1" + "0" * 5000 + "\n", "holds a number kubegc cannot read"),
+    ],
+)
+def test_a_runtime_config_kubegc_cannot_read_is_one_line_and_exit_2(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    deep = "/etc/containerd/deep.toml"
+    write(tmp_path, deep, content)
+    cri = _runtime()
+    with use_runtime(cri):
+        code, _, err = run_cli(["--runtime-config", deep, "--host-root", str(tmp_path),
+                                "--state-dir", str(tmp_path / "s"), "gc", "images",
+                                "--prune-unused", "--yes"])  # fmt: skip
+    if not why:
+        assert code == 0, err
+        return
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"--runtime-config: containerd config {tmp_path}{deep}" in err and why in err
+    assert cri.removed == []
 
 
 def test_df_reclaimable_images_agree_with_the_plan() -> None:
