@@ -532,8 +532,8 @@ def runtime_sandbox_images(
             raise BadInput(f"invalid value for --runtime-config: {shown(configs[0])} is not a "
                            f"file (under --host-root {host_root})")  # fmt: skip
     else:
-        endpoint = getattr(client, "endpoint", None)
-        configs = running_containerd_configs(host_root, getattr(endpoint, "path", None))
+        socket = getattr(getattr(client, "endpoint", None), "path", None)
+        configs = running_containerd_configs(host_root, socket if isinstance(socket, str) else None)
 
     def read(watch: Watch) -> None:
         for config in configs:
