@@ -19,6 +19,7 @@ import re
 import select
 import stat
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,13 +146,7 @@ def decode_json(
     path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them). Without
     `text_checked` the strings are left to the caller (`check_text`, item by item: a list
     whose one bad item must not cost the others)."""
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    else:
-        text = data
+    text = _utf8(data, what)
 
     def whole(digits: str) -> int:
         if len(digits.lstrip("-")) > MAX_INT_DIGITS:
@@ -181,6 +176,16 @@ def decode_json(
     if text_checked and _ODD_ESCAPE.search(text):
         check_text(doc, what, path_bytes=path_bytes)
     return doc
+
+
+def _utf8(data: str | bytes, what: str) -> str:
+    """`data` as text: bytes decoded as UTF-8, else `Malformed` naming `what` and the byte."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
 
 
 def _too_deep(what: str) -> str:
@@ -302,15 +307,7 @@ def decode_toml(data: str | bytes, what: str) -> dict[str, Any]:
     Raises `Malformed` (one line naming `what` and the first problem): bytes that are not
     UTF-8, text that is not TOML, an integer Python cannot read, more than `MAX_NESTING`
     levels of tables and arrays (whatever the recursion limit: never a `RecursionError`)."""
-    import tomllib
-
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    else:
-        text = data
+    text = _utf8(data, what)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

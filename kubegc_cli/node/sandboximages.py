@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import BadInput, SandboxImageUnreadable
+from kubegc_cli.core.flags import long_flags
 from kubegc_cli.core.inputs import Malformed, decode_json, decode_toml, present, shown
 from kubegc_cli.core.model import Image, reference_forms
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
@@ -443,28 +444,11 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
 
 def go_flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
     """The value of a string flag called any of `names` (`config`, `c`) on a command line
-    parsed by Go's `flag` package, as containerd's urfave/cli parses it: `-name value`,
-    `--name value`, `-name=value`, `--name=value`; the last one given wins; nothing after a
-    `--`. None when not given."""
-    value = None
-    args = list(argv[1:])
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "--":
-            break
-        if not arg.startswith("-") or arg == "-":
-            continue
-        name, eq, given = arg.lstrip("-").partition("=")
-        if name not in names or len(arg) - len(arg.lstrip("-")) > 2:
-            continue
-        if eq:
-            value = given
-        elif i < len(args):
-            value = args[i]
-            i += 1
-    return value
+    parsed by Go's `flag` package, as containerd's urfave/cli parses it (`core.flags.long_flags`
+    with `go_flag`): `-name value`, `--name value`, `-name=value`, `--name=value`; the last
+    one given wins; nothing after a `--`. None when not given."""
+    values = [v for _, v in long_flags(argv, names, go_flag=True) if v is not None]
+    return values[-1] if values else None
 
 
 #: containerd's flag for its config file (`cmd/containerd/command/main.go`: `--config`, `-c`).
