@@ -15,6 +15,7 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, ImageRecord
+from kubegc_cli.node.host.processes import socket_holders
 from kubegc_cli.node.sandboximages import (
     BOTTLEROCKET_PAUSE,
     CONTAINERD_CONFIG_FLAGS,
@@ -659,3 +660,23 @@ def test_gc_images_warns_of_a_kubelet_pod_infra_image_the_runtime_does_not_use(
 )
 def test_containerds_config_flag_is_read_as_go_reads_it(argv: list[str], want: str | None) -> None:
     assert go_flag_value(argv, CONTAINERD_CONFIG_FLAGS) == want
+
+
+def test_the_containerd_serving_a_socket_is_found_by_its_descriptors(tmp_path: Path) -> None:
+    """`socket_holders` over a procfs fixture: the socket's inode from net/unix, matched
+    against each process's fd links; a process without that socket, or whose fds cannot be
+    listed, is not one."""
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "unix").write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 4242 /run/k3s/containerd.sock\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 4343 /run/other.sock\n"
+    )
+    for pid, inode in ((100, 4343), (200, 4242)):
+        (proc / str(pid) / "fd").mkdir(parents=True)
+        (proc / str(pid) / "fd" / "0").symlink_to("/dev/null")
+        (proc / str(pid) / "fd" / "7").symlink_to(f"socket:[{inode}]")
+    assert socket_holders("/run/k3s/containerd.sock", [100, 200, 300], str(proc)) == [200]
+    assert socket_holders("/run/other.sock", [100, 200], str(proc)) == [100]
+    assert socket_holders("/run/none.sock", [100, 200], str(proc)) == []
