@@ -322,7 +322,8 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "metavar": "PATH",
             "help": "containerd's config file on the host, read for the sandbox and pinned "
-            "images [default: /etc/containerd/config.toml under --host-root].",
+            "images [default: the running containerd's --config/-c, else "
+            "/etc/containerd/config.toml; under --host-root].",
         },
     ),
 ]

@@ -93,6 +93,10 @@ from kubegc_cli.policy.scope import Scope
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
 
+#: How many unreadable kubelet pull records `gc images` names in a warning each; the rest
+#: are counted in one more line.
+PULL_RECORDS_WARNED = 3
+
 
 def _now(s: Settings, snap: NodeSnapshot) -> int:
     """Planning time: `--now`, else when the snapshot was taken (ns since the epoch)."""
@@ -752,8 +756,11 @@ def plan_images_on(
 
     pulls = read_pull_records(s.host_root, root_dir, snap.images)
     unreadable = sorted({p.why for p in pulls.values() if p.why})
-    for why in unreadable[:3]:
+    for why in unreadable[:PULL_RECORDS_WARNED]:
         ui.warn(f"kubelet pull record unreadable: {why}")
+    if len(unreadable) > PULL_RECORDS_WARNED:
+        more = len(unreadable) - PULL_RECORDS_WARNED
+        ui.warn(f"... and {more} more kubelet pull record(s) unreadable (not listed)")
 
     def action(d: Any, result: Result) -> ImageAction:
         r = d.record

@@ -19,6 +19,7 @@ import re
 import select
 import stat
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -145,13 +146,7 @@ def decode_json(
     path's byte that is not UTF-8 (`os.fsdecode`; a plan file it wrote holds them). Without
     `text_checked` the strings are left to the caller (`check_text`, item by item: a list
     whose one bad item must not cost the others)."""
-    if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    else:
-        text = data
+    text = _utf8(data, what)
 
     def whole(digits: str) -> int:
         if len(digits.lstrip("-")) > MAX_INT_DIGITS:
@@ -181,6 +176,16 @@ def decode_json(
     if text_checked and _ODD_ESCAPE.search(text):
         check_text(doc, what, path_bytes=path_bytes)
     return doc
+
+
+def _utf8(data: str | bytes, what: str) -> str:
+    """`data` as text: bytes decoded as UTF-8, else `Malformed` naming `what` and the byte."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
 
 
 def _too_deep(what: str) -> str:
@@ -292,6 +297,28 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     # A NUL can only come from an escape (`"\0"`, `"\x00"`, `"\u0000"`): look for one only then.
     if any(e in text for e in ("\\0", "\\x00", "\\u0000", "\\U00000000")):
         check_text(doc, what)
+    return doc
+
+
+def decode_toml(data: str | bytes, what: str) -> dict[str, Any]:
+    """The decoded TOML document `data` (text, or bytes in UTF-8) that `what` names: the one
+    reader of every TOML document from outside kubegc (containerd's and CRI-O's config files).
+
+    Raises `Malformed` (one line naming `what` and the first problem): bytes that are not
+    UTF-8, text that is not TOML, an integer Python cannot read, more than `MAX_NESTING`
+    levels of tables and arrays (whatever the recursion limit: never a `RecursionError`)."""
+    text = _utf8(data, what)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Malformed(f"{what} is not TOML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise Malformed(_too_deep(what)) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits (Python's int() limit)
+        why = str(exc).split(";")[0]
+        raise Malformed(f"{what} holds a number kubegc cannot read: {why}") from None
+    # Each level below the document is a `[`, a `{` or a `.` of a dotted key or table header.
+    _check_nesting(doc, 1 + sum(text.count(c) for c in "[{."), what)
     return doc
 
 

@@ -2,9 +2,9 @@
 configuration pins, read from every place a runtime names them.
 
 - containerd's verbose `Status` (`config.sandboxImage`: containerd 1.x; 2.x no longer says);
-- containerd's config file (`/etc/containerd/config.toml` under `--host-root`, or
-  `--runtime-config`) with its `imports`, read as containerd's `LoadConfig`
-  (`cmd/containerd/server/config/config.go`) reads them;
+- containerd's config file (`--runtime-config`, else the `--config`/`-c` of the running
+  containerd, else `/etc/containerd/config.toml`; under `--host-root`) with its `imports`,
+  read as containerd's `LoadConfig` (`cmd/containerd/server/config/config.go`) reads them;
 - CRI-O's `/etc/crio/crio.conf` and every file below `/etc/crio/crio.conf.d` (CRI-O's
   `UpdateFromFile`, then `UpdateFromPath`): `[crio.image] pause_image` and `pinned_images`;
 - cri-dockerd's `--pod-infra-container-image`, from its running process's command line;
@@ -22,18 +22,23 @@ import fnmatch
 import glob
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.core.errors import BadInput, SandboxImageUnreadable
-from kubegc_cli.core.inputs import Malformed, decode_json, present, shown
+from kubegc_cli.core.flags import long_flags
+from kubegc_cli.core.inputs import Malformed, decode_json, decode_toml, present, shown
 from kubegc_cli.core.model import Image, reference_forms
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded
 from kubegc_cli.node.host.logs import on_host
-from kubegc_cli.node.host.processes import find_process_cmdline
+from kubegc_cli.node.host.processes import (
+    find_process_cmdline,
+    find_processes,
+    process_cwd,
+    socket_holders,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -315,23 +320,19 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
 def read_toml(local: str, what: str) -> Mapping[str, Any]:
     """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`. Raises
     `OSError` (cannot be read) or `ValueError` (not a regular file — a FIFO planted there
-    would block —, too large, not UTF-8, not TOML) with a message naming the file."""
+    would block —, too large; `Malformed` from `decode_toml`: not UTF-8, not TOML, nested
+    more than `MAX_NESTING` levels) with a message naming the file."""
     if not stat.S_ISREG(os.stat(local).st_mode):
         raise ValueError(f"{what} {local} is not a regular file")
     with open(local, "rb") as f:
         data = f.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
         raise ValueError(f"{what} {local} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {local} is not UTF-8 text: {exc.reason}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{what} {local} is not TOML: {exc}") from None
+    return decode_toml(data, f"{what} {local}")
 
 
 def load_containerd_config(
-    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None
+    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None, named_by: str = ""
 ) -> tuple[list[ConfigFile], bool]:
     """containerd's config files from `path` (a host path) in containerd's load order: the
     file itself, then its `imports` breadth first (`LoadConfig`: a queue; a path already read
@@ -339,7 +340,9 @@ def load_containerd_config(
 
     Returns (the files read, whether all could be read). A file that cannot be read or parsed,
     or one past the bounds, is a warning (`warn`) and makes the second value False; a missing
-    import is one too (containerd itself would not start with it)."""
+    import is one too (containerd itself would not start with it). Raises `BadInput` when
+    `path` itself is a file the user named (`named_by`: the option, `--runtime-config`) and it
+    cannot be read or parsed: one line naming the option and the file."""
     files: list[ConfigFile] = []
     loaded: set[str] = set()
     pending: list[tuple[str, int]] = [(path, 0)]
@@ -361,6 +364,10 @@ def load_containerd_config(
             doc = read_toml(local, "containerd config")
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if named_by and depth == 0:
+                if isinstance(exc, OSError):
+                    why = f"cannot read {host_path}: {why}"
+                raise BadInput(f"invalid value for {named_by}: {why}") from None
             warn(f"cannot read containerd config {host_path}: {why}")
             complete = False
             continue
@@ -435,6 +442,40 @@ def flag_value(argv: Sequence[str], flag: str) -> str | None:
     return value
 
 
+def go_flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    """The value of a string flag called any of `names` (`config`, `c`) on a command line
+    parsed by Go's `flag` package, as containerd's urfave/cli parses it (`core.flags.long_flags`
+    with `go_flag`): `-name value`, `--name value`, `-name=value`, `--name=value`; the last
+    one given wins; nothing after a `--`. None when not given."""
+    values = [v for _, v in long_flags(argv, names, go_flag=True) if v is not None]
+    return values[-1] if values else None
+
+
+#: containerd's flag for its config file (`cmd/containerd/command/main.go`: `--config`, `-c`).
+CONTAINERD_CONFIG_FLAGS = ("config", "c")
+
+
+def running_containerd_configs(host_root: Path, socket: str | None) -> list[str]:
+    """The config files (host paths) of the running containerd: its `--config`/`-c`
+    (`go_flag_value`; a relative path joined to its working directory), else
+    `CONTAINERD_CONFIG` — of the containerd listening on `socket` (the CRI endpoint's path),
+    or of every containerd running when none is known to (reading one file too many only
+    names more images). Each path once; `[CONTAINERD_CONFIG]` when no containerd is seen
+    (`host_root` other than `/`: the host's processes are not ours to see)."""
+    running = find_processes(host_root, "containerd")
+    if socket is not None:
+        serving = set(socket_holders(socket, (pid for pid, _ in running)))
+        if serving:
+            running = [(pid, argv) for pid, argv in running if pid in serving]
+    paths: list[str] = []
+    for pid, argv in running:
+        path = go_flag_value(argv, CONTAINERD_CONFIG_FLAGS) or CONTAINERD_CONFIG
+        if not path.startswith("/"):
+            path = os.path.join(process_cwd(pid) or "/", path)
+        paths.append(os.path.normpath(path))
+    return list(dict.fromkeys(paths)) or [CONTAINERD_CONFIG]
+
+
 # -- all together -----------------------------------------------------------------------------
 
 
@@ -446,7 +487,8 @@ def runtime_sandbox_images(
 ) -> SandboxImages:
     """Every image the node's runtimes keep for themselves (see the module's docstring):
     `client`'s `Status` (None: not asked), containerd's config (`runtime_config`, a host path
-    given by `--runtime-config`, else `/etc/containerd/config.toml`; both under `host_root`),
+    given by `--runtime-config`, else the running containerd's `running_containerd_configs`;
+    under `host_root`),
     CRI-O's config files, the running cri-dockerd's flag, Bottlerocket's pause image, and the
     runtimes' defaults (`KNOWN_DEFAULTS`) wherever one may be in force: a config file that
     names none, one that cannot be read, or no runtime saying at all.
@@ -468,15 +510,24 @@ def runtime_sandbox_images(
         except SandboxImageUnreadable as exc:
             out.status_error = exc.why
 
-    config = str(runtime_config) if runtime_config is not None else CONTAINERD_CONFIG
-    if runtime_config is not None and not os.path.isfile(on_host(host_root, config)):
-        raise BadInput(f"invalid value for --runtime-config: {shown(config)} is not a file "
-                       f"(under --host-root {host_root})")  # fmt: skip
+    if runtime_config is not None:
+        configs = [str(runtime_config)]
+        if not os.path.isfile(on_host(host_root, configs[0])):
+            raise BadInput(f"invalid value for --runtime-config: {shown(configs[0])} is not a "
+                           f"file (under --host-root {host_root})")  # fmt: skip
+    else:
+        socket = getattr(getattr(client, "endpoint", None), "path", None)
+        configs = running_containerd_configs(host_root, socket if isinstance(socket, str) else None)
 
     def read(watch: Watch) -> None:
-        watch.at(on_host(host_root, config))
-        if present(on_host(host_root, config)):
-            files, complete = load_containerd_config(config, host_root, note, watch=watch)
+        for config in configs:
+            watch.at(on_host(host_root, config))
+            if not present(on_host(host_root, config)):
+                continue
+            files, complete = load_containerd_config(
+                config, host_root, note, watch=watch,
+                named_by="--runtime-config" if runtime_config is not None else "",
+            )  # fmt: skip
             named, default = containerd_images(files)
             out.named.extend(named)
             if default or not complete:

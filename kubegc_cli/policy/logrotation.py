@@ -218,7 +218,16 @@ def _one_log(
                 unsafe_reason=young,
                 action=_unlink_action(name),
                 details=_details(
-                    d, live, f, container_id=cid, judged=judged.name, judged_mtime=judged.mtime
+                    d,
+                    live,
+                    f,
+                    container_id=cid,
+                    judged=judged.name,
+                    judged_mtime=judged.mtime,
+                    judged_size=judged.size,
+                    judged_dev=judged.dev,
+                    judged_ino=judged.ino,
+                    grace=grace,
                 ),
             )
         )

@@ -460,9 +460,11 @@ def image_gc_samples(plan: Any, command: str, trigger: str = "unknown") -> dict[
     `command` its command, `trigger` what started it), as increments, every key with the
     `command` label: `kubelet_image_garbage_collected_total` (both reasons, 0 when none);
     for a run that acted, one attempt of KEP-6053 (its result: error when a removal failed,
-    partial when some were removed short of the target, noop when none was removed and none
-    had to be, else success; no attempt at all for a dry run), its deletions, the images it
-    kept, the bytes it freed; the image filesystem's usage before (a gauge) whenever known."""
+    partial when some were removed short of the target or while a cap (`--max-delete`,
+    `--max-bytes`) held back others — KEP-6053's partial: some removed, the objective not
+    met —, error when none was removed for either reason, noop when none was removed and
+    none had to be, else success; no attempt at all for a dry run), its deletions, the images
+    it kept, the bytes it freed; the image filesystem's usage before (a gauge) whenever known."""
     out: dict[Key, float] = {}
 
     def put(name: str, value: float, **labels: str) -> None:
@@ -492,9 +494,10 @@ def image_gc_samples(plan: Any, command: str, trigger: str = "unknown") -> dict[
         if k.kind == "image" and k.rule in _SKIP_REASONS:
             put("kubelet_image_gc_skipped_images_total", 1.0, **op, reason=_SKIP_REASONS[k.rule])
     short = command == "gc images" and plan.shortfall > 0
+    held = any(a.result is Result.HELD_BACK for a in images)
     if failed:
         result, reason = "error", "delete_error"
-    elif short:
+    elif short or held:  # (images a cap held back: what the policy chose was not all freed)
         result, reason = ("partial" if removed else "error"), "insufficient_freed"
     else:
         result = "success" if removed else "noop"

@@ -1,5 +1,6 @@
 """Images a runtime needs and images that cannot come back, against a real containerd: the
-sandbox image named only in a containerd config file (with imports) stays; an image loaded
+sandbox image named only in a containerd config file (with imports, or the file the running
+containerd was started with) stays; an image loaded
 from a tarball (no repo digest) or under a `localhost/` name stays unless --allow-unpullable."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.node.localnode import LocalNode, containerd_version
+from tests.node.localnode import PAUSE_IMAGE, LocalNode, containerd_version
 from tests.node.test_gc_containers import kubegc
 
 
@@ -54,6 +55,41 @@ def test_the_sandbox_image_a_containerd_config_file_names_is_kept(tmp_path: Path
         # the same run without the file: nothing names it, and it goes
         doc = _gc(node, tmp_path, "--yes")
         assert {a["id"]: a["result"] for a in doc["actions"]}.get(pause) == "removed"
+
+
+OWN_PAUSE = "registry.example/kubegc/own-pause:1"
+
+
+class _OwnPauseNode(LocalNode):
+    """A node whose containerd (started with `--config <workdir>/config.toml`, not the
+    default path) names `OWN_PAUSE` as its sandbox image, in that file alone."""
+
+    def _containerd_config(self) -> str:
+        mine = super()._containerd_config()
+        line = f"sandbox_image = {json.dumps(PAUSE_IMAGE)}"
+        assert line in mine
+        return mine.replace(line, f"sandbox_image = {json.dumps(OWN_PAUSE)}")
+
+
+def test_the_sandbox_image_of_the_running_containerds_own_config_is_kept(tmp_path: Path) -> None:
+    with _OwnPauseNode(tmp_path / "node") as node:
+        pause = node.import_image(OWN_PAUSE, seed="own-pause")
+        reason = f"the sandbox image {OWN_PAUSE} ({node.config_path}: "
+
+        doc = _gc(node, tmp_path, "--dry-run")
+        assert pause not in {a["id"] for a in doc["actions"]}  # (containerd 2.x pins it too)
+
+        if containerd_version() < (1, 7):
+            return  # (containerd 1.6's CRI reports no pins: images pin is refused)
+        pattern = "registry.example/kubegc/own-pause:*"
+        pin = kubegc(node, tmp_path, "--lock-timeout", "2m", "images", "pin", pattern, "--yes")
+        assert pin.returncode == 0, pin.stderr
+        dry = kubegc(node, tmp_path, "images", "unpin", pattern, "--dry-run", "-o", "json")
+        assert dry.returncode == 0, dry.stderr
+        plan = json.loads(dry.stdout)
+        assert plan["actions"] == []
+        (held,) = [k for k in plan["kept"] if k["id"] == pause]
+        assert held["reason"].startswith(reason)
 
 
 def test_images_that_cannot_be_pulled_again_stay_unless_allowed(tmp_path: Path) -> None:

@@ -216,6 +216,9 @@ def test_a_failed_reopen_renames_the_log_back(tmp_path: Path) -> None:
         ("replaced", "no longer the file planned"),
         ("symlink", "no longer the file planned"),
         ("twin-gone", ".gz is gone"),
+        ("twin-replaced", ".gz is not the file judged at the scan"),
+        ("twin-rewritten", ".gz is not the file judged at the scan"),
+        ("twin-touched", ".gz is not the file judged at the scan"),
     ],
 )
 def test_a_file_changed_since_the_scan_is_left(tmp_path: Path, change: str, expected: str) -> None:
@@ -223,6 +226,7 @@ def test_a_file_changed_since_the_scan_is_left(tmp_path: Path, change: str, expe
     found = scan(tmp_path)
     leftover = found[f"{ROTATION_LEFTOVER} 1.log.20240104-000000"]
     path = tmp_path / DIR.lstrip("/") / "1.log.20240104-000000"
+    twin = path.with_name(path.name + ".gz")
     if change == "rewritten":
         with path.open("ab") as fh:
             fh.write(b"more")
@@ -232,8 +236,18 @@ def test_a_file_changed_since_the_scan_is_left(tmp_path: Path, change: str, expe
     elif change == "symlink":
         path.unlink()
         path.symlink_to(tmp_path / "srv/keep.tmp")
+    elif change == "twin-replaced":  # a new empty file, changed now
+        twin.unlink()
+        twin.touch()
+    elif change == "twin-rewritten":  # the same file, written to and its mtime put back
+        st = twin.stat()
+        with twin.open("ab") as fh:
+            fh.write(b"more")
+        os.utime(twin, ns=(st.st_atime_ns, st.st_mtime_ns))
+    elif change == "twin-touched":
+        os.utime(twin)
     else:
-        (tmp_path / DIR.lstrip("/") / "1.log.20240104-000000.gz").unlink()
+        twin.unlink()
     cleaner(tmp_path, []).run([leftover])
     assert leftover.result is Result.SKIPPED and expected in leftover.error
     assert os.path.lexists(path) and (tmp_path / "srv/keep.tmp").exists()

@@ -437,6 +437,9 @@ GC = {"command": "gc images", "operation": "garbage_collect", "trigger": "unknow
         (image_plan(("space", Result.REMOVED, MI), shortfall=10), "partial",
          "insufficient_freed"),
         (image_plan(shortfall=10), "error", "insufficient_freed"),
+        (image_plan(("max-age", Result.REMOVED, MI), ("max-age", Result.HELD_BACK, 0)),
+         "partial", "insufficient_freed"),
+        (image_plan(("space", Result.HELD_BACK, 0)), "error", "insufficient_freed"),
         (image_plan(("space", Result.REMOVED, MI), ("space", Result.FAILED, 0)), "error",
          "delete_error"),
     ],
@@ -521,3 +524,27 @@ def test_the_histogram_parses_and_its_counts_add_up_across_runs(tmp_path: Path) 
     assert bounds == [*(str(2**20 * 10**k) for k in range(6)), "+Inf"]  # ascending
     assert lines[-2].startswith("kubelet_image_gc_freed_bytes_sum")
     assert families["kubelet_image_garbage_collected"].type == "counter"
+
+
+def test_gc_images_with_images_held_back_by_max_delete_is_a_partial_attempt(
+    tmp_path: Path,
+) -> None:
+    from kubegc_cli.core.model import Image
+    from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
+
+    images = {f"sha256:{i}": Image(f"sha256:{i}", (f"quay.io/acme/app{i}:1",),
+                                   (f"quay.io/acme/app{i}@sha256:{i:064x}",), size=100)
+              for i in range(4)}  # fmt: skip
+    prom = tmp_path / "kubegc.prom"
+    cri = MemoryCri(containers={}, sandboxes={}, images=images)
+    with use_runtime(cri):
+        code, _, err = run_cli(["--host-root", str(tmp_path), "--state-dir", str(tmp_path / "s"),
+                                "--metrics-file", str(prom), "gc", "images", "--prune-unused",
+                                "--minimum-image-ttl-duration", "0s", "--allow-unpullable",
+                                "--max-delete", "2", "--yes"])  # fmt: skip
+    assert code == 0, err
+    assert len(cri.removed) == 2
+    s = parse_samples(prom.read_text())
+    attempts = {(lbl["result"], lbl["reason"]): v
+                for lbl, v in series(s, "kubelet_image_gc_attempts_total")}  # fmt: skip
+    assert attempts == {("partial", "insufficient_freed"): 1}

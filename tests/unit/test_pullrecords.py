@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kubegc_cli.commands.gc import PULL_RECORDS_WARNED
 from kubegc_cli.core.model import Image
 from kubegc_cli.core.pulls import (
     NO_RECORD,
@@ -172,6 +173,17 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     (host / ROOT.lstrip("/") / "image_manager").symlink_to(real)
     got = read_pull_records(host, ROOT, [APP])[APP.id]
     assert got.state == UNREADABLE and "symbolic link" in got.why
+    assert got.why.endswith(f"{ROOT}/image_manager is a symbolic link (not followed)")
+
+
+def test_a_file_on_the_way_is_named_as_a_file(tmp_path: Path) -> None:
+    (tmp_path / ROOT.lstrip("/")).mkdir(parents=True)
+    (tmp_path / ROOT.lstrip("/") / "image_manager").write_text("not a directory")
+    got = read_pull_records(tmp_path, ROOT, [APP])[APP.id]
+    assert got.state == UNREADABLE
+    assert got.why == (f"{ROOT}/image_manager/pulled: {ROOT}/image_manager is a regular file, "
+                       "not a directory")  # fmt: skip
+    assert "symbolic link" not in got.why
 
 
 def test_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
@@ -312,3 +324,21 @@ def test_a_hung_mount_under_the_kubelet_root_costs_one_timeout(tmp_path: Path) -
     assert {r.state for r in got.values()} == {UNREADABLE} and len(got) == len(images)
     assert "no answer within 0.5s" in got[APP.id].why
     assert again[APP.id].state == UNREADABLE
+
+
+def test_every_unreadable_pull_record_is_counted_in_the_warnings(tmp_path: Path) -> None:
+    """The first PULL_RECORDS_WARNED unreadable records are named, the rest counted."""
+    images = {f"sha256:{i}": Image(f"sha256:{i}", (f"quay.io/acme/app{i}:1",)) for i in range(5)}
+    for key in images:
+        write_record(tmp_path, key, b"not json")
+    base = ["--host-root", str(tmp_path), "--state-dir", str(tmp_path / "s"), "gc", "images",
+            "--prune-unused", "--minimum-image-ttl-duration", "0s", "--dry-run",
+            "-o", "json"]  # fmt: skip
+    with use_runtime(MemoryCri(containers={}, sandboxes={}, images=images)):
+        code, _, err = run_cli(base)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "pull record" in line]
+    assert len(lines) == PULL_RECORDS_WARNED + 1, err
+    assert all("pull record unreadable: " in line for line in lines[:-1])
+    assert lines[-1].endswith(f"and {5 - PULL_RECORDS_WARNED} more kubelet pull record(s) "
+                              "unreadable (not listed)")  # fmt: skip

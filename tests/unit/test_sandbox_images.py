@@ -15,8 +15,10 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, ImageRecord
+from kubegc_cli.node.host.processes import socket_holders
 from kubegc_cli.node.sandboximages import (
     BOTTLEROCKET_PAUSE,
+    CONTAINERD_CONFIG_FLAGS,
     KNOWN_DEFAULTS,
     ConfigFile,
     NamedImage,
@@ -25,6 +27,7 @@ from kubegc_cli.node.sandboximages import (
     crio_images,
     crio_pattern_matches,
     flag_value,
+    go_flag_value,
     load_containerd_config,
     runtime_sandbox_images,
 )
@@ -198,6 +201,7 @@ def test_imports_nest_only_so_deep(tmp_path: Path) -> None:
     ("content", "why"),
     [
         ("version = 2\n[plugins\n", "is not TOML"),
+        ("version = 2\na = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
         (b"version = 2\n\xff\n", "is not UTF-8"),
         (None, "No such file"),
         ("fifo", "not a regular file"),
@@ -442,6 +446,35 @@ def test_bad_runtime_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert cri.removed == []
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("version = 2\na = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("version = 2\na = " + "{b = " * 5000 + "1" + "}" * 5000 + "\n", "nested too deeply"),
+        ("version = 2\n[" + ".".join(["t"] * 150) + "]\n", "nested too deeply"),
+        ("version = 2\na = " + "[" * 99 + "]" * 99 + "\n", ""),  # 100 levels: read
+        ("version = 2\n[plugins\n", "is not TOML"),
+        ("version = 2\na = 1" + "0" * 5000 + "\n", "holds a number kubegc cannot read"),
+    ],
+)
+def test_a_runtime_config_kubegc_cannot_read_is_one_line_and_exit_2(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    deep = "/etc/containerd/deep.toml"
+    write(tmp_path, deep, content)
+    cri = _runtime()
+    with use_runtime(cri):
+        code, _, err = run_cli(["--runtime-config", deep, "--host-root", str(tmp_path),
+                                "--state-dir", str(tmp_path / "s"), "gc", "images",
+                                "--prune-unused", "--yes"])  # fmt: skip
+    if not why:
+        assert code == 0, err
+        return
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"--runtime-config: containerd config {tmp_path}{deep}" in err and why in err
+    assert cri.removed == []
+
+
 def test_df_reclaimable_images_agree_with_the_plan() -> None:
     """df's reclaimable image bytes are what `gc images --prune-unused` removes: not the
     sandbox image, not an image that cannot be pulled again."""
@@ -609,3 +642,41 @@ def test_gc_images_warns_of_a_kubelet_pod_infra_image_the_runtime_does_not_use(
     with use_runtime(_runtime()):
         code, table, err = run_cli(base)
     assert code == 0 and "is not the runtime's sandbox image" in table, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (["containerd"], None),
+        (["containerd", "-c", "/k3s/config.toml"], "/k3s/config.toml"),
+        (["containerd", "--config=/a.toml"], "/a.toml"),
+        (["containerd", "--config", "/a.toml", "-c=/b.toml"], "/b.toml"),  # the last wins
+        (["containerd", "-config", "/a.toml"], "/a.toml"),  # Go's flag: one dash or two
+        (["containerd", "--log-level", "debug", "--address", "/s.sock", "-c", "x.toml"], "x.toml"),
+        (["containerd", "---c", "/a.toml"], None),
+        (["containerd", "--", "-c", "/a.toml"], None),
+        (["containerd", "--cc", "/a.toml"], None),
+    ],
+)
+def test_containerds_config_flag_is_read_as_go_reads_it(argv: list[str], want: str | None) -> None:
+    assert go_flag_value(argv, CONTAINERD_CONFIG_FLAGS) == want
+
+
+def test_the_containerd_serving_a_socket_is_found_by_its_descriptors(tmp_path: Path) -> None:
+    """`socket_holders` over a procfs fixture: the socket's inode from net/unix, matched
+    against each process's fd links; a process without that socket, or whose fds cannot be
+    listed, is not one."""
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "unix").write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 4242 /run/k3s/containerd.sock\n"
+        "0000000000000000: 00000002 00000000 00010000 0001 01 4343 /run/other.sock\n"
+    )
+    for pid, inode in ((100, 4343), (200, 4242)):
+        (proc / str(pid) / "fd").mkdir(parents=True)
+        (proc / str(pid) / "fd" / "0").symlink_to("/dev/null")
+        (proc / str(pid) / "fd" / "7").symlink_to(f"socket:[{inode}]")
+    assert socket_holders("/run/k3s/containerd.sock", [100, 200, 300], str(proc)) == [200]
+    assert socket_holders("/run/other.sock", [100, 200], str(proc)) == [100]
+    assert socket_holders("/run/none.sock", [100, 200], str(proc)) == []

@@ -23,8 +23,9 @@ Rules per finding type (only findings marked `safe` are ever acted on):
   directory opened from podLogsDir as held since the scan (`host.logrotation`: never through
   a symlink, never into a mount), on the file only while it is the file scanned (device,
   inode, and, for a file removed, its modification time): `ROTATED_PAST_COUNT` and
-  `ROTATION_LEFTOVER` (for an uncompressed file, only while its `.gz` is still there) are
-  unlinked; `EARLIER_INSTANCE_LOG` only while the runtime (asked again) has no container
+  `ROTATION_LEFTOVER` (for an uncompressed file, only while its `.gz` is still the file
+  judged at the scan — device, inode, size, modification time — and unchanged for the grace
+  period) are unlinked; `EARLIER_INSTANCE_LOG` only while the runtime (asked again) has no container
   whose live log it is; `LOG_OVER_SIZE` is rotated as the kubelet rotates it — renamed
   `<n>.log.<YYYYMMDD-hhmmss>`, then CRI `ReopenContainerLog`, renamed back when that fails —
   only while its container (asked again) is running with that log path, never truncated or

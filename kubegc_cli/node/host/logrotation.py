@@ -207,7 +207,10 @@ def unlink_log_file(
     """Unlink the file `details["name"]` in the container log directory
     `details["container_log_dir"]` (host paths; `details` as `policy.logrotation` makes them),
     only while it is the same regular file (`dev`, `ino`), unchanged since (`mtime`), not a
-    mount point, and (with `twin`) while the regular file `twin` is beside it; returns
+    mount point, and (with `twin`) while the regular file `twin` beside it is the one judged
+    at the scan — the same `judged_dev`, `judged_ino`, `judged_size` and `judged_mtime` of
+    `details` — and has not changed for `details["grace"]` seconds by now (a `.gz` replaced
+    since, even by an empty file, no longer stands for the uncompressed one); returns
     (allocated bytes freed, apparent size): 0 bytes when it has other links. `Refused` when
     it changed or the directory is not the kubelet's; `FileNotFoundError` when it is gone;
     `OSError` when the unlink fails; `Stalled` when a call gives no answer within
@@ -235,6 +238,20 @@ def unlink_log_file(
                     raise Refused(f"{log_dir}/{twin} is gone; {name} left") from None
                 if not stat.S_ISREG(kept.st_mode):
                     raise Refused(f"{log_dir}/{twin} is no longer a file; {name} left")
+                judged = {
+                    "judged_dev": kept.st_dev,
+                    "judged_ino": kept.st_ino,
+                    "judged_size": kept.st_size,
+                    "judged_mtime": kept.st_mtime,
+                }
+                if any(details.get(k) != v for k, v in judged.items()):
+                    raise Refused(f"{log_dir}/{twin} is not the file judged at the scan "
+                                  f"(replaced or changed since); {name} left")  # fmt: skip
+                grace = details.get("grace")
+                age = time.time() - kept.st_mtime
+                if not isinstance(grace, int | float) or age < grace:
+                    raise Refused(f"{log_dir}/{twin} changed {max(int(age), 0)}s ago: it may "
+                                  f"still be being written; {name} left")  # fmt: skip
             os.unlink(name, dir_fd=opened.fd)
             freed = st.st_blocks * BLOCK if st.st_nlink == 1 else 0
             return freed, st.st_size

@@ -4,7 +4,7 @@ are eviction and image GC settings in force."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 #: A process as `process_table` yields it: (pid, name, argv — None when it cannot be read).
@@ -90,3 +90,61 @@ def runs_as_root(pid: int, proc: str = "/proc") -> bool:
 def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
     """The running kubelet's pid and argv (`find_process_cmdline`), or None."""
     return find_process_cmdline(host_root, "kubelet")
+
+
+def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str]]]:
+    """Every running process called `name` (as `find_process_cmdline` counts one) whose
+    command line can be read, as (pid, argv), lowest pid first. Empty when `host_root` is not
+    `/` (the host's processes are not ours to see) or the process table cannot be read."""
+    if Path(host_root).resolve() != Path("/"):
+        return []
+    found: list[tuple[int, list[str]]] = []
+    try:
+        for pid, comm, argv in process_table():
+            first = os.path.basename(argv[0]) if argv else ""
+            if argv and (comm == name[:15] or first == name):
+                found.append((pid, argv))
+    except OSError:
+        return []
+    return found
+
+
+def socket_holders(path: str, pids: Iterable[int], proc: str = "/proc") -> list[int]:
+    """Those of `pids` holding a Unix socket bound at `path` (the socket's inode from
+    `<proc>/net/unix`, matched against each process's `fd/*` links, `socket:[inode]`), in the
+    order given. A process whose descriptors cannot be read is left out; empty when no socket
+    is bound at `path` or `net/unix` cannot be read."""
+    try:
+        with open(f"{proc}/net/unix", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return []
+    links = set()
+    for line in lines:
+        fields = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path
+        if len(fields) == 8 and fields[7] == path:
+            links.add(f"socket:[{fields[6]}]")
+    if not links:
+        return []
+    out = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"{proc}/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"{proc}/{pid}/fd/{fd}") in links:
+                    out.append(pid)
+                    break
+            except OSError:
+                continue
+    return out
+
+
+def process_cwd(pid: int, proc: str = "/proc") -> str | None:
+    """The working directory of process `pid` (`<proc>/<pid>/cwd`), or None when unreadable."""
+    try:
+        return os.readlink(f"{proc}/{pid}/cwd")
+    except OSError:
+        return None

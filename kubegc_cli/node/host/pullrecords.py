@@ -105,15 +105,40 @@ def parse_pulled_record(data: bytes, key: str) -> PullRecord | None:
         return PullRecord(UNREADABLE, why=str(exc))
 
 
+def _not_a_directory(dirfd: int, name: str) -> str:
+    """What the entry `name` of `dirfd` is, that opening it as a directory without following
+    a link failed with `ENOTDIR` or `ELOOP` (Linux gives `ENOTDIR` for a symbolic link
+    opened with `O_DIRECTORY | O_NOFOLLOW`, and for a file)."""
+    try:
+        mode = os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode
+    except OSError as exc:
+        return f"not a directory ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (not followed)"
+    if stat.S_ISREG(mode):
+        return "a regular file, not a directory"
+    return "not a directory"
+
+
 def _open_below(dirfd: int, parts: Iterable[str], watch: Watch, shown: str) -> int:
-    """The directory `parts` below `dirfd`, each component opened with `O_NOFOLLOW`."""
+    """The directory `parts` below `dirfd`, each component opened with `O_NOFOLLOW`. A
+    component that is no directory (a link, a file) raises `NotADirectoryError` whose
+    `strerror` says what it is and `filename` is its path below `dirfd`."""
     fd = os.dup(dirfd)
+    below = ""
     try:
         for part in parts:
             shown = f"{shown}/{part}"
+            below = f"{below}/{part}"
             if not watch.may_enter(shown):  # stuck there before: not touched again
                 raise Stalled(shown, walk_timeout())
-            child = os.open(part, _OPEN_DIR, dir_fd=fd)
+            try:
+                child = os.open(part, _OPEN_DIR, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                what = _not_a_directory(fd, part)
+                raise NotADirectoryError(errno.ENOTDIR, what, below) from None
             os.close(fd)
             fd = child
     except BaseException:
@@ -173,9 +198,11 @@ def read_pull_records(
                 pulled = _open_below(top, parts, watch, str(host_root).rstrip("/"))
             except FileNotFoundError:
                 return {i.id: PullRecord(NOT_KEPT) for i in wanted}
+            except NotADirectoryError as exc:
+                why = f"{exc.filename} is {exc.strerror}"
+                return {i.id: PullRecord(UNREADABLE, why=f"{shown}: {why}") for i in wanted}
             except OSError as exc:
-                why = "a symbolic link on the way (not followed)" if exc.errno in (
-                    errno.ELOOP, errno.ENOTDIR) else (exc.strerror or str(exc))  # fmt: skip
+                why = exc.strerror or str(exc)
                 return {i.id: PullRecord(UNREADABLE, why=f"{shown}: {why}") for i in wanted}
         finally:
             os.close(top)
