@@ -458,6 +458,11 @@ def rank_met(
         )
         return
     node = node_name(s.node_name)
+    version = (
+        parse_kubelet_version(report.config.kubelet_version, where="kubelet version")
+        if report.config.kubelet_version
+        else None
+    )
     active: list[PodResources] = []
     elsewhere: set[str] = set()
     for uid, info in sorted(pods.pods.items()):
@@ -471,7 +476,7 @@ def rank_met(
         if pods.is_terminated(uid):
             continue
         try:
-            active.append(pod_resources(raw))
+            active.append(pod_resources(raw, version=version))
         except BadInput as exc:
             report.notes.append(f"pod {info.namespace}/{info.name} not ranked: {exc}")
     if elsewhere:
