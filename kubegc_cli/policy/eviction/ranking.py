@@ -304,7 +304,10 @@ def _positive(values: Mapping[str, Any], *, who: str, path: str) -> dict[str, Fr
 #: From kubelet 1.36 (feature gate `PodLevelResourcesFixKubeletQOSClass`, beta and on by
 #: default; kubernetes/kubernetes#137150, the fix of #135082) empty pod-level resources
 #: (`{}`, `{requests: {}}`, `{limits: {}}`) no longer decide the QoS class; before, a present
-#: `spec.resources` decided it even empty.
+#: `spec.resources` decided it even empty (`ComputePodQOS`: gate `PodLevelResources` on and
+#: `spec.resources` not nil). A kubelet with `PodLevelResources` off (alpha 1.32-1.33, off by
+#: default; beta and on from 1.34) rejects a pod with pod-level resources, so a pod it runs
+#: has none: kubegc does not model the gate.
 EMPTY_POD_LEVEL_IGNORED_SINCE: KubeletVersion = (1, 36)
 
 
