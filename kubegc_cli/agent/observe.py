@@ -52,7 +52,7 @@ def check_eviction(
     transition_period=...)` (the eviction manager's `remember`); the pods the kubelet would
     evict first for what counts as met (`top` per signal, `pods` the cycle's pod source).
     Raises `BadInput` for bad thresholds or files."""
-    config = eviction_config(s, ui, RawEviction())
+    config = eviction_config(s, ui, RawEviction(), pods=pods)
     root = kubelet_root(root_dir)
     obs, unread, fs = observe_signals(s, ui, config, root_dir=root, allocatable=None)
     results = evaluate(config, obs, dedicated_imagefs=fs.dedicated_imagefs, split=fs.split)

@@ -460,8 +460,8 @@ def disk_usage(
         else kcfg.pod_logs_dir
     )
     gc_settings = _image_gc_settings(kcfg.image_gc, kcfg.source, kcfg.sources)
-    eviction = _eviction_config(s, ui)
     pods = load_pod_inventory(s, ui)
+    eviction = _eviction_config(s, ui, pods)
     now = edges().clock()
     mounts = MountTable.read()
     commands = _commands(s, opts)
@@ -744,9 +744,10 @@ def _image_gc_settings(
     return settings
 
 
-def _eviction_config(s: Settings, ui: Ui) -> EvictionConfig:
-    """The eviction thresholds as `evict check` reads them without flags."""
-    return eviction_config(s, ui, RawEviction())
+def _eviction_config(s: Settings, ui: Ui, pods: PodInventory) -> EvictionConfig:
+    """The eviction thresholds as `evict check` reads them without flags, their defaults
+    those of the kubelet version it finds (`kubelet_version`: the Node in `pods`)."""
+    return eviction_config(s, ui, RawEviction(), pods=pods)
 
 
 def _layout(

@@ -268,7 +268,7 @@ def kubelet_version(
 
 
 def eviction_config(
-    s: Settings, ui: Ui, flags: RawEviction, *, pods: PodInventory | None = None
+    s: Settings, ui: Ui, flags: RawEviction, *, pods: PodInventory | None
 ) -> EvictionConfig:
     """The eviction settings in force: kubegc's flags (`flags`, a `RawEviction`), else the
     running kubelet's command line (from /proc, only when --host-root is /), else its
@@ -277,7 +277,8 @@ def eviction_config(
     `--kubelet-config-dir` or the running kubelet's `--config-dir` merged onto it as the
     kubelet merges them), else the kubelet's defaults. Each threshold names the file that set
     it. The defaults follow the kubelet version `kubelet_version` finds (`pods`: the pod
-    source, for the Node's version). When the kubelet's `/configz` is asked (`--kubelet-url`,
+    source, for the Node's version; every command showing eviction settings passes the one it
+    read, None only when it reads none). When the kubelet's `/configz` is asked (`--kubelet-url`,
     or `--kubelet-configz` through the node proxy: `node.kubeletapi.kubelet_configz`, the
     source `kubelet_config_for` also prefers) and answers, that effective configuration
     replaces the command line and the files; refused, a warning says why and they are read.
@@ -458,6 +459,11 @@ def rank_met(
         )
         return
     node = node_name(s.node_name)
+    version = (
+        parse_kubelet_version(report.config.kubelet_version, where="kubelet version")
+        if report.config.kubelet_version
+        else None
+    )
     active: list[PodResources] = []
     elsewhere: set[str] = set()
     for uid, info in sorted(pods.pods.items()):
@@ -471,7 +477,7 @@ def rank_met(
         if pods.is_terminated(uid):
             continue
         try:
-            active.append(pod_resources(raw))
+            active.append(pod_resources(raw, version=version))
         except BadInput as exc:
             report.notes.append(f"pod {info.namespace}/{info.name} not ranked: {exc}")
     if elsewhere:

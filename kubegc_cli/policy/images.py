@@ -270,12 +270,15 @@ def registry_of(name: str) -> str:
 
 
 def repull_risk(image: Image, record: PullRecord | None = None) -> RepullRisk:
-    """What pulling `image` again would take: whether the runtime lists a repo digest, the
-    registry of its first digest (else of its first tag), and the kubelet's pull record
+    """What pulling `image` again would take: whether the runtime lists a repo digest a
+    registry serves (not an `import-<date>@` name `ctr images import --digests` adds), the
+    registry of the image's own name — its first tag, else its first such digest ("" with
+    neither: an `import-<date>@` name points at no registry) — and the kubelet's pull record
     (`record`; None: the kubelet keeps none, `NOT_KEPT`)."""
-    names = (*image.repo_digests, *image.repo_tags)
+    served = [d for d in image.repo_digests if not _IMPORT_NAME.match(d)]
+    names = (*image.repo_tags, *served)
     return RepullRisk(
-        digest=bool(image.repo_digests),
+        digest=bool(served),
         registry=registry_of(names[0]) if names else "",
         record=record if record is not None else PullRecord(NOT_KEPT),
     )

@@ -124,6 +124,11 @@ def plan_log_rotation(
       `max_files - 1` (beyond `max_files - 2` when this plan rotates the live log); safe.
     - `log-rotation-leftover` (`cleanupUnusedLogs`): `.tmp` files and uncompressed files
       whose `.gz` exists; safe once they (or the `.gz`) have not changed for `grace` seconds.
+      Removed only while the `.gz` is still there (`details["judged"]` names it) — unless
+      that `.gz` is itself past the count: the two are then one rotation judged together
+      (the kubelet removes both in one pass: `cleanupUnusedLogs`, then `removeExcessLogs`),
+      the file is judged by itself (`judged` its own name) and safe once neither changed
+      for `grace` seconds, so one clean leaves neither, as the kubelet would.
     - `uncompressed-rotated-log` (`compressLog` not run yet): an in-use uncompressed rotated
       file other than the newest; not safe (kubegc does not compress: the kubelet does at
       the container's next rotation).
@@ -200,14 +205,36 @@ def _one_log(
     in_use, unused = split_rotations(rotated)
     log_host = f"{d.host}/{live}"
     cid = owner.container_id if owner else ""
+    rotating = (
+        rotation.enabled
+        and owner is not None
+        and owner.running
+        and current is not None
+        and current.regular
+        and current.size >= rotation.max_size
+    )
+    excess = excess_rotations(in_use, rotation.max_files, rotating=rotating)
+    going = set(excess) if rotation.enabled else set()
     for name in unused:
         f = by_name[name]
         why = "a compression's temporary file (.tmp)"
         judged = f
+        young = ""
         if not name.endswith(TMP_SUFFIX):
-            judged = by_name[name + COMPRESS_SUFFIX]
-            why = f"already compressed as {name}{COMPRESS_SUFFIX}"
-        young = _young(judged, now, grace)
+            twin = by_name[name + COMPRESS_SUFFIX]
+            if twin.name in going:
+                # One rotation in two files, judged together: the kubelet removes this one
+                # (cleanupUnusedLogs) and then its .gz (removeExcessLogs) in the same pass, so
+                # this one goes whether or not its .gz is still there when it is removed.
+                why = (
+                    f"already compressed as {twin.name}, which is past the count too: the "
+                    "kubelet removes both"
+                )
+                young = _young(twin, now, grace) or _young(f, now, grace)
+            else:
+                judged = twin
+                why = f"already compressed as {twin.name}"
+        young = young or _young(judged, now, grace)
         out.append(
             Finding(
                 type=ROTATION_LEFTOVER,
@@ -233,13 +260,6 @@ def _one_log(
         )
     if not rotation.enabled:
         return out
-    rotating = (
-        owner is not None
-        and owner.running
-        and current is not None
-        and current.regular
-        and current.size >= rotation.max_size
-    )
     if rotating and current is not None and owner is not None:
         out.append(
             Finding(
@@ -261,7 +281,6 @@ def _one_log(
                 ),
             )
         )
-    excess = excess_rotations(in_use, rotation.max_files, rotating=rotating)
     keep = rotation.max_files - (2 if rotating else 1)
     for name in excess:
         f = by_name[name]

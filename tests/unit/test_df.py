@@ -714,3 +714,37 @@ def test_df_yaml_is_the_json_document(tmp_path: Path) -> None:
     assert yaml.safe_load(out)["exit_code"] == 3
     _, as_json, _ = df(tmp_path, "--no-runtime", "-o", "json")
     assert doc.keys() == json.loads(as_json).keys()
+
+
+@pytest.mark.parametrize(
+    ("kubelet_version", "flag", "inodes_default"),
+    [
+        ("v1.29.3", None, False),  # before kubernetes#121834: no imagefs.inodesFree default
+        ("v1.30.0", None, True),
+        (None, None, True),  # no Node version: the newest kubelet kubegc knows
+        ("v1.30.0", "v1.29.3", False),  # --kubelet-version wins over the Node
+    ],
+)
+def test_eviction_defaults_follow_the_nodes_kubelet_version(
+    tmp_path: Path, kubelet_version: str | None, flag: str | None, inodes_default: bool
+) -> None:
+    """df takes the kubelet version as `evict check` does (`kubelet_version`): the Node of
+    the pod source, so its imagefs rows carry the defaults of that version. The runtime is
+    the `runtime_view` stand-in (images on /var/lib/containerd)."""
+    host = tmp_path / "host"
+    (host / "var/lib/kubelet").mkdir(parents=True)
+    (host / "var/lib/containerd").mkdir(parents=True)
+    (host / "var/log/pods").mkdir(parents=True)
+    node: dict[str, Any] = {"kind": "Node", "metadata": {"name": "node-1"}}
+    if kubelet_version:
+        node["status"] = {"nodeInfo": {"kubeletVersion": kubelet_version}}
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "List", "items": [
+        node, {"kind": "Pod", "metadata": {"uid": "uid1", "name": "a", "namespace": "ns"}},
+    ]}))  # fmt: skip
+    s = Settings(host_root=host, pods_file=pods, env={"HOME": "/"}, node_name="node-1",
+                 kubelet_version=flag, runtime_endpoint="unix:///fake.sock")  # fmt: skip
+    report = disk_usage(s, QuietUi(), DfOptions(), reader=lambda *_: runtime_view())
+    signals = {r["signal"] for f in report.to_dict()["filesystems"] for r in f["eviction"]}
+    assert "imagefs.available" in signals, signals
+    assert ("imagefs.inodesFree" in signals) is inodes_default, signals

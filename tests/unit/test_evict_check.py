@@ -262,6 +262,36 @@ def test_a_pod_resized_in_place_is_ranked_by_its_allocation_and_marked(tmp_path:
     assert code == 5 and "PodResizePending" in out, out
 
 
+@pytest.mark.parametrize(
+    ("kubelet_version", "flag", "qos"),
+    [
+        ("v1.36.0", None, "Burstable"),  # kubernetes/kubernetes#137150: {} is ignored
+        ("v1.35.2", None, "BestEffort"),  # before: a present {} decided, with nothing set
+        ("v1.36.0", "v1.35.0", "BestEffort"),  # --kubelet-version wins over the Node
+    ],
+)
+def test_the_qos_class_follows_the_kubelet_version_found(
+    tmp_path: Path, kubelet_version: str, flag: str | None, qos: str
+) -> None:
+    """A pod with an empty pod-level section (`spec.resources: {}`), no `status.qosClass`,
+    and one container with memory request = limit = 100Mi: its QoS class is the one the
+    kubelet version `evict check` finds (the Node of the pod source) computes."""
+    v2_node_with_pods(tmp_path)
+    a = pod("a-uid", "a", request="100Mi")
+    a["spec"]["resources"] = {}
+    a["spec"]["containers"][0]["resources"]["limits"] = {"memory": "100Mi"}
+    node = {"kind": "Node", "metadata": {"name": "node-1"},
+            "status": {"nodeInfo": {"kubeletVersion": kubelet_version}}}  # fmt: skip
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "List", "items": [node, a]}))
+    args = ["--eviction-hard", "memory.available<1Gi", "--pods-file", str(pods),
+            "--node-name", "node-1", *(["--kubelet-version", flag] if flag else [])]  # fmt: skip
+    code, out, err = check(tmp_path, *args, "-o", "json")
+    assert code == 5, err
+    (ranked,) = json.loads(out)["ranking"]["memory.available"]
+    assert ranked["qos"] == qos
+
+
 def test_unreadable_memory_is_exit_3_when_nothing_is_met(tmp_path: Path) -> None:
     v1_node(tmp_path, available_mib=900)
     (tmp_path / "proc/meminfo").unlink()

@@ -603,11 +603,90 @@ CPU_MEM = {"cpu": "1", "memory": "1Gi"}
         (pod([c("a", "1Gi")], resources={"requests": CPU_MEM}), "Burstable"),
         (pod([lim("a", CPU_MEM, CPU_MEM)], resources={"limits": {"memory": "1Gi"}}),
          "Burstable"),
-        # present but empty: the containers are not looked at
-        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={}), "BestEffort"),
+        # present but empty: from 1.36 the containers decide (kubernetes/kubernetes#137150)
+        (pod([lim("a", CPU_MEM, CPU_MEM)], resources={}), "Guaranteed"),
         (pod([c("a", "1Gi")], resources=None), "Burstable"),  # absent (null): the containers
     ],
 )  # fmt: skip
 def test_qos_class(body: dict[str, Any], want: str) -> None:
     assert qos_class(body) == want
     assert pod_resources(body).qos == want
+
+
+MEM_100 = {"memory": "100Mi"}
+
+
+@pytest.mark.parametrize(
+    ("resources", "version", "want"),
+    [
+        # kubernetes/kubernetes#137150 (the fix of #135082, feature gate
+        # PodLevelResourcesFixKubeletQOSClass, beta and on from 1.36): empty pod-level
+        # resources no longer decide the QoS class; the containers do
+        ({}, (1, 36), "Burstable"),
+        ({"requests": {}}, (1, 36), "Burstable"),
+        ({"limits": {}}, (1, 36), "Burstable"),
+        ({"requests": {}, "limits": {}}, (1, 37), "Burstable"),
+        ({}, None, "Burstable"),  # no version known: the newest kubelet's rule
+        # before 1.36 a present section decided even empty: nothing in it, BestEffort
+        ({}, (1, 35), "BestEffort"),
+        ({"requests": {}}, (1, 32), "BestEffort"),
+        ({"limits": {}}, (1, 35), "BestEffort"),
+        # a section naming a resource decides on every version
+        ({"requests": CPU_MEM, "limits": CPU_MEM}, (1, 36), "Guaranteed"),
+        ({"requests": CPU_MEM, "limits": CPU_MEM}, (1, 35), "Guaranteed"),
+        ({"requests": {"cpu": "1"}}, (1, 36), "Burstable"),
+    ],
+)
+def test_qos_class_empty_pod_level_resources_by_kubelet_version(
+    resources: dict[str, Any], version: tuple[int, int] | None, want: str
+) -> None:
+    body = pod([lim("a", MEM_100, MEM_100)], resources=resources)
+    assert qos_class(body, version=version) == want
+    assert pod_resources(body, version=version).qos == want
+
+
+def test_qos_class_empty_pod_level_resources_guaranteed_containers() -> None:
+    body = pod([lim("a", CPU_MEM, CPU_MEM)], resources={"limits": {}})
+    assert qos_class(body, version=(1, 36)) == "Guaranteed"
+    assert qos_class(body, version=(1, 35)) == "BestEffort"
+
+
+POD_LEVEL_100 = {"requests": MEM_100}
+
+
+@pytest.mark.parametrize(
+    ("status", "memory", "resize"),
+    [
+        # kubelet allocation (updatePodFromAllocation): the pod-level resources are replaced
+        # by the pod-level allocation, which status.allocatedResources reports
+        ({"allocatedResources": {"memory": "1Gi"}, "conditions": [IN_PROGRESS]}, GI,
+         "PodResizeInProgress: ranked by the allocated requests (pod: memory 1Gi allocated, "
+         "100Mi in the spec)"),
+        ({"allocatedResources": {"memory": "1Gi"}}, GI,
+         "in-place resize not yet applied: ranked by the allocated requests (pod: memory 1Gi "
+         "allocated, 100Mi in the spec)"),
+        # allocation = spec, no resize: nothing to mark
+        ({"allocatedResources": {"memory": "100Mi"}}, 100 * MI, ""),
+        ({"conditions": [PENDING]}, 100 * MI, "PodResizePending: ranked by the allocated"),
+    ],
+)  # fmt: skip
+def test_pod_level_requests_follow_the_pod_level_allocation(
+    status: dict[str, Any], memory: int, resize: str
+) -> None:
+    body = resized(pod([c("a", "50Mi")], resources=POD_LEVEL_100), status)
+    r = pod_resources(body)
+    assert r.memory_request == memory
+    assert r.resize.startswith(resize) and bool(r.resize) is bool(resize), r.resize
+    if resize.endswith(")"):
+        assert r.resize == resize
+
+
+def test_pod_level_allocation_without_pod_level_resources_is_not_read() -> None:
+    body = resized(pod([c("a", "50Mi")]), {"allocatedResources": {"memory": "1Gi"}})
+    assert (pod_resources(body).memory_request, pod_resources(body).resize) == (50 * MI, "")
+
+
+def test_pod_level_allocation_of_the_wrong_shape_is_named() -> None:
+    body = resized(pod([c("a")], resources=POD_LEVEL_100), {"allocatedResources": ["1Gi"]})
+    with pytest.raises(BadInput, match=r"status\.allocatedResources must be a mapping"):
+        pod_resources(body)

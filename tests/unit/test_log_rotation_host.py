@@ -24,6 +24,7 @@ from kubegc_cli.core.residue import (
     ROTATED_UNCOMPRESSED,
     ROTATION_LEFTOVER,
     STALE_LOG_LINK,
+    TYPES,
     Finding,
 )
 from kubegc_cli.node.execute.residue import ResidueCleaner
@@ -322,3 +323,29 @@ def test_log_owners_from_the_runtimes_containers() -> None:
     owners, unsure = log_owners(LOGS, [exited, running, unknown, odd])
     assert owners == {f"{DIR}/1.log": LogOwner("r" * 64, running=True)}
     assert unsure == {f"{LOGS}/{POD}/side", DIR}
+
+
+def test_one_clean_leaves_what_the_kubelet_would(tmp_path: Path) -> None:
+    """An uncompressed rotation whose .gz exists (a leftover) while that .gz is past the
+    count: the kubelet's rotateLog removes both in one pass (cleanupUnusedLogs, then
+    removeExcessLogs), and so does one `residue clean` in its plan order (past-count rows
+    before leftovers): a scan afterwards finds nothing of them."""
+    put(tmp_path, f"{DIR}/1.log", 10)  # under size: no rotation due
+    put(tmp_path, f"{DIR}/1.log.20240101-000000", 900)
+    put(tmp_path, f"{DIR}/1.log.20240101-000000.gz", 30)
+    put(tmp_path, f"{DIR}/1.log.20240102-000000.gz", 30)
+    put(tmp_path, f"{DIR}/1.log.20240103-000000.gz", 30)
+    found = scan(tmp_path)
+    assert {k: f.safe for k, f in found.items()} == {
+        f"{ROTATED_PAST_COUNT} 1.log.20240101-000000.gz": True,
+        f"{ROTATION_LEFTOVER} 1.log.20240101-000000": True,
+    }
+    order = {t: i for i, t in enumerate(TYPES)}
+    actions = sorted(found.values(), key=lambda f: (order[f.type], f.target))
+    assert actions[0].type == ROTATED_PAST_COUNT  # the .gz goes first
+    cleaner(tmp_path, []).run(actions)
+    assert [f.result for f in actions] == [Result.REMOVED, Result.REMOVED], [
+        f.error for f in actions
+    ]
+    assert names(tmp_path) == ["1.log", "1.log.20240102-000000.gz", "1.log.20240103-000000.gz"]
+    assert scan(tmp_path) == {}

@@ -337,3 +337,47 @@ def test_stale_links(
     found = stale_links([link], known, NOW, runtime_known=runtime_known)
     assert [x.safe for x in found] == expected
     assert all(x.type == STALE_LOG_LINK for x in found)
+
+
+def test_a_leftover_whose_gz_is_past_the_count_is_judged_with_it() -> None:
+    """cleanupUnusedLogs removes `A` (its .gz exists), then removeExcessLogs removes `A.gz`
+    (the oldest past the count) in the same rotateLog pass: both go in one clean, so the
+    leftover is judged with its .gz (`judged` its own name: removed whether or not the .gz
+    is still there), not skipped once the .gz is gone."""
+    a = "0.log.20240101-000000"
+    files = [f("0.log"), f(a), f(a + ".gz"), f("0.log.20240102-000000.gz"),
+             f("0.log.20240103-000000.gz"), f("0.log.20240104-000000.gz"),
+             f("0.log.20240105-000000.gz")]  # fmt: skip
+    found = plan_log_rotation(
+        [ContainerLogDir(DIR, UID, "app", tuple(files))],
+        {f"{DIR}/0.log": RUNNING},
+        POLICY,
+        NOW,
+        runtime_known=True,
+        pod_known=lambda uid: True,
+    )
+    got = {(x.type, x.target.rsplit("/", 1)[1]): x for x in found}
+    assert sorted((t, n, x.safe) for (t, n), x in got.items()) == sorted(
+        [(ROTATED_PAST_COUNT, a + ".gz", True), (ROTATION_LEFTOVER, a, True)]
+    )
+    leftover = got[(ROTATION_LEFTOVER, a)]
+    assert leftover.details["judged"] == a and "past the count too" in leftover.evidence
+    # a leftover whose .gz stays is still removed only beside it
+    (kept,) = plan_log_rotation(
+        [ContainerLogDir(DIR, UID, "app", (f("0.log"), f(a), f(a + ".gz")))],
+        {f"{DIR}/0.log": RUNNING}, POLICY, NOW, runtime_known=True, pod_known=lambda uid: True,
+    )  # fmt: skip
+    assert kept.type == ROTATION_LEFTOVER and kept.details["judged"] == a + ".gz"
+
+
+@pytest.mark.parametrize(
+    ("young", "safe"),
+    [("", True), ("gz", False), ("file", False)],
+)
+def test_a_leftover_judged_with_its_gz_waits_for_both(young: str, safe: bool) -> None:
+    a = "0.log.20240101-000000"
+    files = [f("0.log"), f(a, mtime=NOW - 1 if young == "file" else OLD),
+             f(a + ".gz", mtime=NOW - 1 if young == "gz" else OLD),
+             *(f(f"0.log.2024010{i}-000000.gz") for i in range(2, 6))]  # fmt: skip
+    assert (ROTATION_LEFTOVER, a, safe) in judge(files)
+    assert (ROTATED_PAST_COUNT, a + ".gz", True) in judge(files)

@@ -227,6 +227,33 @@ def test_repull_risk_of_an_image() -> None:
     assert repull_risk(APP).summary == "quay.io"
 
 
+IMPORT_DIGEST = "import-2026-12-05@sha256:" + "c" * 64
+
+
+@pytest.mark.parametrize(
+    ("image", "digest", "registry"),
+    [
+        # `ctr images import --digests` of quay.io/acme/withdigests:1: the import digest
+        # (containerd cmd/ctr import, `import-<date>@<digest>`) names no registry; the tag does
+        (Image("sha256:w", ("quay.io/acme/withdigests:1",), (IMPORT_DIGEST,)), False, "quay.io"),
+        (Image("sha256:w", ("quay.io/acme/withdigests:1",),
+               ("docker.io/library/" + IMPORT_DIGEST,)), False, "quay.io"),
+        # the tag, not a digest of another name, is what the kubelet pulls again
+        (Image("sha256:m", ("ghcr.io/acme/app:1",), ("quay.io/acme/app@sha256:00",)), True,
+         "ghcr.io"),
+        # digests only: the first one a registry serves
+        (Image("sha256:d", (), (IMPORT_DIGEST, "quay.io/acme/app@sha256:00")), True, "quay.io"),
+        (Image("sha256:i", (), (IMPORT_DIGEST,)), False, ""),
+        (Image("sha256:n", ()), False, ""),
+    ],
+)  # fmt: skip
+def test_repull_risk_takes_the_registry_from_the_images_own_name(
+    image: Image, digest: bool, registry: str
+) -> None:
+    risk = repull_risk(image)
+    assert (risk.digest, risk.registry) == (digest, registry)
+
+
 # -- end to end in-process -------------------------------------------------------------------
 
 

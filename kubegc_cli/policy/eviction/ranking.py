@@ -40,6 +40,7 @@ from typing import Any
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.units import parse_quantity
+from kubegc_cli.policy.eviction.thresholds import NEWEST_KUBELET, KubeletVersion
 
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 ANNOTATION_CONFIG_SOURCE = "kubernetes.io/config.source"
@@ -205,9 +206,11 @@ def allocated_spec(
     spec: Mapping[str, Any], status: Mapping[str, Any], *, who: str
 ) -> tuple[Mapping[str, Any], str]:
     """`spec` as the kubelet ranks it — each container and init container whose status
-    reports `allocatedResources` with those as its requests (kubelet allocation:
-    `updatePodFromAllocation` replaces a container's resources with its allocation; the
-    status reports the allocation's requests) — and why it differs from the spec ("" when it
+    reports `allocatedResources` with those as its requests, and pod-level `spec.resources`
+    with the pod's `status.allocatedResources` as its requests when both are present
+    (kubelet allocation: `updatePodFromAllocation` replaces a container's resources, and the
+    pod-level resources, with their allocation; the status reports the allocation's
+    requests) — and why it differs from the spec ("" when it
     does not and no resize is pending): the `PodResizePending`/`PodResizeInProgress`
     condition (1.33+) or the deprecated `status.resize`, with the allocated memory and
     ephemeral-storage requests that differ from the spec's. Raises `BadInput` naming the pod
@@ -242,6 +245,21 @@ def allocated_spec(
                 path = f"spec.{key}[{c.get('name', i)}]"
                 containers.append(_with_requests(c, given, changed, who=who, path=path))
         out[key] = containers
+    pod_alloc = status.get("allocatedResources")
+    if pod_alloc is not None and spec.get("resources") is not None:
+        # Pod-level resources (InPlacePodLevelResourcesVerticalScaling): the kubelet replaces
+        # `spec.resources` with the pod-level allocation, which the status reports.
+        alloc = _mapping(pod_alloc, who=who, path="status.allocatedResources")
+        level = _mapping(spec["resources"], who=who, path="spec.resources")
+        asked = _mapping(level.get("requests"), who=who, path="spec.resources.requests")
+        spec_memory = _pod_request(spec, RESOURCE_MEMORY, who=who)
+        out["resources"] = {**level, "requests": dict(alloc)}
+        got = _pod_request(out, RESOURCE_MEMORY, who=who)
+        if got != spec_memory:
+            changed.append(
+                f"pod: {RESOURCE_MEMORY} {alloc.get(RESOURCE_MEMORY, 0)} allocated, "
+                f"{asked.get(RESOURCE_MEMORY, 0)} in the spec"
+            )
     if not pending and not changed:
         return spec, ""
     why = ", ".join(pending) or "in-place resize not yet applied"
@@ -283,11 +301,38 @@ def _positive(values: Mapping[str, Any], *, who: str, path: str) -> dict[str, Fr
     return out
 
 
-def qos_class(pod: Mapping[str, Any], *, who: str = "pod") -> str:
-    """The pod's QoS class, `Guaranteed`, `Burstable` or `BestEffort`, as the kubelet takes it
-    (`pkg/apis/core/v1/helper/qos` `GetPodQOS`): `status.qosClass` when the pod has one,
-    else computed (`ComputePodQOS`, 1.36) from cpu and memory above zero — from the pod-level
-    `spec.resources` when that section is present, even empty (its containers are then not
+#: From kubelet 1.36 (feature gate `PodLevelResourcesFixKubeletQOSClass`, beta and on by
+#: default; kubernetes/kubernetes#137150, the fix of #135082) empty pod-level resources
+#: (`{}`, `{requests: {}}`, `{limits: {}}`) no longer decide the QoS class; before, a present
+#: `spec.resources` decided it even empty (`ComputePodQOS`: gate `PodLevelResources` on and
+#: `spec.resources` not nil). A kubelet with `PodLevelResources` off (alpha 1.32-1.33, off by
+#: default; beta and on from 1.34) rejects a pod with pod-level resources, so a pod it runs
+#: has none: kubegc does not model the gate.
+EMPTY_POD_LEVEL_IGNORED_SINCE: KubeletVersion = (1, 36)
+
+
+def pod_level_decides_qos(
+    resources: Mapping[str, Any], version: KubeletVersion | None = None, *, who: str = "pod"
+) -> bool:
+    """Whether a present pod-level `spec.resources` (a mapping) decides the QoS class for
+    kubelet `version` (None: the newest kubegc knows): before 1.36 always; from 1.36 only
+    when its `requests` or `limits` names a resource (`EMPTY_POD_LEVEL_IGNORED_SINCE`).
+    Raises `BadInput` naming the pod for a `requests`/`limits` that is not a mapping."""
+    if (version or NEWEST_KUBELET) < EMPTY_POD_LEVEL_IGNORED_SINCE:
+        return True
+    asked = _mapping(resources.get("requests"), who=who, path="spec.resources.requests")
+    capped = _mapping(resources.get("limits"), who=who, path="spec.resources.limits")
+    return bool(asked) or bool(capped)
+
+
+def qos_class(
+    pod: Mapping[str, Any], *, who: str = "pod", version: KubeletVersion | None = None
+) -> str:
+    """The pod's QoS class, `Guaranteed`, `Burstable` or `BestEffort`, as kubelet `version`
+    (None: the newest kubegc knows) takes it (`pkg/apis/core/v1/helper/qos` `GetPodQOS`):
+    `status.qosClass` when the pod has one, else computed (`ComputePodQOS`) from cpu and
+    memory above zero — from the pod-level `spec.resources` when that section decides
+    (`pod_level_decides_qos`: present, and from 1.36 not empty; its containers are then not
     looked at), else summed over the containers and init containers. BestEffort without
     requests and limits; Guaranteed when every limit set has cpu and memory and the requests
     equal the limits, resource by resource; else Burstable. Raises `BadInput` naming the
@@ -300,8 +345,13 @@ def qos_class(pod: Mapping[str, Any], *, who: str = "pod") -> str:
     limits: dict[str, Fraction] = {}
     guaranteed = True
     sections: list[tuple[Mapping[str, Any], str]]
-    if spec.get("resources") is not None:
-        sections = [(_mapping(spec["resources"], who=who, path="spec.resources"), "spec.resources")]
+    pod_level = (
+        _mapping(spec["resources"], who=who, path="spec.resources")
+        if spec.get("resources") is not None
+        else None
+    )
+    if pod_level is not None and pod_level_decides_qos(pod_level, version, who=who):
+        sections = [(pod_level, "spec.resources")]
     else:
         sections = []
         for key in ("containers", "initContainers"):
@@ -330,7 +380,7 @@ def qos_class(pod: Mapping[str, Any], *, who: str = "pod") -> str:
     return "Burstable"
 
 
-def pod_resources(pod: Mapping[str, Any]) -> PodResources:
+def pod_resources(pod: Mapping[str, Any], *, version: KubeletVersion | None = None) -> PodResources:
     """A decoded v1 Pod (a mapping, as `kubectl get pod -o json` prints it) → `PodResources`.
 
     Requests per resource, as the kubelet's eviction computes them: the sum over the regular
@@ -342,7 +392,8 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
     cover it); then `spec.overhead` is added when the total is not zero. Fractional bytes
     round up. Critical: annotation `kubernetes.io/config.source` present and not `api`
     (static pod), annotation `kubernetes.io/config.mirror` (mirror pod), or priority
-    >= 2,000,000,000. Raises `BadInput` naming the pod and the field for a bad quantity or a
+    >= 2,000,000,000. The QoS class is kubelet `version`'s (`qos_class`; None: the newest
+    kubegc knows). Raises `BadInput` naming the pod and the field for a bad quantity or a
     field of the wrong type.
     """
     if not isinstance(pod, Mapping):
@@ -382,7 +433,7 @@ def pod_resources(pod: Mapping[str, Any]) -> PodResources:
         owner_name=str(owner.get("name") or ""),
         critical_reason=reason,
         resize=resize,
-        qos=qos_class(pod, who=who),
+        qos=qos_class(pod, who=who, version=version),
     )
 
 
