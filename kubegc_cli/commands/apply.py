@@ -15,12 +15,17 @@ the file:
 - `deleted-pod` / `terminated-pod` actions (containers, sandboxes, pod log directories) only
   when the pod source given to `apply` says so now (none given → skipped);
 - the container guard is re-applied to a fresh list (`--match-kubelet` on `apply` turns it
-  off; the file cannot);
+  off; the file cannot), also to `terminated-pod` removals of a pod that still exists
+  (`still_there`) unless `apply --include-terminated-pods`; such a pod's sandbox stays
+  unless `apply --include-terminated-pods` (the file's `include_terminated_pods` counts for
+  nothing);
 - a pod log directory is `<podLogsDir>/<name>` on this host, skipped while the runtime has a
   container of its UID; a legacy link is `/var/log/containers/<name>`, skipped unless its
   container is gone or exited (as `gc logs` judges it);
 - an image is the runtime's; pinned, the sandbox image (the runtime's now, or as saved),
-  `--keep` or `--pod-infra-container-image` as saved, or used by a container (named) → skipped.
+  `--keep` or `--pod-infra-container-image` as saved, matching the config file's
+  `gc.images.keep` now, used by a container (named), or one that cannot be pulled again
+  (`policy.images.unpullable_reason`) without `apply --allow-unpullable` → skipped.
 
 The executors then re-check each object right before its removal, as for the gc commands.
 """

@@ -18,6 +18,9 @@ given twice, ...), one whose
 `saved.command` is not the command of its kind, an action kind that plan kind cannot carry, an
 unknown rule, a pod log directory path that is not clean or whose name's UID is not the
 action's `pod_uid`, and a legacy link path that is not directly in `/var/log/containers`.
+It reads at most `MAX_PLAN_YAML_BYTES` of a YAML plan and `MAX_PLAN_JSON_BYTES` of a JSON one
+(a pipe in chunks, stopping one byte past the bound): what PyYAML reads in seconds, and what
+holds the largest plan kubegc writes; `write_plan_file` refuses a YAML plan larger.
 """
 
 from __future__ import annotations
@@ -314,7 +317,9 @@ def load_saved_plan(path: Path, s: Settings) -> tuple[Plan[Any], dict[str, Any]]
     `planned`, held-back ones `held-back`; nothing else is accepted (a plan that was already
     carried out is not a plan to apply). Raises `BadInput` naming the file and the problem
     (in the file's terms: the field, where it is, and its value as JSON), also when it was
-    made on another node (`this_node`)."""
+    made on another node (`this_node`), and "larger than N MiB" past the bound of its format
+    (`MAX_PLAN_YAML_BYTES` for a `.yaml`/`.yml` name or YAML text, else
+    `MAX_PLAN_JSON_BYTES`), without reading more than the bound."""
     as_yaml = plan_file_format(path) == "yaml"
     limit = MAX_PLAN_YAML_BYTES if as_yaml else MAX_PLAN_JSON_BYTES
     doc = _decoded(read_text(path, "plan file", limit), path)
