@@ -9,6 +9,7 @@ import click
 
 from kubegc_cli.cli.command import KubegcCommand
 from kubegc_cli.cli.common import ConsoleUi, act_options, finish, settings_from
+from kubegc_cli.cli.configfile import image_keep
 from kubegc_cli.cli.options import GIVEN, GivenPath, act_flags, global_options
 from kubegc_cli.commands.apply import apply_plan
 
@@ -26,6 +27,16 @@ from kubegc_cli.commands.apply import apply_plan
     "--match-kubelet", is_flag=True,
     help="Let the plan remove the newest dead container of a live pod's evict unit.",
 )  # fmt: skip
+@click.option(
+    "--include-terminated-pods", is_flag=True,
+    help="Let the plan remove the newest dead containers and the sandboxes of pods in phase "
+         "Succeeded/Failed that still exist.",
+)  # fmt: skip
+@click.option(
+    "--allow-unpullable", is_flag=True,
+    help="Let the plan remove images that cannot be pulled again (no repo digest, a "
+         "localhost/ name, imported from a tarball).",
+)  # fmt: skip
 @global_options
 @click.pass_context
 def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
@@ -38,9 +49,12 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
     skipped with the reason when it is gone, running, re-created, in use, pinned or no longer
     garbage; a file naming a path elsewhere, another command or an unknown rule is exit 2.
     Removals for deleted pods need a pod source now (--pods-file or the API); kubegc's guard
-    on the newest dead container of a live pod is re-applied unless --match-kubelet. Actions
-    the plan held back stay held back; --max-delete and --max-bytes hold back more. A plan
-    applies only on the node it was made on.
+    on the newest dead container of a live pod is re-applied unless --match-kubelet, and a
+    terminated pod that still exists keeps its newest records and its sandbox unless
+    --include-terminated-pods. Images matching the config file's gc.images.keep, and images
+    that cannot be pulled again (unless --allow-unpullable), stay: the file cannot lift these.
+    Actions the plan held back stay held back; --max-delete and --max-bytes hold back more. A
+    plan applies only on the node it was made on.
 
     \b
     Examples:
@@ -52,8 +66,13 @@ def apply_cmd(ctx: click.Context, /, plan_file: str, **opts: Any) -> None:
     s = settings_from(ctx)
     act = act_options(opts)
     ui = ConsoleUi(s.verbose, s.output)
+    keep, where = image_keep(ctx)
+    if keep:
+        ui.info(f"images matching {where} are kept")
     plan = apply_plan(
         s, Path(plan_file), act, ui,
         pod_logs_dir=opts["pod_logs_dir"], match_kubelet=opts["match_kubelet"],
+        include_terminated_pods=opts["include_terminated_pods"],
+        allow_unpullable=opts["allow_unpullable"], keep=keep,
     )  # fmt: skip
     finish(plan, s)

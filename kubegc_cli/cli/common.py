@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from kubegc_cli.cli.command import fail
+from kubegc_cli.cli.configfile import loaded
 from kubegc_cli.cli.options import collected, global_sources
 from kubegc_cli.commands.apply import save_plan
 from kubegc_cli.commands.flow import ActOptions
@@ -188,12 +189,30 @@ def act_options(opts: dict[str, Any]) -> Any:
     )
 
 
-def apply_command(s: Settings, plan_file: str) -> str:
+#: The plan's policy fields that `apply` takes only from its own command line, and the flag.
+APPLY_FLAGS = (
+    ("match_kubelet", "--match-kubelet"),
+    ("include_terminated_pods", "--include-terminated-pods"),
+    ("allow_unpullable", "--allow-unpullable"),
+)
+
+
+def apply_command(
+    s: Settings,
+    plan_file: str,
+    policy: dict[str, Any] | None = None,
+    config: Path | None = None,
+    pod_logs_dir: str | None = None,
+) -> str:
     """The command that carries out the plan saved to `plan_file` as it was planned: `kubegc
     apply FILE --yes` with the options the plan was made under that `apply` reads too — the
-    runtime, the host root, the state dir, the kubelet config, the pod source and its
-    credentials, the node — each quoted for a POSIX shell."""
+    config file (`config`: its `gc.images.keep` protects images), the runtime, the host root,
+    the state dir, the kubelet config, the pod source and its credentials, the node, the pod
+    log root — and the opt-ins of the plan's `policy` (`APPLY_FLAGS`, also nested under
+    `containers` as `gc all` writes it), each quoted for a POSIX shell."""
     words = ["kubegc"]
+    if config is not None:
+        words += ["--config", str(config)]
     if s.runtime_endpoint and s.runtime_endpoint_source == "--runtime-endpoint":
         words += ["-r", s.runtime_endpoint]
     if os.path.normpath(s.host_root) != "/":
@@ -208,7 +227,24 @@ def apply_command(s: Settings, plan_file: str) -> str:
         if value:
             words += [flag, str(value)]
     words += ["apply", plan_file, "--yes"]
+    if pod_logs_dir:
+        words += ["--pod-logs-dir", pod_logs_dir]
+    policy = policy or {}
+    nested = policy.get("containers")
+    said = {**policy, **nested} if isinstance(nested, dict) else policy
+    words += [flag for key, flag in APPLY_FLAGS if said.get(key) is True]
     return shlex.join(words)
+
+
+def _apply_hint(s: Settings, plan_out: str, plan: Any, ctx: click.Context | None) -> str:
+    """`apply_command` for the plan just saved, with the config file in force and the
+    command's `--pod-logs-dir`."""
+    cfg = loaded(ctx) if ctx is not None else None
+    logs = ctx.params.get("pod_logs_dir") if ctx is not None else None
+    return apply_command(
+        s, plan_out, plan.policy, Path(os.path.abspath(cfg.path)) if cfg and cfg.path else None,
+        logs if isinstance(logs, str) else None,
+    )  # fmt: skip
 
 
 def finish(plan: Any, s: Any) -> None:
@@ -221,7 +257,7 @@ def finish(plan: Any, s: Any) -> None:
     if plan_out:
         save_plan(plan, Path(plan_out), s)
         LOG.emit("warning", f"plan saved to {plan_out}; carry it out with: "
-                 f"{apply_command(s, plan_out)}")  # fmt: skip
+                 f"{_apply_hint(s, plan_out, plan, ctx)}")  # fmt: skip
     if plan.interrupted:
         skipped = sum(1 for a in plan.actions if a.error == INTERRUPTED)
         why, code = ending(plan.interrupted)

@@ -224,6 +224,16 @@ def loaded(ctx: click.Context) -> ConfigFile | None:
     return cfg if isinstance(cfg, ConfigFile) else None
 
 
+def image_keep(ctx: click.Context) -> tuple[tuple[str, ...], str]:
+    """The config file's `gc.images.keep` patterns (the `--keep` list `gc images` runs with)
+    and where they come from (`gc.images.keep in PATH`); ((), "") when it names none."""
+    cfg = loaded(ctx)
+    keep = tuple(cfg.commands.get(("gc", "images"), {}).get("keep") or ()) if cfg else ()
+    if not keep or cfg is None:
+        return (), ""
+    return keep, f"{cfg.key(('gc', 'images'), 'keep')} in {cfg.path}"
+
+
 def command_path(ctx: click.Context) -> tuple[str, ...]:
     """The command's path below `kubegc` (`("gc", "containers")`)."""
     names: list[str] = []

@@ -8,7 +8,7 @@ import click
 
 from kubegc_cli.cli.command import KubegcGroup
 from kubegc_cli.cli.common import ConsoleUi, settings_from, table_view
-from kubegc_cli.cli.configfile import loaded
+from kubegc_cli.cli.configfile import image_keep
 from kubegc_cli.cli.options import GIVEN, global_options
 from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.commands.pins import exit_failed, pin_images
@@ -41,10 +41,9 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
 def _configured_keep(ctx: click.Context, ui: ConsoleUi) -> tuple[str, ...]:
     """The config file's `gc.images.keep` patterns (the --keep list gc images runs with), or
     () when it names none."""
-    cfg = loaded(ctx)
-    keep = tuple(cfg.commands.get(("gc", "images"), {}).get("keep") or ()) if cfg else ()
-    if keep and cfg is not None:
-        ui.info(f"patterns from {cfg.key(('gc', 'images'), 'keep')} in {cfg.path}")
+    keep, where = image_keep(ctx)
+    if keep:
+        ui.info(f"patterns from {where}")
     return keep
 
 

@@ -15,12 +15,17 @@ the file:
 - `deleted-pod` / `terminated-pod` actions (containers, sandboxes, pod log directories) only
   when the pod source given to `apply` says so now (none given → skipped);
 - the container guard is re-applied to a fresh list (`--match-kubelet` on `apply` turns it
-  off; the file cannot);
+  off; the file cannot), also to `terminated-pod` removals of a pod that still exists
+  (`still_there`) unless `apply --include-terminated-pods`; such a pod's sandbox stays
+  unless `apply --include-terminated-pods` (the file's `include_terminated_pods` counts for
+  nothing);
 - a pod log directory is `<podLogsDir>/<name>` on this host, skipped while the runtime has a
   container of its UID; a legacy link is `/var/log/containers/<name>`, skipped unless its
   container is gone or exited (as `gc logs` judges it);
 - an image is the runtime's; pinned, the sandbox image (the runtime's now, or as saved),
-  `--keep` or `--pod-infra-container-image` as saved, or used by a container (named) → skipped.
+  `--keep` or `--pod-infra-container-image` as saved, matching the config file's
+  `gc.images.keep` now, used by a container (named), or one that cannot be pulled again
+  (`policy.images.unpullable_reason`) without `apply --allow-unpullable` → skipped.
 
 The executors then re-check each object right before its removal, as for the gc commands.
 """
@@ -73,7 +78,7 @@ from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.policy.containers import ContainerGCPolicy, recheck_guard
-from kubegc_cli.policy.images import image_users, used_by_text
+from kubegc_cli.policy.images import image_users, unpullable_reason, used_by_text
 from kubegc_cli.policy.logs import link_state
 
 
@@ -119,6 +124,21 @@ def link_refusal(name: str, containers: Iterable[Container]) -> str:
     return f"its container is {state} now"
 
 
+def still_there(plan: Plan[Any], pods: PodInventory) -> frozenset[str]:
+    """IDs of the plan's planned `terminated-pod` removals whose pod still exists now (the pod
+    source does not say it is deleted): kubegc's guard holds their newest dead container of
+    each evict unit, and their sandboxes stay, unless `apply` is given the opt-in (the file's
+    `include_terminated_pods` counts for nothing)."""
+    return frozenset(
+        a.id
+        for a in plan.actions
+        if a.rule == "terminated-pod"
+        and a.result is Result.PLANNED
+        and a.kind in ("container", "sandbox")
+        and not pods.is_deleted(a.container.pod_uid if a.kind == "container" else a.sandbox.uid)
+    )
+
+
 def recheck_saved_plan(
     plan: Plan[Any],
     snap: NodeSnapshot,
@@ -127,7 +147,10 @@ def recheck_saved_plan(
     host_root: Path,
     pod_logs_root: str,
     protected: Iterable[str] = (),
+    keep: Iterable[str] = (),
     match_kubelet: bool = False,
+    include_terminated_pods: bool = False,
+    allow_unpullable: bool = False,
 ) -> None:
     """Re-derive every planned action of a saved plan from the node as it is now and skip
     (with the reason) what the node does not allow; see the module doc.
@@ -135,7 +158,11 @@ def recheck_saved_plan(
     `snap` is the runtime's fresh inventory (containers with status, and sandboxes and images
     when the plan has such actions); `pods` the pod source given now; `pod_logs_root` the
     current podLogsDir (a host path; `load_saved_plan` and `apply_plan` have refused pod log
-    directories elsewhere); `protected` image IDs, tags or digests never to remove. Objects in
+    directories elsewhere); `protected` image IDs, tags or digests never to remove; `keep`
+    glob patterns of the config file in force now (`gc.images.keep`), which protect as the
+    saved `--keep` patterns do. `match_kubelet`, `include_terminated_pods` and
+    `allow_unpullable` are `apply`'s own flags: what the file says of them counts for nothing.
+    Objects in
     the plan are replaced by the runtime's; log actions get their local paths re-made under
     `host_root` and their bytes re-measured. Reads the log directories' sizes, nothing else.
     """
@@ -154,9 +181,11 @@ def recheck_saved_plan(
             _skip(a, why)
         else:
             a.container, a.stop_first = c, c.state is ContainerState.UNKNOWN
+    existing = frozenset() if include_terminated_pods else still_there(plan, pods)
     mine = [a for a in plan.actions if a.kind == "container"]
     guarded: Plan[Any] = Plan(kind="ContainerGCPlan", policy={}, now=plan.now, actions=mine)
-    recheck_guard(guarded, snap.containers, ContainerGCPolicy(match_kubelet=match_kubelet))
+    guard = ContainerGCPolicy(match_kubelet=match_kubelet)
+    recheck_guard(guarded, snap.containers, guard, also=existing)
 
     sandboxes = {sb.id: sb for sb in snap.sandboxes}
     for a in (a for a in todo if a.kind == "sandbox"):
@@ -174,6 +203,13 @@ def recheck_saved_plan(
             _skip(a, "now the newest sandbox of its pod")
         elif why := pod_rule_refusal(a.rule, sb.uid, pods):
             _skip(a, why)
+        elif (
+            a.rule == "terminated-pod"
+            and not include_terminated_pods
+            and not pods.is_deleted(sb.uid)
+        ):
+            _skip(a, f"pod {sb.uid} still exists (terminated, not deleted); apply "
+                     "--include-terminated-pods removes its sandbox")  # fmt: skip
         else:
             a.sandbox = sb
 
@@ -215,7 +251,8 @@ def recheck_saved_plan(
     users = image_users(snap.containers)
     saved_keep = plan.policy.get("keep")  # the saved --keep patterns: they only protect
     patterns = saved_keep if isinstance(saved_keep, list) else []
-    keep = [k for k in patterns if isinstance(k, str) and k.strip()]
+    saved_patterns = [k for k in patterns if isinstance(k, str) and k.strip()]
+    keep_now = [k for k in keep if k.strip()]
     for a in (a for a in todo if a.kind == "image"):
         img = images.get(a.id)
         names = (*img.repo_tags, *img.repo_digests) if img is not None else ()
@@ -225,10 +262,14 @@ def recheck_saved_plan(
             _skip(a, "pinned by the runtime")
         elif refs & {img.id, *names}:
             _skip(a, "the sandbox image")
-        elif any(fnmatch.fnmatchcase(n, k) for n in names for k in keep):
+        elif any(fnmatch.fnmatchcase(n, k) for n in names for k in saved_patterns):
             _skip(a, "matches --keep")
+        elif any(fnmatch.fnmatchcase(n, k) for n in names for k in keep_now):
+            _skip(a, "matches the config file's gc.images.keep")
         elif img.id in users:
             _skip(a, f"{used_by_text(users[img.id])} now")
+        elif not allow_unpullable and (never := unpullable_reason(img)):
+            _skip(a, f"it {never}; apply --allow-unpullable removes it")
         else:
             a.image = img
 
@@ -241,13 +282,19 @@ def apply_plan(
     *,
     pod_logs_dir: str | None = None,
     match_kubelet: bool = False,
+    include_terminated_pods: bool = False,
+    allow_unpullable: bool = False,
+    keep: tuple[str, ...] = (),
 ) -> Plan[Any]:
     """`kubegc apply FILE`: carry out a saved plan (see the module doc), under the node lock,
     stage by stage in the kubelet's order (containers, sandboxes, logs, images), writing the
     audit log as `apply` with the time it acted.
 
     `pod_logs_dir` (a host path) overrides the kubelet config's podLogsDir for pod log
-    directories; `match_kubelet` turns the container guard off; `act`'s caps hold back what
+    directories; `match_kubelet` turns the container guard off; `include_terminated_pods`
+    lets the newest records and the sandboxes of terminated pods that still exist go;
+    `allow_unpullable` lets images that cannot be pulled again go; `keep` (the config file's
+    `gc.images.keep`) protects images besides the saved `--keep`; `act`'s caps hold back what
     they do not allow (on top of what the plan held back). Raises `BadInput` for an unusable
     file (also one naming pod log directories outside podLogsDir) or `--snapshot`,
     `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when another run holds
@@ -282,16 +329,18 @@ def apply_plan(
                 "(give --pods-file, or a kubeconfig for the API)"
             )
     saved_policy = plan.policy.get("containers", plan.policy)
-    if (
-        "container" in kinds
-        and isinstance(saved_policy, dict)
-        and saved_policy.get("match_kubelet")
-        and not match_kubelet
-    ):
-        ui.warn(
-            "the plan was made with --match-kubelet; apply keeps kubegc's guard unless "
-            "given --match-kubelet too"
-        )
+    saved_policy = saved_policy if isinstance(saved_policy, dict) else {}
+    for flag, key, given, what in (
+        ("--match-kubelet", "match_kubelet", match_kubelet, {"container"}),
+        ("--include-terminated-pods", "include_terminated_pods", include_terminated_pods,
+         {"container", "sandbox"}),
+        ("--allow-unpullable", "allow_unpullable", allow_unpullable, {"image"}),
+    ):  # fmt: skip
+        if what & kinds and saved_policy.get(key) and not given:
+            ui.warn(
+                f"the plan was made with {flag}; apply keeps what it protects unless given "
+                f"{flag} too"
+            )
     mode = decide_mode(s, act, ui)
     if not kinds:
         may_act(mode, plan, ui, "object", act)
@@ -323,8 +372,10 @@ def apply_plan(
             protected |= set(kept.protected_ids(snap.images))  # as the runtimes name them now
         recheck_saved_plan(
             plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
-            match_kubelet=match_kubelet,
+            keep=keep, match_kubelet=match_kubelet,
+            include_terminated_pods=include_terminated_pods, allow_unpullable=allow_unpullable,
         )  # fmt: skip
+        existing = frozenset() if include_terminated_pods else still_there(plan, pods)
         add_writable_layers(plan, client, ui)
         if not may_act(mode, plan, ui, "object", act):
             return plan
@@ -341,7 +392,9 @@ def apply_plan(
                 Stage(
                     ContainerRemover(client, concurrency=n, log_roots=log_roots, mounts=mounts),
                     ("container",),
-                    lambda: recheck_guard(containers, client.list_containers(), guard_policy),
+                    lambda: recheck_guard(
+                        containers, client.list_containers(), guard_policy, also=existing
+                    ),
                 )
             )
         if "sandbox" in kinds:

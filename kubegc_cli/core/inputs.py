@@ -44,8 +44,16 @@ def present(path: Path | str) -> bool:
     return True
 
 
-def read_text(path: Path, what: str) -> str:
-    """The UTF-8 text of `path`. Raises `BadInput` ("cannot read <what> <path>: <why>")."""
+def too_large(what: str, path: Path | str, limit: int) -> BadInput:
+    """The one-line error for an input past its bound of `limit` bytes."""
+    return BadInput(f"cannot read {what} {path}: larger than {limit >> 20} MiB")
+
+
+def read_text(path: Path, what: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of `path`, at most `limit` bytes (default `MAX_INPUT_BYTES`): a regular
+    file larger is refused from its size, a pipe once `limit` + 1 bytes have come (read in
+    chunks: never more than that is held). Raises `BadInput` ("cannot read <what> <path>:
+    <why>")."""
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
@@ -53,14 +61,16 @@ def read_text(path: Path, what: str) -> str:
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             raise BadInput(f"cannot read {what} {path}: not a regular file or pipe")
         if stat.S_ISFIFO(st.st_mode):
-            data = _read_pipe(path, what)
+            data = _read_pipe(path, what, limit)
+        elif st.st_size > limit:
+            raise too_large(what, path, limit)
         else:
             with open(path, "rb") as f:
-                data = f.read(MAX_INPUT_BYTES + 1)
+                data = f.read(limit + 1)
     except OSError as exc:
         raise BadInput(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise BadInput(f"cannot read {what} {path}: larger than {MAX_INPUT_BYTES >> 20} MiB")
+    if len(data) > limit:
+        raise too_large(what, path, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -69,9 +79,9 @@ def read_text(path: Path, what: str) -> str:
         ) from None
 
 
-def _read_pipe(path: Path, what: str) -> bytes:
+def _read_pipe(path: Path, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes written to the pipe or FIFO `path` (`<(kubectl get pods -o json)`), up to
-    `MAX_INPUT_BYTES` + 1, until the writer closes it. Opening does not wait for a writer; the
+    `limit` + 1, until the writer closes it. Opening does not wait for a writer; the
     first byte (or the writer's close) must come within `PIPE_WAIT_SECONDS`, and so must each
     next one, and the whole within `PIPE_TOTAL_SECONDS`, else `BadInput` — a FIFO nothing
     writes to, a writer that stalls (a hung `kubectl`) or one that trickles a byte at a time,
@@ -83,7 +93,7 @@ def _read_pipe(path: Path, what: str) -> bytes:
         poller.register(fd, select.POLLIN)
         chunks: list[bytes] = []
         size = 0
-        while size <= MAX_INPUT_BYTES:
+        while size <= limit:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise BadInput(
@@ -100,7 +110,7 @@ def _read_pipe(path: Path, what: str) -> bytes:
                 )
                 raise BadInput(f"cannot read {what} {path}: {stalled} {PIPE_WAIT_SECONDS} s")
             try:
-                chunk = os.read(fd, 1 << 20)
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
             except BlockingIOError:  # woken with nothing to read yet
                 continue
             if not chunk:  # the writer closed it (a writer was there: poll said so)

@@ -58,6 +58,11 @@ KEEP_OLDER_THAN = "older-than"
 KEEP_MAY_START = "may-start"
 LIMIT_RULES = frozenset({RULE_PER_UNIT, RULE_SHARE, RULE_GLOBAL})
 KEEP_RULES = frozenset({KEEP_MIN_AGE, KEEP_WITHIN, KEEP_GUARD, KEEP_OLDER_THAN, KEEP_MAY_START})
+#: Why `apply` skips the newest dead container of a terminated pod that still exists.
+TERMINATED_GUARD_REASON = (
+    "the newest record of a pod that still exists (terminated, not deleted); apply "
+    "--include-terminated-pods or --match-kubelet removes it"
+)
 GUARD_REASON = (
     "newest record of a live pod's container; the kubelet needs it (--match-kubelet removes it)"
 )
@@ -440,29 +445,37 @@ def _newest_dead_by_unit(
 
 
 def recheck_guard(
-    plan: Plan[ContainerAction], fresh: Iterable[Container], policy: ContainerGCPolicy
+    plan: Plan[ContainerAction],
+    fresh: Iterable[Container],
+    policy: ContainerGCPolicy,
+    also: Collection[str] = frozenset(),
 ) -> None:
     """Re-apply kubegc's guard to a fresh container list right before acting.
 
     If a unit's kept record vanished since the plan (the kubelet removed it, say), the newest
     remaining dead container of that unit is now its record: a planned limit-rule removal of it
-    is marked `skipped`. Removals of deleted or terminated pods are not affected.
+    is marked `skipped`. Removals of deleted or terminated pods are not affected, except those
+    whose IDs are in `also` (`apply`: a terminated pod that still exists, without
+    `--include-terminated-pods`), which the guard holds as it holds the limit rules'.
     """
     if policy.match_kubelet:
         return
+    guarded = [a for a in plan.actions if a.rule in LIMIT_RULES or a.id in also]
     limited = {
-        (a.container.pod_uid, a.container.name): a
-        for a in plan.actions
-        if a.rule in LIMIT_RULES and a.result is Result.PLANNED
+        (a.container.pod_uid, a.container.name): a for a in guarded if a.result is Result.PLANNED
     }
     if not limited:
         return
-    by_id = {a.id: a for a in plan.actions if a.rule in LIMIT_RULES}
+    by_id = {a.id: a for a in guarded}
     for key, c in _newest_dead_by_unit(fresh).items():
         if key in limited and c.id in by_id:
             a = by_id[c.id]
             a.result = Result.SKIPPED
-            a.error = "now the newest record of its evict unit (the kept one is gone)"
+            a.error = (
+                TERMINATED_GUARD_REASON
+                if a.id in also
+                else "now the newest record of its evict unit (the kept one is gone)"
+            )
 
 
 _prefix_of = attrgetter("prefix")

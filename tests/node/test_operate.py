@@ -276,6 +276,49 @@ def lured(node: LocalNode, ns: str, tmp_path: Path, saved: dict[str, Any], victi
     assert sorted(p.name for p in (pod.log_directory / "app").iterdir()) == ["2.log"]
 
 
+def test_apply_keeps_a_terminated_pods_newest_record_unless_its_own_command_line_says(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """Pod `done` has finished and the pod source still lists it, Succeeded. A plan saved with
+    --include-terminated-pods takes both its dead attempts; the file is edited to say the flag
+    was not given. `apply` without the flag removes the older one and keeps the newest, the
+    pod's record, naming the flag; `apply --include-terminated-pods` then removes it."""
+    live = node.run_pod("live", namespace=ns)
+    node.add_container(live, "web", state="running")
+    done = node.run_pod("done", namespace=ns)
+    old = node.add_container(done, "job", attempt=0)
+    newest = node.add_container(done, "job", attempt=1)
+    node.stop_pod(done)
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        {"metadata": {"name": "live", "namespace": ns, "uid": live.uid},
+         "status": {"phase": "Running"}},
+        {"metadata": {"name": "done", "namespace": ns, "uid": done.uid},
+         "status": {"phase": "Succeeded"}}]}))  # fmt: skip
+    plan_file = tmp_path / "plan.json"
+    dry = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
+                 "--include-terminated-pods", "--plan-out", str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "apply" in dry.stderr and "--include-terminated-pods" in dry.stderr.splitlines()[-1]
+    said_not = edited(plan_file, lambda d: d["policy"].update(include_terminated_pods=False),
+                      "said-not")  # fmt: skip
+    assert {(a["id"], a["rule"]) for a in json.loads(said_not.read_text())["actions"]} == {
+        (old, "terminated-pod"), (newest, "terminated-pod")}  # fmt: skip
+    res = kubegc(node, tmp_path, "--pods-file", str(pods), "apply", str(said_not), "--yes",
+                 "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    got = {a["id"]: (a["result"], a.get("error") or "") for a in json.loads(res.stdout)["actions"]}
+    assert got[old][0] == "removed"
+    assert got[newest][0] == "skipped" and "--include-terminated-pods" in got[newest][1], got
+    assert newest in node.container_ids(namespace=ns) and old not in node.container_ids(
+        namespace=ns
+    )
+    res = kubegc(node, tmp_path, "--pods-file", str(pods), "apply", str(said_not), "--yes",
+                 "--include-terminated-pods", "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert newest not in node.container_ids(namespace=ns)
+
+
 def test_apply_of_a_tampered_log_plan_removes_only_what_the_node_allows(
     node: LocalNode, ns: str, tmp_path: Path
 ) -> None:
