@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from kubegc_cli.core.model import Container, ContainerState
 from kubegc_cli.core.podlogs import ContainerLogDir, LogFile, LogOwner, live_log_of
+from kubegc_cli.core.sizes import on_disk
 from kubegc_cli.node.host.bounded import Watch, bounded, bounded_each
-from kubegc_cli.node.host.du import BLOCK
 from kubegc_cli.node.host.logs import (
     LogRoots,
     OpenLogDir,
@@ -165,7 +165,7 @@ def _files(opened: OpenLogDir, watch: Watch) -> list[LogFile]:
             LogFile(
                 name,
                 st.st_size,
-                st.st_blocks * BLOCK,
+                on_disk(st.st_blocks),
                 st.st_mtime,
                 stat.S_ISREG(st.st_mode),
                 st.st_dev,
@@ -236,7 +236,7 @@ def unlink_log_file(
                 if not stat.S_ISREG(kept.st_mode):
                     raise Refused(f"{log_dir}/{twin} is no longer a file; {name} left")
             os.unlink(name, dir_fd=opened.fd)
-            freed = st.st_blocks * BLOCK if st.st_nlink == 1 else 0
+            freed = on_disk(st.st_blocks) if st.st_nlink == 1 else 0
             return freed, st.st_size
         finally:
             opened.close()
