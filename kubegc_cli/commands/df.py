@@ -18,11 +18,15 @@ Where each figure comes from, and where it is counted:
 - Writable layers: CRI `ListContainerStats`; reclaimable: the layers of the containers
   `gc containers` removes, as its planner (`policy.containers.plan_containers`, default
   policy, this pod source) plans them.
-- Container logs: every pod's log directory, rotated files included. Reclaimable: the log files
-  of those containers as `gc containers` deletes them (`host.logs.deletable_log_files`), and
-  the whole directory of a pod the pod source says is deleted — only when the runtime was read,
-  so that the pod source was checked against the pods running here (`against_runtime`);
-  without it no pod counts as deleted and a note says so.
+- Container logs: every pod's log directory, rotated files included, in blocks on disk
+  (`core.sizes`). Reclaimable: the logs of the dead containers `gc containers` removes, as its
+  plan expects them (`log_bytes`: the files it may delete, `host.logs.deletable_log_files`),
+  under `logs.dead-containers` — a deleted pod's ones too — and, of a pod the pod source says
+  is deleted, what stays in its directory once those logs go (`core.sizes.
+  left_in_pod_log_dir`), under `logs.deleted-pods`: the figures `reclaim` expects of the same
+  containers and directories. Only when the runtime was read, so that the pod source was
+  checked against the pods running here (`against_runtime`); without it no pod counts as
+  deleted and a note says so.
 - Residue: orphaned pod directories and pod log directories, as `residue scan` finds them; their
   bytes count there, not again under logs or emptyDir.
 - Log rotation: the files `residue scan` finds container log rotation left behind in the log
@@ -64,7 +68,13 @@ from kubegc_cli.commands.evict import eviction_config, kubelet_root
 from kubegc_cli.commands.flow import load_pod_inventory, open_client
 from kubegc_cli.commands.residue import rotation_findings
 from kubegc_cli.core.errors import BadInput, ExitCode, GCFailed, KubegcError, RuntimeUnavailable
-from kubegc_cli.core.model import API_VERSION, LABEL_POD_UID, Container, ContainerState
+from kubegc_cli.core.model import (
+    API_VERSION,
+    LABEL_POD_UID,
+    Container,
+    ContainerState,
+    SandboxState,
+)
 from kubegc_cli.core.plan import layer_of
 from kubegc_cli.core.podlogs import LogRotation
 from kubegc_cli.core.pods import PodInventory, against_runtime
@@ -514,7 +524,8 @@ def disk_usage(
         image_gc_sources=dict(gc_settings.origins),
     )
     layout = _layout(s, rt, root_dir, report)
-    removed = _container_gc(rt, pods, now) if rt is not None else frozenset()
+    going = _container_gc(rt, pods, now) if rt is not None else {}
+    removed = frozenset(going)
 
     residue, skip = residue_dirs(s.host_root, ui.warn, root_dir, logs_dir, pods, rt, mounts)
     walker = Walker(mounts, skip, progress)
@@ -525,7 +536,7 @@ def disk_usage(
     if rt is not None and logs_dev is not None:
         kubelet_logs = host_real_or_given(s.host_root, kcfg.pod_logs_dir)
         dead_container_logs(
-            walker, s.host_root, kubelet_logs, rt, deleted, removed, logs_dev, mounts
+            walker, s.host_root, kubelet_logs, rt, deleted, going, logs_dev, mounts
         )  # fmt: skip
 
     roles = [("nodefs", root_dir), ("pods", f"{root_dir.rstrip('/')}/pods"), ("logs", logs_dir)]
@@ -648,11 +659,15 @@ def _endpoint_tried(s: Settings) -> str:
         return ""
 
 
-def _container_gc(rt: RuntimeView, pods: PodInventory, now: int) -> frozenset[str]:
-    """The IDs of the containers `gc containers` removes with its default policy and this
-    pod source: the container GC planner itself, so reclaimable is what it frees."""
-    plan = plan_containers(rt.containers, ContainerGCPolicy(), pods, now)
-    return frozenset(a.container.id for a in plan.actions)
+def _container_gc(rt: RuntimeView, pods: PodInventory, now: int) -> dict[str, int]:
+    """The containers `gc containers` removes with its default policy and this pod source,
+    each with the log bytes its plan expects to free (ID → `log_bytes`, None counted 0): the
+    container GC planner itself, on the same sizes, so reclaimable is what it expects."""
+    ready = frozenset(sb.id for sb in rt.sandboxes if sb.state is SandboxState.READY)
+    plan = plan_containers(
+        rt.containers, ContainerGCPolicy(), pods, now, ready_sandboxes=ready, layers=rt.layers
+    )
+    return {a.container.id: a.container.log_bytes or 0 for a in plan.actions}
 
 
 def _attribute(

@@ -12,7 +12,7 @@ how they reach the node's outside — the CRI runtime (`open_client`), the pod s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
+from kubegc_cli.core.model import Container, ContainerState
 from kubegc_cli.core.plan import (
     INTERRUPTED,
     REMOVAL_CONCURRENCY,
@@ -388,20 +389,32 @@ def runtime_fs_paths(client: Any, ui: Ui) -> dict[str, str]:
     return {"imagefs": image, "containerfs": containers[0].mountpoint if containers else image}
 
 
+def writable_layers_for(
+    containers: Iterable[Container], client: Any
+) -> tuple[dict[str, tuple[int | None, int | None]] | None, str]:
+    """The writable layers to plan `containers` with (CRI `ListContainerStats`, one call,
+    made only when one of them is dead: `policy.containers.plan_containers`' `layers`), and
+    "" or the note to add when the runtime did not answer (the layers are then unknown, None,
+    and count 0)."""
+    if all(c.state is ContainerState.RUNNING for c in containers):
+        return {}, ""
+    try:
+        return client.writable_layers(), ""
+    except RuntimeUnavailable as exc:
+        return None, f"writable layers unknown ({exc}): the bytes expected count the logs alone"
+
+
 def add_writable_layers(plan: Plan[Any], client: Any, ui: Ui) -> None:
     """Give the container actions of `plan` (planned and kept) their writable layers (CRI
     `ListContainerStats`, one call: `core.plan.attach_layers`), so that what the plan expects
-    to free counts them as `kubegc df` does. A runtime that does not answer leaves them
-    unknown (counted 0) and a note says so."""
+    to free counts them as `kubegc df` does (a saved plan applied). A runtime that does not
+    answer leaves them unknown (counted 0) and a note says so."""
     rows = [a for a in [*plan.actions, *plan.kept] if a.kind == "container"]
     if not rows:
         return
-    try:
-        layers = client.writable_layers()
-    except RuntimeUnavailable as exc:
-        plan.notes.append(
-            f"writable layers unknown ({exc}): the bytes expected count the logs alone"
-        )
+    layers, why = writable_layers_for([a.container for a in rows], client)
+    if layers is None:
+        plan.notes.append(why)
         return
     attach_layers(rows, layers)
 

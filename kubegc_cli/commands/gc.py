@@ -19,7 +19,6 @@ from kubegc_cli.commands.flow import (
     ActOptions,
     Mode,
     Stage,
-    add_writable_layers,
     carry_out,
     decide_mode,
     load_pod_inventory,
@@ -27,6 +26,7 @@ from kubegc_cli.commands.flow import (
     may_act,
     open_client,
     runtime_fs_paths,
+    writable_layers_for,
 )
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable, SandboxImageUnreadable
 from kubegc_cli.core.inputs import parse_json, parse_yaml, read_text
@@ -49,6 +49,7 @@ from kubegc_cli.core.podlogs import LegacyLink
 from kubegc_cli.core.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.sizes import left_in_pod_log_dir
 from kubegc_cli.core.units import ns_to_rfc3339
 from kubegc_cli.node.diskusage import needed_dir
 from kubegc_cli.node.execute.actions import (
@@ -200,13 +201,18 @@ def gc_containers(
     pods = load_pod_inventory(s, ui, needs_source=policy.include_terminated_pods)
     mode = decide_mode(s, act, ui)
 
-    def plan_from(snap: NodeSnapshot, source: str) -> Plan[ContainerAction]:
+    def plan_from(
+        snap: NodeSnapshot, source: str, client: CriClient | None = None
+    ) -> Plan[ContainerAction]:
         here = against_runtime(pods, snap.containers, snap.sandboxes)
         bound = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+        layers, why = writable_layers_for(snap.containers, client) if client else (None, "")
         plan = plan_containers(
             snap.containers, policy, here, _now(s, snap), bound,
-            ready_sandboxes=_ready(snap.sandboxes),
+            ready_sandboxes=_ready(snap.sandboxes), layers=layers,
         )  # fmt: skip
+        if why and plan.actions:
+            plan.notes.append(why)
         plan.source = source
         return plan
 
@@ -233,16 +239,15 @@ def gc_containers(
             f"{snap.runtime.name} {snap.runtime.version}: {len(snap.containers)} containers "
             f"listed; pod source {pods.source}; kubelet config {kcfg.read_from()}"
         )
-        plan = plan_from(snap, snap.endpoint)
+        plan = plan_from(snap, snap.endpoint, client)
         _note_logs_left(plan, sizer)
-        add_writable_layers(plan, client, ui)
 
         def again() -> Plan[ContainerAction]:  # after a person's yes, under the node lock
             now = _observe_for_containers(
                 client, s, scope, kcfg.pod_logs_dir, mounts,
                 sandboxes=scope.selector is not None or pods.known, sizer=sizer,
             )  # fmt: skip
-            return plan_from(now, now.endpoint)
+            return plan_from(now, now.endpoint, client)
 
         if may_act(mode, plan, ui, "container", act, again=again):
             remover = ContainerRemover(
@@ -363,8 +368,10 @@ def _observe_logs(
 
 
 def _minus_container_logs(dirs: list[Any], removals: list[ContainerAction], root: str) -> list[Any]:
-    """Pod log directories as the container stage will leave them: without the bytes of the
-    container logs it removes (so a combined plan counts no byte twice)."""
+    """Pod log directories as the container stage will leave them: each one's bytes what
+    stays in it once the container logs that stage removes are gone (`core.sizes.
+    left_in_pod_log_dir`: the directories' own blocks and any other file), so a combined plan
+    counts no byte twice."""
 
     freed: dict[str, int] = {}
     prefix = root.rstrip("/") + "/"
@@ -373,7 +380,7 @@ def _minus_container_logs(dirs: list[Any], removals: list[ContainerAction], root
         if path.startswith(prefix) and a.container.log_bytes:
             name = path[len(prefix) :].split("/", 1)[0]
             freed[name] = freed.get(name, 0) + a.container.log_bytes
-    return [replace(d, bytes=max(0, d.bytes - freed.get(d.name, 0))) for d in dirs]
+    return [replace(d, bytes=left_in_pod_log_dir(d.bytes, freed.get(d.name, 0))) for d in dirs]
 
 
 def gc_logs(s: Settings, pod_logs_dir: str | None, act: ActOptions, ui: Ui) -> Plan[LogAction]:
@@ -494,9 +501,13 @@ def plan_all(
     pods = against_runtime(pods, snap.containers, snap.sandboxes)
     now = _now(s, snap)
     scope = scope.with_sandboxes(snap.sandboxes)  # -l: pod labels from the sandboxes
+    layers, why = writable_layers_for(snap.containers, client)
     pc = plan_containers(
-        snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes)
-    )
+        snap.containers, policy, pods, now, scope, ready_sandboxes=_ready(snap.sandboxes),
+        layers=layers,
+    )  # fmt: skip
+    if why and pc.actions:
+        pc.notes.append(why)
     _note_logs_left(pc, sizer)
     going = {a.id for a in pc.actions}
     left = [c for c in snap.containers if c.id not in going]
@@ -515,7 +526,6 @@ def plan_all(
         dirs, links, left, pods, now,
         pod_logs_dir=root, container_logs_dir=CONTAINER_LOGS_DIR, scope=scope,
     )  # fmt: skip
-    add_writable_layers(pc, client, ui)
     plan: Plan[Any] = Plan(
         kind="GCPlan",
         policy={"containers": pc.policy, "sandboxes": ps.policy, "logs": pl.policy},

@@ -167,7 +167,10 @@ def _runtime_findings(
 ) -> list[Finding]:
     out: list[Finding] = []
     if DEAD_CONTAINER in types or DEAD_SANDBOX in types:
-        found = dead_objects(facts.containers, facts.sandboxes, pods, now, command=gc_command)
+        found = dead_objects(
+            facts.containers, facts.sandboxes, pods, now, command=gc_command,
+            layers=facts.layers,
+        )  # fmt: skip
         out += [f for f in found if f.type in types]
     if OVERSIZED_LIST in types:
         out += oversized_lists(facts.sizes)

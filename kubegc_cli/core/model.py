@@ -138,7 +138,8 @@ class Container:
     `created_at` and `finished_at` are nanoseconds since the epoch (`finished_at` 0 when unknown
     or not finished). `log_path` is the runtime's absolute host path of the container's log file
     (empty when the runtime has none); `log_bytes` the bytes that file and its rotated siblings
-    take on disk, or None when kubegc did not read it.
+    take on disk — allocated blocks (`core.sizes.on_disk`), of the files kubegc may delete
+    with the container — or None when kubegc did not read it.
     """
 
     id: str

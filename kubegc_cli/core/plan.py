@@ -26,6 +26,7 @@ from kubegc_cli.core.model import (
     Sandbox,
 )
 from kubegc_cli.core.pulls import RepullRisk
+from kubegc_cli.core.sizes import container_bytes
 from kubegc_cli.core.units import ns_to_rfc3339
 
 INTERRUPTED = "interrupted before removal"
@@ -183,14 +184,6 @@ class ContainerAction:
             f'"log_path": {e(c.log_path)}, "log_bytes": {size}, '
             f'"writable_layer_bytes": {layer}, "expected_bytes": {int(expected)}, {tail}'
         )
-
-
-def container_bytes(log_bytes: int | None, layer_bytes: int | None) -> int:
-    """What removing a dead container is expected to free, bytes: its writable layer (CRI
-    `ListContainerStats`: the runtime removes it with the container) and its log files (on
-    disk, rotated ones too); an unknown figure (None) counts 0. The one sum `gc containers`
-    plans with and `kubegc df` counts a dead container's reclaimable bytes with."""
-    return (log_bytes or 0) + (layer_bytes or 0)
 
 
 def layer_of(layers: Mapping[str, tuple[int | None, int | None]], container_id: str) -> int | None:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class PodLogDir:
     """One entry of the pod log root. `path` is local (under the host root); `uid` parsed from
-    the name (last `_` field); `bytes` of regular files below (not following symlinks);
+    the name (last `_` field); `bytes` on disk below it (`core.sizes.on_disk` of every inode,
+    the directories' own included; not following symlinks);
     `mount` is "" or a mount point at or below it (such a directory is never removed);
     `mounts_unknown` is "" or why the mount table could not be read (then it is never
     removed either: anything may be mounted below it); `stalled` is "" or the local path

@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,8 +36,9 @@ from kubegc_cli.core.model import (
 from kubegc_cli.core.podlogs import pod_uid_from_dir
 from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.residue import POD_DIR, POD_LOG_DIR, Finding
+from kubegc_cli.core.sizes import left_in_pod_log_dir, on_disk
 from kubegc_cli.node.host.bounded import Watch, bounded_each, listdir, stat_of
-from kubegc_cli.node.host.du import BLOCK, VANISHED, tree_usage
+from kubegc_cli.node.host.du import VANISHED, tree_usage
 from kubegc_cli.node.host.fs import FsStats, fs_stats
 from kubegc_cli.node.host.logs import (
     LogRoots,
@@ -263,7 +264,7 @@ class Walker:
         directory: then nothing of it is counted)."""
         top = stat_of(root, follow_symlinks=True)
         entries = listdir(root)
-        self.tally.add(top.st_dev, key, top.st_blocks * BLOCK)
+        self.tally.add(top.st_dev, key, on_disk(top.st_blocks))
         return top.st_dev, entries
 
     def _each(
@@ -350,7 +351,7 @@ class Walker:
             self._mounted(path, uid)
             return None
         self.entries += 1
-        return st.st_blocks * BLOCK
+        return on_disk(st.st_blocks)
 
     def _pod_dir(self, path: str, uid: str, dev: int, watch: Watch) -> None:
         own = self._dir_here(path, dev, uid)
@@ -471,37 +472,56 @@ def dead_container_logs(
     kubelet_logs_dir: str,
     rt: RuntimeView,
     deleted: Callable[[str], bool],
-    removed: frozenset[str],
+    going: Mapping[str, int],
     logs_dev: int,
     mounts: MountTable,
 ) -> None:
-    """The log files of the dead containers (rotated ones too), on the log filesystem; those
-    of the containers `gc containers` removes (`removed`) are reclaimable, as far as it may
-    delete them (inside the kubelet config's podLogsDir `kubelet_logs_dir`, which is what
-    `gc containers` reads). A deleted pod's logs are already counted with its whole
-    directory; a pod whose directory is residue is not walked here."""
+    """The log files of the dead containers (rotated ones too), on the log filesystem, under
+    `logs.dead-containers`. Reclaimable: the logs of the containers `gc containers` removes,
+    each as its plan expects to free it (`going`: container ID → the plan's `log_bytes`, the
+    `core.sizes.on_disk` blocks of the files it may delete inside the kubelet config's
+    podLogsDir `kubelet_logs_dir`), so that this line's reclaimable is what `gc containers`
+    and `reclaim` expect of those logs.
+
+    A deleted pod's directory was counted whole under `logs.deleted-pods`; the logs of its
+    containers that `gc containers` removes move from there to `logs.dead-containers` (they go
+    with their containers, before the directory), and the directory keeps what stays in it
+    (`core.sizes.left_in_pod_log_dir`), as `gc all` and `reclaim` plan it. A pod whose
+    directory is residue is not walked here."""
     roots = LogRoots(host_root, kubelet_logs_dir)
     counted: set[tuple[int, int]] = set()
     total = back = dead = 0
+    moved: dict[str, int] = {}  # deleted pod UID -> its removed containers' log bytes
     for c in rt.containers:
-        if c.state is ContainerState.RUNNING or not c.log_path or deleted(c.pod_uid):
+        if c.state is ContainerState.RUNNING or not c.log_path:
             continue
         if c.pod_uid not in w.pods:
             continue  # its log directory was not walked (residue, or elsewhere)
+        if deleted(c.pod_uid):
+            if c.id in going:  # (one that stays is counted with its pod's directory)
+                moved[c.pod_uid] = moved.get(c.pod_uid, 0) + going[c.id]
+                total += going[c.id]
+                back += going[c.id]
+                dead += 1
+            continue
         own = not foreign_log(kubelet_logs_dir, c, c.log_path)
         # the kubelet's own log: listed where `gc containers` lists it (never through a link)
         files = deletable_log_files(roots, c.log_path, mounts)[0] if own else []
-        may_go = {(st.st_dev, st.st_ino) for _, st in files}
         for _, st in files if own else log_files(on_host(host_root, c.log_path)):
             key = (st.st_dev, st.st_ino)
             if stat.S_ISREG(st.st_mode) and st.st_dev == logs_dev and key not in counted:
                 counted.add(key)
-                total += st.st_blocks * BLOCK
-                if c.id in removed and key in may_go:
-                    back += st.st_blocks * BLOCK
+                total += on_disk(st.st_blocks)
+        back += going.get(c.id, 0)
         dead += 1
+    cut = 0  # what the deleted pods' directories no longer hold once those logs go
+    for uid, logs in moved.items():
+        whole = w.pods[uid].logs
+        cut += whole - left_in_pod_log_dir(whole, logs)
+    if cut:
+        w.tally.add(logs_dev, LOGS_DELETED, -cut, reclaim=-cut)
     if dead:
-        w.tally.add(logs_dev, LOGS, 0, reclaim=back)
+        w.tally.add(logs_dev, LOGS, 0, reclaim=back - cut)
         w.tally.add(logs_dev, LOGS_DEAD, total, reclaim=back, count=dead)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kubegc_cli.core.errors import RuntimeUnavailable
 from kubegc_cli.core.model import (
     LABEL_POD_UID,
     Container,
@@ -44,7 +45,9 @@ class RuntimeFacts:
     could not be read; `protected_images` the IDs of the images the runtimes keep for
     themselves, `sandboximages.runtime_sandbox_images`), the sandboxes' network namespace
     paths (both `/run` and `/var/run` spellings; only asked when a `cni-*` namespace exists
-    on the host) and how many sandboxes did not say."""
+    on the host) and how many sandboxes did not say; `layers`, the writable layers (CRI
+    `ListContainerStats`, ID → (bytes, inodes)) when dead containers are scanned (None:
+    not read)."""
 
     endpoint: str
     containers: list[Container] = field(default_factory=list)
@@ -56,6 +59,7 @@ class RuntimeFacts:
     images_unknown: str = ""
     netns: frozenset[str] = frozenset()
     netns_unknown: int = 0
+    layers: dict[str, tuple[int | None, int | None]] | None = None
 
 
 def _netns_spellings(path: str) -> set[str]:
@@ -112,6 +116,11 @@ def observe_runtime(
     )
     if wanted & {DEAD_CONTAINER, DEAD_SANDBOX}:
         dead = [c.id for c in containers if c.state is not ContainerState.RUNNING]
+        if dead:  # a dead container frees its writable layer too (`gc containers` counts it)
+            try:
+                facts.layers = client.writable_layers()
+            except RuntimeUnavailable as exc:
+                warn(f"writable layers unknown ({exc}): dead containers' bytes count their logs")
         roots = LogRoots(s.host_root, pod_logs_dir)
         found = dict(client.container_statuses(dead))
         facts.containers = []

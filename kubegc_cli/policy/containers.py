@@ -25,7 +25,7 @@ unstable, so any order is faithful; this one is deterministic).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -39,7 +39,7 @@ from kubegc_cli.core.model import (
     Container,
     ContainerState,
 )
-from kubegc_cli.core.plan import MAY_START, ContainerAction, Plan, Result
+from kubegc_cli.core.plan import MAY_START, ContainerAction, Plan, Result, attach_layers
 from kubegc_cli.core.pods import PodInventory
 from kubegc_cli.core.units import NS_PER_SECOND, format_bytes, format_duration, format_go_duration
 from kubegc_cli.policy.scope import Scope
@@ -338,6 +338,7 @@ def plan_containers(
     scope: Scope | None = None,
     *,
     ready_sandboxes: Collection[str] = frozenset(),
+    layers: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> Plan[ContainerAction]:
     """Plan the kubelet's container GC for one node.
 
@@ -350,6 +351,11 @@ def plan_containers(
     limits would remove, is kept instead (`may-start`): the kubelet may be about to start it,
     and CRI's RemoveContainer removes a running container by force (kubegc's rule; it counts
     toward the limits as the dead container it is).
+
+    `layers`: the writable layers the runtime reports (CRI `ListContainerStats`, ID →
+    (bytes, inodes)), given to every removal and kept container (`core.plan.attach_layers`)
+    so that each one's `expected_bytes` and the notes count what removing it frees on disk
+    (`core.sizes.container_bytes`); None: not read (layers unknown, counted 0).
     """
     scope = scope or Scope()
     cutoff = now - int(policy.min_age * NS_PER_SECOND)
@@ -422,6 +428,8 @@ def plan_containers(
         for cs, (_, rule, why) in taken.each():
             out.run(cs, rule, why)
 
+    if layers is not None:
+        attach_layers([*plan.actions, *plan.kept], layers)
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
     plan.notes.extend(_alive_but_disowned(containers_seen, pods))
@@ -602,7 +610,9 @@ def terminated_pods_hint(
     deleted) whose containers the limits keep (`within-limits`, kubegc's guard). The kubelet
     removes a pod's containers once the pod is deleted (`kuberuntime_gc.go`: only
     `evictNonDeletedPods`, which eviction sets, takes terminated pods too); the note counts
-    them and their pods, adds up their log bytes (`at least` when some were not measured) and
+    them and their pods, adds up what removing them would free on disk (`planned_bytes`: logs
+    and writable layers, `core.sizes.container_bytes`; `at least` when a log or a layer was
+    not measured) and
     says what would change it: deleting the pods, or `--include-terminated-pods`. Nothing
     without a pod source, or with `--include-terminated-pods` given."""
     if not pods.known or policy.include_terminated_pods:
@@ -617,13 +627,13 @@ def terminated_pods_hint(
     if not held:
         return ""
     uids = {k.container.pod_uid for k in held}
-    sizes = [k.container.log_bytes for k in held]
-    known = [b for b in sizes if b is not None]
-    if not known:
-        logs = "their logs not measured"
+    unknown = sum(1 for k in held if k.container.log_bytes is None or k.layer_bytes is None)
+    if unknown == len(held) and not any(k.planned_bytes for k in held):
+        logs = "their logs and writable layers not measured"
     else:
-        at_least = "at least " if len(known) < len(sizes) else ""
-        logs = f"{at_least}{format_bytes(sum(known))} of logs"
+        at_least = "at least " if unknown else ""
+        total = format_bytes(sum(k.planned_bytes for k in held))
+        logs = f"{at_least}{total} on disk (logs and writable layers)"
     phases = sorted({pods.phase(u) for u in uids})
     return (
         f"{len(held)} dead container(s) of {len(uids)} terminated pod(s) ({', '.join(phases)}) "

@@ -54,6 +54,7 @@ def dead_objects(
     now: int,
     *,
     command: str = "kubegc gc all",
+    layers: Mapping[str, tuple[int | None, int | None]] | None = None,
 ) -> list[Finding]:
     """The containers and sandboxes `kubegc gc all` (default policy) would remove.
 
@@ -61,11 +62,13 @@ def dead_objects(
     `statuses="dead"`); `now` is nanoseconds since the epoch. Without a pod source no pod is
     deleted, as in `gc all`. Each finding is one object, not safe (`residue clean` leaves them
     to `command`, its `manual` action), with the planner's rule and reason as evidence;
-    `bytes` is a container's log bytes (None for sandboxes, whose disk use the runtime does
-    not report).
+    `bytes` is what removing a container frees on disk, as `gc containers` expects it
+    (`expected_bytes`, `core.sizes.container_bytes`: its logs' blocks and its writable layer
+    from `layers`, CRI `ListContainerStats`; None: unknown, counted 0), None for sandboxes,
+    whose disk use the runtime does not report.
     """
     containers = list(containers)
-    pc = plan_containers(containers, ContainerGCPolicy(), pods, now)
+    pc = plan_containers(containers, ContainerGCPolicy(), pods, now, layers=layers)
     going = {a.id for a in pc.actions}
     left = [c for c in containers if c.id not in going]
     ps = plan_sandboxes(sandboxes, left, pods, now)
@@ -78,7 +81,7 @@ def dead_objects(
                 target=c.id,
                 evidence=f"{c.state.value} container {c.pod_namespace}/{c.pod_name} "
                 f"{c.container_name}#{c.attempt}: {a.reason} ({a.rule})",
-                bytes=c.log_bytes,
+                bytes=a.planned_bytes,
                 safe=False,
                 action=NOTHING,
                 manual=command,

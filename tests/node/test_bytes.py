@@ -14,7 +14,7 @@ from kubegc_cli.core.units import format_bytes
 from kubegc_cli.report.metrics import parse_samples
 from tests.node.localnode import LocalNode
 from tests.node.test_df import WRITE_BUSYBOX, layer_bytes
-from tests.node.test_gc_containers import kubegc
+from tests.node.test_gc_containers import kubegc, write_pods_file
 
 
 def dead_with_layer(node: LocalNode, ns: str) -> tuple[str, str]:
@@ -106,3 +106,91 @@ def test_the_table_of_a_run_sums_its_rows_as_history_records_them(
     cells = line.split()
     assert format_bytes(run["bytes_expected"]) in cells
     assert format_bytes(run["bytes_measured"]) in cells
+
+
+def _json(res: Any) -> dict[str, Any]:
+    assert res.returncode == 0, res.stderr
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc
+
+
+def test_df_reclaimable_is_what_reclaim_expects_of_each_kind(tmp_path: Path) -> None:
+    """One node, every command's figures for the same objects: dead containers (the older
+    attempt of a live pod's container; a deleted pod's), the deleted pod's log directory
+    (with a file no container owns and a rotated log of no container left in it) and an
+    unused image. `df -o json`'s reclaimable per line is what `reclaim --dry-run -o json`
+    expects per kind: the dead containers' writable layers and logs, what stays in the
+    deleted pod's log directory once its container's log goes, the unused image; every log
+    counted in blocks on disk (a 20-byte log takes a block), never its apparent size. And
+    `residue scan`'s dead-container bytes are what `gc containers` expects of each."""
+    with LocalNode(tmp_path / "node") as node:
+        node.import_image("docker.io/library/bytes-unused:1", pad_bytes=65536, seed="b")
+        live = node.run_pod("live", namespace="ns1")
+        older = node.add_container(live, "job", attempt=0, symlink=False)
+        node.add_container(live, "job", attempt=1, symlink=False)
+        node.add_container(live, "app", state="running", symlink=False)
+        gone = node.run_pod("gone", namespace="ns1")
+        gone_ctr = node.add_container(gone, "work", symlink=False)
+        node.stop_pod(gone)  # NOTREADY; the pods file does not list it: deleted
+        gone_logs = node.pod_logs_dir / f"ns1_gone_{gone.uid}"
+        (gone_logs / "work" / "9.log").write_bytes(b"y" * 10000)  # no container's: stays
+        (gone_logs / "stray.txt").write_bytes(b"z" * 100)
+        job_log = live.log_directory / "job/0.log"
+        assert 0 < job_log.stat().st_size < job_log.stat().st_blocks * 512  # a block on disk
+        root = tmp_path / "kubelet"
+        (root / "pods").mkdir(parents=True)
+        pods = write_pods_file(tmp_path / "pods.json", live)
+        common = ("--pods-file", str(pods))
+        dead = [older, gone_ctr]
+        no_min_age = ("--minimum-image-ttl-duration", "0s")  # (df counts unused images so)
+
+        for _ in range(4):  # until containerd did not refresh a layer between the two runs
+            before = layer_bytes(node, dead)
+            df = _json(kubegc(node, tmp_path, *common, "df", "--root-dir", str(root),
+                              "-o", "json"))  # fmt: skip
+            plan = _json(kubegc(node, tmp_path, *common, "reclaim", "--root-dir", str(root),
+                                "--residue-kind", "orphaned-pod-dir", *no_min_age,
+                                "--dry-run", "-o", "json"))  # fmt: skip
+            if layer_bytes(node, dead) == before:
+                break
+        else:
+            raise AssertionError("containerd refreshed a writable layer during every try")
+
+        by_kind = {k["kind"]: k["bytes"] for k in plan["by_kind"]}
+        actions = {a["id"]: a for a in plan["actions"]}
+        assert {older, gone_ctr, str(gone_logs)} <= actions.keys()
+        reclaim_ctrs = [a for a in plan["actions"] if a["kind"] == "container"]
+        assert {a["id"] for a in reclaim_ctrs} == set(dead)
+
+        def on_disk(*paths: Path) -> int:
+            return sum(p.stat().st_blocks * 512 for p in paths)
+
+        gone_log = gone_logs / "work/0.log"
+        assert actions[older]["log_bytes"] == on_disk(job_log)
+        assert actions[gone_ctr]["log_bytes"] == on_disk(gone_log)
+        left = on_disk(gone_logs, gone_logs / "work", gone_logs / "work/9.log",
+                       gone_logs / "stray.txt")  # fmt: skip
+        assert actions[str(gone_logs)]["expected_bytes"] == left
+
+        lines: dict[str, dict[str, Any]] = {}
+        for f in df["filesystems"]:
+            for ln in f["lines"]:
+                lines.setdefault(ln["key"], {"reclaimable": 0})
+                lines[ln["key"]]["reclaimable"] += ln["reclaimable"] or 0
+        logs_dead = lines["logs.dead-containers"]["reclaimable"]
+        layers_dead = lines["writable-layers.dead"]["reclaimable"]
+        assert logs_dead == sum(a["log_bytes"] for a in reclaim_ctrs)
+        assert layers_dead == sum(a["writable_layer_bytes"] or 0 for a in reclaim_ctrs)
+        assert logs_dead + layers_dead == by_kind["container"]
+        assert lines["logs.deleted-pods"]["reclaimable"] == by_kind["pod-log"] == left
+        assert lines["logs"]["reclaimable"] == logs_dead + left
+        assert lines["images"]["reclaimable"] == by_kind["image"] > 0
+
+        scan = _json(kubegc(node, tmp_path, *common, "residue", "scan", "--kind",
+                            "dead-container", "-o", "json"))  # fmt: skip
+        gc = _json(kubegc(node, tmp_path, *common, "gc", "containers", "--dry-run", "-o", "json"))
+        found = {f["id"]: f["bytes"] for f in scan["actions"] + scan["kept"]}
+        expected = {a["id"]: a["expected_bytes"] for a in gc["actions"]}
+        assert found == expected and set(found) == set(dead)
+        assert scan["totals"]["dead-container"]["bytes"] == gc["summary"]["bytes_expected"]
+        assert all(found[c] >= actions[c]["log_bytes"] for c in dead)

@@ -20,6 +20,7 @@ import grpc
 import pytest
 
 from kubegc_cli.core.plan import Result
+from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.cri.v1 import api_pb2
 from tests.node.localnode import LocalNode, Pod
 
@@ -788,8 +789,10 @@ def test_a_terminated_pods_kept_containers_get_a_hint_with_their_bytes(
     [hint] = [n for n in doc["notes"] if "terminated pod(s)" in n]
     assert hint.startswith("1 dead container(s) of 1 terminated pod(s) (Succeeded) kept, ")
     assert str(pods) in hint and "--include-terminated-pods" in hint, hint
-    logs = {k["id"]: k["log_bytes"] for k in doc["kept"]}[newest]
-    assert (f"{logs}B of logs" in hint) if logs is not None else ("not measured" in hint), hint
+    kept = {k["id"]: k for k in doc["kept"]}[newest]
+    assert kept["log_bytes"] and kept["writable_layer_bytes"] is not None, kept
+    on_disk = format_bytes(kept["expected_bytes"])  # its log's blocks and its writable layer
+    assert f", {on_disk} on disk (logs and writable layers): " in hint, hint
     go = kubegc(node, tmp_path, "--pods-file", str(pods), "gc", "containers", "-n", ns,
                 "--include-terminated-pods", "--yes", "-o", "json")  # fmt: skip
     assert go.returncode == 0, go.stderr

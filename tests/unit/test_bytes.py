@@ -26,11 +26,11 @@ from kubegc_cli.core.plan import (
     Result,
     SandboxAction,
     attach_layers,
-    container_bytes,
     expected_bytes,
     expected_is_upper_bound,
     measured_bytes,
 )
+from kubegc_cli.core.sizes import container_bytes
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.state import AuditLog, read_history
 from kubegc_cli.render.plan import summary_line

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from kubegc_cli.core.model import (
 )
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.node.diskusage import RuntimeView
+from kubegc_cli.node.host.logs import LogRoots, LogSizer
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.render.df import bar, render_df
 from tests.unit.hostfixtures import pod_dirs_settled
@@ -314,6 +316,15 @@ def sandbox(uid: str, name: str, state: SandboxState = SandboxState.READY) -> Sa
                    created_at=1)  # fmt: skip
 
 
+def sized(view: RuntimeView, host: Path, mounts: MountTable) -> RuntimeView:
+    """`view` with each container's `log_bytes` measured under `host` as the runtime reader
+    measures them (`observe_node`: a `LogSizer` over the kubelet's podLogsDir)."""
+    sizer = LogSizer(LogRoots(host, "/var/log/pods"), mounts)
+    sizes = sizer.sizes_of([(c.log_path, c) for c in view.containers])
+    view.containers = [replace(c, log_bytes=b) for c, b in zip(view.containers, sizes, strict=True)]
+    return view
+
+
 def runtime_view() -> RuntimeView:
     """Images 2 MiB (1 in use, 1 unused, the sandbox image, 1 pinned); writable layers 1.75
     MiB (1 MiB of a running container, 512 KiB of an exited one that gc containers removes,
@@ -400,7 +411,8 @@ def test_images_layers_dead_logs_and_residue_on_their_filesystems(tmp_path: Path
         ticks: list[tuple[str, int, int]] = []
         report = disk_usage(
             s, QuietUi(), DfOptions(root_dir="/k", pod_logs_dir="/var/log/pods"),
-            progress=lambda *t: ticks.append(t), reader=lambda *_: runtime_view(),
+            progress=lambda *t: ticks.append(t),
+            reader=lambda _s, _ui, _logs, mounts: sized(runtime_view(), host, mounts),
         )  # fmt: skip
         common = (
             f"--host-root {host} -r unix:///run/containerd/containerd.sock "

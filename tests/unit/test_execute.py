@@ -25,7 +25,7 @@ from kubegc_cli.node.execute.actions import (
 )
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
-from tests.unit.factories import ctr, owner
+from tests.unit.factories import ctr, disk, owner
 
 
 @dataclass
@@ -121,13 +121,14 @@ def test_removes_and_frees_log_bytes(tmp_path: Path) -> None:
     log = tmp_path / "var/log/pods/default_p_u/app/0.log"
     log.parent.mkdir(parents=True)
     log.write_bytes(b"x" * 42)
+    blocks = disk(log)  # what it takes on disk: what its removal frees
     c = owner("a0", "/var/log/pods/default_p_u/app/0.log")
     cri = ScriptedCri(
         {"a0": Status(ContainerState.EXITED, c.created_at, "/var/log/pods/default_p_u/app/0.log")}
     )
     a = action(c)
     remover(cri, tmp_path).run([a])
-    assert (a.result, a.bytes_freed, a.error) == (Result.REMOVED, 42, "")
+    assert (a.result, a.bytes_freed, a.error) == (Result.REMOVED, blocks, "")
     assert not log.exists()
     assert cri.calls == [("status", "a0"), ("remove", "a0")]
 
@@ -232,23 +233,25 @@ def test_the_log_goes_before_the_container(tmp_path: Path) -> None:
     """As the kubelet: the log first, then RemoveContainer, so a crash between the two leaves
     a container a later run plans again, never a log nothing plans again."""
     c, log = _logged(tmp_path)
+    blocks = disk(log)
     cri = ScriptedCri({"a0": Status(ContainerState.EXITED, c.created_at, LOG)}, watch_log=log)
     a = action(c)
     remover(cri, tmp_path).run([a])
-    assert (a.result, a.bytes_freed) == (Result.REMOVED, 7)
+    assert (a.result, a.bytes_freed) == (Result.REMOVED, blocks)
     assert cri.log_at_remove == {"a0": False}  # gone before RemoveContainer was called
 
 
 @pytest.mark.parametrize("code", ["INTERNAL", "DEADLINE_EXCEEDED"])
 def test_a_failed_removal_after_the_log_reports_the_bytes_freed(tmp_path: Path, code: str) -> None:
     c, log = _logged(tmp_path)
+    blocks = disk(log)
     cri = ScriptedCri(
         {"a0": Status(ContainerState.EXITED, c.created_at, LOG)},
         fail={("remove", "a0")}, fail_code=code,
     )  # fmt: skip
     a = action(c)
     remover(cri, tmp_path).run([a])
-    assert (a.result, a.bytes_freed) == (Result.FAILED, 7) and not log.exists()
+    assert (a.result, a.bytes_freed) == (Result.FAILED, blocks) and not log.exists()
     assert "injected failure" in a.error
 
 

@@ -25,7 +25,7 @@ from kubegc_cli.node.host.logs import (
     resolve_on_host,
 )
 from kubegc_cli.node.host.mounts import MountTable, parse_mountinfo
-from tests.unit.factories import ctr, owner
+from tests.unit.factories import ctr, disk, owner
 
 MOUNTINFO = """\
 22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
@@ -59,12 +59,13 @@ def test_log_bytes_counts_what_would_be_freed(tmp_path: Path) -> None:
     log_path, d = make_logs(tmp_path)
     roots = LogRoots(tmp_path, "/var/log/pods")
     none = MountTable(frozenset())
-    assert log_bytes(roots, log_path, none) == 175
+    ours = [d / "0.log", d / "0.log.20261129-101010", d / "0.log.20261128-101010.gz"]
+    assert log_bytes(roots, log_path, none) == disk(*ours)  # blocks on disk, not 175 bytes
     assert log_bytes(roots, "", none) is None
     assert log_bytes(roots, "/var/log/pods/missing/app/0.log", none) == 0
     # A bind-mounted log file and a log outside podLogsDir would not be freed.
     mounted = MountTable(frozenset({os.path.realpath(d / "0.log")}))
-    assert log_bytes(roots, log_path, mounted) == 75
+    assert log_bytes(roots, log_path, mounted) == disk(*ours[1:])
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere/0.log").write_bytes(b"x" * 10)
     assert log_bytes(roots, "/elsewhere/0.log", none) == 0
@@ -80,8 +81,9 @@ def test_remove_logs_and_legacy_symlink(tmp_path: Path) -> None:
     other = links / legacy_symlink_name("web", "default", "app", "fff")
     other.symlink_to("/nowhere")
     roots = LogRoots(tmp_path, "/var/log/pods")
+    ours = disk(d / "0.log", d / "0.log.20261129-101010", d / "0.log.20261128-101010.gz")
     freed, note = remove_container_logs(roots, c, log_path, MountTable(frozenset()))
-    assert (freed, note) == (175, "")
+    assert (freed, note) == (ours, "")
     assert sorted(os.listdir(d)) == ["1.log"]
     assert not os.path.lexists(link)
     assert os.path.lexists(other)
@@ -162,6 +164,7 @@ def test_symlinked_dir_escaping_the_root_is_left(tmp_path: Path) -> None:
 def test_log_that_is_a_mount_point_is_left(tmp_path: Path) -> None:
     log_path, d = make_logs(tmp_path)
     mounted = os.path.realpath(d / "0.log")
+    rotated = disk(d / "0.log.20261129-101010", d / "0.log.20261128-101010.gz")
     freed, note = remove_container_logs(
         LogRoots(tmp_path, "/var/log/pods"),
         owner("a", log_path),
@@ -170,7 +173,7 @@ def test_log_that_is_a_mount_point_is_left(tmp_path: Path) -> None:
     )
     assert "mount point" in note
     assert (d / "0.log").exists()
-    assert freed == 75  # the rotated siblings went
+    assert freed == rotated  # the rotated siblings went
 
 
 def test_logs_are_left_when_the_mount_table_cannot_be_read(tmp_path: Path) -> None:
@@ -436,7 +439,8 @@ def test_log_sizer_agrees_with_log_bytes(tmp_path: Path) -> None:
         got = {p: sizer.bytes_of(p) for p in paths}
         assert got == {p: log_bytes(roots, p, mounts) for p in paths}
     sizer = LogSizer(roots, MountTable(frozenset({"/", str(ok / "3.log")})))
-    assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/0.log") == 60  # the log + 2 rotated
+    three = disk(ok / "0.log", ok / "0.log.20261130-010101", ok / "0.log.20261130-010101.gz")
+    assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/0.log") == three  # the log + 2 rotated
     assert sizer.bytes_of("/var/log/pods/ns_p_u3/app/0.log") == 0  # through a link, inside
     assert sizer.bytes_of("/var/log/pods/ns_p_u2/c/0.log") == 0  # a link out: nothing counts
     assert sizer.bytes_of("/var/log/pods/ns_p_u1/app/3.log") == 0  # a mount point
@@ -583,8 +587,9 @@ def test_no_log_is_deleted_outside_the_host_root_or_through_a_mounted_directory(
     c = owner("a", "/var/log/pods/ns_p_u1/app/0.log")
     none = MountTable(frozenset({"/"}))
     roots = LogRoots(host, "/var/log/pods")
+    decoy_blocks = disk(decoy / "0.log")
     freed, note = remove_container_logs(roots, c, "/var/log/pods/ns_p_u1/app/0.log", none)
-    assert (freed, note) == (4, "") and not (decoy / "0.log").exists()
+    assert (freed, note) == (decoy_blocks, "") and not (decoy / "0.log").exists()
     assert (victim / "0.log").read_bytes() == b"v" * 9
     (host / "to-root").symlink_to("/")
     (decoy / "0.log").write_bytes(b"d" * 4)
@@ -654,7 +659,10 @@ def test_layout_logs_are_each_containers_path_and_size(tmp_path: Path) -> None:
         sizes[c.annotations["io.kubernetes.container.restartCount"]] = sizer.bytes_of(
             kubelet_log_path("/var/log/pods", c)
         )
-    assert sizes == {"0": 60, "1": 5, "2": 0, "3": 0, "9": 0, "12": 7, "012": 7}
+    zero = disk(ok / "0.log", ok / "0.log.20261130-010101", ok / "0.log.20261130-010101.gz")
+    twelve = disk(ok / "12.log", ok / "12.log.1")
+    assert sizes == {"0": zero, "1": disk(ok / "1.log.x"), "2": 0, "3": 0, "9": 0,
+                     "12": twelve, "012": twelve}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -706,7 +714,9 @@ def test_a_log_path_that_is_not_the_containers_own_is_never_deleted(
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert len(left) == 9
     own = "/var/log/pods/default_web_u1/app/0.log"
-    assert LogSizer(roots, MountTable(frozenset())).bytes_of(own, c) == 8  # 0.log + rotated
+    app = tmp_path / "var/log/pods/default_web_u1/app"
+    want = disk(app / "0.log", app / "0.log.20261129-101010")  # 0.log + rotated
+    assert LogSizer(roots, MountTable(frozenset())).bytes_of(own, c) == want
 
 
 @pytest.mark.parametrize(

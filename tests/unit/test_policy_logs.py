@@ -36,7 +36,7 @@ from kubegc_cli.node.host.podlogs import (
 )
 from kubegc_cli.node.host.tree import Pin
 from kubegc_cli.policy.logs import link_state, plan_logs
-from tests.unit.factories import NOW, ctr
+from tests.unit.factories import NOW, ctr, disk
 from tests.unit.memorycri import MemoryCri
 
 GONE = "9a1b2c3d-0000-1111-2222-333344445555"
@@ -86,8 +86,10 @@ def test_deleted_pods_dir_goes_live_one_stays(tmp_path: Path) -> None:
     logs = tree(tmp_path)
     plan = _plan_live_pod_only(logs)
     dirs = read_pod_log_dirs(str(logs), MountTable(frozenset()))
+    gone = logs / f"kube-system_coredns-7d8f_{GONE}"
+    on_disk = disk(gone, gone / "app", gone / "app/0.log")  # every inode's blocks, as du
     assert [(a.kind, a.path, a.rule, a.bytes) for a in plan.actions] == [
-        ("pod-log-dir", f"/var/log/pods/kube-system_coredns-7d8f_{GONE}", "deleted-pod", 100)
+        ("pod-log-dir", f"/var/log/pods/kube-system_coredns-7d8f_{GONE}", "deleted-pod", on_disk)
     ]
     none = plan_logs(
         dirs, [], [], NO_POD_SOURCE, NOW, pod_logs_dir="/var/log/pods",

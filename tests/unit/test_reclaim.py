@@ -18,6 +18,7 @@ from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, Sandbox, SandboxState
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
+from kubegc_cli.node.host.du import tree_usage
 from kubegc_cli.policy.images import ImageGCPolicy
 from kubegc_cli.policy.reclaim import cut_at, loss_order, parse_until
 from kubegc_cli.render.plan import summary_line
@@ -131,17 +132,21 @@ def test_the_table_rows_and_headline_are_computed_from_the_same_rows(host: Path)
     ("target", "taken"),
     [
         # what the deleted pod left is the cheapest to lose, taken first and whole: its dead
-        # container (5000 bytes of log), its sandbox and its log directory (64 KiB)
+        # container (5000 bytes of log), its sandbox and its log directory (64 KiB and its
+        # directories' blocks)
         ("1Ki", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}"}),
-        # then the other dead container (the live pod's old sandbox: 0 bytes, only ever a
-        # prerequisite), then the image used longest ago
-        ("69Ki", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}", "dead0000"}),
+        # then the other dead container (1000 bytes: "+500" is 500 bytes more than the
+        # deleted pod's objects free), then the image used longest ago
+        ("+500", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}", "dead0000"}),
         ("100Mi", {"gone0000", f"sb-{UID_G}", f"/var/log/pods/{GONE}", "dead0000", OLD}),
     ],
 )
 def test_bytes_stops_the_plan_once_met_cheapest_to_lose_first(
     host: Path, target: str, taken: set[str]
 ) -> None:
+    if target.startswith("+"):  # beyond the deleted pod's directory on disk and its log
+        gone = tree_usage(str(host / "var/log/pods" / GONE)).bytes
+        target = str(gone + 5000 + int(target[1:]))
     code, out, err = _run(host, "--dry-run", "-o", "json", "--bytes", target)
     assert code == 0, err
     doc = json.loads(out)
@@ -388,9 +393,10 @@ def test_into_a_pipe_no_line_is_cut_at_a_fixed_width(tmp_path: Path) -> None:
     name = f"default_{'p' * 180}_{UID_G}"
     (root / "var/log/pods" / name / "app").mkdir(parents=True)
     (root / "var/log/pods" / name / "app" / "0.log").write_bytes(b"x" * 65536)
+    on_disk = format_bytes(tree_usage(str(root / "var/log/pods" / name)).bytes)
     pod = {"metadata": {"uid": "uid-p", "namespace": "default", "name": "pod-uid-p"}}
     (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": [pod]}))
     code, out, err = _run(root, "--dry-run")
     assert code == 0, err
     (row,) = [ln for ln in out.splitlines() if ln.startswith("pod-log-dir ")]
-    assert f"/var/log/pods/{name} " in row and row.split()[-2:] == ["64Ki", "planned"]
+    assert f"/var/log/pods/{name} " in row and row.split()[-2:] == [on_disk, "planned"]

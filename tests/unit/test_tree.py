@@ -14,7 +14,7 @@ from kubegc_cli.node.host.logs import LogRoots, pinned_on_host, release_pins, re
 from kubegc_cli.node.host.mounts import MountTable, mount_id
 from kubegc_cli.node.host.podlogs import LogDirChanged, remove_pod_log_dir
 from kubegc_cli.node.host.tree import Pin, Refused, remove_tree
-from tests.unit.factories import owner
+from tests.unit.factories import disk, owner
 from tests.unit.test_residue_host import Mount, mount, needs_root
 
 __all__ = ["mount"]  # the fixture
@@ -155,9 +155,10 @@ def test_container_logs_on_podlogsdirs_mount_are_removed(tmp_path: Path) -> None
     (d / "0.log").write_bytes(b"x" * 7)
     (d / "0.log.20261129-101010").write_bytes(b"y" * 3)
     (d / "1.log").write_bytes(b"other attempt")
+    ours = disk(d / "0.log", d / "0.log.20261129-101010")
     roots = LogRoots(tmp_path, "/var/log/pods")
     freed, note = remove_container_logs(roots, owner("a", LOG), LOG, STALE)
-    assert (freed, note) == (10, "") and [p.name for p in d.iterdir()] == ["1.log"]
+    assert (freed, note) == (ours, "") and [p.name for p in d.iterdir()] == ["1.log"]
 
 
 U = "9a1b2c3d-0000-1111-2222-333344445555"
@@ -192,8 +193,9 @@ def test_a_symlink_put_on_the_way_to_pod_logs_dir_after_the_plan_is_not_followed
     pin = roots.pin  # the plan
     (host / "var/log").rename(host / "var/log.real")
     (host / "var/log").symlink_to(victim)  # absolute: this machine's path
+    planned = disk(host / f"var/log.real/pods/ns_p_{U}/c/0.log")
     freed, note = remove_container_logs(roots, owner("a", U_LOG), U_LOG, STALE)
-    assert (freed, note) == (7, "")
+    assert (freed, note) == (planned, "")
     assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
     done = remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
     assert done.complete and not (host / f"var/log.real/pods/ns_p_{U}").exists()
@@ -210,9 +212,10 @@ def test_a_mount_put_on_pod_logs_dir_after_the_plan_is_not_entered(
     host, victim = _host_with_a_pod_log_dir(tmp_path)
     roots = LogRoots(host, "/var/log/pods")
     pin = roots.pin
+    planned = disk(os.path.join(pin.path, f"ns_p_{U}/c/0.log"))
     mount("--bind", str(victim / "pods"), str(host / "var/log/pods"))
     freed, _ = remove_container_logs(roots, owner("a", U_LOG), U_LOG, STALE)
-    assert freed == 7
+    assert freed == planned
     remove_pod_log_dir(os.path.join(pin.path, f"ns_p_{U}"), MountTable.read(), pin)
     assert (victim / f"pods/ns_p_{U}/c/0.log").read_text() == "keep"
     assert pinned_on_host(host, "/var/log/pods") is pin
@@ -271,11 +274,12 @@ def test_a_container_log_with_another_hard_link_frees_nothing(tmp_path: Path) ->
     (d / "0.log").write_bytes(b"x" * 7)
     (d / "0.log.20261129-101010").write_bytes(b"y" * 3)
     os.link(d / "0.log", tmp_path / "kept.log")
+    rotated = disk(d / "0.log.20261129-101010")
     freed, note = remove_container_logs(
         LogRoots(tmp_path, "/var/log/pods"),
         owner("a", LOG),
         LOG,
         STALE,
     )
-    assert (freed, note) == (3, "") and list(d.iterdir()) == []
+    assert (freed, note) == (rotated, "") and list(d.iterdir()) == []
     assert (tmp_path / "kept.log").read_bytes() == b"x" * 7

@@ -27,7 +27,7 @@ from kubegc_cli.node.host.logs import (
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.podlogs import read_pod_log_dirs
 from kubegc_cli.policy.logs import plan_logs
-from tests.unit.factories import owner
+from tests.unit.factories import disk, owner
 from tests.unit.hangfs import hung_mount, needs_fuse, returns_within
 
 UID = "9a1b2c3d-0000-1111-2222-333344445555"
@@ -144,7 +144,7 @@ def test_pod_log_dirs_are_sized_on_their_own_filesystem(tmp_path: Path) -> None:
     finally:
         subprocess.run(["umount", "-l", str(vol)], check=True)
     assert [(d.name, d.bytes, d.mount, d.stalled) for d in dirs] == [
-        (pod.name, 700, min(str(hung), str(vol)), "")
+        (pod.name, disk(pod, pod / "app", pod / "app/0.log"), min(str(hung), str(vol)), "")
     ]
 
 
@@ -156,7 +156,8 @@ def test_a_pod_log_dir_that_hangs_when_sized_is_kept_with_a_partial_size(tmp_pat
     pods = PodInventory(known=True, source="test")
     with hung_mount(hung), walk_timeout_of(0.5):
         dirs = returns_within(5, lambda: read_pod_log_dirs(str(root), NO_MOUNTS))
-    assert [(d.bytes, d.stalled) for d in dirs] == [(700, str(hung))]
+    known = disk(pod, pod / "app", pod / "app/0.log")  # (all but where it hung)
+    assert [(d.bytes, d.stalled) for d in dirs] == [(known, str(hung))]
     plan = plan_logs(dirs, [], [], pods, 0, pod_logs_dir="/var/log/pods",
                      container_logs_dir="/var/log/containers")  # fmt: skip
     assert plan.actions == []
@@ -184,7 +185,8 @@ def test_container_logs_in_a_hung_mount_are_neither_waited_for_nor_removed(
     with hung_mount(pod / "app"):
         table = MountTable.read()
         sizer = LogSizer(roots, table)
-        assert returns_within(5, lambda: sizer.sizes_of([(path, c), (fine, None)])) == [0, 30]
+        sizes = returns_within(5, lambda: sizer.sizes_of([(path, c), (fine, None)]))
+        assert sizes == [0, disk(other / "0.log")]
         assert (
             sizer.note_for(path)
             == f"/var/log/pods/{pod.name}/app is a mount point; log {path} left"
@@ -194,7 +196,7 @@ def test_container_logs_in_a_hung_mount_are_neither_waited_for_nor_removed(
         with walk_timeout_of(0.5):
             sizer = LogSizer(roots, NO_MOUNTS)
             sizes = returns_within(5, lambda: sizer.sizes_of([(path, c), (fine, None)]))
-            assert sizes == [None, 30]  # unknown; the next directory still read
+            assert sizes == [None, disk(other / "0.log")]  # unknown; the next one still read
             assert sizer.stalled == [f"/var/log/pods/{pod.name}/app"]
             assert "within --timeout (a hung mount?)" in sizer.note_for(path)
             files, notes = returns_within(5, lambda: deletable_log_files(roots, path, NO_MOUNTS))

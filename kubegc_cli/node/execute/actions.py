@@ -558,7 +558,7 @@ class LogRemover(Executor[LogAction]):
                 if not self._may_change(a):
                     return
                 done = remove_pod_log_dir(a.local_path, self.mounts, self.roots.pin)
-                a.bytes_freed = done.size_freed
+                a.bytes_freed = done.bytes_freed
                 if not done.complete:
                     shown = partial(host_path_of, self.host_root)
                     a.result, a.error = Result.FAILED, done.problem(shown)

@@ -16,10 +16,11 @@ import os
 import stat
 from dataclasses import dataclass, field
 
+from kubegc_cli.core.sizes import BLOCK, on_disk
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, walk_timeout
 from kubegc_cli.node.host.mounts import MountTable
 
-BLOCK = 512  # st_blocks unit (POSIX)
+__all__ = ["BLOCK", "VANISHED", "TreeUsage", "tree_usage"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ def _walk(
         except OSError as exc:
             acc.cannot_read(path, exc)
             return
-        acc.bytes, acc.inodes, acc.top_dev = top.st_blocks * BLOCK, 1, top.st_dev
+        acc.bytes, acc.inodes, acc.top_dev = on_disk(top.st_blocks), 1, top.st_dev
         if not stat.S_ISDIR(top.st_mode):
             if top.st_nlink > 1:
                 if (top.st_dev, top.st_ino) in seen:
@@ -158,7 +159,7 @@ def _walk(
                 if key in seen:
                     continue
                 seen.add(key)
-            acc.bytes += st.st_blocks * BLOCK
+            acc.bytes += on_disk(st.st_blocks)
             acc.inodes += 1
             if stat.S_ISREG(st.st_mode):
                 acc.size += st.st_size

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from kubegc_cli.core.model import Container, ContainerState
 from kubegc_cli.core.podlogs import ContainerLogDir, LogFile, LogOwner, live_log_of
+from kubegc_cli.core.sizes import on_disk
 from kubegc_cli.node.host.bounded import Watch, bounded, bounded_each
-from kubegc_cli.node.host.du import BLOCK
 from kubegc_cli.node.host.logs import (
     LogRoots,
     OpenLogDir,
@@ -165,7 +165,7 @@ def _files(opened: OpenLogDir, watch: Watch) -> list[LogFile]:
             LogFile(
                 name,
                 st.st_size,
-                st.st_blocks * BLOCK,
+                on_disk(st.st_blocks),
                 st.st_mtime,
                 stat.S_ISREG(st.st_mode),
                 st.st_dev,
@@ -253,7 +253,7 @@ def unlink_log_file(
                     raise Refused(f"{log_dir}/{twin} changed {max(int(age), 0)}s ago: it may "
                                   f"still be being written; {name} left")  # fmt: skip
             os.unlink(name, dir_fd=opened.fd)
-            freed = st.st_blocks * BLOCK if st.st_nlink == 1 else 0
+            freed = on_disk(st.st_blocks) if st.st_nlink == 1 else 0
             return freed, st.st_size
         finally:
             opened.close()

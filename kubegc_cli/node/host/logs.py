@@ -32,6 +32,7 @@ from kubegc_cli.core.model import (
     Container,
     fill_listed_log,
 )
+from kubegc_cli.core.sizes import on_disk
 from kubegc_cli.node.host.bounded import (
     Stalled,
     Watch,
@@ -523,14 +524,15 @@ def _deletable(
 
 
 def log_bytes(roots: LogRoots, log_path: str, mounts: MountTable) -> int | None:
-    """Bytes removing the container's logs would free (regular files kubegc may delete).
+    """Bytes removing the container's logs would free: the blocks on disk
+    (`core.sizes.on_disk`) of the regular files kubegc may delete (`deletable_log_files`).
 
     None when the runtime reported no log path.
     """
     if not log_path:
         return None
     files, _ = deletable_log_files(roots, log_path, mounts)
-    return sum(st.st_size for _, st in files if stat.S_ISREG(st.st_mode))
+    return sum(on_disk(st.st_blocks) for _, st in files if stat.S_ISREG(st.st_mode))
 
 
 class LogSizer:
@@ -554,7 +556,8 @@ class LogSizer:
         self.stalled: list[str] = []  # host paths of the directories given up
 
     def _read(self, key: tuple[str, str], watch: Watch) -> None:
-        """Read one container log directory into `_dirs`: bytes by log name, where each
+        """Read one container log directory into `_dirs`: bytes on disk by log name
+        (`core.sizes.on_disk`, as `log_bytes` counts), where each
         regular file that is not a mount point counts for its own name and for every part of
         it before a dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and
         `0`), so a log's total is the log with its rotated siblings."""
@@ -578,7 +581,7 @@ class LogSizer:
             for name, _, st in _entries(opened, names, self.mounts, watch):
                 if not stat.S_ISREG(st.st_mode):
                     continue  # symlinks and the rest free nothing (as in `log_bytes`)
-                size = st.st_size
+                size = on_disk(st.st_blocks)
                 dot = name.find(".")
                 while dot != -1:
                     sums[name[:dot]] = sums.get(name[:dot], 0) + size
@@ -712,8 +715,8 @@ def _unlink_listed(
     opened: OpenLogDir, files: list[tuple[str, os.stat_result]], pin: Pin, watch: Watch
 ) -> int:
     """Unlink `files` (from `_listed`) by name in the open log directory, each as it is there
-    now (a regular file or a symlink). Returns the bytes of the regular files removed that had
-    no other hard link; `LogRemovalError` when an unlink fails."""
+    now (a regular file or a symlink). Returns the bytes on disk (`core.sizes.on_disk`) of the
+    regular files removed that had no other hard link; `LogRemovalError` when an unlink fails."""
     freed = 0
     for path, _ in files:
         name = os.path.basename(path)
@@ -726,7 +729,7 @@ def _unlink_listed(
             continue
         removed = _unlink(path, "log", opened.fd, pin.show(path))
         if removed and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:  # else none freed
-            freed += st.st_size
+            freed += on_disk(st.st_blocks)
     return freed
 
 

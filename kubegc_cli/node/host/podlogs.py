@@ -28,10 +28,11 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
     """Every entry of the pod log root (local path). Raises `OSError` if the root is unreadable
     (`host.bounded.Stalled` when listing it gets no answer within `--timeout`).
 
-    Each directory's `bytes` is the apparent size of its regular files as `du -x` walks it
-    (`tree_usage`): never through a symlink, never into a mount point the table names (not
-    even stat'ed) or onto another device; a walk that gets no answer within `--timeout` stops
-    and the directory's `stalled` names where (its size is then partial).
+    Each directory's `bytes` is what it takes on disk as `du -x` counts it (`tree_usage`:
+    allocated blocks of every inode below, the directories' own included, each once): never
+    through a symlink, never into a mount point the table names (not even stat'ed) or onto
+    another device; a walk that gets no answer within `--timeout` stops and the directory's
+    `stalled` names where (its size is then partial).
     """
     out = []
     for e in listdir(local_root):
@@ -48,7 +49,7 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
                 below = [p for p in mounts.points if p.startswith(e.path.rstrip("/") + "/")]
                 mount = min(below) if below else ""
                 usage = tree_usage(e.path, mounts)
-                size, stalled = usage.size, usage.stalled
+                size, stalled = usage.bytes, usage.stalled
         out.append(
             PodLogDir(
                 name=e.name,
@@ -65,10 +66,10 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
 
 
 def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int | None:
-    """The apparent size of the regular files below the pod log directory `local_path` (a
-    real local path), walked as `read_pod_log_dirs` walks it (`tree_usage`: partial if a call
-    hangs past `--timeout`); 0 when it is a symlink, no directory or gives no answer, None
-    when it is gone."""
+    """The bytes on disk of the pod log directory `local_path` (a real local path: allocated
+    blocks, the directories' own included), walked as `read_pod_log_dirs` walks it
+    (`tree_usage`: partial if a call hangs past `--timeout`); 0 when it is a symlink, no
+    directory or gives no answer, None when it is gone."""
 
     def mode(watch: Watch) -> int:
         watch.at(local_path)
@@ -80,7 +81,7 @@ def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int 
         return None
     except OSError:  # (`Stalled` too)
         return 0
-    return tree_usage(local_path, mounts).size if stat.S_ISDIR(kind) else 0
+    return tree_usage(local_path, mounts).bytes if stat.S_ISDIR(kind) else 0
 
 
 def _host_path(real_root: str, local: str) -> str | None:
@@ -263,7 +264,8 @@ class LogDirChanged(Exception):
 
 def remove_pod_log_dir(local_path: str, mounts: MountTable, parent: Pin) -> TreeRemoval:
     """Remove a pod log directory (or, for a symlink, only the link), an entry of the pinned
-    podLogsDir `parent`: what was removed, its `size_freed` the bytes of the log files.
+    podLogsDir `parent`: what was removed, its `bytes_freed` the blocks freed (`size_freed`
+    the log files' apparent size).
 
     Re-checks right before: no longer a directory, a mount table that could not be read
     (`mounts.known` False: anything may be mounted), a mount point at or below it now, a path

@@ -52,9 +52,10 @@ from kubegc_cli.core.residue import (
     Finding,
     known_id,
 )
+from kubegc_cli.core.sizes import on_disk
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, bounded_each, listdir, stat_of
 from kubegc_cli.node.host.cgroups import cgroup_hierarchies, count_processes, find_pod_cgroups
-from kubegc_cli.node.host.du import BLOCK, TreeUsage, tree_usage
+from kubegc_cli.node.host.du import TreeUsage, tree_usage
 from kubegc_cli.node.host.logs import (
     LogRoots,
     host_path_of,
@@ -445,7 +446,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
     known = ctx.container_ids | ctx.sandbox_ids
     for name, local in links:
         try:
-            blocks = os.lstat(local).st_blocks * BLOCK
+            blocks = on_disk(os.lstat(local).st_blocks)
         except OSError:
             continue
         cid = container_id_from_link(name)

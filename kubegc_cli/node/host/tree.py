@@ -16,8 +16,8 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kubegc_cli.core.sizes import on_disk
 from kubegc_cli.node.host.bounded import hung_below
-from kubegc_cli.node.host.du import BLOCK
 from kubegc_cli.node.host.mounts import OPEN_DIR, MountTable, mount_id
 
 
@@ -134,7 +134,7 @@ class TreeRemoval:
         key = (st.st_dev, st.st_ino)
         if key not in self._seen:
             self._seen.add(key)
-            self.bytes_freed += st.st_blocks * BLOCK
+            self.bytes_freed += on_disk(st.st_blocks)
             if stat.S_ISREG(st.st_mode):
                 self.size_freed += st.st_size
 
