@@ -681,3 +681,33 @@ def test_the_containerd_serving_a_socket_is_found_by_its_descriptors(tmp_path: P
     assert socket_holders("/run/k3s/containerd.sock", [100, 200, 300], str(proc)) == [200]
     assert socket_holders("/run/other.sock", [100, 200], str(proc)) == [100]
     assert socket_holders("/run/none.sock", [100, 200], str(proc)) == []
+
+
+def test_the_serving_containerd_is_found_through_a_link_and_only_if_it_runs_as_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint named through a link (`/var/run` → `/run`) finds the containerd bound at
+    the path the link resolves to; a process named containerd that another user started is
+    no containerd of the node's, whatever socket it holds (its config would name what the
+    node's runtime keeps)."""
+    from kubegc_cli.node.host import processes
+
+    real = tmp_path / "run"
+    real.mkdir()
+    (tmp_path / "var-run").symlink_to(real)
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / "net" / "unix").write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        f"0000000000000000: 00000002 00000000 00010000 0001 01 4242 {real}/containerd.sock\n"
+    )
+    (proc / "200" / "fd").mkdir(parents=True)
+    (proc / "200" / "fd" / "7").symlink_to("socket:[4242]")
+    linked = str(tmp_path / "var-run" / "containerd.sock")
+    assert socket_holders(linked, [200], str(proc)) == [200]
+
+    table = [(7, "containerd", ["containerd", "-c", "/tmp/theirs.toml"]),
+             (90, "containerd", ["containerd", "-c", "/etc/k3s.toml"])]  # fmt: skip
+    monkeypatch.setattr(processes, "process_table", lambda: iter(table))
+    monkeypatch.setattr(processes, "runs_as_root", lambda pid: pid == 90)
+    assert processes.find_processes("/", "containerd") == [(90, table[1][2])]

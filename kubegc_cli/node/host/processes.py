@@ -93,16 +93,17 @@ def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
 
 
 def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str]]]:
-    """Every running process called `name` (as `find_process_cmdline` counts one) whose
-    command line can be read, as (pid, argv), lowest pid first. Empty when `host_root` is not
-    `/` (the host's processes are not ours to see) or the process table cannot be read."""
+    """Every running process called `name` (as `find_process_cmdline` counts one: running as
+    root, `runs_as_root`) whose command line can be read, as (pid, argv), lowest pid first.
+    Empty when `host_root` is not `/` (the host's processes are not ours to see) or the
+    process table cannot be read."""
     if Path(host_root).resolve() != Path("/"):
         return []
     found: list[tuple[int, list[str]]] = []
     try:
         for pid, comm, argv in process_table():
             first = os.path.basename(argv[0]) if argv else ""
-            if argv and (comm == name[:15] or first == name):
+            if argv and (comm == name[:15] or first == name) and runs_as_root(pid):
                 found.append((pid, argv))
     except OSError:
         return []
@@ -110,19 +111,21 @@ def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str
 
 
 def socket_holders(path: str, pids: Iterable[int], proc: str = "/proc") -> list[int]:
-    """Those of `pids` holding a Unix socket bound at `path` (the socket's inode from
-    `<proc>/net/unix`, matched against each process's `fd/*` links, `socket:[inode]`), in the
-    order given. A process whose descriptors cannot be read is left out; empty when no socket
-    is bound at `path` or `net/unix` cannot be read."""
+    """Those of `pids` holding a Unix socket bound at `path` — or at the path it resolves to
+    (`/var/run` is a link to `/run`) — (the socket's inode from `<proc>/net/unix`, matched
+    against each process's `fd/*` links, `socket:[inode]`), in the order given. A process
+    whose descriptors cannot be read is left out; empty when no socket is bound there or
+    `net/unix` cannot be read."""
     try:
         with open(f"{proc}/net/unix", encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()[1:]
     except OSError:
         return []
+    names = {path, os.path.realpath(path)}
     links = set()
     for line in lines:
         fields = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path
-        if len(fields) == 8 and fields[7] == path:
+        if len(fields) == 8 and fields[7] in names:
             links.add(f"socket:[{fields[6]}]")
     if not links:
         return []
