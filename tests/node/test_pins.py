@@ -97,11 +97,12 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
 
 
-def _ctr_pin(node: LocalNode, name: str) -> None:
-    """Pin the record `name` with containerd's own tool, as a person would (not kubegc)."""
+def _ctr_pin(node: LocalNode, name: str, value: str = "pinned") -> None:
+    """Pin (or, `value` "", unpin) the record `name` with containerd's own tool, as a person
+    would, not kubegc."""
     ctr = shutil.which("ctr") or "ctr"
     command = [ctr, "-a", str(node.socket), "-n", "k8s.io", "images", "label", name,
-               f"{PINNED_LABEL}=pinned"]  # fmt: skip
+               f"{PINNED_LABEL}={value}"]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, text=True)
 
 
@@ -142,6 +143,8 @@ def test_unpin_undoes_only_kubegcs_own_pins(tmp_path: Path) -> None:
 
         again = json.loads(kubegc(node, tmp_path, *unpin, "--yes", "-o", "json").stdout)
         assert again["actions"] == [] and theirs in {k["id"] for k in again["kept"]}
+        _ctr_pin(node, "docker.io/library/hand-pinned:1", "")  # the way the reason names
+        assert not _pinned(node, theirs, False)
 
 
 def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:
