@@ -133,7 +133,7 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
         for a in plan.actions:
             now = fresh.get(a.id)
             if now is None:
-                a.result, a.error = SKIPPED, "changed since the plan (gone, or pinned already)"
+                a.result, a.error = SKIPPED, "changed since the plan (gone, or its pin changed)"
                 continue
             names = record_names(now.image) if op == PIN else own_pin_names(now.image, records)
             try:
