@@ -63,7 +63,8 @@ def pin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None:
     PATTERN is a glob over an image's tags and repo digests, as gc images' --keep; without
     one, the config file's gc.images.keep (the --keep list gc images runs with). containerd
     (1.7 and later) then reports the image pinned through CRI, and the kubelet's image GC
-    and kubegc's keep it. Every containerd record of the image (tag, digest, ID) is labelled.
+    and kubegc's keep it. Every containerd record of the image (tag, digest, ID) is labelled,
+    with kubegc's own label io.kubegc.pinned (the time of the pin) beside it.
     The plan comes first; --dry-run stops there, --yes acts, a terminal is asked. Other
     runtimes (CRI-O, cri-dockerd) and containerd 1.6 have no such pin: nothing is changed
     and the exit code is 2.
@@ -82,10 +83,12 @@ def pin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None:
 @global_options
 @click.pass_context
 def unpin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None:
-    """Unpin the images matching the patterns: remove containerd's io.cri-containerd.pinned label.
+    """Undo kubegc's own pins of the images matching the patterns.
 
-    As images pin, the other way. The runtime's own sandbox image keeps the pin the runtime
-    gave it.
+    As images pin, the other way, for the pins kubegc made only: the records that carry
+    kubegc's label io.kubegc.pinned lose it and containerd's io.cri-containerd.pinned. Every
+    other pin stays, with the reason (the runtime's own, as its sandbox image; one set with
+    ctr images label; one by a kubegc that did not set io.kubegc.pinned yet).
 
     \b
     Examples:

@@ -75,8 +75,7 @@ SUMMARIES = {
     "runs.",
     "images pin": "Pin the images matching the patterns: containerd's io.cri-containerd.pinned "
     "label.",
-    "images unpin": "Unpin the images matching the patterns: remove containerd's "
-    "io.cri-containerd.pinned label.",
+    "images unpin": "Undo kubegc's own pins of the images matching the patterns.",
     "residue scan": "Find what the kubelet and the runtime left behind, and say what is safe to "
     "remove.",
     "residue clean": "Remove the leftovers `residue scan` marks safe, re-checking each right "

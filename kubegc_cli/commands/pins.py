@@ -5,7 +5,10 @@ The plan comes first (which images, which are left as they are and why); `--dry-
 there, `--yes` acts, a terminal is asked. Acting takes the node lock, lists the images again
 and plans again under it (an image pinned, unpinned or gone since the plan is skipped, one
 newly matching is left for the next run), then labels every containerd record of each image
-(`node.containerd.client`). Only containerd 1.7 and later report pins through CRI: on any
+(`node.containerd.client`): pin sets containerd's pin label and kubegc's own
+(`core.pins.OWN_PIN_LABEL`, the time of the pin); unpin plans from containerd's records
+(listed once) and removes both labels from the records that carry kubegc's, keeping every
+pin kubegc did not make. Only containerd 1.7 and later report pins through CRI: on any
 other runtime, or an older containerd, nothing is changed and the run says so (exit 2).
 """
 
@@ -19,12 +22,12 @@ from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import ActOptions, open_client
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import RuntimeInfo
-from kubegc_cli.core.pins import DONE, FAILED, PIN, SKIPPED, UNPIN, PinPlan
+from kubegc_cli.core.pins import DONE, FAILED, OWN_PIN_LABEL, PIN, SKIPPED, UNPIN, PinPlan
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import ns_to_rfc3339
 from kubegc_cli.node.containerd.client import PINNED_LABEL, PINNED_VALUE, ContainerdImages
-from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
-from kubegc_cli.policy.pins import check_patterns, plan_pins
+from kubegc_cli.policy.pins import check_patterns, own_pin_names, plan_pins, record_names
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -74,7 +77,7 @@ def pin_images(
     client = open_client(s, ui)
     try:
         pins_supported(client.check(), client.endpoint.display)
-        plan = _plan(s, client, patterns, op, ui)
+        plan, _ = _plan(s, client, patterns, op)
         if act.dry_run or not plan.actions:
             return plan
         if not act.yes:
@@ -101,34 +104,40 @@ def pin_images(
         client.close()
 
 
-def _plan(s: Settings, client: CriClient, patterns: tuple[str, ...], op: str, ui: Ui) -> PinPlan:
-    """The plan from the runtime's images now (the sandbox images it keeps, for unpin)."""
+def _plan(
+    s: Settings, client: CriClient, patterns: tuple[str, ...], op: str
+) -> tuple[PinPlan, dict[str, dict[str, str]]]:
+    """The plan from the runtime's images now, and (for unpin; {} for pin) containerd's image
+    records by name → labels, listed once."""
     images = client.list_images()
-    protected: dict[str, str] = {}
+    records: dict[str, dict[str, str]] = {}
     if op == UNPIN:
-        kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
-        protected = kept.protected_ids(images)
-    plan = plan_pins(images, patterns, op, protected=protected)
+        with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
+            records = ctd.list_labels()
+    plan = plan_pins(images, patterns, op, records=records)
     plan.source = client.endpoint.display
-    return plan
+    return plan, records
 
 
 def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None:
-    """Under the node lock: plan again, then label each image still to change."""
+    """Under the node lock: plan again, then label each image still to change (pin: every
+    record, containerd's label and kubegc's; unpin: both off the records with kubegc's)."""
     plan.dry_run = False
-    fresh = {a.id: a for a in _plan(s, client, plan.patterns, op, ui).actions}
-    value = PINNED_VALUE if op == PIN else ""
+    again, records = _plan(s, client, plan.patterns, op)
+    fresh = {a.id: a for a in again.actions}
+    if op == PIN:
+        labels = {PINNED_LABEL: PINNED_VALUE, OWN_PIN_LABEL: ns_to_rfc3339(edges().clock())}
+    else:
+        labels = {PINNED_LABEL: "", OWN_PIN_LABEL: ""}
     with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
         for a in plan.actions:
             now = fresh.get(a.id)
             if now is None:
-                a.result, a.error = SKIPPED, "changed since the plan (gone, or pinned already)"
+                a.result, a.error = SKIPPED, "changed since the plan (gone, or its pin changed)"
                 continue
-            names = [*now.image.repo_tags, *now.image.repo_digests, now.image.id]
+            names = record_names(now.image) if op == PIN else own_pin_names(now.image, records)
             try:
-                done = tuple(
-                    n for n in dict.fromkeys(names) if ctd.set_label(n, PINNED_LABEL, value)
-                )
+                done = tuple(n for n in names if ctd.set_labels(n, labels))
             except RuntimeUnavailable as exc:
                 a.result, a.error = FAILED, str(exc)
                 continue

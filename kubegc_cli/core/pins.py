@@ -2,7 +2,9 @@
 
 A pin is containerd's label `io.cri-containerd.pinned=pinned` on an image's records; the
 runtime then reports the image `pinned` through CRI, and the kubelet's image GC (and
-kubegc's) never removes it.
+kubegc's) never removes it. kubegc marks each record it pins with a label of its own too,
+`io.kubegc.pinned=<RFC 3339 time of the pin>` (`OWN_PIN_LABEL`): `images unpin` undoes only
+pins whose records carry it, never one the runtime or a person made.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from kubegc_cli.core.model import API_VERSION, Image
 
 PIN = "pin"
 UNPIN = "unpin"
+
+#: The label kubegc sets beside containerd's pin label on each image record it pins (its
+#: value: when, RFC 3339 UTC); `images unpin` changes only records that carry it.
+OWN_PIN_LABEL = "io.kubegc.pinned"
 
 
 class PinResult(StrEnum):

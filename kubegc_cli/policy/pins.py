@@ -2,9 +2,11 @@
 
 An image is selected by the `--keep` grammar (`policy.images.matches_keep`: a glob over its
 tags and repo digests). Pinning an image already pinned, or unpinning one that is not, is
-nothing to do. Unpinning never touches an image the runtime keeps for itself (its sandbox
-image, pinned by containerd 2.x from its config): the kubelet no longer protects the sandbox
-image on its own and relies on that pin.
+nothing to do. Unpinning undoes only kubegc's own pins: an image is unpinned only when one
+of its containerd records carries kubegc's label (`core.pins.OWN_PIN_LABEL`, set by `images
+pin`); every other pin (the runtime's own, as containerd 2.x pins its sandbox image, one set
+with `ctr images label`, one by a kubegc that did not label its pins yet) stays, by
+principle rather than by knowing which images a runtime pins.
 """
 
 from __future__ import annotations
@@ -13,8 +15,14 @@ from collections.abc import Iterable, Mapping
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image
-from kubegc_cli.core.pins import KEPT, PIN, UNPIN, PinAction, PinPlan
+from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan
 from kubegc_cli.policy.images import matches_keep
+
+#: Why `images unpin` keeps a pin kubegc did not make.
+NOT_OURS = (
+    "pinned by the runtime or someone else, not by kubegc: change it by hand with "
+    "`ctr -n k8s.io images label <name> io.cri-containerd.pinned=`"
+)
 
 
 def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
@@ -28,17 +36,32 @@ def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
     return given
 
 
+def record_names(image: Image) -> tuple[str, ...]:
+    """The names containerd may hold a record of `image` under: its tags, its repo digests,
+    its ID (containerd's CRI keeps one record per name), each once, in that order."""
+    return tuple(dict.fromkeys([*image.repo_tags, *image.repo_digests, image.id]))
+
+
+def own_pin_names(image: Image, records: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+    """The names of `image`'s containerd records (`records`: name → labels, as containerd
+    lists them) that carry kubegc's pin label `OWN_PIN_LABEL`: the records `images pin`
+    labelled and `images unpin` may change."""
+    return tuple(n for n in record_names(image) if OWN_PIN_LABEL in records.get(n, {}))
+
+
 def plan_pins(
     images: Iterable[Image],
     patterns: Iterable[str],
     op: str,
     *,
-    protected: Mapping[str, str] | None = None,
+    records: Mapping[str, Mapping[str, str]] | None = None,
 ) -> PinPlan:
     """The plan of `images pin` (`op` PIN) or `images unpin` (UNPIN) over the runtime's
     `images`: each image matching one of `patterns` is an action, or kept with the reason
-    (already pinned, not pinned, the runtime's own image: `protected`, image ID → why).
-    Images are taken in ID order, once each. Raises `BadInput` for bad patterns or `op`."""
+    (already pinned; not pinned; for unpin, pinned but by the runtime or someone else: no
+    record of it in `records`, containerd's image records by name → labels, carries
+    kubegc's label `OWN_PIN_LABEL`; none given: no pin is kubegc's). Images are taken in ID
+    order, once each. Raises `BadInput` for bad patterns or `op`."""
     if op not in (PIN, UNPIN):
         raise BadInput(f"unknown pin operation {op!r}")
     given = check_patterns(patterns)
@@ -52,9 +75,8 @@ def plan_pins(
             plan.kept.append(PinAction(img, op, "already pinned", KEPT))
         elif op == UNPIN and not img.pinned:
             plan.kept.append(PinAction(img, op, "not pinned", KEPT))
-        elif op == UNPIN and protected and iid in protected:
-            why = f"{protected[iid]}: the runtime's pin stays"
-            plan.kept.append(PinAction(img, op, why, KEPT))
+        elif op == UNPIN and not own_pin_names(img, records or {}):
+            plan.kept.append(PinAction(img, op, NOT_OURS, KEPT))
         else:
             reason = "matches " + ", ".join(p for p in given if matches_keep(img, (p,)))
             plan.actions.append(PinAction(img, op, reason))

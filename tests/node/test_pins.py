@@ -5,9 +5,15 @@ why; containerd 1.6, whose CRI reports no pins, is refused with nothing changed.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
+from kubegc_cli.core.pins import OWN_PIN_LABEL
+from kubegc_cli.core.units import rfc3339_to_ns
 from kubegc_cli.node.containerd.client import PINNED_LABEL, ContainerdImages
 from kubegc_cli.node.cri.client import CriClient
 from kubegc_cli.node.cri.endpoint import Endpoint
@@ -66,6 +72,7 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         assert not _pinned(node, other, False)
         labelled = _labels(node, names)
         assert labelled and all(v.get(PINNED_LABEL) == "pinned" for v in labelled.values())
+        assert all(rfc3339_to_ns(v[OWN_PIN_LABEL]) > 0 for v in labelled.values())
 
         plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
         kept = {k["id"]: (k["rule"], k["reason"]) for k in plan["kept"]}
@@ -80,13 +87,64 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         assert run.returncode == 0, run.stderr
         assert "1 image(s) unpinned" in run.stdout
         assert not _pinned(node, image, False)
-        assert all(PINNED_LABEL not in v for v in _labels(node, names).values())
+        assert all(PINNED_LABEL not in v and OWN_PIN_LABEL not in v
+                   for v in _labels(node, names).values())  # fmt: skip
         history = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
         runs = {r["command"]: r["by_result"] for r in history}
         assert runs["images pin"] == {"pinned": 1} and runs["images unpin"] == {"unpinned": 1}
         plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
         assert image in {a["id"] for a in plan["actions"]}
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
+
+
+def _ctr_pin(node: LocalNode, name: str, value: str = "pinned") -> None:
+    """Pin (or, `value` "", unpin) the record `name` with containerd's own tool, as a person
+    would, not kubegc."""
+    ctr = shutil.which("ctr") or "ctr"
+    command = [ctr, "-a", str(node.socket), "-n", "k8s.io", "images", "label", name,
+               f"{PINNED_LABEL}={value}"]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, text=True)
+
+
+def test_unpin_undoes_only_kubegcs_own_pins(tmp_path: Path) -> None:
+    """`unpin '*'` removes kubegc's pin (both labels) and keeps a pin made with `ctr`, and the
+    runtime's, saying why; a second run finds nothing more to undo."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        ours = node.import_image("docker.io/library/pin-me:1", pad_bytes=1024, seed="own")
+        theirs = node.import_image("docker.io/library/hand-pinned:1", pad_bytes=1024,
+                                   seed="hand")  # fmt: skip
+        _ctr_pin(node, "docker.io/library/hand-pinned:1")
+        assert _pinned(node, theirs, True)
+        run = kubegc(node, tmp_path, *PIN, "--yes")
+        assert run.returncode == 0, run.stderr
+        assert _pinned(node, ours, True)
+
+        unpin = ("--lock-timeout", "2m", "images", "unpin", "*")
+        dry = json.loads(kubegc(node, tmp_path, *unpin, "--dry-run", "-o", "json").stdout)
+        assert [a["id"] for a in dry["actions"]] == [ours]
+        kept = {k["id"]: k["reason"] for k in dry["kept"]}
+        assert "not by kubegc" in kept[theirs] and "ctr -n k8s.io images label" in kept[theirs]
+        runtime_pins = [i.id for i in node.list_images() if i.pinned and i.id not in (ours, theirs)]
+        assert all("not by kubegc" in kept[i] for i in runtime_pins)
+
+        run = kubegc(node, tmp_path, *unpin, "--yes", "-o", "json")
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        assert [(a["id"], a["result"]) for a in doc["actions"]] == [(ours, "unpinned")]
+        assert not _pinned(node, ours, False)
+        assert _pinned(node, theirs, True)
+        assert all(_pinned(node, i, True) for i in runtime_pins)
+        hand = _labels(node, ["docker.io/library/hand-pinned:1"])
+        assert hand["docker.io/library/hand-pinned:1"].get(PINNED_LABEL) == "pinned"
+        assert all(OWN_PIN_LABEL not in v for v in _labels(node, ["docker.io/library/pin-me:1",
+                                                                   ours]).values())  # fmt: skip
+
+        again = json.loads(kubegc(node, tmp_path, *unpin, "--yes", "-o", "json").stdout)
+        assert again["actions"] == [] and theirs in {k["id"] for k in again["kept"]}
+        _ctr_pin(node, "docker.io/library/hand-pinned:1", "")  # the way the reason names
+        assert not _pinned(node, theirs, False)
 
 
 def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, RuntimeInfo
-from kubegc_cli.core.pins import DONE, KEPT, PIN, PLANNED, UNPIN
-from kubegc_cli.policy.pins import plan_pins
+from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN
+from kubegc_cli.policy.pins import NOT_OURS, own_pin_names, plan_pins, record_names
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
 D = "sha256:" + "cd" * 32
@@ -19,35 +19,57 @@ K8S = Image("sha256:k8s", ("registry.k8s.io/coredns:1",), (f"registry.k8s.io/cor
 PAUSE = Image("sha256:pause", ("registry.k8s.io/pause:3.9",), pinned=True)
 APP = Image("sha256:app", ("quay.io/acme/app:1",), (f"quay.io/acme/app@{D}",), pinned=True)
 IMAGES = [K8S, PAUSE, APP]
+LOCAL = Image("sha256:local", ("localhost/kubernetes/pause:1",), pinned=True)
+
+
+OURS = {OWN_PIN_LABEL: "2026-01-01T00:00:00Z", "io.cri-containerd.pinned": "pinned"}
+THEIRS = {"io.cri-containerd.pinned": "pinned"}
+#: containerd's records: APP pinned by kubegc (on its digest record only), PAUSE by the runtime
+RECORDS = {"quay.io/acme/app:1": THEIRS, f"quay.io/acme/app@{D}": OURS,
+           "registry.k8s.io/pause:3.9": THEIRS, "sha256:pause": THEIRS}  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("op", "patterns", "protected", "planned", "kept"),
+    ("op", "patterns", "records", "planned", "kept"),
     [
         (PIN, ["registry.k8s.io/*"], {}, ["sha256:k8s"], {"sha256:pause": "already pinned"}),
-        (PIN, ["*@sha256:*"], {}, ["sha256:k8s"], {"sha256:app": "already pinned"}),
+        (PIN, ["*@sha256:*"], RECORDS, ["sha256:k8s"], {"sha256:app": "already pinned"}),
         (PIN, ["nothing/*"], {}, [], {}),
-        (UNPIN, ["quay.io/*"], {}, ["sha256:app"], {}),
-        (UNPIN, ["registry.k8s.io/*"], {}, ["sha256:pause"], {"sha256:k8s": "not pinned"}),
-        (
-            UNPIN, ["registry.k8s.io/pause:*"], {"sha256:pause": "the sandbox image"}, [],
-            {"sha256:pause": "the sandbox image: the runtime's pin stays"},
-        ),
+        (UNPIN, ["quay.io/*"], RECORDS, ["sha256:app"], {}),
+        (UNPIN, ["registry.k8s.io/*"], RECORDS, [],
+         {"sha256:k8s": "not pinned", "sha256:pause": NOT_OURS}),
+        (UNPIN, ["*"], RECORDS, ["sha256:app"],
+         {"sha256:k8s": "not pinned", "sha256:pause": NOT_OURS, "sha256:local": NOT_OURS}),
+        # a pin without kubegc's label (the runtime's, or an older kubegc's) is kept
+        (UNPIN, ["*"], {}, [], {"sha256:k8s": "not pinned", "sha256:pause": NOT_OURS,
+                                "sha256:app": NOT_OURS, "sha256:local": NOT_OURS}),
+        # kubegc's label on a record of another image does not make this pin kubegc's
+        (UNPIN, ["registry.k8s.io/pause:*"], {"registry.k8s.io/coredns:1": OURS}, [],
+         {"sha256:pause": NOT_OURS}),
+        # kubegc's own pin of a localhost image is undone like any other
+        (UNPIN, ["localhost/*"], {"localhost/kubernetes/pause:1": OURS}, ["sha256:local"], {}),
         (PIN, ["quay.io/acme/app:1", "registry.k8s.io/coredns:*"], {}, ["sha256:k8s"],
          {"sha256:app": "already pinned"}),
     ],
 )  # fmt: skip
 def test_plan_pins(
-    op: str, patterns: list[str], protected: dict[str, str], planned: list[str],
+    op: str, patterns: list[str], records: dict[str, dict[str, str]], planned: list[str],
     kept: dict[str, str],
 ) -> None:  # fmt: skip
-    plan = plan_pins(IMAGES, patterns, op, protected=protected)
+    plan = plan_pins([*IMAGES, LOCAL], patterns, op, records=records)
     assert [a.id for a in plan.actions] == planned
     assert all(a.result == PLANNED and a.op == op for a in plan.actions)
     assert {k.id: k.reason for k in plan.kept} == kept
     assert all(k.result == KEPT for k in plan.kept)
     if not planned and not kept:
         assert plan.notes == ["no image matches " + " ".join(patterns)]
+
+
+def test_own_pin_names_are_the_records_carrying_kubegcs_label() -> None:
+    assert record_names(APP) == ("quay.io/acme/app:1", f"quay.io/acme/app@{D}", "sha256:app")
+    assert own_pin_names(APP, RECORDS) == (f"quay.io/acme/app@{D}",)
+    assert own_pin_names(PAUSE, RECORDS) == ()
+    assert "ctr -n k8s.io images label" in NOT_OURS
 
 
 @pytest.mark.parametrize("patterns", [[], [""], ["  "]])

@@ -11,7 +11,7 @@ containerd's image events (containerd `internal/cri/store/image`, `internal/cri/
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import grpc
@@ -82,22 +82,37 @@ class ContainerdImages:
                 out[name] = found
         return out
 
-    def set_label(self, name: str, key: str, value: str) -> bool:
-        """Set (or, with `value` "", remove) the label `key` of the image record `name`,
-        nothing else: the record as containerd holds it now, sent back whole with Update and
-        the field mask `labels.<key>` (containerd drops a label whose value is empty). The
-        whole record, target included, because containerd 2.x's Update dereferences the
-        target before it looks at the mask: an image without one crashes the daemon. False
-        when containerd has no record `name` (gone since it was read)."""
+    def list_labels(self) -> dict[str, dict[str, str]]:
+        """Every image record in the namespace, by name → its labels (one `images List`)."""
+        pb: Any = images_pb2
+        try:
+            r = self._images.List(
+                pb.ListImagesRequest(), timeout=self.timeout, metadata=self._metadata
+            )
+        except grpc.RpcError as err:
+            raise RuntimeUnavailable(
+                describe_rpc_error(err, self.endpoint.display, "images List", self.timeout)
+            ) from None
+        return {str(i.name): dict(i.labels) for i in r.images}
+
+    def set_labels(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Set each label of `labels` (key → value; a value "" removes the label) on the image
+        record `name`, nothing else: the record as containerd holds it now, sent back whole
+        with one Update and the field mask `labels.<key>` per key (containerd drops a label
+        whose value is empty). The whole record, target included, because containerd 2.x's
+        Update dereferences the target before it looks at the mask: an image without one
+        crashes the daemon. False when containerd has no record `name` (gone since it was
+        read). Raises `RuntimeUnavailable` when a call fails otherwise."""
         pb: Any = images_pb2
         image = self._get(name)
         if image is None:
             return False
-        if value:
-            image.labels[key] = value
-        elif key in image.labels:
-            del image.labels[key]
-        mask = FieldMask(paths=[f"labels.{key}"])
+        for key, value in labels.items():
+            if value:
+                image.labels[key] = value
+            elif key in image.labels:
+                del image.labels[key]
+        mask = FieldMask(paths=[f"labels.{key}" for key in labels])
         try:
             self._images.Update(
                 pb.UpdateImageRequest(image=image, update_mask=mask),
