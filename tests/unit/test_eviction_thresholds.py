@@ -653,7 +653,7 @@ def test_find_kubelet_cmdline(
     table = [(p["pid"], p["name"], p["cmdline"]) for p in procs]
     root = {p["pid"] for p in procs if p.get("root", True)}
     monkeypatch.setattr(processes, "process_table", lambda: iter(table))
-    monkeypatch.setattr(processes, "runs_as_root", lambda pid: pid in root)
+    monkeypatch.setattr(processes, "node_process", lambda pid: pid in root)
     assert find_kubelet_cmdline("/") == expected
     assert find_kubelet_cmdline("/host") is None  # another host's processes are not visible
 
@@ -1024,3 +1024,20 @@ def test_runs_as_root_reads_the_real_and_effective_uid(
         (tmp_path / "42").mkdir()
         (tmp_path / "42/status").write_bytes(b"Name:\tkubelet\nUmask:\t0022\n" + uid_line)
     assert processes.runs_as_root(42, str(tmp_path)) is root
+
+
+def test_a_process_in_another_pid_namespace_is_not_the_nodes(tmp_path: Path) -> None:
+    """Root in a pod's container (a PID namespace of its own) calling itself kubelet is not
+    the node's kubelet; root in kubegc's own PID namespace may be."""
+    import os
+
+    here = os.readlink("/proc/self/ns/pid")
+    for pid, ns in ((42, here), (43, "pid:[4026599999]")):
+        (tmp_path / str(pid) / "ns").mkdir(parents=True)
+        (tmp_path / str(pid) / "status").write_bytes(b"Name:\tkubelet\nUid:\t0\t0\t0\t0\n")
+        (tmp_path / str(pid) / "ns" / "pid").symlink_to(ns)
+    (tmp_path / "self" / "ns").mkdir(parents=True)
+    (tmp_path / "self" / "ns" / "pid").symlink_to(here)
+    assert processes.node_process(42, str(tmp_path)) is True
+    assert processes.node_process(43, str(tmp_path)) is False
+    assert processes.node_process(44, str(tmp_path)) is False  # gone

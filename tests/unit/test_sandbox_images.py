@@ -709,5 +709,5 @@ def test_the_serving_containerd_is_found_through_a_link_and_only_if_it_runs_as_r
     table = [(7, "containerd", ["containerd", "-c", "/tmp/theirs.toml"]),
              (90, "containerd", ["containerd", "-c", "/etc/k3s.toml"])]  # fmt: skip
     monkeypatch.setattr(processes, "process_table", lambda: iter(table))
-    monkeypatch.setattr(processes, "runs_as_root", lambda pid: pid == 90)
+    monkeypatch.setattr(processes, "node_process", lambda pid: pid == 90)
     assert processes.find_processes("/", "containerd") == [(90, table[1][2])]

@@ -51,11 +51,12 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
     (`/proc`), or None.
 
     A process counts when its name (`comm`) or the basename of its `argv[0]` is `name` and it
-    runs as root (real and effective uid 0, as the kubelet and the runtimes do): a process any
-    other user started under that name is not the node's (its flags would otherwise set the
-    policy of a kubegc run as root). The lowest pid wins. Only when `host_root` is `/`: from
-    inside a container the host's processes are not ours to see. None as well when none runs
-    or its command line cannot be read (permission denied, the process went away).
+    is one of the node's (`node_process`: root, in kubegc's PID namespace, as the kubelet
+    and the runtimes run): a process another user, or a pod's container, started under that
+    name is not the node's (its flags would otherwise set the policy of a kubegc run as
+    root). The lowest pid wins. Only when `host_root` is `/`: from inside a container the
+    host's processes are not ours to see. None as well when none runs or its command line
+    cannot be read (permission denied, the process went away).
     """
     if Path(host_root).resolve() != Path("/"):
         return None
@@ -63,7 +64,7 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
         for pid, comm, argv in process_table():
             first = os.path.basename(argv[0]) if argv else ""
             if comm == name[:15] or first == name:  # `comm` holds 15 bytes of the name
-                if not runs_as_root(pid):
+                if not node_process(pid):
                     continue
                 if not argv:
                     return None
@@ -71,6 +72,20 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
     except OSError:
         return None
     return None
+
+
+def node_process(pid: int, proc: str = "/proc") -> bool:
+    """Whether process `pid` may be one of the node's own daemons (the kubelet, the runtime):
+    it runs as root (`runs_as_root`) in kubegc's own PID namespace (`/proc/<pid>/ns/pid`).
+    A process in a pod's container — root there or not — has a PID namespace of its own
+    (unless the pod shares the host's, `hostPID`), so whatever it calls itself, its flags
+    never set the policy of a kubegc run on the node."""
+    if not runs_as_root(pid, proc):
+        return False
+    try:
+        return os.readlink(f"{proc}/{pid}/ns/pid") == os.readlink(f"{proc}/self/ns/pid")
+    except OSError:
+        return False
 
 
 def runs_as_root(pid: int, proc: str = "/proc") -> bool:
@@ -93,9 +108,9 @@ def find_kubelet_cmdline(host_root: Path | str) -> tuple[int, list[str]] | None:
 
 
 def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str]]]:
-    """Every running process called `name` (as `find_process_cmdline` counts one: running as
-    root, `runs_as_root`) whose command line can be read, as (pid, argv), lowest pid first.
-    Empty when `host_root` is not `/` (the host's processes are not ours to see) or the
+    """Every running process called `name` (as `find_process_cmdline` counts one: one of the
+    node's, `node_process`) whose command line can be read, as (pid, argv), lowest pid
+    first. Empty when `host_root` is not `/` (the host's processes are not ours to see) or the
     process table cannot be read."""
     if Path(host_root).resolve() != Path("/"):
         return []
@@ -103,7 +118,7 @@ def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str
     try:
         for pid, comm, argv in process_table():
             first = os.path.basename(argv[0]) if argv else ""
-            if argv and (comm == name[:15] or first == name) and runs_as_root(pid):
+            if argv and (comm == name[:15] or first == name) and node_process(pid):
                 found.append((pid, argv))
     except OSError:
         return []
