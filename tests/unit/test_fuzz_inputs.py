@@ -137,11 +137,14 @@ def test_timeout(work: Path, value: str) -> None:
     cri = node()
     with use_runtime(cri):
         result = run_cli([*base(work), f"--timeout={value}", "gc", "containers", "--yes"])
-    code = check(result, named(value, "--timeout"), cri, ok=(0, 1, 3))
-    if code == 1:
+    if result[0] in (2, 3) and "no answer within" in result[2]:
+        # a valid deadline too short to read a file the run needs (the kubelet config: exit
+        # 2, as any file kubegc cannot read): one line naming the file, nothing removed
+        assert result[2].count("\n") == 1 and "Traceback" not in result[2], result
+        assert cri.removed == [], result
+        return
+    if check(result, named(value, "--timeout"), cri, ok=(0, 1)) == 1:
         assert "removal(s) failed" in result[2], result
-    elif code == 3:
-        assert "no answer within" in result[2] and cri.removed == [], result
 
 
 QUANTITY_TEXT = st.one_of(

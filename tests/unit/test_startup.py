@@ -30,8 +30,11 @@ def loaded_by(argv: list[str], modules: bool = False) -> tuple[int, str, str, se
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
     if modules:
         env["PROBE_MODULES"] = "1"
+    # As root, in a PID namespace of its own with its own /proc: a kubelet another test run
+    # has running on this machine is not found (its config file would load a YAML reader).
+    alone = ["unshare", "--mount", "--pid", "--fork", "--mount-proc"] if os.geteuid() == 0 else []
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv],
+        [*alone, sys.executable, "-c", PROBE, *argv],
         capture_output=True,
         text=True,
         env=env,
