@@ -9,6 +9,8 @@ from pathlib import Path
 
 #: A process as `process_table` yields it: (pid, name, argv — None when it cannot be read).
 Process = tuple[int, str, list[str] | None]
+#: A process of the node's: (pid, argv — None when it cannot be read).
+NodeProcess = tuple[int, list[str] | None]
 
 
 def _argv(data: bytes) -> list[str]:
@@ -61,17 +63,20 @@ def find_process_cmdline(host_root: Path | str, name: str) -> tuple[int, list[st
     if Path(host_root).resolve() != Path("/"):
         return None
     try:
-        for pid, comm, argv in process_table():
-            first = os.path.basename(argv[0]) if argv else ""
-            if comm == name[:15] or first == name:  # `comm` holds 15 bytes of the name
-                if not node_process(pid):
-                    continue
-                if not argv:
-                    return None
-                return pid, argv
+        pid, argv = next(_node_processes_named(name), (0, None))
     except OSError:
         return None
-    return None
+    return (pid, argv) if argv else None
+
+
+def _node_processes_named(name: str) -> Iterator[NodeProcess]:
+    """(pid, argv or None) of each process called `name` — its `comm` (15 bytes of the name)
+    or the basename of its `argv[0]` — that is one of the node's (`node_process`), lowest pid
+    first. Raises `OSError` when the process table cannot be read."""
+    for pid, comm, argv in process_table():
+        first = os.path.basename(argv[0]) if argv else ""
+        if (comm == name[:15] or first == name) and node_process(pid):
+            yield pid, argv
 
 
 def node_process(pid: int, proc: str = "/proc") -> bool:
@@ -114,15 +119,10 @@ def find_processes(host_root: Path | str, name: str) -> list[tuple[int, list[str
     process table cannot be read."""
     if Path(host_root).resolve() != Path("/"):
         return []
-    found: list[tuple[int, list[str]]] = []
     try:
-        for pid, comm, argv in process_table():
-            first = os.path.basename(argv[0]) if argv else ""
-            if argv and (comm == name[:15] or first == name) and node_process(pid):
-                found.append((pid, argv))
+        return [(pid, argv) for pid, argv in _node_processes_named(name) if argv]
     except OSError:
         return []
-    return found
 
 
 def socket_holders(path: str, pids: Iterable[int], proc: str = "/proc") -> list[int]:
