@@ -19,6 +19,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ import pytest
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.render.pressure import bytes_cell
 from tests.node.localnode import LocalNode
+from tests.node.test_df import layer_bytes
 from tests.node.test_gc_containers import write_pods_file
 from tests.node.test_residue import orphan_dir
 from tests.tmuxpane import Pane, run_in_pane
@@ -65,11 +67,12 @@ def messy(node: LocalNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     ns = "terminal-tables-" + tmp.name[-6:].strip("-").lower().replace("_", "-")
     live = node.run_pod("a-pod-with-a-rather-long-name-for-an-80-column-terminal", namespace=ns)
     node.add_container(live, "app", state="running")
-    for attempt in range(3):
-        node.add_container(live, "a-container-with-a-rather-long-name", attempt=attempt)
+    dead = [node.add_container(live, "a-container-with-a-rather-long-name", attempt=attempt)
+            for attempt in range(3)]  # fmt: skip
     gone = node.run_pod("a-deleted-pod-with-a-long-name", namespace=ns)
-    node.add_container(gone, "work")
+    dead.append(node.add_container(gone, "work"))
     node.stop_pod(gone)
+    layers_reported(node, dead)
     root = tmp / "kubelet"
     orphan_dir(root)
     (tmp / "cni").mkdir()
@@ -79,6 +82,17 @@ def messy(node: LocalNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator
             str(pods), "--lock-timeout", "120s"]  # fmt: skip
     yield Messy(node, ns, root, tmp, base)
     node.remove_namespace(ns)
+
+
+def layers_reported(node: LocalNode, ids: list[str], wait: float = 30.0) -> None:
+    """Wait (up to `wait` seconds) until the runtime reports a writable layer for each of
+    `ids`: containerd refreshes snapshot usage every 10 s, so a table run after a JSON run
+    could otherwise count a layer the JSON did not."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if all(layer_bytes(node, ids).get(i, 0) > 0 for i in ids):
+            return
+        time.sleep(1)
 
 
 def shown(messy: Messy, args: list[str], size: tuple[int, int, str]) -> str:
