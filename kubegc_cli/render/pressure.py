@@ -56,17 +56,20 @@ def memory_lines(
         lines += [("", None), *grid_lines(at, width, view)]
     if report.pods:
         shown = len(report.pods)
+        # a node with swap: each pod's swapped-out bytes, which no memory signal counts
+        swapping = report.swap is not None and report.swap.total > 0
         pt = Grid(
             f"Pods by working set (top {shown} of {report.pod_count})",
             [Column("POD", "id"), Column("QOS", "word"), Column("WORKING SET", "num"),
              Column("USAGE", "num"), Column("INACTIVE FILE", "num"), Column("ACTIVE FILE", "num"),
-             Column("UID", "word")],
+             *([Column("SWAP", "num")] if swapping else []), Column("UID", "word")],
         )  # fmt: skip
         for p in report.pods:
+            swap = ([bytes_cell(p.swap) if p.swap is not None else "-"] if swapping else [])
             pt.add([
                 f"{safe_text(p.namespace or '?')}/{safe_text(p.name or '?')}", p.qos,
                 bytes_cell(p.working_set), bytes_cell(p.usage), bytes_cell(p.inactive_file),
-                bytes_cell(p.active_file), safe_text(p.uid),
+                bytes_cell(p.active_file), *swap, safe_text(p.uid),
             ])  # fmt: skip
         lines += [("", None), *grid_lines(pt, width, view)]
     for note in report.notes if notes else ():

@@ -125,6 +125,11 @@ def test_memory_available_shows_swap_and_stalls_and_counts_neither(tmp_path: Pat
     assert any(n.startswith("pressure stall, avg10/avg60:") for n in doc["notes"])
     code, out, err = memory(tmp_path)
     assert code == 0 and "memory.available does not count swap" in out + err
+    # each pod's swap in the table of pods, beside its working set
+    [head] = [r for r in out.splitlines() if r.split()[:1] == ["POD"]]
+    assert "SWAP" in head.split(), out
+    [row] = [r for r in out.splitlines() if UID_A in r]
+    assert "200Mi" in row.split(), out
 
 
 def evict(root: Path, *args: str) -> tuple[int, str, str]:
