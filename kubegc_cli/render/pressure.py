@@ -65,7 +65,7 @@ def memory_lines(
              *([Column("SWAP", "num")] if swapping else []), Column("UID", "word")],
         )  # fmt: skip
         for p in report.pods:
-            swap = ([bytes_cell(p.swap) if p.swap is not None else "-"] if swapping else [])
+            swap = [bytes_cell(p.swap) if p.swap is not None else "-"] if swapping else []
             pt.add([
                 f"{safe_text(p.namespace or '?')}/{safe_text(p.name or '?')}", p.qos,
                 bytes_cell(p.working_set), bytes_cell(p.usage), bytes_cell(p.inactive_file),
