@@ -97,8 +97,9 @@ def pin_images(
                 _act(s, client, plan, op, ui)
             finally:
                 # (a row reads kind, id, rule, reason, result.value, error and bytes_freed,
-                # which a PinAction has, though its results are not a removal's)
-                audit.finish(cast("list[Any]", plan.actions))
+                # which a PinAction has, though its results are not a removal's); a pin frees
+                # no byte and measures no filesystem: its totals are 0 expected, none measured
+                audit.finish(cast("list[Any]", plan.actions), totals=(0, None, []))
         return plan
     finally:
         client.close()

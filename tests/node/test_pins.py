@@ -92,6 +92,9 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         history = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
         runs = {r["command"]: r["by_result"] for r in history}
         assert runs["images pin"] == {"pinned": 1} and runs["images unpin"] == {"unpinned": 1}
+        # a pin frees nothing and says so: totals of 0 expected, none measured, not "?"
+        assert {r["command"]: r["bytes_expected"] for r in history if "pin" in r["command"]} == {
+            "images pin": 0, "images unpin": 0}  # fmt: skip
         plan = json.loads(kubegc(node, tmp_path, *gc).stdout)
         assert image in {a["id"] for a in plan["actions"]}
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
