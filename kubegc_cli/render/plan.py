@@ -587,8 +587,9 @@ def render_plan(
     shown, more = _capped(plan.actions, verbose, limit)
     worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
     shown_kept, more_kept = _capped(worth, verbose, limit)
+    unlisted = len(plan.kept) - len(shown_kept)
     if more or more_kept:  # a long table: the totals first, where they are seen
-        screen.line(summary_line(plan, layout))
+        screen.line(summary_line(plan, layout, unlisted_kept=unlisted))
 
     def style_of(a: Any) -> str | None:
         return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
@@ -619,7 +620,7 @@ def render_plan(
     for extra in (layout.footer or _measured_footer)(plan):
         screen.line("")
         screen.grid(extra)
-    screen.line(summary_line(plan, layout), style="bold")
+    screen.line(summary_line(plan, layout, unlisted_kept=unlisted), style="bold")
 
 
 _NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
@@ -641,10 +642,11 @@ def render_container_plan(
     render_plan(plan, CONTAINERS, verbose=verbose, out=out)
 
 
-def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
+def summary_line(plan: Plan[Any], layout: Layout | None = None, *, unlisted_kept: int = 0) -> str:
     """`3 container(s) to remove, 1.2Mi expected; 5 kept.` before acting; after it the counts,
     the bytes expected of what was removed and what the filesystems regained (`bytes_said`).
-    Every figure is `Plan.summary`'s, summed from the rows the table lists."""
+    Every figure is `Plan.summary`'s, summed from the rows the table lists; `unlisted_kept`
+    of the kept objects are in no table (listed with -v), and the line says so."""
     layout = layout or LAYOUTS[plan.kind]
     s = plan.summary()
     by = s["by_result"]
@@ -656,7 +658,12 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None) -> str:
         if by["skipped"]:  # (apply's re-checks before acting): what still goes, what not
             held += f", {by['skipped']} skipped (changed since the plan)"
         going = by["planned"]
-        return f"{going} {layout.noun}(s) to remove{expected}{held}; {s['kept']} kept."
+        kept = f"{s['kept']} kept"
+        if 0 < unlisted_kept < s["kept"]:
+            kept += f" (-v lists {unlisted_kept} more)"
+        elif unlisted_kept:
+            kept += " (listed with -v)"
+        return f"{going} {layout.noun}(s) to remove{expected}{held}; {kept}."
     done = f"; {bytes_said(s)}" if layout.counts_bytes else ""
     return f"removed {by['removed']}, skipped {by['skipped']}, failed {by['failed']}{held}{done}."
 

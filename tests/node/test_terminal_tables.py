@@ -245,7 +245,8 @@ def test_the_question_comes_right_after_the_summary_it_asks_about(messy: Messy) 
         screen = pane.wait_for("[y/N]:")
         rows = [r for r in screen.splitlines() if r.strip()]
         at = next(i for i, r in enumerate(rows) if "[y/N]:" in r)
-        assert re.fullmatch(r"\d+ container\(s\) to remove, .* kept\.", rows[at - 1]), screen
+        headline = r"\d+ container\(s\) to remove, .* kept( \(.*\))?\."
+        assert re.fullmatch(headline, rows[at - 1]), screen
         pane.send("n", "Enter")
         code, _ = pane.finished()
     after = messy.doc("gc", "containers", "--dry-run", "-n", messy.ns)

@@ -139,6 +139,26 @@ def test_a_dry_run_with_actions_skipped_since_the_plan_counts_only_what_still_go
     assert render.summary_line(plan).startswith("2 container(s) to remove, ")
 
 
+def test_the_kept_count_says_how_many_kept_objects_only_v_lists() -> None:
+    """The headline's kept count agrees with what is listed: objects kept by a rule the
+    table leaves to -v (the newest record of a container) are counted and said to be so."""
+    plan = _plan([("p", "a", "planned")], [], 1)  # a guarded newest record: listed
+    plan.dry_run = True
+    for i in range(2):  # within the limits: left to -v
+        c = ctr(f"w{i:013d}", name="within")
+        plan.kept.append(ContainerAction(c, "within-limits", "newest of its pod"))
+
+    def last(verbose: int) -> str:
+        out = io.StringIO()
+        render.render_plan(plan, verbose=verbose, out=out)
+        return out.getvalue().splitlines()[-1]
+
+    assert last(0).endswith("; 3 kept (-v lists 2 more).")
+    assert last(1).endswith("; 3 kept.")
+    plan.kept = plan.kept[1:]  # none of them listed without -v
+    assert last(0).endswith("; 2 kept (listed with -v).")
+
+
 def test_yaml_writes_an_enum_as_the_plain_value_it_is() -> None:
     """A document holding an `ExitCode` or a `Mode` is written as its number or string, as
     JSON writes it, and otherwise exactly as PyYAML's safe dumper does."""
