@@ -432,16 +432,17 @@ def test_a_directory_that_is_not_there_is_exit_3_naming_it_never_nothing_found(
         ["gc", "logs", "--dry-run"],
         ["gc", "all", "--dry-run"],
         ["reclaim", "--dry-run"],
+        ["df"],
     ],
 )
 def test_every_command_given_a_pod_log_directory_that_is_not_there_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
-    """gc logs and gc all as residue and reclaim: a --pod-logs-dir that is not there is exit 3
-    in one line naming it, before the runtime is asked — never "nothing to remove"."""
+    """gc logs, gc all and df as residue and reclaim: a --pod-logs-dir that is not there is
+    exit 3 in one line naming it, before the runtime is asked — never "nothing to remove"."""
     (tmp_path / "kubelet").mkdir()
     missing = tmp_path / "missing"
-    root = ["--root-dir", str(tmp_path / "kubelet")] if command[0] == "reclaim" else []
+    root = ["--root-dir", str(tmp_path / "kubelet")] if command[0] in ("reclaim", "df") else []
     argv = ["-r", "unix:///nonexistent.sock", "--pod-source", "none", "--state-dir",
             str(tmp_path / "s"), *command, *root, "--pod-logs-dir", str(missing)]  # fmt: skip
     code, out, err = run_cli(argv, capsys)
