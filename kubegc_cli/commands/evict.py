@@ -716,7 +716,26 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
             notes=notes,
             source=f"api:{host} {opts.describe()}",
         )
-        if may_act(mode, plan, ui, "evicted pod", act):
+
+        def again() -> Plan[PodAction]:
+            """The evicted pods listed anew once a person said yes: a pod deleted, no longer
+            evicted, or changed (another uid or resourceVersion) since is not deleted."""
+            asked = {a.id: (a.uid, a.resource_version) for a in planned}
+            fresh, still_kept, _ = plan_evicted(_list_failed(api, host, opts, s.timeout), opts,
+                                                now)  # fmt: skip
+            same: list[PodAction] = []
+            changed: list[PodAction] = []
+            for a in fresh:
+                version = (a.uid, a.resource_version)
+                if asked.get(a.id, version) == version:
+                    same.append(a)
+                else:
+                    a.reason = "changed since the question (another uid or resourceVersion)"
+                    changed.append(a)
+            return Plan(kind=PLAN_KIND, policy=plan.policy, now=now, actions=same,
+                        kept=[*still_kept, *changed])  # fmt: skip
+
+        if may_act(mode, plan, ui, "evicted pod", act, again=again):
             deleter = PodDeleter(api, concurrency=act.concurrency, host=host, timeout=s.timeout)
             carry_out(s, plan, [Stage(deleter, (PodAction.kind,))], COMMAND, ui)
         return plan

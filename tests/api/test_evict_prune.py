@@ -137,14 +137,22 @@ def test_yes_deletes_exactly_the_evicted_pods_of_the_node(
     assert run["command"] == "evict prune" and run["by_result"] == {"removed": 2}
 
 
-def test_changed_recreated_or_gone_between_plan_and_act_is_not_deleted(
+def _change_three(core: Any, x: str, node_name: str, new_uid: list[str]) -> None:
+    """One pod changes (a label: new resourceVersion), one is deleted and created again under
+    its name (new uid), one is deleted by someone else."""
+    core.patch_namespaced_pod("changed", x, {"metadata": {"labels": {"touched": "yes"}}})
+    core.delete_namespaced_pod("recreated", x)
+    new_uid.append(str(make_pod(core, x, "recreated", node_name).metadata.uid))
+    core.delete_namespaced_pod("gone", x)
+
+
+def test_changed_recreated_or_gone_while_asked_is_not_deleted(
     control_plane: ControlPlane, core: Any, ns: Callable[[str], str], node_name: str,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    """While the person is asked: one pod changes (a label: new resourceVersion), one is
-    deleted and created again under its name (new uid), one is deleted by someone else. The
-    API server's preconditions refuse the first two (409), the third is gone (404); only the
-    untouched pod is deleted, and the pod re-created under the old name is still there."""
+    """While the person is asked, three pods change (`_change_three`): the answer's yes lists
+    the pods again and says what changed; only the untouched pod is deleted, and the pod
+    re-created under the old name is still there."""
     from kubegc_cli.cli.common import finish
 
     x = ns("x")
@@ -153,14 +161,53 @@ def test_changed_recreated_or_gone_between_plan_and_act_is_not_deleted(
     new_uid: list[str] = []
 
     def meanwhile() -> bool:
-        core.patch_namespaced_pod("changed", x, {"metadata": {"labels": {"touched": "yes"}}})
-        core.delete_namespaced_pod("recreated", x)
-        new_uid.append(str(make_pod(core, x, "recreated", node_name).metadata.uid))
-        core.delete_namespaced_pod("gone", x)
+        _change_three(core, x, node_name, new_uid)
         return True
 
     s = settings(control_plane.kubeconfig("admin"), tmp_path)
-    plan = prune_evicted(s, PruneOptions(node=node_name), ActOptions(), FakeUi(meanwhile))
+    ui = FakeUi(meanwhile)
+    plan = prune_evicted(s, PruneOptions(node=node_name), ActOptions(), ui)
+    got = {p.name: (p.result, p.error) for p in plan.actions}
+    assert got["ok"] == (Result.REMOVED, "")
+    assert got["gone"] == (Result.SKIPPED, "gone since the question")
+    changed = (Result.SKIPPED, "no longer selected since the question: changed since the "
+               "question (another uid or resourceVersion)")  # fmt: skip
+    assert got["changed"] == got["recreated"] == changed
+    assert "the node changed while the question waited:" in ui.warnings
+    assert f"pod {x}/gone: gone since the question; not removed" in "\n".join(ui.warnings)
+    assert exists(core, x, "ok") is None
+    assert exists(core, x, "changed") is not None
+    assert exists(core, x, "recreated").metadata.uid == new_uid[0]
+    assert plan.counts() == {
+        "planned": 0, "removed": 1, "skipped": 3, "failed": 0, "held-back": 0,
+    }  # fmt: skip
+    finish(plan, s)  # skipped, nothing failed: no PartialFailure
+
+
+def test_changed_recreated_or_gone_between_list_and_delete_is_refused_by_the_server(
+    control_plane: ControlPlane, core: Any, ns: Callable[[str], str], node_name: str,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """With --yes the pods change right after they are listed (`_change_three`, run once the
+    list returns: a race the server does not make on demand). The API server's
+    preconditions refuse the first two (409), the third is gone (404); only the untouched
+    pod is deleted."""
+    from kubegc_cli.commands import evict
+
+    x = ns("x")
+    for name in ("changed", "gone", "ok", "recreated"):
+        make_pod(core, x, name, node_name)
+    new_uid: list[str] = []
+    listed = evict._list_failed
+
+    def list_then_change(*args: Any) -> Any:
+        items = listed(*args)
+        _change_three(core, x, node_name, new_uid)
+        return items
+
+    monkeypatch.setattr(evict, "_list_failed", list_then_change)
+    s = settings(control_plane.kubeconfig("admin"), tmp_path)
+    plan = prune_evicted(s, PruneOptions(node=node_name), ActOptions(yes=True), FakeUi())
     got = {p.name: (p.result, p.error) for p in plan.actions}
     assert got["ok"] == (Result.REMOVED, "")
     assert got["gone"] == (Result.SKIPPED, "gone before removal")
@@ -169,13 +216,8 @@ def test_changed_recreated_or_gone_between_plan_and_act_is_not_deleted(
     assert "the ResourceVersion in the precondition (" in got["changed"][1]
     assert got["recreated"][0] is Result.SKIPPED
     assert "the UID in the precondition (" in got["recreated"][1]
-    assert exists(core, x, "ok") is None
     assert exists(core, x, "changed") is not None
     assert exists(core, x, "recreated").metadata.uid == new_uid[0]
-    assert plan.counts() == {
-        "planned": 0, "removed": 1, "skipped": 3, "failed": 0, "held-back": 0,
-    }  # fmt: skip
-    finish(plan, s)  # skipped, nothing failed: no PartialFailure
 
 
 def test_finalizers_hold_a_deleted_pod(

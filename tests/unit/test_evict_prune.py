@@ -136,27 +136,31 @@ def test_fault_a_start_time_the_server_would_not_store_is_kept(
 
 
 def test_fault_a_500_beside_conflicts_fails_and_exits_1(
-    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Between plan and act (while the person is asked): one pod changes, one is re-created
+    api: tuple[RecordedApi, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Between plan and act (right after the list): one pod changes, one is re-created
     under its name, one is deleted by someone else; the API refuses another with a 500."""
     from kubegc_cli.cli.common import finish
+    from kubegc_cli.commands import evict
 
     recorded, kubeconfig = api
     names = ("changed", "gone", "ok", "broken", "recreated")
     recorded.pages = [[evicted(n, namespace="x") for n in names]]
     recorded.delete_answers = {"x/broken": (500, "etcdserver: request timed out")}
+    listed = evict._list_failed
 
-    def meanwhile() -> bool:
+    def list_then_change(*args: Any) -> Any:
+        items = listed(*args)
         recorded.find("x", "changed")["metadata"]["resourceVersion"] = "101"
         recorded.find("x", "recreated")["metadata"]["uid"] = "uid-new"
         recorded.remove("x", "gone")
-        return True
+        return items
 
+    monkeypatch.setattr(evict, "_list_failed", list_then_change)
     s = settings(kubeconfig, tmp_path)
-    ui = FakeUi(answer=meanwhile)
-    plan = prune_evicted(s, NODE, ActOptions(), ui)
-    assert len(ui.shown) == 1 and not plan.dry_run
+    plan = prune_evicted(s, NODE, ActOptions(yes=True), FakeUi())
+    assert not plan.dry_run
     assert deletes(recorded) == [
         ("x", "broken", body("uid-x-broken"), 500),
         ("x", "changed", body("uid-x-changed"), 409),
@@ -190,8 +194,10 @@ def test_fault_a_500_beside_conflicts_fails_and_exits_1(
 
 
 def test_fault_an_api_that_stops_answering_fails_the_deletions_and_halts(
-    api: tuple[RecordedApi, Path], tmp_path: Path
+    api: tuple[RecordedApi, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from kubegc_cli.commands import evict
+
     recorded, kubeconfig = api
     recorded.pages = [[evicted(f"p{i}", namespace="x") for i in range(8)]]
 
@@ -199,8 +205,21 @@ def test_fault_an_api_that_stops_answering_fails_the_deletions_and_halts(
         recorded.down = True
         return True
 
-    act = ActOptions(concurrency=1)
-    plan = prune_evicted(settings(kubeconfig, tmp_path), NODE, act, FakeUi(api_goes_away))
+    # gone while the person is asked: the yes lists again, cannot, and deletes nothing
+    with pytest.raises(ApiUnavailable) as err:
+        prune_evicted(settings(kubeconfig, tmp_path), NODE, ActOptions(), FakeUi(api_goes_away))
+    assert err.value.exit_code == 3 and recorded.deletes == []
+    recorded.down, recorded.dropped = False, 0
+    listed = evict._list_failed
+
+    def list_then_go_away(*args: Any) -> Any:
+        items = listed(*args)
+        recorded.down = True
+        return items
+
+    monkeypatch.setattr(evict, "_list_failed", list_then_go_away)
+    act = ActOptions(concurrency=1, yes=True)
+    plan = prune_evicted(settings(kubeconfig, tmp_path), NODE, act, FakeUi())
     results = [(a.result, a.error) for a in plan.actions]
     assert all(r is Result.FAILED and "unreachable" in e for r, e in results[:3])
     assert all(r is Result.SKIPPED and "not attempted" in e for r, e in results[3:])
