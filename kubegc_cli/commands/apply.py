@@ -32,6 +32,7 @@ The executors then re-check each object right before its removal, as for the gc 
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import os
 from collections.abc import Iterable
@@ -320,6 +321,7 @@ def apply_plan(
                     "only pod log directories there are removed (--pod-logs-dir names another "
                     "root)"
                 )
+    asked = copy.deepcopy(plan)  # re-checked again, from the start, after a person's yes
     pods = NO_POD_SOURCE
     if any(a.rule in POD_RULES for a in todo):
         pods = load_pod_inventory(s, ui)
@@ -351,33 +353,56 @@ def apply_plan(
     try:
         if plan.source and client.endpoint.display != plan.source:
             ui.warn(f"the plan was made on {plan.source}; applying it on {client.endpoint.display}")
-        mounts = MountTable.read()
-        snap = observe_node(
-            client, s.host_root, statuses="dead", sandboxes="sandbox" in kinds or pods.known,
-            images="image" in kinds, pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts,
-            clock=edges().clock,
-        )  # fmt: skip
-        pods = against_runtime(pods, snap.containers, snap.sandboxes)
-        protected: set[str] = set()
-        if "image" in kinds:
-            saved_refs = (plan.policy.get("sandbox_image"),
-                          plan.policy.get("pod_infra_container_image"))  # fmt: skip
-            protected = {str(r) for r in saved_refs if r}
-            kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
-            if kept.status_error:
-                if not protected:  # the plan names none either: the image to keep is unknown
-                    raise SandboxImageUnreadable(kept.status_error)
-                ui.warn(f"{kept.status_error}; the sandbox image protected is the plan's")
-            protected |= {f for r in protected for f in reference_forms(r)}
-            protected |= set(kept.protected_ids(snap.images))  # as the runtimes name them now
-        recheck_saved_plan(
-            plan, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
-            keep=keep, match_kubelet=match_kubelet,
-            include_terminated_pods=include_terminated_pods, allow_unpullable=allow_unpullable,
-        )  # fmt: skip
-        existing = frozenset() if include_terminated_pods else still_there(plan, pods)
+        source = pods
+
+        def recheck(p: Plan[Any]) -> tuple[MountTable, frozenset[str]]:
+            """Re-check `p` against the node observed now (see `recheck_saved_plan`): (the
+            mount table read, the pods that still exist whose objects stay)."""
+            mounts = MountTable.read()
+            snap = observe_node(
+                client, s.host_root, statuses="dead",
+                sandboxes="sandbox" in kinds or source.known, images="image" in kinds,
+                pod_logs_dir=kcfg.pod_logs_dir, mounts=mounts, clock=edges().clock,
+            )  # fmt: skip
+            pods = against_runtime(source, snap.containers, snap.sandboxes)
+            protected: set[str] = set()
+            if "image" in kinds:
+                saved_refs = (p.policy.get("sandbox_image"),
+                              p.policy.get("pod_infra_container_image"))  # fmt: skip
+                protected = {str(r) for r in saved_refs if r}
+                kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+                if kept.status_error:
+                    if not protected:  # the plan names none either: the image to keep is unknown
+                        raise SandboxImageUnreadable(kept.status_error)
+                    ui.warn(f"{kept.status_error}; the sandbox image protected is the plan's")
+                protected |= {f for r in protected for f in reference_forms(r)}
+                protected |= set(kept.protected_ids(snap.images))  # as the runtimes name them
+            recheck_saved_plan(
+                p, snap, pods, host_root=s.host_root, pod_logs_root=root, protected=protected,
+                keep=keep, match_kubelet=match_kubelet,
+                include_terminated_pods=include_terminated_pods,
+                allow_unpullable=allow_unpullable,
+            )  # fmt: skip
+            return mounts, frozenset() if include_terminated_pods else still_there(p, pods)
+
+        mounts, existing = recheck(plan)
         add_writable_layers(plan, client, ui)
-        if not may_act(mode, plan, ui, "object", act):
+
+        def again() -> Plan[Any]:
+            """The saved plan re-checked anew under the node lock, once a person said yes:
+            what is still to go as its actions, what the re-check skips (not gone) kept with
+            why."""
+            nonlocal mounts, existing
+            fresh = copy.deepcopy(asked)
+            mounts, existing = recheck(fresh)
+            kept = [a for a in fresh.actions if a.result is Result.SKIPPED and a.error != GONE]
+            for a in kept:
+                a.reason = a.error
+            going = [a for a in fresh.actions if a.result is Result.PLANNED]
+            return Plan(kind=fresh.kind, policy=fresh.policy, now=fresh.now, actions=going,
+                        kept=kept)  # fmt: skip
+
+        if not may_act(mode, plan, ui, "object", act, again=again):
             return plan
         n = act.concurrency
         stages = []

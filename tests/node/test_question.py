@@ -237,3 +237,34 @@ def test_residue_clean_answers_for_the_findings_still_there(
     }
     changes_said(terminal, question, doc["notes"], [f"finding {first}"], [f"finding {later}"])
     assert later.exists() and not second.exists()
+
+
+def test_apply_rechecks_the_saved_plan_against_the_node_after_the_question(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """`apply` of a saved plan asks with no lock held; while the question waits another hand
+    removes one of the two containers it names. The yes re-checks the saved plan against the
+    node observed anew, says what changed, skips that one as gone and removes the other."""
+    from kubegc_cli.node.cri.v1 import api_pb2
+
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    init1 = node.add_container(p, "init", attempt=1)
+    init2 = node.add_container(p, "init", attempt=2)
+    saved = tmp_path / "plan.json"
+    made = kubegc(node, tmp_path, "gc", "containers", "-n", ns, "--dry-run", "--plan-out",
+                  str(saved))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    person = asking(node, tmp_path, "--lock-timeout", "60s", "apply", str(saved), "-o", "json")
+    question = "Remove 2 object(s)? [y/N]: "
+    person.wait_for(question)
+    node.runtime.RemoveContainer(api_pb2.RemoveContainerRequest(container_id=init0), timeout=30)
+
+    code, out, terminal = person.answer("y")
+    assert code == 0, terminal
+    got = {a["id"]: (a["result"], a["error"] or "") for a in json.loads(out)["actions"]}
+    assert got == {init0: ("skipped", "gone since the question"), init1: ("removed", "")}
+    said = terminal.split(question, 1)[1]
+    assert "the node changed while the question waited:" in said
+    assert f"container {init0}: gone since the question; not removed" in said
+    assert node.container_ids(namespace=ns) == {init2}
