@@ -205,6 +205,13 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         scan = scan_for_clean(s, ui, residue)
         paths = {"nodefs": root_dir, "logs": logs_root, "imagefs": images.imagefs}
         before = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
+        layers = runtime_fs_paths(client, ui).get("containerfs", "")
+        if layers:  # where writable layers live: the same filesystems, dry run or not
+            try:
+                before["containerfs"] = fs_stats(s.host_root, layers)
+                paths["containerfs"] = layers
+            except RuntimeUnavailable as exc:  # (not one the plan needs: only measured)
+                ui.info(f"the container filesystem not measured: {exc}")
         plan = _assemble([gc.plan, images.plan, scan.plan], before, s)
         if opts.target is not None:
             apply_target(plan, opts.target, before, lambda: running_layers_of(client))
@@ -226,9 +233,7 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         plan.notes.extend(images.plan.notes[noted:])
         if acting:
             stages = [*gc.stages(), clean_stage(s, scan, act, ui), *images.stages()]
-            layers = runtime_fs_paths(client, ui).get("containerfs", "")
-            on = {**paths, **({"containerfs": layers} if layers else {})}
-            carry_out(s, plan, stages, "reclaim", ui, measure=on)
+            carry_out(s, plan, stages, "reclaim", ui, measure=paths)
             forget_removed_images(s, plan, ui)
             target_after(plan)
         return plan

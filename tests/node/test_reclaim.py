@@ -119,6 +119,10 @@ def test_reclaim_plans_every_kind_acts_and_measures_the_disk(tmp_path: Path) -> 
         assert not gone_logs.exists() and orphan.exists()
         for f in small["filesystems"]:
             assert isinstance(f["available_after"], int) and f["regained"] >= 0
+        # the dry run names the filesystems the act measures, containerfs among them
+        roles = [sorted(f["roles"]) for f in small["filesystems"]]
+        assert roles == [sorted(f["roles"]) for f in dry["filesystems"]]
+        assert any("containerfs" in r for r in roles), roles
 
         rest = kubegc(node, tmp_path, *opts, "--yes")
         assert rest.returncode == 0, rest.stderr
