@@ -6,7 +6,8 @@ here. `--log-format text` writes `kubegc: <message>` (`kubegc: error: <message>`
 "info" | "warning" | "error", "message": ...}`. Messages carry text from the runtime, the
 API and files (error details, names): in text, every character that is not printable is
 written as its escape (`units.safe_text`, as in tables), so none reaches the terminal as a
-control sequence and every message stays one line; JSON escapes them itself. `-q` keeps only
+control sequence and every message stays one line (on a terminal, wrapped at spaces to its
+width, so no ID or path is split by the terminal's wrap); JSON escapes them itself. `-q` keeps only
 errors; `-v` adds info lines, `-vv` debug lines (each action's result as it finishes).
 
 A progress bar (rich, on stderr) is shown while at least `PROGRESS_MIN` removals run, only
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kubegc_cli.core.units import safe_text
+from kubegc_cli.render.table import prose, terminal_width
 
 PROGRESS_MIN = 5
 LEVELS = ("debug", "info", "warning", "error")
@@ -62,6 +64,9 @@ class Log:
             if self._console is not None:
                 self._console.print(line, markup=False, highlight=False, soft_wrap=True)
             elif sys.stderr is not None:
+                if self.format == "text" and (width := terminal_width(sys.stderr)):
+                    # on a terminal, wrapped at spaces: an ID or path is never split by the wrap
+                    line = "\n".join(prose(line, width))
                 sys.stderr.write(line + "\n")
                 sys.stderr.flush()
 

@@ -6,12 +6,16 @@ about)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
+import re
 import shutil
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -29,6 +33,7 @@ class Terminal:
 
     def __init__(self, argv: list[str]) -> None:
         master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # 80x24
         self.master = master
         self.proc = subprocess.Popen(argv, stdin=slave, stderr=slave, stdout=subprocess.PIPE,
                                      text=True)  # fmt: skip
@@ -60,11 +65,18 @@ class Terminal:
         raise AssertionError(f"{text!r} never shown; the terminal shows {self.seen!r}")
 
     def answer(self, line: str) -> tuple[int, str, str]:
+        """Type `line`; (exit code, stdout, the terminal's text with each run of spaces and
+        line breaks as one space: kubegc wraps its stderr lines at spaces to the width)."""
         os.write(self.master, line.encode() + b"\r")
         out, _ = self.proc.communicate(timeout=120)
         time.sleep(0.2)  # the last of the pty's output
         os.close(self.master)
-        return self.proc.returncode, out, self.seen.replace("\r\n", "\n")
+        after = re.sub(r"\x1b\[[0-9;]*m", "", self.seen).split("[y/N]: ")[-1]
+        rows = after.replace("\r\n", "\n").splitlines()
+        # kubegc's lines after the answer are wrapped by kubegc at spaces, not by the terminal
+        # (a word longer than a row aside)
+        assert all(len(r) <= 80 or " " not in r.strip() for r in rows), self.seen
+        return self.proc.returncode, out, " ".join(self.seen.split())
 
 
 def asking(node: LocalNode, tmp_path: Path, *args: str) -> Terminal:
