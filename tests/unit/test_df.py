@@ -533,9 +533,10 @@ def test_missing_kubelet_root_is_exit_3(tmp_path: Path) -> None:
 
 
 def test_bad_paths_kubelet_root_file_pod_log_root_file_and_host_symlinks(tmp_path: Path) -> None:
-    """A kubelet root that is a regular file is the same error as a missing one (exit 3); a
-    pod log root that is a regular file is no log root (a note, nothing counted as logs);
-    absolute symlinks in both roots resolve under --host-root, not in this process's /."""
+    """A kubelet root that is a regular file is the same error as a missing one (exit 3), and
+    so is a --pod-logs-dir given that is one; the kubelet config's pod log root that is a
+    regular file is no log root (a note, nothing counted as logs); absolute symlinks in both
+    roots resolve under --host-root, not in this process's /."""
     write(tmp_path / "file-root", 4 * KiB)
     code, out, err = df(tmp_path, "--no-runtime", "--root-dir", "/file-root")
     assert code == 3 and "kubelet root /file-root" in err and "Not a directory" in err
@@ -543,11 +544,15 @@ def test_bad_paths_kubelet_root_file_pod_log_root_file_and_host_symlinks(tmp_pat
 
     (tmp_path / "var/lib/kubelet").mkdir(parents=True)
     code, out, err = df(tmp_path, "--no-runtime", "--pod-logs-dir", "/file-root", "-o", "json")
+    assert (code, out) == (3, "") and err.count("\n") == 1, err
+    assert "pod log directory (--pod-logs-dir) /file-root" in err and "Not a directory" in err
+    write(tmp_path / "var/log/pods", 4 * KiB)  # the kubelet config's (its default): a file
+    code, out, err = df(tmp_path, "--no-runtime", "-o", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert "logs" not in lines(fs_with(doc, "nodefs"))
     assert all("logs" not in f["roles"] for f in doc["filesystems"])
-    assert "no pod log directory at /file-root: not a directory" in doc["notes"]
+    assert "no pod log directory at /var/log/pods: not a directory" in doc["notes"]
 
     host = tmp_path / "host"
     vol = host / "data/kubelet/pods/uid1/volumes/kubernetes.io~empty-dir/v"
