@@ -735,7 +735,7 @@ def prune_evicted(s: Settings, opts: PruneOptions, act: ActOptions, ui: Ui) -> P
             return Plan(kind=PLAN_KIND, policy=plan.policy, now=now, actions=same,
                         kept=[*still_kept, *changed])  # fmt: skip
 
-        if may_act(mode, plan, ui, "evicted pod", act, again=again):
+        if may_act(mode, plan, ui, "evicted pod", act, again=again, where="the API"):
             deleter = PodDeleter(api, concurrency=act.concurrency, host=host, timeout=s.timeout)
             carry_out(s, plan, [Stage(deleter, (PodAction.kind,))], COMMAND, ui)
         return plan

@@ -33,7 +33,9 @@ from kubegc_cli.core.plan import (
     skip_planned,
 )
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, load_pods_file
+from kubegc_cli.core.residue import DEAD_CONTAINER, DEAD_SANDBOX, UNUSED_IMAGE
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.cri.endpoint import Endpoint, resolve_endpoint
 from kubegc_cli.node.execute.actions import (
     HALTED,
@@ -227,6 +229,7 @@ def may_act(
     act: ActOptions | None = None,
     *,
     again: Callable[[], Plan[Any]] | None = None,
+    where: str = "the node",
 ) -> bool:
     """Show-then-ask, as the mode says. True when the plan's actions should be carried out.
 
@@ -234,7 +237,8 @@ def may_act(
     run shows it). Sets `plan.dry_run` (and `plan.declined` when a person said no). A person's
     yes (`ASK`) takes the node's run lock (waiting up to --lock-timeout, else `Busy`), then
     plans again from a new observation (`again`: the command's own observe and plan, under
-    the lock) and re-checks the plan asked about against it (`recheck_after_question`).
+    the lock) and re-checks the plan asked about against it (`recheck_after_question`, which
+    names `where` the change happened: the node, the API).
     Returning False lets go of the run lock.
     """
     if act is not None and apply_caps(plan, act.max_delete, act.max_bytes):
@@ -244,7 +248,7 @@ def may_act(
         for take in _after_question:
             take()
         if again is not None:
-            recheck_after_question(plan, again(), ui)
+            recheck_after_question(plan, again(), ui, where)
             go = any(a.result is Result.PLANNED for a in plan.actions)
     if not go:
         release_run_lock()
@@ -255,30 +259,66 @@ def may_act(
 CHANGES_LISTED = 20
 
 
-def recheck_after_question(plan: Plan[Any], fresh: Plan[Any], ui: Ui) -> list[str]:
-    """Re-check the plan a person said yes to against `fresh`, planned again from what the
-    node holds now (under the run lock), and say what changed, before anything is removed.
+#: Kinds whose objects do not grow on their own once selected: an exited container's log and
+#: layer (the runtime may report its layer late: containerd measures every 10 s), an image
+#: (its ID is its content), a pod object (no node bytes).
+_FIXED_SIZE = frozenset({"container", "image", "pod"})
+#: The residue findings that are such runtime objects.
+_FIXED_SIZE_FINDINGS = frozenset({DEAD_CONTAINER, DEAD_SANDBOX, UNUSED_IMAGE})
+
+
+def changed_since(asked: Any, now: Any) -> str:
+    """Why the object of action `asked` (as the question showed it) is not the one `now` (the
+    same kind and ID, planned again) shows, or "" when it is the same: an image that gained a
+    name (a tag or digest someone added: removing the image would take it too), or an object
+    that grew (a directory or file written to since: something still uses it, and the
+    person agreed to fewer bytes)."""
+    if asked.kind == "image":
+        names = set(now.image.repo_tags) | set(now.image.repo_digests)
+        added = sorted(names - set(asked.image.repo_tags) - set(asked.image.repo_digests))
+        return f"changed since the question: now also named {', '.join(added)}" if added else ""
+    if (
+        asked.kind not in _FIXED_SIZE
+        and getattr(asked, "type", "") not in _FIXED_SIZE_FINDINGS
+        and now.planned_bytes > asked.planned_bytes
+    ):
+        return (
+            f"changed since the question: grew from {format_bytes(asked.planned_bytes)} to "
+            f"{format_bytes(now.planned_bytes)}"
+        )
+    return ""
+
+
+def recheck_after_question(
+    plan: Plan[Any], fresh: Plan[Any], ui: Ui, where: str = "the node"
+) -> list[str]:
+    """Re-check the plan a person said yes to against `fresh`, planned again from what
+    `where` holds now (under the run lock), and say what changed, before anything is removed.
 
     An action of `plan` still PLANNED whose object `fresh` no longer selects is skipped, its
     error saying why: "no longer selected since the question: <the rule that keeps it now>"
-    (in `fresh.kept`), or "gone since the question". An object `fresh` selects that `plan`
-    did not is not removed — nobody was asked about it — and a note says how many (run again
-    to see them). Objects are matched by kind and ID. Returns the lines said (each change,
-    at most `CHANGES_LISTED` of them, then how many more; empty when nothing changed); the
-    executors still re-check each object right before removing it."""
-    selected = {(a.kind, a.id) for a in fresh.actions}
+    (in `fresh.kept`), or "gone since the question"; so is one whose object changed
+    (`changed_since`: an image with a name more, a directory that grew). An object `fresh`
+    selects that `plan` did not is not removed — nobody was asked about it — and a note
+    says how many (run again to see them). Objects are matched by kind and ID. Returns the
+    lines said (each change, at most `CHANGES_LISTED` of them, then how many more; empty
+    when nothing changed); the executors still re-check each object right before removing
+    it."""
+    selected = {(a.kind, a.id): a for a in fresh.actions}
     kept = {(k.kind, k.id): k for k in fresh.kept}
     changes: list[str] = []
     for a in plan.actions:
         key = (a.kind, a.id)
-        if a.result is not Result.PLANNED or key in selected:
+        if a.result is not Result.PLANNED:
             continue
-        k = kept.get(key)
-        why = (
-            f"no longer selected since the question: {k.reason or k.rule}"
-            if k is not None
-            else "gone since the question"
-        )
+        if key in selected:
+            why = changed_since(a, selected[key])
+            if not why:
+                continue
+        elif (k := kept.get(key)) is not None:
+            why = f"no longer selected since the question: {k.reason or k.rule}"
+        else:
+            why = "gone since the question"
         a.result, a.error = Result.SKIPPED, why
         changes.append(f"{a.kind} {a.id}: {why}; not removed")
     asked = {(a.kind, a.id) for a in plan.actions}
@@ -295,7 +335,7 @@ def recheck_after_question(plan: Plan[Any], fresh: Plan[Any], ui: Ui) -> list[st
     if len(changes) > CHANGES_LISTED:
         said.append(f"... and {len(changes) - CHANGES_LISTED} more change(s) (see the result)")
     if said:
-        ui.warn("the node changed while the question waited:")
+        ui.warn(f"{where} changed while the question waited:")
         for line in said:
             ui.warn(f"  {line}")
     else:

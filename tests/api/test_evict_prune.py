@@ -173,7 +173,7 @@ def test_changed_recreated_or_gone_while_asked_is_not_deleted(
     changed = (Result.SKIPPED, "no longer selected since the question: changed since the "
                "question (another uid or resourceVersion)")  # fmt: skip
     assert got["changed"] == got["recreated"] == changed
-    assert "the node changed while the question waited:" in ui.warnings
+    assert "the API changed while the question waited:" in ui.warnings
     assert f"pod {x}/gone: gone since the question; not removed" in "\n".join(ui.warnings)
     assert exists(core, x, "ok") is None
     assert exists(core, x, "changed") is not None

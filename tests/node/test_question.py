@@ -149,8 +149,9 @@ def test_an_unchanged_node_is_acted_on_as_asked(node: LocalNode, ns: str, tmp_pa
 
 
 def test_gc_images_answers_for_the_images_still_there(tmp_path: Path) -> None:
-    """`gc images` (a node of its own: images are removed): an image another hand removed
-    while the question waited is skipped as gone; the other is removed as asked."""
+    """`gc images` (a node of its own: images are removed): while the question waits, another
+    hand removes one image asked about (skipped as gone) and tags another with a new name
+    (skipped as changed: removing it would take the new name too); the third is removed."""
     from kubegc_cli.node.cri.v1 import api_pb2
 
     with LocalNode(tmp_path / "node") as node:
@@ -161,13 +162,19 @@ def test_gc_images_answers_for_the_images_still_there(tmp_path: Path) -> None:
         person.wait_for("Remove 3 image(s)? [y/N]: ")  # (the test's busybox too: unused)
         node.images.RemoveImage(api_pb2.RemoveImageRequest(image=api_pb2.ImageSpec(image=a)),
                                 timeout=30)  # fmt: skip
+        again = node.import_image("docker.io/library/prod-critical:1", pad_bytes=4096, seed="qb")
+        assert again == b  # the same image, a name more
         code, out, terminal = person.answer("y")
         assert code == 0, terminal
         got = {x["id"]: (x["result"], x["error"]) for x in json.loads(out)["actions"]}
         assert got.pop(a) == ("skipped", "gone since the question")
-        assert set(got.values()) == {("removed", "")} and b in got
+        changed = "changed since the question: now also named docker.io/library/prod-critical:1"
+        result, why = got.pop(b)  # (and its new digest name)
+        assert result == "skipped" and why.startswith(changed), why
+        assert set(got.values()) == {("removed", "")} and len(got) == 1
         assert f"image {a}: gone since the question; not removed" in terminal
-        assert b not in {i.id for i in node.list_images()}
+        assert f"image {b}: {changed}" in terminal
+        assert b in {i.id for i in node.list_images()}
 
 
 def test_reclaim_answers_for_the_node_as_it_is_after_the_question(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.flow import CHANGES_LISTED, recheck_after_question
-from kubegc_cli.core.plan import ContainerAction, Plan, Result
+from kubegc_cli.commands.flow import CHANGES_LISTED, changed_since, recheck_after_question
+from kubegc_cli.core.model import Image
+from kubegc_cli.core.plan import ContainerAction, ImageAction, LogAction, Plan, Result
 from tests.unit.factories import NOW, ctr
 
 
@@ -84,3 +85,59 @@ def test_a_long_list_of_changes_is_cut_with_a_count() -> None:
     ui = Said()
     said = recheck_after_question(plan(*ids), plan(), ui)
     assert len(said) == CHANGES_LISTED + 1 and said[-1].startswith("... and 5 more")
+
+
+def _image(*names: str) -> ImageAction:
+    tags = tuple(n for n in names if "@" not in n)
+    digests = tuple(n for n in names if "@" in n)
+    return ImageAction(Image("sha256:aa", tags, digests, size=4096), NOW, 0, "prune-unused", "")
+
+
+def _log_dir(size: int) -> LogAction:
+    return LogAction("pod-log-dir", "/var/log/pods/ns_p_u", "/h/var/log/pods/ns_p_u", "u",
+                     "deleted-pod", "pod gone", bytes=size)  # fmt: skip
+
+
+def _one(kind: str, *actions: Any) -> Plan[Any]:
+    return Plan(kind=kind, policy={}, now=NOW, actions=list(actions))
+
+
+@pytest.mark.parametrize(
+    ("asked", "now", "why"),
+    [
+        # a name added to the image asked about: removing it would take that name too
+        (_image("a.example/x:1"), _image("a.example/x:1", "a.example/prod:1"),
+         "changed since the question: now also named a.example/prod:1"),
+        (_image("a.example/x:1"), _image("a.example/x:1", "a.example/x@sha256:bb"),
+         "changed since the question: now also named a.example/x@sha256:bb"),
+        # a name gone, or none added: the same image
+        (_image("a.example/x:1", "a.example/y:1"), _image("a.example/x:1"), ""),
+        # a directory written to since: something still uses it, and more would go
+        (_log_dir(12288), _log_dir(52441088),
+         "changed since the question: grew from 12Ki to 50Mi"),
+        (_log_dir(12288), _log_dir(8192), ""),  # smaller: less goes than was asked about
+    ],
+)  # fmt: skip
+def test_an_object_that_changed_while_asked_is_skipped(asked: Any, now: Any, why: str) -> None:
+    """`changed_since`: the same kind and ID planned again, but not the object asked about."""
+    assert changed_since(asked, now) == why
+    kind = "ImageGCPlan" if asked.kind == "image" else "LogGCPlan"
+    plan_asked, ui = _one(kind, asked), Said()
+    recheck_after_question(plan_asked, _one(kind, now), ui)
+    assert outcome(plan_asked) == [(asked.id, "skipped" if why else "planned", why)]
+    assert bool(ui.warned) is bool(why)
+
+
+def test_a_container_whose_layer_is_reported_late_is_the_same_container() -> None:
+    """containerd measures writable layers every 10 s: a dead container reported with 0 bytes
+    at the question and 8Ki after it is the one asked about, not a changed one."""
+    asked, now = plan("a"), plan("a")
+    asked.actions[0].layer_bytes, now.actions[0].layer_bytes = 0, 8192
+    recheck_after_question(asked, now, Said())
+    assert outcome(asked) == [("a", "planned", "")]
+
+
+def test_the_api_is_named_where_it_changed() -> None:
+    ui = Said()
+    recheck_after_question(plan("a"), plan(), ui, "the API")
+    assert ui.warned[0] == "the API changed while the question waited:"
