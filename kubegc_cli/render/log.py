@@ -7,7 +7,7 @@ here. `--log-format text` writes `kubegc: <message>` (`kubegc: error: <message>`
 API and files (error details, names): in text, every character that is not printable is
 written as its escape (`units.safe_text`, as in tables), so none reaches the terminal as a
 control sequence and every message stays one line (on a terminal, wrapped at spaces to its
-width, so no ID or path is split by the terminal's wrap); JSON escapes them itself. `-q` keeps only
+width, its continuation rows indented: `wrapped`); JSON escapes them itself. `-q` keeps only
 errors; `-v` adds info lines, `-vv` debug lines (each action's result as it finishes).
 
 A progress bar (rich, on stderr) is shown while at least `PROGRESS_MIN` removals run, only
@@ -28,6 +28,14 @@ from kubegc_cli.core.units import safe_text
 from kubegc_cli.render.table import prose, terminal_width
 
 PROGRESS_MIN = 5
+
+
+def wrapped(line: str, width: int) -> str:
+    """A text line for a terminal of `width` columns: wrapped at spaces (an ID or a path is
+    never split by the terminal's wrap; a word longer than a row stays whole), each row after
+    the first indented by two spaces, so that it is not taken for a line of its own."""
+    rows = prose(line, width - 2)
+    return "\n  ".join(rows)
 LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -61,12 +69,12 @@ class Log:
             return
         line = self.format_line(level, message)
         with self._lock:
-            if self._console is not None:
+            if self._console is not None:  # (a progress bar's, on the terminal)
+                line = wrapped(line, self._console.width)
                 self._console.print(line, markup=False, highlight=False, soft_wrap=True)
             elif sys.stderr is not None:
                 if self.format == "text" and (width := terminal_width(sys.stderr)):
-                    # on a terminal, wrapped at spaces: an ID or path is never split by the wrap
-                    line = "\n".join(prose(line, width))
+                    line = wrapped(line, width)
                 sys.stderr.write(line + "\n")
                 sys.stderr.flush()
 

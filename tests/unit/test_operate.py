@@ -3,6 +3,7 @@ stderr logging, shell completion."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -412,6 +413,24 @@ def complete(words: str) -> list[str]:
         check=True, cwd=ROOT,
     )  # fmt: skip
     return [line.split(",", 1)[1] for line in proc.stdout.splitlines()]
+
+
+def test_stderr_lines_on_a_terminal_split_no_id_while_a_progress_bar_shows() -> None:
+    """With a progress bar up (its console on the terminal) as without: a line is wrapped at
+    spaces to the width, its rows after the first indented, an ID never split by the wrap."""
+    from rich.console import Console
+
+    from kubegc_cli.render.log import Log
+
+    cid = "17857f938672682aa7c492a42cd4a2b96cd1b028e4d07ef20303764e22af8d84"
+    log = Log()
+    out = io.StringIO()
+    log._console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    log.emit("info", f"container {cid}: removed at --concurrency 8 after a re-check")
+    rows = out.getvalue().splitlines()
+    assert all(len(r) <= 80 for r in rows) and len(rows) > 1, rows
+    assert rows[0] == "kubegc: container" and rows[1].startswith(f"  {cid}: removed")
+    assert all(r.startswith("  ") for r in rows[1:]), rows
 
 
 def test_completion_scripts_are_the_generated_ones(capsys: pytest.CaptureFixture[str]) -> None:
