@@ -22,9 +22,10 @@ def history(ctx: click.Context, /, runs: int) -> None:
     """List past runs that acted, and what each did, from the state store (--state-dir).
 
     Each run's bytes are the two figures it reported: EXPECTED, what its plan expected the
-    objects it removed to free (an image's size is an upper bound), and MEASURED, what its
-    filesystems regained by statvfs before and after acting ("-": not measured; "?": not
-    recorded — a run killed before its end, or one from before kubegc kept these figures).
+    objects it removed to free (an image's size is the runtime's, an estimate), and
+    MEASURED, what its filesystems regained by statvfs before and after acting ("-": not
+    measured; "?": not recorded — a run killed before its end, or one from before kubegc
+    kept these figures).
     -v lists each run's actions.
 
     \b

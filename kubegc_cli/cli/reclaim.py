@@ -97,8 +97,8 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
     directories, leaked network namespaces and CNI reservations, empty pod cgroups: what
     `residue clean` removes), in the kubelet's order: containers and sandboxes, then logs and
     residue, then images. One table grouped by kind with the bytes each is expected to free
-    (image sizes are an upper bound: shared layers stay), one confirmation, one node lock; each
-    object is re-checked right before it is removed. At the end, each filesystem touched is
+    (image sizes as the runtime reports them: an estimate), one confirmation, one node lock;
+    each object is re-checked right before it is removed. At the end, each filesystem touched is
     measured again (statvfs) and shown before and after.
 
     With --until or --bytes the plan stops once the target would be met, taking first what

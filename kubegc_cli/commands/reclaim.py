@@ -11,10 +11,10 @@ object re-checked right before it is removed, with one audit row per object.
 
 Bytes are counted as by every command (`core.plan`): each row's are what removing it is
 expected to free (`planned_bytes`: a container's writable layer and logs, a directory's
-allocated blocks, an image's size as CRI reports it — an upper bound, since layers shared
-with images that stay are not freed). The disk figures are measured: statvfs
-(`node.host.fs.fs_stats`) of each filesystem the plan touches, when planned (for `--until`),
-and right before and after acting (`commands.flow.carry_out`).
+allocated blocks, an image's size as CRI reports it — an estimate: removing an image also
+frees its unpacked layers, and not the layers images that stay share). The disk figures are
+measured: statvfs (`node.host.fs.fs_stats`) of each filesystem the plan touches, when
+planned (for `--until`), and right before and after acting (`commands.flow.carry_out`).
 """
 
 from __future__ import annotations
@@ -254,8 +254,9 @@ def _assemble(plans: list[Plan[Any]], before: dict[str, FsStats], s: Settings) -
         notes += [n for n in p.notes if n not in notes]
     if any(a.kind == "image" for a in actions):
         notes.append(
-            "image bytes are the sizes the runtime reports: an upper bound, layers shared with "
-            "images that stay are not freed"
+            "image bytes are the sizes the runtime reports (as the kubelet counts them): "
+            "removing an image also frees its unpacked layers, and not the layers images that "
+            "stay share, so the disk regained may be more or less"
         )
     plan = ReclaimPlan(
         kind=PLAN_KIND,

@@ -442,9 +442,11 @@ A = TypeVar("A", bound=Action)
 #: The results whose objects a plan's expected bytes count: still to go (a dry run) or gone
 #: (after acting). Skipped, failed and held-back objects free nothing.
 GOING = (Result.PLANNED, Result.REMOVED)
-#: Kinds whose expected bytes are an upper bound: an image's size as CRI reports it counts
-#: every layer, also those shared with images that stay (the kubelet counts it so too).
-UPPER_BOUND_KINDS = frozenset({"image"})
+#: Kinds whose expected bytes are an estimate: an image's size as CRI reports it (the
+#: kubelet counts it so too) is its stored content — removing the image frees its unpacked
+#: layers as well, and not the layers an image that stays shares: the disk regained may be
+#: more or less.
+ESTIMATED_KINDS = frozenset({"image"})
 
 
 def expected_bytes(actions: Iterable[Any]) -> int:
@@ -453,10 +455,10 @@ def expected_bytes(actions: Iterable[Any]) -> int:
     return sum(a.planned_bytes for a in actions if a.result in GOING)
 
 
-def expected_is_upper_bound(actions: Iterable[Any]) -> bool:
-    """True when the expected bytes of `actions` count an object whose bytes may be shared
-    (`UPPER_BOUND_KINDS`) among those that go."""
-    return any(a.kind in UPPER_BOUND_KINDS and a.result in GOING for a in actions)
+def expected_is_estimate(actions: Iterable[Any]) -> bool:
+    """True when the expected bytes of `actions` count an object whose bytes are an estimate
+    (`ESTIMATED_KINDS`) among those that go."""
+    return any(a.kind in ESTIMATED_KINDS and a.result in GOING for a in actions)
 
 
 def measured_bytes(filesystems: Iterable[Mapping[str, Any]]) -> int | None:
@@ -503,7 +505,7 @@ class Plan(Generic[A]):
     def summary(self) -> dict[str, Any]:
         """The plan's totals, from its rows: counts by result and of kept objects; bytes
         `bytes_expected` (`expected_bytes`: what the objects that go are expected to free),
-        `bytes_expected_is_upper_bound`, `bytes_measured` (`measured_bytes`: what the
+        `bytes_expected_is_estimate`, `bytes_measured` (`measured_bytes`: what the
         filesystems regained, None until measured), and `bytes_planned` / `bytes_held_back`
         (planned bytes not held back / held back by a cap), `bytes_freed` (the rows'
         `bytes_freed`), `shortfall`."""
@@ -521,7 +523,7 @@ class Plan(Generic[A]):
             ),
             "bytes_freed": sum(a.bytes_freed for a in self.actions),
             "bytes_expected": expected_bytes(self.actions),
-            "bytes_expected_is_upper_bound": expected_is_upper_bound(self.actions),
+            "bytes_expected_is_estimate": expected_is_estimate(self.actions),
             "bytes_measured": measured_bytes(self.filesystems),
             "shortfall": self.shortfall,
         }

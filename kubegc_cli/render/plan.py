@@ -669,10 +669,14 @@ def summary_line(plan: Plan[Any], layout: Layout | None = None, *, unlisted_kept
 
 
 def expected_said(summary: dict[str, Any]) -> str:
-    """`1.2Mi expected` from a `Plan.summary()`, with " at most (shared layers stay)" when the
-    figure is an upper bound (images)."""
-    upper = " at most (shared layers stay)" if summary["bytes_expected_is_upper_bound"] else ""
-    return f"{format_bytes(summary['bytes_expected'])} expected{upper}"
+    """`1.2Mi expected` from a `Plan.summary()`; `about 1.2Mi expected (image sizes as the
+    runtime reports them)` when the figure is an estimate (images: `ESTIMATED_KINDS`)."""
+    if summary["bytes_expected_is_estimate"]:
+        return (
+            f"about {format_bytes(summary['bytes_expected'])} expected (image sizes as the "
+            "runtime reports them)"
+        )
+    return f"{format_bytes(summary['bytes_expected'])} expected"
 
 
 def bytes_said(summary: dict[str, Any]) -> str:

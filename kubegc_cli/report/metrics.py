@@ -114,7 +114,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "kubegc_last_run_expected_bytes": (
         "gauge",
         "Bytes the last run expected to free by kind: of the objects still to go (a dry run) "
-        "or removed (after acting); an image's size is an upper bound (shared layers).",
+        "or removed (after acting); an image's size is the runtime's, an estimate.",
     ),
     "kubegc_last_run_measured_bytes": (
         "gauge",

@@ -56,7 +56,7 @@ def test_gc_containers_json_and_history_give_the_same_expected_and_measured_byte
     assert a["writable_layer_bytes"] >= busybox and a["log_bytes"] > 0
     assert a["expected_bytes"] == a["writable_layer_bytes"] + a["log_bytes"]
     s = doc["summary"]
-    assert s["bytes_expected"] == a["expected_bytes"] and not s["bytes_expected_is_upper_bound"]
+    assert s["bytes_expected"] == a["expected_bytes"] and not s["bytes_expected_is_estimate"]
     roles = {r for f in doc["filesystems"] for r in f["roles"]}
     assert {"logs", "containerfs"} <= roles
     assert all(isinstance(f["regained"], int) and f["regained"] >= 0 for f in doc["filesystems"])

@@ -27,7 +27,7 @@ from kubegc_cli.core.plan import (
     SandboxAction,
     attach_layers,
     expected_bytes,
-    expected_is_upper_bound,
+    expected_is_estimate,
     measured_bytes,
 )
 from kubegc_cli.core.sizes import container_bytes
@@ -104,11 +104,11 @@ def image(result: Result = Result.PLANNED, size: int = 5 * MiB) -> ImageAction:
         ([ContainerAction(ctr("c1"), "r", "why"), image(Result.HELD_BACK)], False),
     ],
 )
-def test_expected_is_an_upper_bound_when_an_image_goes(rows: list[Any], upper: bool) -> None:
-    assert expected_is_upper_bound(rows) is upper
+def test_expected_is_an_estimate_when_an_image_goes(rows: list[Any], upper: bool) -> None:
+    assert expected_is_estimate(rows) is upper
     plan: Plan[Any] = Plan(kind="ImageGCPlan", policy={}, now=NOW, actions=rows)
-    assert plan.summary()["bytes_expected_is_upper_bound"] is upper
-    assert ("at most (shared layers stay)" in summary_line(plan)) is upper
+    assert plan.summary()["bytes_expected_is_estimate"] is upper
+    assert ("(image sizes as the runtime reports them)" in summary_line(plan)) is upper
 
 
 def fs(regained: int | None) -> dict[str, Any]:

@@ -117,10 +117,10 @@ def test_the_table_rows_and_headline_are_computed_from_the_same_rows(host: Path)
     assert expected == doc["summary"]["bytes_planned"] == doc["summary"]["bytes_expected"]
     assert expected == sum(a["expected_bytes"] for a in doc["actions"])
     assert sum(k["count"] for k in doc["by_kind"]) == len(doc["actions"])
-    assert doc["summary"]["bytes_expected_is_upper_bound"]  # (images among the rows)
+    assert doc["summary"]["bytes_expected_is_estimate"]  # (images among the rows)
     assert (
-        f"{len(rows)} object(s) to remove, {format_bytes(expected)} expected at most "
-        "(shared layers stay);"
+        f"{len(rows)} object(s) to remove, about {format_bytes(expected)} expected (image "
+        "sizes as the runtime reports them);"
     ) in table
     for k in doc["by_kind"]:
         if k["count"]:
