@@ -16,7 +16,7 @@ from kubegc_cli.cli.options import GIVEN, WHOLE, F, act_flags, global_options
 from kubegc_cli.commands import gc as flows
 from kubegc_cli.core.errors import BadInput, PartialFailure
 from kubegc_cli.core.selector import parse as parse_selector
-from kubegc_cli.core.units import parse_duration, rfc3339_to_ns
+from kubegc_cli.core.units import format_bytes, parse_duration, rfc3339_to_ns
 from kubegc_cli.node.host.kubelet import kubelet_config_for
 from kubegc_cli.policy.containers import ContainerGCPolicy
 from kubegc_cli.policy.images import IMAGE_GC_SETTINGS, ImageGCPolicy, resolve_image_gc_settings
@@ -350,7 +350,8 @@ def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     )  # fmt: skip
     finish(plan, s)
     if plan.shortfall and not plan.dry_run:
-        raise PartialFailure(f"image GC could not free enough: {plan.shortfall} bytes short")
+        short = format_bytes(plan.shortfall)
+        raise PartialFailure(f"image GC could not free enough: {short} short")
 
 
 def image_gc_options(

@@ -18,7 +18,7 @@ from kubegc_cli.cli.options import GIVEN, act_flags, global_options
 from kubegc_cli.commands.reclaim import RESIDUE_KINDS, ReclaimOptions
 from kubegc_cli.commands.reclaim import reclaim as reclaim_node
 from kubegc_cli.core.errors import BadInput, PartialFailure
-from kubegc_cli.core.units import parse_bytes
+from kubegc_cli.core.units import format_bytes, parse_bytes
 from kubegc_cli.policy.reclaim import Target, parse_until
 
 
@@ -140,4 +140,4 @@ def reclaim(ctx: click.Context, /, **opts: Any) -> None:
     plan = reclaim_node(s, options, act, ui)
     finish(plan, s)
     if plan.shortfall and not plan.dry_run and plan.target is not None:
-        raise PartialFailure(f"{plan.target['text']} not met: {plan.shortfall} bytes short")
+        raise PartialFailure(f"{plan.target['text']} not met: {format_bytes(plan.shortfall)} short")

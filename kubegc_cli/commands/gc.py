@@ -50,7 +50,7 @@ from kubegc_cli.core.podlogs import container_id_from_link as container_id_of
 from kubegc_cli.core.pods import PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.sizes import left_in_pod_log_dir
-from kubegc_cli.core.units import ns_to_rfc3339
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.diskusage import needed_dir
 from kubegc_cli.node.execute.actions import (
     ContainerRemover,
@@ -790,7 +790,8 @@ def plan_images_on(
         kept=[action(d, Result.KEPT) for d in ip.kept],
         notes=[
             f"image filesystem {fs.path}: {ip.usage_percent}% used "
-            f"({fs.capacity - fs.available} of {fs.capacity} bytes, reserved blocks count)",
+            f"({format_bytes(fs.capacity - fs.available)} of {format_bytes(fs.capacity)}, "
+            "reserved blocks count)",
             *ip.notes,
             *([mismatch] if mismatch else []),
         ],

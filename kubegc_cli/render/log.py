@@ -36,6 +36,8 @@ def wrapped(line: str, width: int) -> str:
     the first indented by two spaces, so that it is not taken for a line of its own."""
     rows = prose(line, width - 2)
     return "\n  ".join(rows)
+
+
 LEVELS = ("debug", "info", "warning", "error")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -187,6 +188,8 @@ def test_disk_pressure_on_a_small_imagefs(tmp_path: Path) -> None:
         assert short["summary"]["shortfall"] > 0
         assert "wanted to free" in " ".join(short["notes"])
         assert "could not free enough" in err and err.count("\n") == 1
+        assert re.search(r"could not free enough: [\d.]+([KMGTPE]i)?B? short$", err.strip()), err
+        assert not re.search(r"\d{7}", " ".join(short["notes"]))  # human units in its notes
         assert {i.id for i in node.list_images()} == {
             k["id"] for k in short["kept"] if k["rule"] in ("protected", "pinned")
         }

@@ -5,6 +5,7 @@ headline computed from the rows."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -201,7 +202,9 @@ def test_a_target_not_met_after_acting_exits_1(host: Path) -> None:
     with mock.patch("kubegc_cli.commands.reclaim.fs_stats", return_value=stats):
         code, _, err = _run(host, "--yes", "--until", "nodefs.available>50%")
     assert code == 1
-    assert err.strip().splitlines()[-1].startswith("kubegc: error: nodefs.available>50% not met")
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("kubegc: error: nodefs.available>50% not met: "), last
+    assert re.fullmatch(r".* not met: [\d.]+[KMGTPE]i short", last), last  # human units
 
 
 @pytest.mark.parametrize(
