@@ -312,9 +312,10 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 @click.option("--assume-detected-at", metavar="RFC3339",
               help="First-detected time for images kubegc has no record of yet (not later "
                    "than now).")  # fmt: skip
-@click.option("--root-dir", default="/var/lib/kubelet", show_default=True, metavar="PATH",
+@click.option("--root-dir", metavar="PATH",
               help="The kubelet's root directory, whose image_manager/pulled/ records say "
-                   "what pulling an image again takes.")  # fmt: skip
+                   "what pulling an image again takes; one given must be there. "
+                   "[default: /var/lib/kubelet]")  # fmt: skip
 @act_flags()
 @plan_out_option
 @global_options

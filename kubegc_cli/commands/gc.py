@@ -64,6 +64,7 @@ from kubegc_cli.node.host.kubelet import (
     kubelet_config_for,
     kubelet_config_once,
     kubelet_pod_infra_image,
+    root_dir_hint,
     validate_pod_logs_dir,
 )
 from kubegc_cli.node.host.logs import LogRoots, LogSizer
@@ -569,7 +570,7 @@ def gc_images(
     *,
     pod_infra_image: str | None = None,
     assume_detected_at: int | None = None,
-    root_dir: str = DEFAULT_ROOT_DIR,
+    root_dir: str | None = None,
 ) -> Plan[ImageAction]:
     """`kubegc gc images`: the kubelet's image GC with first-detected/last-used remembered in
     the state store across runs.
@@ -577,8 +578,10 @@ def gc_images(
     `pod_infra_image` is protected besides the runtime's own sandbox image;
     `assume_detected_at` (ns since the epoch) is used as first-detected time for images without
     a record (instead of now); it may not be later than now (`--now`, else the clock) plus 5
-    minutes of clock skew. `root_dir` is the kubelet root (a host path, absolute) whose pull
-    records say what pulling each image again takes (`plan_images_on`).
+    minutes of clock skew. `root_dir` is the kubelet root (a host path, absolute; None: the
+    kubelet's default) whose pull records say what pulling each image again takes
+    (`plan_images_on`); one given that is not a directory under the host root is
+    `RuntimeUnavailable` naming it, as `df` and `residue` say it.
 
     Records are what a run on the wall clock saw (first sighting, last use), saved by dry runs
     too; a run with `--now` saves none, and the assumed first-detected times are saved only by
@@ -595,8 +598,11 @@ def gc_images(
     cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
 
     check_image_inputs(s, policy, assume_detected_at)
-    if not root_dir.startswith("/"):
+    if root_dir is not None and not root_dir.startswith("/"):
         raise BadInput(f"invalid value for --root-dir: {root_dir!r} must be an absolute path")
+    if root_dir is not None:  # a mistyped flag is never "no pull records"
+        needed_dir(s.host_root, root_dir, "the kubelet root", lambda: root_dir_hint(s.host_root))
+    root_dir = DEFAULT_ROOT_DIR if root_dir is None else root_dir
     mode = decide_mode(s, act, ui)
     client = open_client(s, ui)
     try:

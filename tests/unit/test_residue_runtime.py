@@ -451,3 +451,17 @@ def test_every_command_given_a_pod_log_directory_that_is_not_there_names_it(
         f"kubegc: error: cannot read the pod log directory (--pod-logs-dir) {missing}: "
         "No such file or directory\n"
     )
+
+
+def test_gc_images_given_a_kubelet_root_that_is_not_there_names_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gc images --root-dir` (where the kubelet's pull records are) mistyped is exit 3 in one
+    line naming it, before the runtime is asked: never a plan with no pull record read."""
+    missing = tmp_path / "nope"
+    argv = ["-r", "unix:///nonexistent.sock", "--state-dir", str(tmp_path / "s"), "gc",
+            "images", "--dry-run", "--root-dir", str(missing)]  # fmt: skip
+    code, out, err = run_cli(argv, capsys)
+    assert (code, out) == (3, ""), err
+    assert err.startswith(f"kubegc: error: cannot read the kubelet root {missing}: No such file")
+    assert err.count("\n") == 1 and "give --root-dir" in err
