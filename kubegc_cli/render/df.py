@@ -159,7 +159,7 @@ def _filesystem(screen: Screen, f: Filesystem, verbose: int) -> None:
         screen.line(_image_gc_text(f.image_gc), style="red" if f.image_gc["above_high"] else None,
                     indent=2)  # fmt: skip
     t = Grid("", [Column("", "id"), Column("BYTES", "num"),
-                  Column("SHARE OF CAPACITY", "decor"), Column("", "num"),
+                  Column("SHARE OF CAPACITY", "decor"), Column("%", "num"),
                   Column("RECLAIMABLE", "num"), Column("RECLAIM WITH")])  # fmt: skip
     for ln in f.lines:
         if ln.parent and not verbose and not ln.bytes and not ln.reclaimable:
@@ -191,7 +191,7 @@ def render_df(
         pt = Grid(title, [
             Column("POD", "id"), Column("LOGS", "num"),
             Column("EMPTYDIR", "num"), Column("WRITABLE LAYERS", "num"),
-            Column("FOOTPRINT", "num"), Column("MOUNTS", "num"), Column("", "word"),
+            Column("FOOTPRINT", "num"), Column("MOUNTS", "num"), Column("POD STATE", "word"),
             Column("UID", "id", wide=True),
         ])  # fmt: skip
         for p in report.pods:

@@ -209,7 +209,7 @@ def _blocks(
         for c, value in zip(cols[1:], cells[1:], strict=True):
             if value == "":
                 continue
-            name = f"{c.name}:".ljust(label)
+            name = (f"{c.name}:" if c.name else "").ljust(label)  # (a nameless cell: no label)
             whole = c.whole or (c.kind in ("id", "num") and cell(value) <= room)
             for n, text in enumerate([value] if whole else _wrap(value, room)):
                 out.append((f"  {name if n == 0 else ' ' * label}  {text}", style))

@@ -101,6 +101,16 @@ def test_when_even_the_numbers_do_not_fit_each_row_is_a_block() -> None:
                      *(f"  N{i}:  {i}023.9Gi" for i in range(6))]  # fmt: skip
 
 
+def test_a_nameless_cell_in_a_block_gets_no_label() -> None:
+    """A column with no header (a figure beside another) is its value alone in a block, not
+    `:  value`."""
+    cols = [Column("POD", "id"), *(Column(f"N{i}", "num") for i in range(5)), Column("", "word")]
+    grid = Grid("Pods", cols)
+    grid.add(["ns/a-pod-with-a-long-name", *(f"{i}023.9Gi" for i in range(5)), "deleted"])
+    lines = [text for text, _ in grid_lines(grid, 40)]
+    assert lines[-1] == "       deleted" and not any(":  deleted" in x for x in lines)
+
+
 def test_wide_columns_show_only_with_wide_and_no_headers_drops_title_and_header() -> None:
     grid = Grid("T", [Column("A", "id"), Column("B", "num"), Column("FULL", "id", wide=True)])
     grid.add(["a", "1", "a-full-id"])
