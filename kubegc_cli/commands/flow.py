@@ -351,7 +351,8 @@ def _decide(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
     if mode in (Mode.DRY_RUN, Mode.NO_TTY):
         return False
     if mode is Mode.ASK:
-        if not todo:
+        if not todo:  # nothing to ask about: a run that would have acted, not a dry run
+            plan.dry_run = False
             return False
         plan.dry_run = False  # shown as what is about to happen
         ui.show_plan(plan)

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.commands.flow import CHANGES_LISTED, changed_since, recheck_after_question
+from kubegc_cli.commands.flow import (
+    CHANGES_LISTED,
+    Mode,
+    changed_since,
+    may_act,
+    recheck_after_question,
+)
 from kubegc_cli.core.model import Image
 from kubegc_cli.core.plan import ContainerAction, ImageAction, LogAction, Plan, Result
 from tests.unit.factories import NOW, ctr
@@ -141,3 +147,17 @@ def test_the_api_is_named_where_it_changed() -> None:
     ui = Said()
     recheck_after_question(plan("a"), plan(), ui, "the API")
     assert ui.warned[0] == "the API changed while the question waited:"
+
+
+def test_a_run_that_would_ask_but_has_nothing_to_ask_about_is_no_dry_run() -> None:
+    """Asked on a terminal with nothing left to remove (a target met, everything held back):
+    no question, and the result is that run's, not a dry run's (its title and exit code are
+    those of the same run with --yes)."""
+    asked = plan("a")
+    asked.actions[0].result = Result.HELD_BACK
+    asked.dry_run = True
+    assert may_act(Mode.ASK, asked, Said(), "container") is False
+    assert asked.dry_run is False
+    dry = plan("a")
+    dry.dry_run = True
+    assert may_act(Mode.DRY_RUN, dry, Said(), "container") is False and dry.dry_run
