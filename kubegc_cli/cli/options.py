@@ -149,7 +149,11 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     ),
     (
         ("--no-headers",),
-        {"is_flag": True, "help": "Tables without their titles and column header lines."},
+        {
+            "is_flag": True,
+            "help": "Tables without their titles and column header lines (a "
+            "plan's table: its rows alone, without notes or summary).",
+        },
     ),
     (
         ("-v", "--verbose"),

@@ -570,11 +570,12 @@ def render_plan(
     """A plan (or its results) as a table, then kept objects worth showing, notes and a summary.
 
     Tables are laid out by `render.table` (no number or ID cut at any width; into a pipe or
-    file each row is one whole line). Runtime-supplied text is never parsed as markup (pod
-    names may contain `[`) and control characters are escaped. With `verbose`, every kept
-    object is listed with its reason. Without it each table lists at most `limit` rows
-    (`--limit`, default `PLAN_ROWS`; 0 = no limit) and every failed one, says how many more
-    there are, and the summary line is printed before it too.
+    file each row is one whole line); `view` without headers (`--no-headers`) writes the rows
+    alone: no title, header line, note, footer or summary. Runtime-supplied text is never
+    parsed as markup (pod names may contain `[`) and control characters are escaped. With
+    `verbose`, every kept object is listed with its reason. Without it each table lists at
+    most `limit` rows (`--limit`, default `PLAN_ROWS`; 0 = no limit) and every failed one,
+    says how many more there are, and the summary line is printed before it too.
     """
     layout = layout or LAYOUTS[plan.kind]
     if layout is RESIDUE:
@@ -588,7 +589,8 @@ def render_plan(
     worth = [k for k in plan.kept if verbose or layout.show_kept(k)]
     shown_kept, more_kept = _capped(worth, verbose, limit)
     unlisted = len(plan.kept) - len(shown_kept)
-    if more or more_kept:  # a long table: the totals first, where they are seen
+    prose = screen.view.headers  # --no-headers: the rows alone, for a script to read
+    if (more or more_kept) and prose:  # a long table: the totals first, where they are seen
         screen.line(summary_line(plan, layout, unlisted_kept=unlisted))
 
     def style_of(a: Any) -> str | None:
@@ -607,14 +609,16 @@ def render_plan(
 
     if plan.actions:
         screen.grid(grid(title, shown, style_of))
-        if more:
+        if more and prose:
             screen.line(f"  {more} {_NOT_LISTED}")
-    else:
+    elif prose:
         screen.line(f"{title}: nothing to remove.", style="bold")
     if shown_kept:
         screen.grid(grid("Kept (not removed)", shown_kept, lambda k: "dim"))
-        if more_kept:
+        if more_kept and prose:
             screen.line(f"  {more_kept} {_NOT_LISTED}")
+    if not prose:
+        return
     for note in plan.notes:
         screen.note(safe_text(note))
     for extra in (layout.footer or _measured_footer)(plan):

@@ -150,13 +150,16 @@ def test_o_name_lists_kind_slash_id_of_what_the_plan_removes(tmp_path: Path) -> 
     assert out.splitlines() == [f"container/{0:064x}", f"container/{1:064x}"]
 
 
-def test_no_headers_leaves_out_titles_and_header_lines_only(tmp_path: Path) -> None:
+def test_no_headers_writes_a_plans_rows_alone(tmp_path: Path) -> None:
+    """`--no-headers`, as kubectl's: the rows alone, for a script (no title, header line,
+    note or summary); with nothing to remove, nothing."""
     code, out, err = run_cli([*_snapshot(tmp_path), "gc", "containers", "--no-headers"])
     assert code == 0, err
     lines = out.splitlines()
-    assert [ln.split()[0] for ln in lines[:2]] == [f"{0:064x}"[:13], f"{1:064x}"[:13]]
-    assert "CONTAINER" not in out and "Container GC" not in out
-    assert lines[-1].startswith("2 container(s) to remove")
+    assert [ln.split()[0] for ln in lines] == [f"{0:064x}"[:13], f"{1:064x}"[:13]]
+    assert "CONTAINER" not in out and "Container GC" not in out and "to remove" not in out
+    code, out, err = run_cli([*_snapshot(tmp_path), "gc", "sandboxes", "--no-headers"])
+    assert (code, out) == (0, ""), err
 
 
 def test_o_wide_adds_the_hidden_columns(tmp_path: Path) -> None:
