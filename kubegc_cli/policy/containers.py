@@ -430,6 +430,12 @@ def plan_containers(
 
     if layers is not None:
         attach_layers([*plan.actions, *plan.kept], layers)
+        if zero := sum(1 for a in plan.actions if a.layer_bytes == 0):
+            plan.notes.append(
+                f"{zero} container(s) to remove report a writable layer of 0 bytes: the runtime "
+                "may not have measured them yet (containerd does every 10 s after a container "
+                "exits), so the bytes expected may be low"
+            )
     plan.notes.extend(_notes(plan, policy, pods))
     plan.notes.extend(_unmatched_scope(containers_seen, scope))
     plan.notes.extend(_alive_but_disowned(containers_seen, pods))

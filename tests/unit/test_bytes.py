@@ -136,6 +136,27 @@ def test_writable_layers_are_attached_to_container_rows_only() -> None:
     assert [getattr(a, "layer_bytes", "-") for a in rows] == [4096, None, "-"]
 
 
+@pytest.mark.parametrize(
+    ("layers", "noted"), [((0, 1), True), ((4096, 1), False), ((None, None), False)]
+)
+def test_a_layer_reported_as_0_bytes_is_said_to_be_maybe_not_measured_yet(
+    layers: tuple[int | None, int | None], noted: bool
+) -> None:
+    """containerd reports a container's writable layer as 0 until it has measured it (every
+    10 s): a plan with such a row says its bytes expected may be low."""
+    from kubegc_cli.core.pods import NO_POD_SOURCE
+    from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
+
+    dead = [ctr(f"c{i}", uid="u1", attempt=i, age_s=900 - i, log_bytes=KiB) for i in range(3)]
+    plan = plan_containers(dead, ContainerGCPolicy(), NO_POD_SOURCE, NOW,
+                           layers={c.id: layers for c in dead})  # fmt: skip
+    assert plan.actions
+    said = [n for n in plan.notes if "report a writable layer of 0 bytes" in n]
+    assert bool(said) is noted, plan.notes
+    if noted:
+        assert said[0].startswith(f"{len(plan.actions)} container(s) to remove report")
+
+
 def test_a_stale_saved_plan_whose_rows_are_all_skipped_has_nothing_to_remove() -> None:
     """`apply --dry-run` on a plan every object of which changed: the headline is computed
     from the rows it sums — nothing goes, nothing is expected."""
