@@ -21,7 +21,6 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from kubegc_cli.node.host.processes import (
     process_cwd,
     socket_holders,
 )
+from kubegc_cli.node.host.regular import read_regular
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -318,14 +318,13 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
 
 
 def read_toml(local: str, what: str) -> Mapping[str, Any]:
-    """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`. Raises
-    `OSError` (cannot be read) or `ValueError` (not a regular file — a FIFO planted there
-    would block —, too large; `Malformed` from `decode_toml`: not UTF-8, not TOML, nested
-    more than `MAX_NESTING` levels) with a message naming the file."""
-    if not stat.S_ISREG(os.stat(local).st_mode):
-        raise ValueError(f"{what} {local} is not a regular file")
-    with open(local, "rb") as f:
-        data = f.read(MAX_CONFIG_BYTES + 1)
+    """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`, opened once
+    without blocking and checked as the file opened (`host.regular.read_regular`: a FIFO or
+    device there, planted before or after any look, is refused, never waited on). A link is
+    followed, as the runtimes follow it. Raises `OSError` (cannot be read, a loop of links,
+    `NotRegularFile`) or `ValueError` (too large; `Malformed` from `decode_toml`: not UTF-8,
+    not TOML, nested more than `MAX_NESTING` levels) with a message naming the file."""
+    data = read_regular(local, MAX_CONFIG_BYTES)
     if len(data) > MAX_CONFIG_BYTES:
         raise ValueError(f"{what} {local} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
     return decode_toml(data, f"{what} {local}")
