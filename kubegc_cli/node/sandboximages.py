@@ -478,6 +478,19 @@ def running_containerd_configs(host_root: Path, socket: str | None) -> list[str]
 # -- all together -----------------------------------------------------------------------------
 
 
+def _absent(local: str) -> bool:
+    """Nothing is at `local` (a dangling link too): containerd then runs on its defaults
+    (`LoadConfig`'s `os.IsNotExist`). A loop of links or any other error is no absence —
+    containerd would refuse to start —, so the file is read and its error is a warning."""
+    try:
+        os.stat(local)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def runtime_sandbox_images(
     client: CriClient | None,
     host_root: Path,
@@ -521,7 +534,7 @@ def runtime_sandbox_images(
     def read(watch: Watch) -> None:
         for config in configs:
             watch.at(on_host(host_root, config))
-            if not present(on_host(host_root, config)):
+            if _absent(on_host(host_root, config)):
                 continue
             files, complete = load_containerd_config(
                 config, host_root, note, watch=watch,

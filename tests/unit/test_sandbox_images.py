@@ -278,6 +278,32 @@ def test_an_import_swapped_to_a_fifo_after_a_look_is_refused_at_once(
     assert set(KNOWN_DEFAULTS) <= set(kept.refs())
 
 
+@pytest.mark.parametrize(
+    ("link", "warned"),
+    [
+        # a loop of links: containerd refuses to start (its error is no IsNotExist)
+        ("config.toml", True),
+        # a link to nothing: containerd runs on its defaults, as with no file (no warning)
+        ("gone.toml", False),
+    ],
+)
+def test_a_config_that_is_a_loop_of_links_is_a_warning_naming_it(
+    tmp_path: Path, link: str, warned: bool
+) -> None:
+    (tmp_path / "etc/containerd").mkdir(parents=True)
+    (tmp_path / "etc/containerd/config.toml").symlink_to(link)
+    seen: list[str] = []
+    kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
+    if warned:
+        assert len(seen) == 1 and seen[0].startswith(
+            "cannot read containerd config /etc/containerd/config.toml: "
+            "Too many levels of symbolic links"
+        ), seen
+    else:
+        assert seen == []
+    assert set(KNOWN_DEFAULTS) <= set(kept.refs())  # the defaults stay protected
+
+
 # -- CRI-O ------------------------------------------------------------------------------------
 
 
