@@ -343,6 +343,31 @@ def eviction_config(
     return config
 
 
+#: `evict check`'s options that set the eviction maps: option name → (the map in
+#: `EvictionConfig.maps`, how the option writes one entry: `signal<value`, `signal=value`).
+EVICTION_OPTIONS = {
+    "eviction_hard": ("hard", "<"),
+    "eviction_soft": ("soft", "<"),
+    "eviction_soft_grace_period": ("grace", "="),
+    "eviction_minimum_reclaim": ("min_reclaim", "="),
+}
+
+
+def kubelet_eviction_settings(s: Settings, ui: Ui) -> dict[str, list[tuple[str, str]]]:
+    """The eviction maps in force where kubegc's own --eviction-* flags set none, by `evict
+    check` option name (`EVICTION_OPTIONS`): each entry as the option writes it
+    (`memory.available<500Mi`, `memory.available=1m30s`) with the source that set that one
+    key — a file and its key, a drop-in, the running kubelet's flag, `/configz`, the kubelet's
+    default — as `eviction_config` reads them (no pod source: the kubelet version from
+    `--kubelet-version`, else the newest). What `config view evict check` shows. Raises
+    `BadInput` as `eviction_config` does."""
+    config = eviction_config(s, ui, RawEviction(), pods=None)
+    return {
+        option: [(f"{sig}{sep}{text}", source) for sig, text, source in config.maps[name]]
+        for option, (name, sep) in EVICTION_OPTIONS.items()
+    }
+
+
 def _families(config: EvictionConfig) -> set[str]:
     return families(t.signal for t in config.thresholds)
 
