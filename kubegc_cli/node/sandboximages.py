@@ -331,7 +331,13 @@ def read_toml(local: str, what: str) -> Mapping[str, Any]:
 
 
 def load_containerd_config(
-    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None, named_by: str = ""
+    path: str,
+    host_root: Path,
+    warn: Warn,
+    *,
+    watch: Watch | None = None,
+    named_by: str = "",
+    read: list[ConfigFile] | None = None,
 ) -> tuple[list[ConfigFile], bool]:
     """containerd's config files from `path` (a host path) in containerd's load order: the
     file itself, then its `imports` breadth first (`LoadConfig`: a queue; a path already read
@@ -341,7 +347,9 @@ def load_containerd_config(
     or one past the bounds, is a warning (`warn`) and makes the second value False; a missing
     import is one too (containerd itself would not start with it). Raises `BadInput` when
     `path` itself is a file the user named (`named_by`: the option, `--runtime-config`) and it
-    cannot be read or parsed: one line naming the option and the file."""
+    cannot be read or parsed: one line naming the option and the file. Each file is also
+    appended to `read` as soon as it is read, so that a caller whose walk stalls on a later
+    import (a hung mount) still has the files read before it."""
     files: list[ConfigFile] = []
     loaded: set[str] = set()
     pending: list[tuple[str, int]] = [(path, 0)]
@@ -371,6 +379,8 @@ def load_containerd_config(
             complete = False
             continue
         files.append(ConfigFile(host_path, doc, depth))
+        if read is not None:
+            read.append(files[-1])
         for child in containerd_imports(host_path, doc.get("imports"), host_root):
             pending.append((child, depth + 1))
     return files, complete
@@ -531,6 +541,8 @@ def runtime_sandbox_images(
         socket = getattr(getattr(client, "endpoint", None), "path", None)
         configs = running_containerd_configs(host_root, socket if isinstance(socket, str) else None)
 
+    containerd_read: list[ConfigFile] = []  # each of containerd's files as soon as it is read
+
     def read(watch: Watch) -> None:
         for config in configs:
             watch.at(on_host(host_root, config))
@@ -539,6 +551,7 @@ def runtime_sandbox_images(
             files, complete = load_containerd_config(
                 config, host_root, note, watch=watch,
                 named_by="--runtime-config" if runtime_config is not None else "",
+                read=containerd_read,
             )  # fmt: skip
             named, default = containerd_images(files)
             out.named.extend(named)
@@ -566,6 +579,10 @@ def runtime_sandbox_images(
     except Stalled as exc:
         note(f"cannot read the runtime's config: {exc.strerror} at {exc.filename}")
         defaults_why.append("a runtime's default")
+        # what the files read before the stall name stays named (the walk given up on
+        # may still append: a copy of the list as it stands)
+        before = list(containerd_read)
+        out.named.extend(n for n in containerd_images(before)[0] if n not in out.named)
 
     found = find_process_cmdline(host_root, "cri-dockerd")
     if found is not None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, ImageRecord
+from kubegc_cli.node import sandboximages
 from kubegc_cli.node.host.bounded import walk_timeout_of
 from kubegc_cli.node.host.processes import socket_holders
 from kubegc_cli.node.sandboximages import (
@@ -274,6 +277,37 @@ def test_an_import_swapped_to_a_fifo_after_a_look_is_refused_at_once(
     assert seen == [
         "cannot read containerd config /etc/containerd/swapped.toml: not a regular file"
     ]
+    assert "registry.example/pause:custom" in kept.refs()
+    assert set(KNOWN_DEFAULTS) <= set(kept.refs())
+
+
+def test_an_import_on_a_hung_mount_keeps_the_sandbox_image_read_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk stalls on an import (a hung mount: one --timeout, said as such); the image
+    the main file, read before it, names stays named beside the defaults."""
+    main = 'imports = ["hung.toml"]\n' + V2.format(image="registry.example/pause:custom")
+    write(tmp_path, "/etc/containerd/config.toml", main)
+    write(tmp_path, "/etc/containerd/hung.toml", "version = 2\n")
+    hung = str(tmp_path / "etc/containerd/hung.toml")
+    release = threading.Event()
+    real = sandboximages.read_regular
+
+    def read_hanging(path: str, limit: int, **kwargs: Any) -> bytes:
+        """Fault injection (a stand-in): reading the import blocks, as on a hung NFS mount,
+        until the test ends."""
+        if path == hung:
+            release.wait(30)
+        return real(path, limit, **kwargs)
+
+    monkeypatch.setattr(sandboximages, "read_regular", read_hanging)
+    seen: list[str] = []
+    try:
+        with walk_timeout_of(0.5):
+            kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
+    finally:
+        release.set()
+    assert len(seen) == 1 and "no answer within" in seen[0] and hung in seen[0], seen
     assert "registry.example/pause:custom" in kept.refs()
     assert set(KNOWN_DEFAULTS) <= set(kept.refs())
 
