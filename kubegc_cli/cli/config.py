@@ -15,11 +15,12 @@ from kubegc_cli.cli.configfile import annotate, global_params, loaded, own_optio
 from kubegc_cli.cli.gc import container_policy, image_gc_options
 from kubegc_cli.cli.memory import watch_interval
 from kubegc_cli.cli.options import collected, global_options, global_sources
+from kubegc_cli.commands.evict import EVICTION_OPTIONS, kubelet_eviction_settings
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import API_VERSION
 from kubegc_cli.core.units import format_go_duration, parse_bytes, parse_duration, safe_text
-from kubegc_cli.node.host.kubelet import kubelet_config_for, validate_pod_logs_dir
-from kubegc_cli.node.kubeletapi import CONFIGZ_SOURCE
+from kubegc_cli.node.host.kubelet import CONFIG_FIELDS, kubelet_config_for, validate_pod_logs_dir
+from kubegc_cli.policy.eviction.thresholds import SOURCE_DEFAULT
 from kubegc_cli.render import plan as render
 from kubegc_cli.render.table import Column, Grid, Screen, View
 
@@ -65,10 +66,15 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
     """Print the configuration in force, with the source of every value.
 
     Sources: flag, env VAR (CONTAINER_RUNTIME_ENDPOINT, KUBECONFIG), config FILE (the config
-    file: --config, $KUBEGC_CONFIG, else /etc/kubegc/config.yaml), kubelet config FILE (the
-    image GC settings), default. Without a command: the global options and what the config
-    file sets for each command. With a command and its options as you would run it: every
-    option of that command as that run would see it. Nothing is observed or changed.
+    file: --config, $KUBEGC_CONFIG, else /etc/kubegc/config.yaml), default, and the
+    kubelet's configuration for what kubegc takes from it (the image GC settings, the pod log
+    root, evict check's eviction thresholds): kubelet config FILE: FIELD (its config file or
+    a drop-in), kubelet /configz: FIELD, the running kubelet's flag, or kubelet default — a
+    row per source where the keys of one map come from several. Without a command: the
+    global options and what the config file sets for each command. With a command and its
+    options as you would run it: every option of that command as that run would see it, and
+    for the commands that judge log rotation, kubelet.containerLogMaxSize and
+    kubelet.containerLogMaxFiles. Nothing is observed or changed.
 
     \b
     The config file (YAML): global options at the top, a command's options under its path,
@@ -111,25 +117,25 @@ def config_view(ctx: click.Context, /, words: tuple[str, ...]) -> None:
     if words:
         cmd, path, rest = _target(root, list(words))
         sub = _checked(ctx, cmd, tuple(path), rest, s)
-        kubelet = _kubelet_values(cmd, s, sub)
+        kubelet, kubelet_only = _kubelet_values(cmd, tuple(path), s)
         for key, param in own_options(cmd).items():
             assert param.name is not None
             src = sub.get_parameter_source(param.name)
+            dotted = ".".join((*path, key))
             if src is ParameterSource.COMMANDLINE:
                 source = "flag"
             elif src is ParameterSource.ENVIRONMENT:
                 source = "env"
             elif src is ParameterSource.DEFAULT_MAP:
                 source = cfg.source
-            elif param.name in kubelet:
-                source = kubelet[param.name][1]
+            elif param.name in kubelet:  # one row per source: each key of a map names its own
+                rows += [{"key": dotted, "value": v, "source": w} for v, w in kubelet[param.name]]
+                continue
             else:
                 source = "default"
-            value = sub.params.get(param.name)
-            if param.name in kubelet and source == kubelet[param.name][1]:
-                value = kubelet[param.name][0]
-            rows.append({"key": ".".join((*path, key)), "value": _value_text(value),
+            rows.append({"key": dotted, "value": _value_text(sub.params.get(param.name)),
                          "source": source})  # fmt: skip
+        rows += kubelet_only
     else:
         for trail, opts in sorted(cfg.commands.items()):
             cmd, _, _ = _target(root, list(trail))
@@ -163,34 +169,64 @@ def _checked(
     return sub
 
 
-def _kubelet_values(cmd: click.Command, s: Any, sub: click.Context) -> dict[str, tuple[Any, str]]:
-    """Option name → (value, `kubelet config FILE`) for the options of `cmd` the kubelet
-    config file sets (image GC settings, the pod log root)."""
+#: The commands whose runs judge container log rotation by the kubelet's containerLogMaxSize
+#: and containerLogMaxFiles (no option of theirs sets them): `config view` shows both.
+LOG_ROTATION_READERS = frozenset({("residue", "scan"), ("residue", "clean"), ("reclaim",),
+                                  ("df",)})  # fmt: skip
+
+
+def _kubelet_source(where: str, field: str = "") -> str:
+    """How `config view` names where the kubelet's configuration set a value: `kubelet config
+    FILE: field` (the base file or a drop-in), `kubelet /configz: field`, the running
+    kubelet's command line with its flag, or the kubelet's default, as `where` (a source
+    `node.host.kubelet` or `policy.eviction.thresholds` records) says; `field` is added where
+    `where` does not name it already (a flag does; a default is the field's own)."""
+    if field and not where.startswith(("kubelet command line", SOURCE_DEFAULT)):
+        where = f"{where}: {field}"
+    return where if where.startswith("kubelet ") else f"kubelet config {where}"
+
+
+def _kubelet_values(
+    cmd: click.Command, path: tuple[str, ...], s: Any
+) -> tuple[dict[str, list[tuple[Any, str]]], list[dict[str, Any]]]:
+    """What the kubelet's configuration gives the command at `path`: option name → its
+    (value, source) rows, for the options of `cmd` the kubelet's settings stand behind when
+    kubegc's flags and config file leave them unset (the image GC settings, the pod log root,
+    `evict check`'s eviction maps: a row per source, each key of a map named by the file,
+    drop-in, flag or default that set it); and the rows of the kubelet's settings no option
+    of the command sets but its run reads (`LOG_ROTATION_READERS`)."""
     names = {p.name for p in cmd.params}
-    wanted = {"image_gc_high_threshold", "pod_logs_dir"} & names
-    if not wanted:
-        return {}
+    rotation = path in LOG_ROTATION_READERS
+    if not ({"image_gc_high_threshold", "pod_logs_dir", *EVICTION_OPTIONS} & names or rotation):
+        return {}, []
     kcfg = kubelet_config_for(s)
     if kcfg.fallback:
         ConsoleUi(0, s.output).warn(f"{kcfg.fallback}; the kubelet's config file is shown instead")
-    if kcfg.source == "defaults" and not kcfg.sources:
-        return {}
-    out: dict[str, tuple[Any, str]] = {}
-
-    def shown_source(where: str) -> str:
-        return where if where.startswith(CONFIGZ_SOURCE) else f"kubelet config {where}"
-
+    out: dict[str, list[tuple[Any, str]]] = {}
     for name, value in kcfg.image_gc.items():
         if name in names:
-            shown = value
-            if "threshold" not in name:
-                shown = format_go_duration(value)
-            out[name] = (shown, shown_source(kcfg.sources.get(name, kcfg.source)))
-    if "pod_logs_dir" in names and kcfg.pod_logs_dir:
-        where = kcfg.sources.get("pod_logs_dir", kcfg.source)
-        if where != "defaults":
-            out["pod_logs_dir"] = (kcfg.pod_logs_dir, shown_source(where))
-    return out
+            shown = value if "threshold" in name else format_go_duration(value)
+            where = kcfg.sources.get(name, kcfg.source)
+            out[name] = [(shown, _kubelet_source(where, CONFIG_FIELDS[name]))]
+    if "pod_logs_dir" in names:  # unset in every file: the kubelet's default
+        where = kcfg.sources.get("pod_logs_dir", SOURCE_DEFAULT)
+        out["pod_logs_dir"] = [(kcfg.pod_logs_dir, _kubelet_source(where, "podLogsDir"))]
+    if EVICTION_OPTIONS.keys() <= names:
+        for name, entries in kubelet_eviction_settings(s, ConsoleUi(s.verbose, s.output)).items():
+            groups: dict[str, list[str]] = {}
+            for text, where in entries:
+                groups.setdefault(_kubelet_source(where), []).append(text)
+            if groups:
+                out[name] = [(texts, where) for where, texts in groups.items()]
+    extra: list[dict[str, Any]] = []
+    if rotation:
+        r = kcfg.log_rotation
+        for name, value in (("container_log_max_size", r.max_size),
+                            ("container_log_max_files", r.max_files)):  # fmt: skip
+            field = CONFIG_FIELDS[name]
+            where = _kubelet_source(kcfg.sources.get(name, SOURCE_DEFAULT), field)
+            extra.append({"key": f"kubelet.{field}", "value": value, "source": where})
+    return out, extra
 
 
 def _print_rows(rows: list[dict[str, Any]], output: str, path: Path | None, view: View) -> None:

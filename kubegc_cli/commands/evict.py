@@ -53,6 +53,7 @@ from kubegc_cli.commands.memory import (
     load_pods,
     node_from_api,
     pod_cgroup_notes,
+    pod_label,
     runtime_cgroup_driver,
 )
 from kubegc_cli.core.errors import BadInput, ExitCode, RuntimeUnavailable, SignalUnavailable
@@ -73,7 +74,7 @@ from kubegc_cli.node.host.kubelet import (
 )
 from kubegc_cli.node.host.logs import on_host
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
-from kubegc_cli.node.host.stall import Stall, Swap
+from kubegc_cli.node.host.stall import Stall, Swap, cgroup_swap
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
 from kubegc_cli.node.kubeletapi import kubelet_configz
 from kubegc_cli.node.pods.api import (
@@ -128,8 +129,9 @@ def kubelet_root(root_dir: str) -> str:
 class EvictionReport:
     """`kubegc evict check`: the thresholds in force (`config`), one result per threshold,
     the observations (bytes, inodes, PIDs), signals that could not be read (`unread`: signal →
-    why), the pods the kubelet would evict first per met signal (`ranking`: signal → rows),
-    notes, and the capture time (ns since the epoch)."""
+    why), the pods the kubelet would evict first per met signal (`ranking`: signal → rows;
+    a memory signal's rows carry each pod's `swap`, bytes, None where not accounted), notes,
+    and the capture time (ns since the epoch)."""
 
     config: EvictionConfig
     results: list[ThresholdResult]
@@ -142,6 +144,13 @@ class EvictionReport:
     # beside the memory signals (`commands.memory.besides_the_signals`): never a signal
     swap: Swap | None = None
     stalls: list[Stall] = field(default_factory=list)
+
+    def swap_shown(self, signal: str) -> bool:
+        """Whether the ranking for `signal` shows each pod's swap: a memory signal on a node
+        with swap (SwapTotal > 0), where the pods' swapped-out bytes, which no memory signal
+        counts, sit beside their working sets (as `memory available` shows them)."""
+        swapping = self.swap is not None and self.swap.total > 0
+        return swapping and signal.split(".", 1)[0] in MEMORY_FAMILIES
 
     def met(self) -> list[Any]:
         return [r for r in self.results if r.met]
@@ -334,6 +343,31 @@ def eviction_config(
     return config
 
 
+#: `evict check`'s options that set the eviction maps: option name → (the map in
+#: `EvictionConfig.maps`, how the option writes one entry: `signal<value`, `signal=value`).
+EVICTION_OPTIONS = {
+    "eviction_hard": ("hard", "<"),
+    "eviction_soft": ("soft", "<"),
+    "eviction_soft_grace_period": ("grace", "="),
+    "eviction_minimum_reclaim": ("min_reclaim", "="),
+}
+
+
+def kubelet_eviction_settings(s: Settings, ui: Ui) -> dict[str, list[tuple[str, str]]]:
+    """The eviction maps in force where kubegc's own --eviction-* flags set none, by `evict
+    check` option name (`EVICTION_OPTIONS`): each entry as the option writes it
+    (`memory.available<500Mi`, `memory.available=1m30s`) with the source that set that one
+    key — a file and its key, a drop-in, the running kubelet's flag, `/configz`, the kubelet's
+    default — as `eviction_config` reads them (no pod source: the kubelet version from
+    `--kubelet-version`, else the newest). What `config view evict check` shows. Raises
+    `BadInput` as `eviction_config` does."""
+    config = eviction_config(s, ui, RawEviction(), pods=None)
+    return {
+        option: [(f"{sig}{sep}{text}", source) for sig, text, source in config.maps[name]]
+        for option, (name, sep) in EVICTION_OPTIONS.items()
+    }
+
+
 def _families(config: EvictionConfig) -> set[str]:
     return families(t.signal for t in config.thresholds)
 
@@ -488,7 +522,9 @@ def rank_met(
         )
     signals = sorted({r.threshold.signal for r in report.met()}, key=_signal_order)
     needs_disk = any(sig.split(".", 1)[0] in DISK_FAMILIES for sig in signals)
-    stats = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk, pods=pods)
+    needs_swap = any(sig.split(".", 1)[0] in MEMORY_FAMILIES for sig in signals)
+    stats, swaps = _pod_stats(s, ui, report, root_dir, [p.uid for p in active], disk=needs_disk,
+                              swap=needs_swap, pods=pods)  # fmt: skip
     for sig in signals:
         family = sig.split(".", 1)[0]
         entries = [(p, stats.get((family, p.uid), PodStats())) for p in active]
@@ -498,7 +534,7 @@ def rank_met(
             ranked = rank_pid(entries)
         else:
             ranked = rank_disk(entries, inodes=sig.endswith("inodesFree"))
-        rows = [_ranked_row(r, sig) for r in ranked]
+        rows = [_ranked_row(r, sig, swaps.get(r.pod.uid)) for r in ranked]
         report.ranking[sig] = rows[:top] if top > 0 else rows
 
 
@@ -509,8 +545,10 @@ def _signal_order(signal: str) -> tuple[int, str]:
     return (0 if signal.split(".", 1)[0] in MEMORY_FAMILIES else 1, signal)
 
 
-def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
-    """One ranked pod as a JSON-ready row with display texts."""
+def _ranked_row(r: Ranked, signal: str, swap: int | None = None) -> dict[str, Any]:
+    """One ranked pod as a JSON-ready row with display texts. `swap` is the bytes the pod's
+    cgroup has swapped out (`node.host.stall.cgroup_swap`), shown for the memory signals
+    only: None where swap is not accounted, and for every other signal."""
     pod, st = r.pod, r.stats
     family = signal.split(".", 1)[0]
     if family in MEMORY_FAMILIES:
@@ -545,6 +583,7 @@ def _ranked_row(r: Ranked, signal: str) -> dict[str, Any]:
         "skipped": bool(r.skipped_reason),
         "resize": pod.resize,
         "note": note,
+        "swap": swap if family in MEMORY_FAMILIES else None,
         "usage_text": text(usage, unit == "bytes"),
         "request_text": "-" if request is None else text(request, unit == "bytes"),
     }
@@ -558,13 +597,18 @@ def _pod_stats(
     uids: list[str],
     *,
     disk: bool,
+    swap: bool,
     pods: PodInventory,
-) -> dict[tuple[str, str], PodStats]:
+) -> tuple[dict[tuple[str, str], PodStats], dict[str, int | None]]:
     """(signal family, pod UID) → `PodStats`: working set and processes from the pod cgroups
     (a pod whose cgroup cannot be read has none, and a note names it); with `disk`, disk
     usage and inodes per the filesystem layout (kubelet eviction: logs and local volumes on
-    nodefs, writable layers on the filesystem that holds them). `pods` names the pods."""
+    nodefs, writable layers on the filesystem that holds them). `pods` names the pods.
+    With `swap`, also pod UID → bytes its cgroup has swapped out, as `memory available`
+    reads it (`node.host.stall.cgroup_swap`; None where swap is not accounted, or where the
+    file cannot be read: a note names it) — shown beside the ranking, never ranked on."""
     out: dict[tuple[str, str], PodStats] = {}
+    swaps: dict[str, int | None] = {}
     try:
         layout = runtime_cgroup_driver(s, ui, detect_layout(s.host_root))
     except RuntimeUnavailable as exc:
@@ -589,8 +633,13 @@ def _pod_stats(
         for fam in MEMORY_FAMILIES:
             out[(fam, uid)] = mem
         out[("pid", uid)] = PodStats(processes=c.processes) if c else PodStats()
+        if swap and c is not None:
+            try:
+                swaps[uid] = cgroup_swap(s.host_root, layout, c.path)
+            except SignalUnavailable as exc:
+                report.notes.append(f"swap of pod {pod_label(uid, names)} not read: {exc}")
     if not disk:
-        return out
+        return out, swaps
     logs_dir = kubelet_config_for(s).pod_logs_dir
     local = local_disk_usage(s.host_root, logs_dir, root_dir, set(uids))
     layers, why = _writable_layers(s, ui, set(uids))
@@ -612,7 +661,7 @@ def _pod_stats(
             per = {"nodefs": both, "containerfs": both, "imagefs": PodStats(disk_usage=0, inodes=0)}
         for fam, st in per.items():
             out[(fam, uid)] = st
-    return out
+    return out, swaps
 
 
 def _writable_layers(s: Settings, ui: Ui, uids: set[str]) -> tuple[dict[str, tuple[int, int]], str]:

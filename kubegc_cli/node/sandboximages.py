@@ -21,7 +21,6 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from kubegc_cli.node.host.processes import (
     process_cwd,
     socket_holders,
 )
+from kubegc_cli.node.host.regular import read_regular
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -318,21 +318,26 @@ def containerd_imports(parent: str, imports: Any, host_root: Path) -> list[str]:
 
 
 def read_toml(local: str, what: str) -> Mapping[str, Any]:
-    """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`. Raises
-    `OSError` (cannot be read) or `ValueError` (not a regular file — a FIFO planted there
-    would block —, too large; `Malformed` from `decode_toml`: not UTF-8, not TOML, nested
-    more than `MAX_NESTING` levels) with a message naming the file."""
-    if not stat.S_ISREG(os.stat(local).st_mode):
-        raise ValueError(f"{what} {local} is not a regular file")
-    with open(local, "rb") as f:
-        data = f.read(MAX_CONFIG_BYTES + 1)
+    """The TOML document of the file `local`, read at most `MAX_CONFIG_BYTES`, opened once
+    without blocking and checked as the file opened (`host.regular.read_regular`: a FIFO or
+    device there, planted before or after any look, is refused, never waited on). A link is
+    followed, as the runtimes follow it. Raises `OSError` (cannot be read, a loop of links,
+    `NotRegularFile`) or `ValueError` (too large; `Malformed` from `decode_toml`: not UTF-8,
+    not TOML, nested more than `MAX_NESTING` levels) with a message naming the file."""
+    data = read_regular(local, MAX_CONFIG_BYTES)
     if len(data) > MAX_CONFIG_BYTES:
         raise ValueError(f"{what} {local} is larger than {MAX_CONFIG_BYTES >> 20} MiB")
     return decode_toml(data, f"{what} {local}")
 
 
 def load_containerd_config(
-    path: str, host_root: Path, warn: Warn, *, watch: Watch | None = None, named_by: str = ""
+    path: str,
+    host_root: Path,
+    warn: Warn,
+    *,
+    watch: Watch | None = None,
+    named_by: str = "",
+    read: list[ConfigFile] | None = None,
 ) -> tuple[list[ConfigFile], bool]:
     """containerd's config files from `path` (a host path) in containerd's load order: the
     file itself, then its `imports` breadth first (`LoadConfig`: a queue; a path already read
@@ -342,7 +347,9 @@ def load_containerd_config(
     or one past the bounds, is a warning (`warn`) and makes the second value False; a missing
     import is one too (containerd itself would not start with it). Raises `BadInput` when
     `path` itself is a file the user named (`named_by`: the option, `--runtime-config`) and it
-    cannot be read or parsed: one line naming the option and the file."""
+    cannot be read or parsed: one line naming the option and the file. Each file is also
+    appended to `read` as soon as it is read, so that a caller whose walk stalls on a later
+    import (a hung mount) still has the files read before it."""
     files: list[ConfigFile] = []
     loaded: set[str] = set()
     pending: list[tuple[str, int]] = [(path, 0)]
@@ -372,6 +379,8 @@ def load_containerd_config(
             complete = False
             continue
         files.append(ConfigFile(host_path, doc, depth))
+        if read is not None:
+            read.append(files[-1])
         for child in containerd_imports(host_path, doc.get("imports"), host_root):
             pending.append((child, depth + 1))
     return files, complete
@@ -479,6 +488,19 @@ def running_containerd_configs(host_root: Path, socket: str | None) -> list[str]
 # -- all together -----------------------------------------------------------------------------
 
 
+def _absent(local: str) -> bool:
+    """Nothing is at `local` (a dangling link too): containerd then runs on its defaults
+    (`LoadConfig`'s `os.IsNotExist`). A loop of links or any other error is no absence —
+    containerd would refuse to start —, so the file is read and its error is a warning."""
+    try:
+        os.stat(local)
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
 def runtime_sandbox_images(
     client: CriClient | None,
     host_root: Path,
@@ -519,14 +541,17 @@ def runtime_sandbox_images(
         socket = getattr(getattr(client, "endpoint", None), "path", None)
         configs = running_containerd_configs(host_root, socket if isinstance(socket, str) else None)
 
+    containerd_read: list[ConfigFile] = []  # each of containerd's files as soon as it is read
+
     def read(watch: Watch) -> None:
         for config in configs:
             watch.at(on_host(host_root, config))
-            if not present(on_host(host_root, config)):
+            if _absent(on_host(host_root, config)):
                 continue
             files, complete = load_containerd_config(
                 config, host_root, note, watch=watch,
                 named_by="--runtime-config" if runtime_config is not None else "",
+                read=containerd_read,
             )  # fmt: skip
             named, default = containerd_images(files)
             out.named.extend(named)
@@ -554,6 +579,10 @@ def runtime_sandbox_images(
     except Stalled as exc:
         note(f"cannot read the runtime's config: {exc.strerror} at {exc.filename}")
         defaults_why.append("a runtime's default")
+        # what the files read before the stall name stays named (the walk given up on
+        # may still append: a copy of the list as it stands)
+        before = list(containerd_read)
+        out.named.extend(n for n in containerd_images(before)[0] if n not in out.named)
 
     found = find_process_cmdline(host_root, "cri-dockerd")
     if found is not None:

@@ -147,16 +147,19 @@ def render_eviction(
     for signal, ranked in report.ranking.items():
         if not ranked:
             continue  # the notes say why no pod is ranked
+        swapping = report.swap_shown(signal)
         rt = Grid(
             f"Pods the kubelet would evict first for {signal}",
             [Column("#", "num"), Column("POD", "id"), Column("PRIORITY", "num"),
-             Column("USAGE", "num"), Column("REQUEST", "num"), Column("EXCEEDS", "word"),
+             Column("USAGE", "num"), Column("REQUEST", "num"),
+             *([Column("SWAP", "num")] if swapping else []), Column("EXCEEDS", "word"),
              Column("NOTE")],
         )  # fmt: skip
         for i, row in enumerate(ranked, 1):
+            swap = [bytes_cell(row["swap"])] if swapping else []
             rt.add([str(i), f"{safe_text(row['namespace'])}/{safe_text(row['name'])}",
                     str(row["priority"]), safe_text(row["usage_text"]),
-                    safe_text(row["request_text"]), "yes" if row["exceeds"] else "no",
+                    safe_text(row["request_text"]), *swap, "yes" if row["exceeds"] else "no",
                     safe_text(row["note"])])  # fmt: skip
         screen.line("")
         screen.grid(rt)

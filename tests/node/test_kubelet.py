@@ -160,8 +160,12 @@ def test_the_effective_config_comes_from_configz_and_a_refusal_falls_back_to_the
         "imageGCHighThresholdPercent: 77\nimageGCLowThresholdPercent: 55\n"
     )
     for identity, high, source in (
-        ("kubegc-agent", 100, "kubelet /configz"),
-        ("kubegc-prune", 77, f"kubelet config {host}/var/lib/kubelet/config.yaml"),
+        ("kubegc-agent", 100, "kubelet /configz: imageGCHighThresholdPercent"),
+        (
+            "kubegc-prune",
+            77,
+            f"kubelet config {host}/var/lib/kubelet/config.yaml: imageGCHighThresholdPercent",
+        ),
     ):
         kubeconfig = control_plane.kubeconfig(identity, tmp_path / f"{identity}.kubeconfig")
         res = kubegc("--host-root", str(host), "--kubeconfig", str(kubeconfig),

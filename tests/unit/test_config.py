@@ -118,7 +118,7 @@ def test_image_settings_file_beats_kubelet_config(
     assert rows["gc.images.image-gc-high-threshold"]["source"] == f"config {cfg}"
     assert rows["gc.images.image-gc-low-threshold"] == {
         "key": "gc.images.image-gc-low-threshold", "value": 70,
-        "source": f"kubelet config {kubelet}",
+        "source": f"kubelet config {kubelet}: imageGCLowThresholdPercent",
     }  # fmt: skip
     assert rows["gc.images.minimum-image-ttl-duration"]["source"] == "default"
 

@@ -24,7 +24,7 @@ from kubegc_cli.node.host.stall import (
     swap_note,
 )
 from tests.unit.hostfixtures import MOUNTINFO_V1, V1_ROOT, V2_ROOT, pod_cgroup_path, put
-from tests.unit.test_memory_cli import UID_A, UID_B, memory, v2_systemd_node
+from tests.unit.test_memory_cli import UID_A, UID_B, UID_C, memory, v2_systemd_node
 
 MEMORY_PSI = (
     "some avg10=1.50 avg60=0.75 avg300=0.10 total=123456\n"
@@ -132,11 +132,12 @@ def test_memory_available_shows_swap_and_stalls_and_counts_neither(tmp_path: Pat
     assert "200Mi" in row.split(), out
 
 
-def evict(root: Path, *args: str) -> tuple[int, str, str]:
+def evict(root: Path, *args: str, pods: Path | None = None) -> tuple[int, str, str]:
+    """`evict check` over the host tree `root`, its pods from `pods` (a pods file) or none."""
+    source = ["--pods-file", str(pods)] if pods is not None else ["--pod-source", "none"]
     res = subprocess.run(
         [sys.executable, "-m", "kubegc_cli", "--host-root", str(root), "-r",
-         "unix:///nonexistent/kubegc-test.sock", "--pod-source", "none", "evict", "check",
-         *args],
+         "unix:///nonexistent/kubegc-test.sock", *source, "evict", "check", *args],
         capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": "/"},
     )  # fmt: skip
     return res.returncode, res.stdout, res.stderr
@@ -166,3 +167,48 @@ def test_a_cgroup_v1_node_is_warned_of_kubelets_from_1_35(tmp_path: Path) -> Non
     doc = json.loads(out)
     assert CGROUP_V1_NOTE in doc["notes"] and doc["swap"]["total"] == 0
     assert "failCgroupV1: false" in CGROUP_V1_NOTE
+
+
+def test_evict_check_ranks_pods_with_their_swap_beside_the_working_set(tmp_path: Path) -> None:
+    """memory.available 4,692,000,000 < 5Gi: met. Each ranked pod carries its cgroup's swap
+    (A 200 MiB, B 100 MiB; C's cgroup accounts none: null), and the table, on this node with
+    swap, a SWAP column; the ranking itself is by working set alone."""
+    psi_node(tmp_path)
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    items = [
+        {
+            "kind": "Pod",
+            "metadata": {"uid": uid, "namespace": "shop", "name": name},
+            "status": {"phase": "Running"},
+        }
+        for uid, name in ((UID_A, "cart-1"), (UID_B, "batch-7"), (UID_C, "web-3"))
+    ]
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": items}))
+    args = ["--eviction-hard", "memory.available<5Gi"]
+    code, out, err = evict(tmp_path, *args, "-o", "json", pods=pods)
+    assert code == 5, err
+    rows = json.loads(out)["ranking"]["memory.available"]
+    assert {r["name"]: r["swap"] for r in rows} == {
+        "cart-1": 200 * 2**20, "batch-7": 100 * 2**20, "web-3": None}  # fmt: skip
+    assert [r["name"] for r in rows] == ["cart-1", "batch-7", "web-3"]  # by working set
+    code, out, err = evict(tmp_path, *args, pods=pods)
+    assert code == 5, err  # memory.available and its allocatableMemory.available copy
+    heads = [r.split() for r in out.splitlines() if r.split()[:2] == ["#", "POD"]]
+    assert len(heads) == 2 and all(h[5] == "SWAP" for h in heads), out
+    cart = [r.split() for r in out.splitlines() if "shop/cart-1" in r]
+    web = [r.split() for r in out.splitlines() if "shop/web-3" in r]
+    assert [r[5] for r in cart] == ["200Mi"] * 2 and [r[5] for r in web] == ["-"] * 2, out
+
+
+def test_evict_check_without_swap_has_no_swap_column(tmp_path: Path) -> None:
+    v2_systemd_node(tmp_path)
+    (tmp_path / "var/lib/kubelet").mkdir(parents=True)
+    pods = tmp_path / "pods.json"
+    pods.write_text(json.dumps({"kind": "PodList", "items": [
+        {"kind": "Pod", "metadata": {"uid": UID_A, "namespace": "shop", "name": "cart-1"},
+         "status": {"phase": "Running"}}]}))  # fmt: skip
+    code, out, err = evict(tmp_path, "--eviction-hard", "memory.available<5Gi", pods=pods)
+    assert code == 5, err
+    heads = [r.split() for r in out.splitlines() if r.split()[:2] == ["#", "POD"]]
+    assert heads and all("SWAP" not in h and "USAGE" in h for h in heads), out

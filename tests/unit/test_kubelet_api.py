@@ -169,7 +169,10 @@ def test_fault_a_configz_reply_over_the_bound_is_not_read_and_the_file_is(
     assert code == 0, err
     assert f"kubelet {kubelet.url}/configz: the reply is larger than 4 MiB" in err
     rows = {r["key"]: r for r in json.loads(out)["values"]}
-    assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
+    assert (
+        rows["gc.images.image-gc-high-threshold"]["source"]
+        == f"kubelet config {config}: imageGCHighThresholdPercent"
+    )
 
 
 @pytest.mark.parametrize(
@@ -242,7 +245,10 @@ def test_a_refused_configz_through_the_node_proxy_falls_back_to_the_files_and_sa
     assert code == 0, err
     assert "kubegc: Kubernetes API https://127.0.0.1:1 unreachable: MaxRetryError; " in err
     rows = {r["key"]: r for r in json.loads(out)["values"]}
-    assert rows["gc.images.image-gc-high-threshold"]["source"] == f"kubelet config {config}"
+    assert (
+        rows["gc.images.image-gc-high-threshold"]["source"]
+        == f"kubelet config {config}: imageGCHighThresholdPercent"
+    )
 
 
 def configz_with(certs: Path, tmp_path: Path, *args: str) -> tuple[int, str, str]:

@@ -319,13 +319,99 @@ def test_config_view_and_gc_images_name_the_file_that_set_each_value(
     assert res.returncode == 0, res.stderr
     rows = {r["key"]: r for r in json.loads(res.stdout)["values"]}
     high = rows["gc.images.image-gc-high-threshold"]
-    assert high["value"] == 90 and high["source"] == f"kubelet config {drop}"
+    assert (
+        high["value"] == 90
+        and high["source"] == f"kubelet config {drop}: imageGCHighThresholdPercent"
+    )
     low = rows["gc.images.image-gc-low-threshold"]
-    assert low["value"] == 60 and low["source"] == f"kubelet config {base}"
+    assert (
+        low["value"] == 60 and low["source"] == f"kubelet config {base}: imageGCLowThresholdPercent"
+    )
     res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "-v", "gc", "images")
     assert res.returncode == 3  # the settings are valid; the runtime is what is missing
     assert f"image_gc_high_threshold = 90 (from {drop})" in res.stderr
     assert f"image_gc_low_threshold = 60 (from {base})" in res.stderr
+
+
+def config_rows(res: subprocess.CompletedProcess[str]) -> dict[str, list[tuple[Any, str]]]:
+    """`config view -o json`'s rows as key → [(value, source)], one per row of that key."""
+    assert res.returncode == 0, res.stderr
+    rows: dict[str, list[tuple[Any, str]]] = {}
+    for r in json.loads(res.stdout)["values"]:
+        rows.setdefault(r["key"], []).append((r["value"], r["source"]))
+    return rows
+
+
+def test_config_view_of_evict_check_names_the_file_drop_in_or_default_of_each_threshold(
+    tmp_path: Path,
+) -> None:
+    """The base file sets evictionHard (the unlisted defaults go, as on the kubelet), a
+    drop-in sets one more key of it and the soft thresholds: each key names what set it."""
+    base = put(tmp_path, "var/lib/kubelet/config.yaml",
+               KIND + "evictionHard:\n  memory.available: 500Mi\n")  # fmt: skip
+    res = kubegc(tmp_path, "-o", "json", "config", "view", "evict", "check")
+    rows = config_rows(res)
+    assert rows["evict.check.eviction-hard"] == [
+        (["memory.available<500Mi"], f"kubelet config {base}: evictionHard")]  # fmt: skip
+    assert rows["evict.check.eviction-soft"] == [([], "default")]
+    drop = put(tmp_path, "etc/kubelet.conf.d/50-eviction.conf", KIND
+               + "evictionHard:\n  nodefs.available: 5%\n"
+               "evictionSoft:\n  memory.available: 1Gi\n"
+               "evictionSoftGracePeriod:\n  memory.available: 1m30s\n")  # fmt: skip
+    res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "-o", "json",
+                 "config", "view", "evict", "check", "--eviction-minimum-reclaim",
+                 "memory.available=100Mi")  # fmt: skip
+    rows = config_rows(res)
+    assert rows["evict.check.eviction-hard"] == [
+        (["memory.available<500Mi"], f"kubelet config {base}: evictionHard"),
+        (["nodefs.available<5%"], f"kubelet config {drop}: evictionHard"),
+    ]
+    assert rows["evict.check.eviction-soft"] == [
+        (["memory.available<1Gi"], f"kubelet config {drop}: evictionSoft")]  # fmt: skip
+    grace = (["memory.available=1m30s"], f"kubelet config {drop}: evictionSoftGracePeriod")
+    assert rows["evict.check.eviction-soft-grace-period"] == [grace]
+    assert rows["evict.check.eviction-minimum-reclaim"] == [(["memory.available=100Mi"], "flag")]
+    # no evictionHard in the base file: a drop-in's key merges onto the kubelet's defaults
+    base.write_text(KIND)
+    res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "-o", "json",
+                 "config", "view", "evict", "check")  # fmt: skip
+    rows = config_rows(res)
+    defaults = ["memory.available<100Mi", "nodefs.inodesFree<5%", "imagefs.available<15%",
+                "imagefs.inodesFree<5%"]  # fmt: skip
+    assert rows["evict.check.eviction-hard"] == [
+        (defaults, SOURCE_DEFAULT),
+        (["nodefs.available<5%"], f"kubelet config {drop}: evictionHard"),
+    ]
+    res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "config", "view", "evict",
+                 "check")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    [hard] = [r for r in res.stdout.splitlines() if "nodefs.available<5%" in r]
+    assert hard.split()[0] == "evict.check.eviction-hard" and hard.endswith(
+        f"kubelet config {drop}: evictionHard"), res.stdout  # fmt: skip
+
+
+def test_config_view_shows_the_pod_log_root_and_log_rotation_where_they_come_from(
+    tmp_path: Path,
+) -> None:
+    """podLogsDir unset in every file is the kubelet's default, not the base file's; a
+    drop-in's containerLogMaxSize is shown, named after the drop-in, beside the default
+    containerLogMaxFiles, for the commands that judge log rotation by them."""
+    put(tmp_path, "var/lib/kubelet/config.yaml", KIND + "imageGCHighThresholdPercent: 90\n")
+    drop = put(tmp_path, "etc/kubelet.conf.d/10-logs.conf", KIND + "containerLogMaxSize: 20Mi\n")
+    res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "-o", "json",
+                 "config", "view", "residue", "scan")  # fmt: skip
+    rows = config_rows(res)
+    assert rows["residue.scan.pod-logs-dir"] == [("/var/log/pods", SOURCE_DEFAULT)]
+    assert rows["kubelet.containerLogMaxSize"] == [
+        (20 * 2**20, f"kubelet config {drop}: containerLogMaxSize")]  # fmt: skip
+    assert rows["kubelet.containerLogMaxFiles"] == [(5, SOURCE_DEFAULT)]
+    drop.write_text(KIND + "podLogsDir: /srv/pod-logs\n")
+    res = kubegc(tmp_path, "--kubelet-config-dir", str(drop.parent), "-o", "json",
+                 "config", "view", "gc", "logs")  # fmt: skip
+    rows = config_rows(res)
+    assert rows["gc.logs.pod-logs-dir"] == [
+        ("/srv/pod-logs", f"kubelet config {drop}: podLogsDir")]  # fmt: skip
+    assert "kubelet.containerLogMaxSize" not in rows  # gc logs does not judge rotation
 
 
 def test_kubelet_files_records_what_was_read(tmp_path: Path) -> None:

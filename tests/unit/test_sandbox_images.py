@@ -7,14 +7,19 @@ plugin's `configMigration` (plugins/cri/images/plugin.go), CRI-O's `UpdateFromFi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, ImageRecord
+from kubegc_cli.node import sandboximages
+from kubegc_cli.node.host.bounded import walk_timeout_of
 from kubegc_cli.node.host.processes import socket_holders
 from kubegc_cli.node.sandboximages import (
     BOTTLEROCKET_PAUSE,
@@ -234,6 +239,103 @@ def test_a_file_that_cannot_be_read_is_a_warning_and_the_defaults_are_kept(
     kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
     assert seen == warnings
     assert set(KNOWN_DEFAULTS) <= set(kept.refs())  # unknown: containerd's default may rule
+
+
+def test_an_import_swapped_to_a_fifo_after_a_look_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import that looked like a regular file and is a FIFO by the time it is opened: the
+    open does not wait for a writer (it would cost the whole --timeout, and the sandbox image
+    the main file names with it), the file opened is refused and named in a warning, and the
+    main file's image is kept beside the defaults."""
+    write(
+        tmp_path,
+        "/etc/containerd/config.toml",
+        'imports = ["swapped.toml"]\n' + V2.format(image="registry.example/pause:custom"),
+    )
+    swapped = tmp_path / "etc/containerd/swapped.toml"
+    os.mkfifo(swapped)
+    looks = os.stat(tmp_path / "etc/containerd/config.toml")  # a regular file's stat
+    real_stat = os.stat
+
+    def stat_before_the_swap(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        """Fault injection (a stand-in): any look at the import sees the regular file it was
+        before it was swapped for the FIFO."""
+        if str(path) == str(swapped):
+            return looks
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", stat_before_the_swap)
+    seen: list[str] = []
+    try:
+        with walk_timeout_of(3.0):  # (a wait on the FIFO would be this, said as a stall)
+            kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
+    finally:  # a reader still waiting on the FIFO (the fault this test is about) is let go
+        monkeypatch.undo()
+        with contextlib.suppress(OSError):
+            os.close(os.open(swapped, os.O_WRONLY | os.O_NONBLOCK))
+    assert seen == [
+        "cannot read containerd config /etc/containerd/swapped.toml: not a regular file"
+    ]
+    assert "registry.example/pause:custom" in kept.refs()
+    assert set(KNOWN_DEFAULTS) <= set(kept.refs())
+
+
+def test_an_import_on_a_hung_mount_keeps_the_sandbox_image_read_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk stalls on an import (a hung mount: one --timeout, said as such); the image
+    the main file, read before it, names stays named beside the defaults."""
+    main = 'imports = ["hung.toml"]\n' + V2.format(image="registry.example/pause:custom")
+    write(tmp_path, "/etc/containerd/config.toml", main)
+    write(tmp_path, "/etc/containerd/hung.toml", "version = 2\n")
+    hung = str(tmp_path / "etc/containerd/hung.toml")
+    release = threading.Event()
+    real = sandboximages.read_regular
+
+    def read_hanging(path: str, limit: int, **kwargs: Any) -> bytes:
+        """Fault injection (a stand-in): reading the import blocks, as on a hung NFS mount,
+        until the test ends."""
+        if path == hung:
+            release.wait(30)
+        return real(path, limit, **kwargs)
+
+    monkeypatch.setattr(sandboximages, "read_regular", read_hanging)
+    seen: list[str] = []
+    try:
+        with walk_timeout_of(0.5):
+            kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
+    finally:
+        release.set()
+    assert len(seen) == 1 and "no answer within" in seen[0] and hung in seen[0], seen
+    assert "registry.example/pause:custom" in kept.refs()
+    assert set(KNOWN_DEFAULTS) <= set(kept.refs())
+
+
+@pytest.mark.parametrize(
+    ("link", "warned"),
+    [
+        # a loop of links: containerd refuses to start (its error is no IsNotExist)
+        ("config.toml", True),
+        # a link to nothing: containerd runs on its defaults, as with no file (no warning)
+        ("gone.toml", False),
+    ],
+)
+def test_a_config_that_is_a_loop_of_links_is_a_warning_naming_it(
+    tmp_path: Path, link: str, warned: bool
+) -> None:
+    (tmp_path / "etc/containerd").mkdir(parents=True)
+    (tmp_path / "etc/containerd/config.toml").symlink_to(link)
+    seen: list[str] = []
+    kept = runtime_sandbox_images(None, tmp_path, None, seen.append)
+    if warned:
+        assert len(seen) == 1 and seen[0].startswith(
+            "cannot read containerd config /etc/containerd/config.toml: "
+            "Too many levels of symbolic links"
+        ), seen
+    else:
+        assert seen == []
+    assert set(KNOWN_DEFAULTS) <= set(kept.refs())  # the defaults stay protected
 
 
 # -- CRI-O ------------------------------------------------------------------------------------

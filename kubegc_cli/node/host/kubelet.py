@@ -36,6 +36,19 @@ CONTAINER_LOGS_DIR = "/var/log/containers"
 API_VERSIONS = ("kubelet.config.k8s.io/v1beta1", "kubelet.config.k8s.io/v1")
 
 
+#: The KubeletConfiguration field behind each setting kubegc reads, by kubegc's name (the
+#: keys of `KubeletConfig.sources`).
+CONFIG_FIELDS = {
+    "pod_logs_dir": "podLogsDir",
+    "image_gc_high_threshold": "imageGCHighThresholdPercent",
+    "image_gc_low_threshold": "imageGCLowThresholdPercent",
+    "minimum_image_ttl_duration": "imageMinimumGCAge",
+    "image_maximum_gc_age": "imageMaximumGCAge",
+    "container_log_max_size": "containerLogMaxSize",
+    "container_log_max_files": "containerLogMaxFiles",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class KubeletConfig:
     """The KubeletConfiguration fields kubegc reads. Paths are host paths (not under host root).
@@ -155,19 +168,15 @@ def parse_kubelet_config(
         sources["pod_logs_dir"] = where("podLogsDir")
     clean = validate_pod_logs_dir(logs, source=f"{where('podLogsDir')}: podLogsDir")
     image_gc: dict[str, Any] = {}
-    for key, name in (
-        ("imageGCHighThresholdPercent", "image_gc_high_threshold"),
-        ("imageGCLowThresholdPercent", "image_gc_low_threshold"),
-    ):
+    for name in ("image_gc_high_threshold", "image_gc_low_threshold"):
+        key = CONFIG_FIELDS[name]
         if key in doc:
             if not isinstance(doc[key], int) or isinstance(doc[key], bool):
                 raise BadInput(f"{where(key)}: {key} {shown(doc[key])} must be an integer")
             image_gc[name] = doc[key]
             sources[name] = where(key)
-    for key, name in (
-        ("imageMinimumGCAge", "minimum_image_ttl_duration"),
-        ("imageMaximumGCAge", "image_maximum_gc_age"),
-    ):
+    for name in ("minimum_image_ttl_duration", "image_maximum_gc_age"):
+        key = CONFIG_FIELDS[name]
         if key in doc:
             if not isinstance(doc[key], str):  # a metav1.Duration is a string: "2m", "1h30m"
                 raise BadInput(f'{where(key)}: {key} {shown(doc[key])} must be a duration ("2m")')

@@ -44,6 +44,7 @@ from kubegc_cli.core.pulls import (
     PullRecord,
 )
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, walk_timeout
+from kubegc_cli.node.host.regular import read_regular
 
 #: The kubelet's default --root-dir.
 DEFAULT_ROOT_DIR = "/var/lib/kubelet"
@@ -52,7 +53,6 @@ PULLED_DIR = ("image_manager", "pulled")
 #: 100. Anything larger is not one of its records.
 MAX_RECORD_BYTES = 1024 * 1024
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def record_file_name(key: str) -> str:
@@ -148,29 +148,20 @@ def _open_below(dirfd: int, parts: Iterable[str], watch: Watch, shown: str) -> i
 
 
 def _read_record(dirfd: int, name: str) -> bytes | str | None:
-    """The bytes of the regular file `name` in `dirfd`; None when there is none; a reason
-    (text) when it cannot be read as a record."""
+    """The bytes of the regular file `name` in `dirfd` (`host.regular.read_regular`, never
+    through a link); None when there is none; a reason (text) when it cannot be read as a
+    record."""
     try:
-        fd = os.open(name, _OPEN_FILE, dir_fd=dirfd)
+        data = read_regular(name, MAX_RECORD_BYTES, dir_fd=dirfd, follow_symlinks=False)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return "a symbolic link (not followed)"
         return exc.strerror or str(exc)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not a regular file"
-        data = b""
-        while len(data) <= MAX_RECORD_BYTES and (chunk := os.read(fd, 64 * 1024)):
-            data += chunk
-        if len(data) > MAX_RECORD_BYTES:
-            return f"larger than {MAX_RECORD_BYTES // 1024} KiB"
-        return data
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    finally:
-        os.close(fd)
+    if len(data) > MAX_RECORD_BYTES:
+        return f"larger than {MAX_RECORD_BYTES // 1024} KiB"
+    return data
 
 
 def read_pull_records(

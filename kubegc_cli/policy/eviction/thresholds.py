@@ -753,6 +753,9 @@ class EvictionConfig:
     seconds, `enforce_node_allocatable_pods` says whether the allocatable copy applies.
     `setting_sources` names the source of each scalar setting. `kubelet_version` ("1.30") is
     the kubelet version whose defaults apply, `kubelet_version_source` where it came from.
+    `maps` holds each map as in force — `hard` (the defaults included where they apply),
+    `soft`, `grace`, `min_reclaim` — as `(signal, value as written, source)` in signal order,
+    the source naming the file, drop-in, flag or default that set that one key.
     """
 
     thresholds: list[Threshold] = field(default_factory=list)
@@ -765,6 +768,7 @@ class EvictionConfig:
     setting_sources: dict[str, str] = field(default_factory=dict)
     kubelet_version: str = ""
     kubelet_version_source: str = ""
+    maps: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
 
 def _first_map(layers: Sequence[RawEviction], attr: str) -> tuple[dict[str, str] | None, str]:
@@ -947,6 +951,15 @@ def resolve(
                 "thresholds are copied from nodefs or imagefs, by filesystem layout"
             )
     cfg.thresholds = thresholds
+    cfg.maps = {
+        "hard": [(sig, *hard_entries[sig]) for sig in _ordered(hard_entries)],
+        "soft": [(sig, soft[sig], soft_keys.get(("soft", sig), soft_source))
+                 for sig in _ordered(soft)],
+        "grace": [(sig, grace[sig], gk.get(("grace", sig), grace_source))
+                  for sig in _ordered(grace)],
+        "min_reclaim": [(sig, min_reclaim[sig], mk.get(("min_reclaim", sig), min_reclaim_source))
+                        for sig in _ordered(min_reclaim)],
+    }  # fmt: skip
 
     cfg.max_pod_grace_period, cfg.setting_sources["max_pod_grace_period"] = _first_scalar(
         layers, "max_pod_grace_period", DEFAULT_MAX_POD_GRACE_PERIOD
