@@ -4,9 +4,11 @@ An image is selected by the `--keep` grammar (`policy.images.matches_keep`: a gl
 tags and repo digests). Pinning an image already pinned, or unpinning one that is not, is
 nothing to do. Unpinning undoes only kubegc's own pins: an image is unpinned only when one
 of its containerd records carries kubegc's label (`core.pins.OWN_PIN_LABEL`, set by `images
-pin`); every other pin (the runtime's own, as containerd 2.x pins its sandbox image, one set
-with `ctr images label`, one by a kubegc that did not label its pins yet) stays, by
-principle rather than by knowing which images a runtime pins.
+pin`) with a value kubegc writes (an RFC 3339 UTC time as `core.units.ns_to_rfc3339` makes
+it: `own_pin_time`); every other pin (the runtime's own, as containerd 2.x pins its sandbox
+image, one set with `ctr images label`, one by a kubegc that did not label its pins yet, one
+whose `io.kubegc.pinned` someone else set to a value kubegc never writes) stays, by principle
+rather than by knowing which images a runtime pins.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image
 from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan
+from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.policy.images import matches_keep
 
 #: Why `images unpin` keeps a pin kubegc did not make.
@@ -36,6 +39,21 @@ def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:
     return given
 
 
+def own_pin_time(labels: Mapping[str, str]) -> str | None:
+    """The time of kubegc's pin on a record whose labels are `labels`: the value of
+    `OWN_PIN_LABEL` when it is an RFC 3339 UTC time exactly as `images pin` writes it
+    (`ns_to_rfc3339`: `2026-01-02T15:04:05Z`, or with nanoseconds); None when the label is
+    absent or holds anything else (then kubegc did not write it, so the pin is not kubegc's)."""
+    value = labels.get(OWN_PIN_LABEL)
+    if value is None:
+        return None
+    try:
+        ns = rfc3339_to_ns(value)
+    except BadInput:
+        return None
+    return value if ns_to_rfc3339(ns) == value else None
+
+
 def record_names(image: Image) -> tuple[str, ...]:
     """The names containerd may hold a record of `image` under: its tags, its repo digests,
     its ID (containerd's CRI keeps one record per name), each once, in that order."""
@@ -44,9 +62,24 @@ def record_names(image: Image) -> tuple[str, ...]:
 
 def own_pin_names(image: Image, records: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
     """The names of `image`'s containerd records (`records`: name → labels, as containerd
-    lists them) that carry kubegc's pin label `OWN_PIN_LABEL`: the records `images pin`
-    labelled and `images unpin` may change."""
-    return tuple(n for n in record_names(image) if OWN_PIN_LABEL in records.get(n, {}))
+    lists them) that carry kubegc's pin label `OWN_PIN_LABEL` with a value kubegc writes
+    (`own_pin_time`): the records `images pin` labelled and `images unpin` may change."""
+    return tuple(n for n in record_names(image) if own_pin_time(records.get(n, {})))
+
+
+def planted_own_labels(image: Image, records: Mapping[str, Mapping[str, str]]) -> str:
+    """Why `image`'s pin is not kubegc's though a record of it carries `OWN_PIN_LABEL`: the
+    first such record whose value is not one kubegc writes, named with the value (quoted,
+    cut at 64 characters); "" when there is none."""
+    for name in record_names(image):
+        labels = records.get(name, {})
+        if OWN_PIN_LABEL in labels and own_pin_time(labels) is None:
+            value = labels[OWN_PIN_LABEL][:64]
+            return (f"pinned; its record {name} carries {OWN_PIN_LABEL}={value!r}, "
+                    "which is not an RFC 3339 time as kubegc writes it: not kubegc's pin, "
+                    "kept (change it by hand with `ctr -n k8s.io images label <name> "
+                    "io.cri-containerd.pinned=`)")  # fmt: skip
+    return ""
 
 
 def plan_pins(
@@ -60,7 +93,8 @@ def plan_pins(
     `images`: each image matching one of `patterns` is an action, or kept with the reason
     (already pinned; not pinned; for unpin, pinned but by the runtime or someone else: no
     record of it in `records`, containerd's image records by name → labels, carries
-    kubegc's label `OWN_PIN_LABEL`; none given: no pin is kubegc's). Images are taken in ID
+    kubegc's label `OWN_PIN_LABEL` with a value kubegc writes — one with another value says
+    so, `planted_own_labels`; none given: no pin is kubegc's). Images are taken in ID
     order, once each. Raises `BadInput` for bad patterns or `op`."""
     if op not in (PIN, UNPIN):
         raise BadInput(f"unknown pin operation {op!r}")
@@ -76,7 +110,8 @@ def plan_pins(
         elif op == UNPIN and not img.pinned:
             plan.kept.append(PinAction(img, op, "not pinned", KEPT))
         elif op == UNPIN and not own_pin_names(img, records or {}):
-            plan.kept.append(PinAction(img, op, NOT_OURS, KEPT))
+            why = planted_own_labels(img, records or {}) or NOT_OURS
+            plan.kept.append(PinAction(img, op, why, KEPT))
         else:
             reason = "matches " + ", ".join(p for p in given if matches_keep(img, (p,)))
             plan.actions.append(PinAction(img, op, reason))

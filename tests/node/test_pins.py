@@ -100,13 +100,18 @@ def test_pin_then_unpin_through_containerds_images_api(tmp_path: Path) -> None:
         assert any("pin-me" in t for i in node.list_images() for t in i.repo_tags)  # a dry run
 
 
+def _ctr(node: LocalNode, *args: str) -> str:
+    """containerd's own tool on the test node, namespace k8s.io, as a person would run it:
+    its output."""
+    ctr = shutil.which("ctr") or "ctr"
+    command = [ctr, "-a", str(node.socket), "-n", "k8s.io", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
 def _ctr_pin(node: LocalNode, name: str, value: str = "pinned") -> None:
     """Pin (or, `value` "", unpin) the record `name` with containerd's own tool, as a person
     would, not kubegc."""
-    ctr = shutil.which("ctr") or "ctr"
-    command = [ctr, "-a", str(node.socket), "-n", "k8s.io", "images", "label", name,
-               f"{PINNED_LABEL}={value}"]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True, text=True)
+    _ctr(node, "images", "label", name, f"{PINNED_LABEL}={value}")
 
 
 def test_unpin_undoes_only_kubegcs_own_pins(tmp_path: Path) -> None:
@@ -148,6 +153,29 @@ def test_unpin_undoes_only_kubegcs_own_pins(tmp_path: Path) -> None:
         assert again["actions"] == [] and theirs in {k["id"] for k in again["kept"]}
         _ctr_pin(node, "docker.io/library/hand-pinned:1", "")  # the way the reason names
         assert not _pinned(node, theirs, False)
+
+
+def test_unpin_keeps_a_pin_whose_own_label_kubegc_did_not_write(tmp_path: Path) -> None:
+    """A record pinned by hand with `io.kubegc.pinned` set to a value kubegc never writes is
+    not kubegc's pin: unpin keeps it, says why, and leaves both labels."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        planted = node.import_image("docker.io/library/planted:1", pad_bytes=1024, seed="pl")
+        name = "docker.io/library/planted:1"
+        _ctr(node, "images", "label", name, f"{PINNED_LABEL}=pinned", f"{OWN_PIN_LABEL}=yes")
+        assert _pinned(node, planted, True)
+        unpin = ("--lock-timeout", "2m", "images", "unpin", "docker.io/library/planted:*")
+        run = kubegc(node, tmp_path, *unpin, "--yes", "-o", "json")
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        assert doc["actions"] == []
+        [kept] = doc["kept"]
+        assert kept["id"] == planted and "'yes'" in kept["reason"], kept
+        assert "not kubegc's pin" in kept["reason"]
+        labels = _labels(node, [name])[name]
+        assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == "yes"
+        assert _pinned(node, planted, True)
 
 
 def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:

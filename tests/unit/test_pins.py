@@ -11,7 +11,13 @@ import pytest
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, RuntimeInfo
 from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN
-from kubegc_cli.policy.pins import NOT_OURS, own_pin_names, plan_pins, record_names
+from kubegc_cli.policy.pins import (
+    NOT_OURS,
+    own_pin_names,
+    own_pin_time,
+    plan_pins,
+    record_names,
+)
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
 D = "sha256:" + "cd" * 32
@@ -70,6 +76,43 @@ def test_own_pin_names_are_the_records_carrying_kubegcs_label() -> None:
     assert own_pin_names(APP, RECORDS) == (f"quay.io/acme/app@{D}",)
     assert own_pin_names(PAUSE, RECORDS) == ()
     assert "ctr -n k8s.io images label" in NOT_OURS
+
+
+@pytest.mark.parametrize(
+    ("value", "ours"),
+    [
+        ("2026-01-01T00:00:00Z", True),
+        ("2026-01-01T00:00:00.000000001Z", True),
+        ("2026-01-01T00:00:00.500000000Z", True),  # nanoseconds, as ns_to_rfc3339 writes them
+        ("2026-01-01T00:00:00.5Z", False),  # RFC 3339, but kubegc writes nine digits
+        ("2026-01-01T00:00:00+00:00", False),  # an offset: kubegc writes Z
+        ("2026-01-01t00:00:00z", False),
+        (" 2026-01-01T00:00:00Z", False),
+        ("2026-13-01T00:00:00Z", False),
+        ("yes", False),
+        ("", False),
+        ("pinned", False),
+    ],
+)
+def test_a_planted_own_label_is_not_kubegcs_pin(value: str, ours: bool) -> None:
+    """Only a value `images pin` writes makes a pin kubegc's: unpin plans that image, and
+    keeps any other, naming the record and the value."""
+    planted = {OWN_PIN_LABEL: value, "io.cri-containerd.pinned": "pinned"}
+    assert (own_pin_time(planted) == value) is ours
+    plan = plan_pins([PAUSE], ["*"], UNPIN, records={"registry.k8s.io/pause:3.9": planted})
+    assert [a.id for a in plan.actions] == (["sha256:pause"] if ours else [])
+    if not ours:
+        [kept] = plan.kept
+        assert "registry.k8s.io/pause:3.9" in kept.reason and repr(value) in kept.reason
+        assert "not kubegc's pin" in kept.reason and "ctr -n k8s.io images label" in kept.reason
+
+
+def test_a_planted_own_label_beside_kubegcs_own_leaves_only_the_planted_record() -> None:
+    planted = {**THEIRS, OWN_PIN_LABEL: "mine"}
+    records = {"quay.io/acme/app:1": planted, f"quay.io/acme/app@{D}": OURS}
+    assert own_pin_names(APP, records) == (f"quay.io/acme/app@{D}",)
+    plan = plan_pins([APP], ["*"], UNPIN, records=records)
+    assert [a.id for a in plan.actions] == ["sha256:app"]
 
 
 @pytest.mark.parametrize("patterns", [[], [""], ["  "]])
