@@ -8,26 +8,44 @@ newly matching is left for the next run), then labels every containerd record of
 (`node.containerd.client`): pin sets containerd's pin label and kubegc's own
 (`core.pins.OWN_PIN_LABEL`, the time of the pin); unpin plans from containerd's records
 (listed once) and removes both labels from the records that carry kubegc's, keeping every
-pin kubegc did not make. Only containerd 1.7 and later report pins through CRI: on any
-other runtime, or an older containerd, nothing is changed and the run says so (exit 2).
+pin kubegc did not make — each record read again right before its write, and left alone
+when it is no longer the record planned (`policy.pins.own_pin_changed`: made again, pointing
+at another image, or without kubegc's label). Only containerd 1.7 and later report pins
+through CRI: on any other runtime, or an older containerd, nothing is changed and the run
+says so (exit 2).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import ActOptions, open_client
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import RuntimeInfo
-from kubegc_cli.core.pins import DONE, FAILED, OWN_PIN_LABEL, PIN, SKIPPED, UNPIN, PinPlan
+from kubegc_cli.core.pins import (
+    DONE,
+    FAILED,
+    OWN_PIN_LABEL,
+    PIN,
+    SKIPPED,
+    UNPIN,
+    PinPlan,
+    StoredImage,
+)
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
-from kubegc_cli.node.containerd.client import PINNED_LABEL, PINNED_VALUE, ContainerdImages
+from kubegc_cli.node.containerd.client import GONE, PINNED_LABEL, PINNED_VALUE, ContainerdImages
 from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
-from kubegc_cli.policy.pins import check_patterns, own_pin_names, plan_pins, record_names
+from kubegc_cli.policy.pins import (
+    check_patterns,
+    own_pin_changed,
+    own_pin_names,
+    plan_pins,
+    record_names,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
@@ -107,22 +125,23 @@ def pin_images(
 
 def _plan(
     s: Settings, client: CriClient, patterns: tuple[str, ...], op: str
-) -> tuple[PinPlan, dict[str, dict[str, str]]]:
+) -> tuple[PinPlan, dict[str, StoredImage]]:
     """The plan from the runtime's images now, and (for unpin; {} for pin) containerd's image
-    records by name → labels, listed once."""
+    records by name, listed once."""
     images = client.list_images()
-    records: dict[str, dict[str, str]] = {}
+    records: dict[str, StoredImage] = {}
     if op == UNPIN:
         with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
-            records = ctd.list_labels()
-    plan = plan_pins(images, patterns, op, records=records)
+            records = ctd.list_records()
+    plan = plan_pins(images, patterns, op, records=_labels(records))
     plan.source = client.endpoint.display
     return plan, records
 
 
 def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None:
     """Under the node lock: plan again, then label each image still to change (pin: every
-    record, containerd's label and kubegc's; unpin: both off the records with kubegc's)."""
+    record, containerd's label and kubegc's; unpin: both off the records with kubegc's, each
+    only while it is still the record planned, `own_pin_changed`)."""
     plan.dry_run = False
     again, records = _plan(s, client, plan.patterns, op)
     fresh = {a.id: a for a in again.actions}
@@ -136,17 +155,44 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
             if now is None:
                 a.result, a.error = SKIPPED, "changed since the plan (gone, or its pin changed)"
                 continue
-            names = record_names(now.image) if op == PIN else own_pin_names(now.image, records)
+            if op == PIN:
+                names, own = record_names(now.image), {}
+            else:
+                own = {n: records[n] for n in own_pin_names(now.image, _labels(records))}
+                names = tuple(own)
+            done: list[str] = []
+            changed: list[str] = []
             try:
-                done = tuple(n for n in names if ctd.set_labels(n, labels))
+                for n in names:
+                    planned = own.get(n)
+                    check = None if planned is None else _unchanged(planned)
+                    why = ctd.set_labels(n, labels, check=check)
+                    if not why:
+                        done.append(n)
+                    elif why != GONE:
+                        changed.append(why)
             except RuntimeUnavailable as exc:
                 a.result, a.error = FAILED, str(exc)
                 continue
+            left = f"changed since the plan: {'; '.join(changed)}" if changed else ""
             if not done:
-                a.result, a.error = SKIPPED, "the runtime has no record of it any more"
+                a.result, a.error = SKIPPED, left or GONE
                 continue
-            a.result, a.names = DONE[op], done
+            a.result, a.names, a.error = DONE[op], tuple(done), left
             ui.info(f"{DONE[op]} {a.id}: {', '.join(done)}")
+            if left:
+                ui.warn(f"{a.id}: {left}; left alone")
+
+
+def _labels(records: dict[str, StoredImage]) -> dict[str, Mapping[str, str]]:
+    """containerd's records by name → labels (what the planner reads)."""
+    return {name: r.labels for name, r in records.items()}
+
+
+def _unchanged(planned: StoredImage) -> Callable[[StoredImage], str]:
+    """The check `set_labels` asks at the moment of an unpin's write: why the record read
+    then is not `planned` with kubegc's pin any more ("" when it still is)."""
+    return lambda now: own_pin_changed(planned, now)
 
 
 def exit_failed(plan: PinPlan) -> bool:

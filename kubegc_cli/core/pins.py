@@ -9,6 +9,7 @@ pins whose records carry it, never one the runtime or a person made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -17,6 +18,20 @@ from kubegc_cli.core.model import API_VERSION, Image
 
 PIN = "pin"
 UNPIN = "unpin"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredImage:
+    """One of containerd's image records (it keeps one per name: tag, digest, ID): `name`,
+    its `labels`, `target` (the digest of the manifest or index it points at) and `created`
+    (when containerd made the record, ns since the epoch: a record removed and made again
+    under the same name has a new one; an update of its labels keeps it)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    target: str = ""
+    created: int = 0
+
 
 #: The label kubegc sets beside containerd's pin label on each image record it pins (its
 #: value: when, RFC 3339 UTC); `images unpin` changes only records that carry it.

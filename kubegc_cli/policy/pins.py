@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image
-from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan
+from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan, StoredImage
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.policy.images import matches_keep
 
@@ -65,6 +65,22 @@ def own_pin_names(image: Image, records: Mapping[str, Mapping[str, str]]) -> tup
     lists them) that carry kubegc's pin label `OWN_PIN_LABEL` with a value kubegc writes
     (`own_pin_time`): the records `images pin` labelled and `images unpin` may change."""
     return tuple(n for n in record_names(image) if own_pin_time(records.get(n, {})))
+
+
+def own_pin_changed(planned: StoredImage, now: StoredImage) -> str:
+    """Why the record `now` (as containerd holds it at the moment of an unpin's write) is not
+    the record `planned` (as listed for the plan) carrying kubegc's pin any more, so that the
+    unpin must leave it alone: made again since (another `created`), pointing at another
+    image (`target`), or kubegc's label gone or changed; "" when it is still the same."""
+    if now.created != planned.created:
+        return f"its record {now.name} was removed and made again since the plan"
+    if now.target != planned.target:
+        return f"its record {now.name} points at another image since the plan"
+    if own_pin_time(now.labels) is None:
+        return f"its record {now.name} no longer carries kubegc's {OWN_PIN_LABEL}"
+    if now.labels.get(OWN_PIN_LABEL) != planned.labels.get(OWN_PIN_LABEL):
+        return f"its record {now.name} carries another {OWN_PIN_LABEL} since the plan"
+    return ""
 
 
 def planted_own_labels(image: Image, records: Mapping[str, Mapping[str, str]]) -> str:

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from kubegc_cli.node.containerd.client import PINNED_LABEL, ContainerdImages
 from kubegc_cli.node.cri.client import CriClient
 from kubegc_cli.node.cri.endpoint import Endpoint
 from tests.node.localnode import LocalNode, containerd_version
+from tests.node.racing import kubegc_in_process
 from tests.node.test_gc_containers import kubegc
 
 # (--lock-timeout: the run waits out other runs on this machine that share its node lock)
@@ -176,6 +178,56 @@ def test_unpin_keeps_a_pin_whose_own_label_kubegc_did_not_write(tmp_path: Path) 
         labels = _labels(node, [name])[name]
         assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == "yes"
         assert _pinned(node, planted, True)
+
+
+def test_unpin_leaves_a_record_another_client_changed_while_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between unpin's plan under the lock and its write, another client removes the tag
+    kubegc pinned, tags another image under that name and pins it by hand: at the moment of
+    the write that record is no longer kubegc's pin, so it keeps its pin and the row says it
+    changed since the plan; the image's other records, still kubegc's, are unpinned.
+
+    The race is injected by a stand-in around `ContainerdImages.set_labels` that runs the
+    other client's `ctr` commands once, before the first write; containerd is real."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        ours = node.import_image("docker.io/library/race:1", pad_bytes=1024, seed="race")
+        other = node.import_image("docker.io/library/race-other:1", pad_bytes=1024, seed="ro")
+        pin = ("--lock-timeout", "2m", "images", "pin", "docker.io/library/race:*")
+        assert kubegc(node, tmp_path, *pin, "--yes").returncode == 0
+        assert _pinned(node, ours, True) and not _pinned(node, other, False)
+
+        real = ContainerdImages.set_labels
+        fired: list[str] = []
+
+        def racing_set_labels(self: ContainerdImages, name: str, *a: Any, **k: Any) -> str:
+            """Stand-in: the other client's change, once, right before the first write."""
+            if not fired:
+                fired.append(name)
+                _ctr(node, "images", "rm", "docker.io/library/race:1")
+                _ctr(node, "images", "tag", other, "docker.io/library/race:1")
+                _ctr(node, "images", "label", "docker.io/library/race:1",
+                     f"{PINNED_LABEL}=pinned")  # fmt: skip
+            return real(self, name, *a, **k)
+
+        monkeypatch.setattr(ContainerdImages, "set_labels", racing_set_labels)
+        code, out, err = kubegc_in_process(
+            node, tmp_path, "--lock-timeout", "2m", "images", "unpin",
+            "docker.io/library/race:*", "--yes", "-o", "json",
+        )  # fmt: skip
+        assert code == 0, err
+        assert fired == ["docker.io/library/race:1"]
+        (row,) = json.loads(out)["actions"]
+        assert row["id"] == ours and "changed since the plan" in row["error"], row
+        assert "docker.io/library/race:1" in row["error"]
+        assert "docker.io/library/race:1" not in row["names"] and ours in row["names"]
+        assert "changed since the plan" in err
+        hand = _labels(node, ["docker.io/library/race:1"])["docker.io/library/race:1"]
+        assert hand.get(PINNED_LABEL) == "pinned", hand  # the other client's pin stays
+        assert _pinned(node, other, True)
+        assert OWN_PIN_LABEL not in _labels(node, [ours])[ours]
 
 
 def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, RuntimeInfo
-from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN
+from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN, StoredImage
 from kubegc_cli.policy.pins import (
     NOT_OURS,
+    own_pin_changed,
     own_pin_names,
     own_pin_time,
     plan_pins,
@@ -113,6 +114,33 @@ def test_a_planted_own_label_beside_kubegcs_own_leaves_only_the_planted_record()
     assert own_pin_names(APP, records) == (f"quay.io/acme/app@{D}",)
     plan = plan_pins([APP], ["*"], UNPIN, records=records)
     assert [a.id for a in plan.actions] == ["sha256:app"]
+
+
+PLANNED_RECORD = StoredImage("race:1", OURS, "sha256:target", 1_000)
+
+
+@pytest.mark.parametrize(
+    ("now", "why"),
+    [
+        (PLANNED_RECORD, ""),
+        # another label changed (containerd's CRI marks the record managed): still kubegc's pin
+        (StoredImage("race:1", {**OURS, "io.cri-containerd.image": "managed"}, "sha256:target",
+                     1_000), ""),
+        # removed and tagged again, even onto the same image with the same labels copied
+        (StoredImage("race:1", OURS, "sha256:target", 2_000), "removed and made again"),
+        (StoredImage("race:1", OURS, "sha256:other", 1_000), "points at another image"),
+        (StoredImage("race:1", THEIRS, "sha256:target", 1_000), "no longer carries kubegc's"),
+        (StoredImage("race:1", {**THEIRS, OWN_PIN_LABEL: "x"}, "sha256:target", 1_000),
+         "no longer carries kubegc's"),
+        (StoredImage("race:1", {**OURS, OWN_PIN_LABEL: "2026-02-01T00:00:00Z"}, "sha256:target",
+                     1_000), "another io.kubegc.pinned"),
+    ],
+)  # fmt: skip
+def test_own_pin_changed_at_the_moment_of_the_write(now: StoredImage, why: str) -> None:
+    """An unpin writes to a record only while it is the record planned, still carrying
+    kubegc's pin: made again, retargeted, or relabelled, it is left alone, saying why."""
+    got = own_pin_changed(PLANNED_RECORD, now)
+    assert (got == "") if not why else (why in got and "race:1" in got), got
 
 
 @pytest.mark.parametrize("patterns", [[], [""], ["  "]])
