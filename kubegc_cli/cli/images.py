@@ -88,8 +88,10 @@ def unpin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None
     As images pin, the other way, for the pins kubegc made only: the records that carry
     kubegc's label io.kubegc.pinned (the time of the pin, as images pin writes it) lose it
     and containerd's io.cri-containerd.pinned. Every other pin stays, with the reason (the
-    runtime's own, as its sandbox image; one set with ctr images label; one by a kubegc that
-    did not set io.kubegc.pinned yet; one whose io.kubegc.pinned holds another value).
+    runtime's own; one set with ctr images label; one by a kubegc that did not set
+    io.kubegc.pinned yet; one whose io.kubegc.pinned holds another value), and so does the
+    pin of each image the runtime keeps for itself (its sandbox and pinned images, as gc
+    images finds them), whoever made it.
 
     \b
     Examples:

@@ -10,9 +10,10 @@ newly matching is left for the next run), then labels every containerd record of
 (listed once) and removes both labels from the records that carry kubegc's, keeping every
 pin kubegc did not make — each record read again right before its write, and left alone
 when it is no longer the record planned (`policy.pins.own_pin_changed`: made again, pointing
-at another image, or without kubegc's label). Only containerd 1.7 and later report pins
-through CRI: on any other runtime, or an older containerd, nothing is changed and the run
-says so (exit 2).
+at another image, or without kubegc's label). unpin never plans an image the runtime keeps
+for itself (`node.sandboximages.runtime_sandbox_images`: its sandbox and pinned images).
+Only containerd 1.7 and later report pins through CRI: on any other runtime, or an older
+containerd, nothing is changed and the run says so (exit 2).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from kubegc_cli.core.pins import (
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
 from kubegc_cli.node.containerd.client import GONE, PINNED_LABEL, PINNED_VALUE, ContainerdImages
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
 from kubegc_cli.policy.pins import (
     check_patterns,
@@ -95,7 +97,7 @@ def pin_images(
     client = open_client(s, ui)
     try:
         pins_supported(client.check(), client.endpoint.display)
-        plan, _ = _plan(s, client, patterns, op)
+        plan, _ = _plan(s, client, patterns, op, ui)
         if act.dry_run or not plan.actions:
             return plan
         if not act.yes:
@@ -124,16 +126,26 @@ def pin_images(
 
 
 def _plan(
-    s: Settings, client: CriClient, patterns: tuple[str, ...], op: str
+    s: Settings, client: CriClient, patterns: tuple[str, ...], op: str, ui: Ui
 ) -> tuple[PinPlan, dict[str, StoredImage]]:
     """The plan from the runtime's images now, and (for unpin; {} for pin) containerd's image
-    records by name, listed once."""
+    records by name, listed once. An unpin keeps the images the runtime keeps for itself; it
+    raises `RuntimeUnavailable` (nothing changed) when the runtime names its sandbox image
+    in a form kubegc cannot read, as that image is then unknown."""
     images = client.list_images()
     records: dict[str, StoredImage] = {}
+    protected: dict[str, str] = {}
     if op == UNPIN:
         with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
             records = ctd.list_records()
-    plan = plan_pins(images, patterns, op, records=_labels(records))
+        kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+        if kept.status_error:
+            raise RuntimeUnavailable(
+                f"{kept.status_error}: the sandbox image the runtime keeps is unknown, so "
+                "images unpin undoes no pin; nothing was changed"
+            )
+        protected = kept.protected_ids(images)
+    plan = plan_pins(images, patterns, op, records=_labels(records), protected=protected)
     plan.source = client.endpoint.display
     return plan, records
 
@@ -143,7 +155,7 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
     record, containerd's label and kubegc's; unpin: both off the records with kubegc's, each
     only while it is still the record planned, `own_pin_changed`)."""
     plan.dry_run = False
-    again, records = _plan(s, client, plan.patterns, op)
+    again, records = _plan(s, client, plan.patterns, op, ui)
     fresh = {a.id: a for a in again.actions}
     if op == PIN:
         labels = {PINNED_LABEL: PINNED_VALUE, OWN_PIN_LABEL: ns_to_rfc3339(edges().clock())}

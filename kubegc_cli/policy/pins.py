@@ -8,7 +8,9 @@ pin`) with a value kubegc writes (an RFC 3339 UTC time as `core.units.ns_to_rfc3
 it: `own_pin_time`); every other pin (the runtime's own, as containerd 2.x pins its sandbox
 image, one set with `ctr images label`, one by a kubegc that did not label its pins yet, one
 whose `io.kubegc.pinned` someone else set to a value kubegc never writes) stays, by principle
-rather than by knowing which images a runtime pins.
+rather than by knowing which images a runtime pins. The images the runtime keeps for
+itself (its sandbox image, its pinned images: `protected`) are never unpinned, even when a
+record of one carries kubegc's label: containerd pins them itself and expects them pinned.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from kubegc_cli.core.model import Image
 from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan, StoredImage
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.policy.images import matches_keep
+
+#: Why `images unpin` keeps an image the runtime keeps for itself (after what it is).
+RUNTIME_KEEPS = "which the runtime keeps for itself and pins: kubegc never unpins it"
 
 #: Why `images unpin` keeps a pin kubegc did not make.
 NOT_OURS = (
@@ -104,14 +109,17 @@ def plan_pins(
     op: str,
     *,
     records: Mapping[str, Mapping[str, str]] | None = None,
+    protected: Mapping[str, str] | None = None,
 ) -> PinPlan:
     """The plan of `images pin` (`op` PIN) or `images unpin` (UNPIN) over the runtime's
     `images`: each image matching one of `patterns` is an action, or kept with the reason
     (already pinned; not pinned; for unpin, pinned but by the runtime or someone else: no
     record of it in `records`, containerd's image records by name → labels, carries
     kubegc's label `OWN_PIN_LABEL` with a value kubegc writes — one with another value says
-    so, `planted_own_labels`; none given: no pin is kubegc's). Images are taken in ID
-    order, once each. Raises `BadInput` for bad patterns or `op`."""
+    so, `planted_own_labels`; none given: no pin is kubegc's; or, whoever pinned it, an
+    image the runtime keeps for itself: `protected`, image ID → what it is and where it was
+    named, as `SandboxImages.protected_ids` gives them). Images are taken in ID order, once
+    each. Raises `BadInput` for bad patterns or `op`."""
     if op not in (PIN, UNPIN):
         raise BadInput(f"unknown pin operation {op!r}")
     given = check_patterns(patterns)
@@ -125,6 +133,9 @@ def plan_pins(
             plan.kept.append(PinAction(img, op, "already pinned", KEPT))
         elif op == UNPIN and not img.pinned:
             plan.kept.append(PinAction(img, op, "not pinned", KEPT))
+        elif op == UNPIN and img.id in (protected or {}):
+            why = f"{(protected or {})[img.id]}, {RUNTIME_KEEPS}"
+            plan.kept.append(PinAction(img, op, why, KEPT))
         elif op == UNPIN and not own_pin_names(img, records or {}):
             why = planted_own_labels(img, records or {}) or NOT_OURS
             plan.kept.append(PinAction(img, op, why, KEPT))

@@ -18,7 +18,7 @@ from kubegc_cli.core.units import rfc3339_to_ns
 from kubegc_cli.node.containerd.client import PINNED_LABEL, ContainerdImages
 from kubegc_cli.node.cri.client import CriClient
 from kubegc_cli.node.cri.endpoint import Endpoint
-from tests.node.localnode import LocalNode, containerd_version
+from tests.node.localnode import PAUSE_IMAGE, LocalNode, containerd_version
 from tests.node.racing import kubegc_in_process
 from tests.node.test_gc_containers import kubegc
 
@@ -137,7 +137,8 @@ def test_unpin_undoes_only_kubegcs_own_pins(tmp_path: Path) -> None:
         kept = {k["id"]: k["reason"] for k in dry["kept"]}
         assert "not by kubegc" in kept[theirs] and "ctr -n k8s.io images label" in kept[theirs]
         runtime_pins = [i.id for i in node.list_images() if i.pinned and i.id not in (ours, theirs)]
-        assert all("not by kubegc" in kept[i] for i in runtime_pins)
+        # (containerd 2.x pins its sandbox image: kept as the runtime's own, never unpinned)
+        assert all("never unpins" in kept[i] for i in runtime_pins), kept
 
         run = kubegc(node, tmp_path, *unpin, "--yes", "-o", "json")
         assert run.returncode == 0, run.stderr
@@ -178,6 +179,32 @@ def test_unpin_keeps_a_pin_whose_own_label_kubegc_did_not_write(tmp_path: Path) 
         labels = _labels(node, [name])[name]
         assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == "yes"
         assert _pinned(node, planted, True)
+
+
+def test_unpin_never_plans_the_runtimes_sandbox_image(tmp_path: Path) -> None:
+    """The sandbox image the node's containerd is configured with carries kubegc's own label
+    (as `images pin` would have set it): unpin keeps it, saying it is the runtime's sandbox
+    image, and leaves its labels; containerd still reports it pinned."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        pause = next(i.id for i in node.list_images() if PAUSE_IMAGE in i.repo_tags)
+        with ContainerdImages(Endpoint(str(node.socket), "test")) as ctd:
+            own = {PINNED_LABEL: "pinned", OWN_PIN_LABEL: "2026-01-01T00:00:00Z"}
+            assert ctd.set_labels(PAUSE_IMAGE, own) == ""
+        assert _pinned(node, pause, True)
+        unpin = ("--lock-timeout", "2m", "images", "unpin", "registry.k8s.io/pause:*")
+        for mode in ("--dry-run", "--yes"):
+            run = kubegc(node, tmp_path, *unpin, mode, "-o", "json")
+            assert run.returncode == 0, run.stderr
+            doc = json.loads(run.stdout)
+            assert doc["actions"] == [], doc["actions"]
+            (kept,) = doc["kept"]
+            assert kept["id"] == pause and kept["reason"].startswith("the sandbox image")
+            assert PAUSE_IMAGE in kept["reason"] and "never unpins" in kept["reason"]
+        labels = _labels(node, [PAUSE_IMAGE])[PAUSE_IMAGE]
+        assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == own[OWN_PIN_LABEL]
+        assert _pinned(node, pause, True)
 
 
 def test_unpin_leaves_a_record_another_client_changed_while_it_ran(

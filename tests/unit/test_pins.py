@@ -13,6 +13,7 @@ from kubegc_cli.core.model import Image, RuntimeInfo
 from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN, StoredImage
 from kubegc_cli.policy.pins import (
     NOT_OURS,
+    RUNTIME_KEEPS,
     own_pin_changed,
     own_pin_names,
     own_pin_time,
@@ -70,6 +71,23 @@ def test_plan_pins(
     assert all(k.result == KEPT for k in plan.kept)
     if not planned and not kept:
         assert plan.notes == ["no image matches " + " ".join(patterns)]
+
+
+def test_unpin_never_plans_an_image_the_runtime_keeps_for_itself() -> None:
+    """The runtime's sandbox (or pinned) image is kept even when a record of it carries
+    kubegc's own label, with what it is and why; one not pinned is "not pinned" as any."""
+    records = {"registry.k8s.io/pause:3.9": OURS, "sha256:pause": OURS,
+               "registry.k8s.io/coredns:1": OURS, f"quay.io/acme/app@{D}": OURS}  # fmt: skip
+    why = "the sandbox image registry.k8s.io/pause:3.9 (config.toml)"
+    protected = {"sha256:pause": why, "sha256:k8s": why}
+    plan = plan_pins(IMAGES, ["*"], UNPIN, records=records, protected=protected)
+    assert [a.id for a in plan.actions] == ["sha256:app"]
+    kept = {k.id: k.reason for k in plan.kept}
+    assert kept == {"sha256:pause": f"{why}, {RUNTIME_KEEPS}", "sha256:k8s": "not pinned"}
+    assert "never unpins" in RUNTIME_KEEPS
+    # pin is not narrowed: an image is pinned whoever keeps it
+    pin = plan_pins(IMAGES, ["*"], PIN, records=records, protected=protected)
+    assert [a.id for a in pin.actions] == ["sha256:k8s"]
 
 
 def test_own_pin_names_are_the_records_carrying_kubegcs_label() -> None:
