@@ -19,6 +19,7 @@ containerd, nothing is changed and the run says so (exit 2).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,22 +32,28 @@ from kubegc_cli.core.pins import (
     FAILED,
     OWN_PIN_LABEL,
     PIN,
+    PINNED_LABEL,
+    PINNED_VALUE,
     SKIPPED,
+    STILL_PINNED,
     UNPIN,
+    PinAction,
     PinPlan,
     StoredImage,
 )
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
-from kubegc_cli.node.containerd.client import GONE, PINNED_LABEL, PINNED_VALUE, ContainerdImages
+from kubegc_cli.node.containerd.client import GONE, ContainerdImages
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
 from kubegc_cli.policy.pins import (
     check_patterns,
     own_pin_changed,
     own_pin_names,
+    pinning_records,
     plan_pins,
     record_names,
+    still_pinned_by,
 )
 
 if TYPE_CHECKING:
@@ -54,6 +61,10 @@ if TYPE_CHECKING:
 
 #: The first containerd whose CRI reports `io.cri-containerd.pinned` as CRI `pinned`.
 FIRST_PINNING_CONTAINERD = (1, 7)
+#: How long, in all, the runtime's CRI view is waited for to show what the records now say
+#: (containerd's CRI follows its image events), once acted; and how often it is asked.
+SETTLE_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.05
 
 
 def pins_supported(info: RuntimeInfo, endpoint: str) -> None:
@@ -86,9 +97,11 @@ def pin_images(
     """`kubegc images pin` (`op` PIN) or `unpin` (UNPIN) of the images matching `patterns`
     (globs over tags and repo digests, as `--keep`). `show` renders the plan before a person
     is asked. Returns the plan with each action's result (`pinned`/`unpinned`, `skipped`,
-    `failed`). Raises `BadInput` for bad patterns or a runtime that does not read pins (see
-    `pins_supported`), `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when
-    another run holds the node lock."""
+    `failed`; for unpin `still-pinned`: kubegc's pin undone, the runtime still reporting the
+    image pinned, and who pins it) and, once acted, whether the runtime reports each image
+    pinned (`pinned_after`, CRI `ImageStatus`). Raises `BadInput` for bad patterns or a
+    runtime that does not read pins (see `pins_supported`), `RuntimeUnavailable` when the
+    runtime cannot be reached, `Busy` when another run holds the node lock."""
     check_patterns(patterns)
     if s.snapshot is not None:
         raise BadInput(f"images {op} works on the runtime, not a snapshot (drop --snapshot)")
@@ -194,6 +207,50 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
             ui.info(f"{DONE[op]} {a.id}: {', '.join(done)}")
             if left:
                 ui.warn(f"{a.id}: {left}; left alone")
+        _settle(client, ctd, [a for a in plan.actions if a.result == DONE[op]], op, ui)
+
+
+def _settle(
+    client: CriClient, ctd: ContainerdImages, acted: list[PinAction], op: str, ui: Ui
+) -> None:
+    """Once labelled, ask the runtime (CRI `ImageStatus`) whether each image of `acted` is
+    pinned now, and record its answer (`pinned_after`): the records are listed once more,
+    and each image is asked until the runtime's answer agrees with them (pin: pinned; unpin:
+    pinned while a record of it still carries containerd's pin) or `SETTLE_SECONDS` have
+    passed in all. An unpinned image the runtime still reports pinned becomes `still-pinned`,
+    saying who pins it (`still_pinned_by`); a pinned one it does not, says so. A runtime that
+    does not answer leaves `pinned_after` None, with a warning."""
+    if not acted:
+        return
+    try:
+        records = ctd.list_records()
+    except RuntimeUnavailable as exc:
+        ui.warn(f"cannot list the image records again: {exc}")
+        records = {}
+    deadline = time.monotonic() + SETTLE_SECONDS
+    for a in acted:
+        want = op == PIN or bool(pinning_records(a.image, records))
+        try:
+            while True:
+                now = client.image_status(a.id)
+                got = None if now is None else now.pinned
+                if got is None or got == want or time.monotonic() >= deadline:
+                    break
+                time.sleep(SETTLE_POLL_SECONDS)
+        except RuntimeUnavailable as exc:
+            ui.warn(f"{a.id}: cannot ask the runtime whether it is pinned now: {exc}")
+            continue
+        a.pinned_after = got
+        said = ""
+        if op == UNPIN and got:
+            a.result, said = STILL_PINNED, still_pinned_by(a.image, records)
+        elif op == PIN and got is False:
+            said = "the runtime does not report it pinned (yet)"
+        elif got is None:
+            said = "the runtime has no such image any more"
+        if said:
+            a.error = "; ".join(filter(None, [a.error, said]))
+            ui.warn(f"{a.id}: {said}")
 
 
 def _labels(records: dict[str, StoredImage]) -> dict[str, Mapping[str, str]]:

@@ -19,7 +19,17 @@ from collections.abc import Iterable, Mapping
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image
-from kubegc_cli.core.pins import KEPT, OWN_PIN_LABEL, PIN, UNPIN, PinAction, PinPlan, StoredImage
+from kubegc_cli.core.pins import (
+    KEPT,
+    OWN_PIN_LABEL,
+    PIN,
+    PINNED_LABEL,
+    PINNED_VALUE,
+    UNPIN,
+    PinAction,
+    PinPlan,
+    StoredImage,
+)
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.policy.images import matches_keep
 
@@ -70,6 +80,45 @@ def own_pin_names(image: Image, records: Mapping[str, Mapping[str, str]]) -> tup
     lists them) that carry kubegc's pin label `OWN_PIN_LABEL` with a value kubegc writes
     (`own_pin_time`): the records `images pin` labelled and `images unpin` may change."""
     return tuple(n for n in record_names(image) if own_pin_time(records.get(n, {})))
+
+
+def image_records(image: Image, records: Mapping[str, StoredImage]) -> tuple[str, ...]:
+    """The names of `records` (containerd's, by name) that are `image`'s: those of its names
+    (`record_names`) containerd holds, then every other record pointing at the same target
+    as one of them (a tag made since the image was listed), sorted."""
+    own = [n for n in record_names(image) if n in records]
+    targets = {records[n].target for n in own if records[n].target}
+    more = sorted(n for n, r in records.items() if r.target in targets and n not in own)
+    return (*own, *more)
+
+
+def pinning_records(image: Image, records: Mapping[str, StoredImage]) -> tuple[str, ...]:
+    """The names of `image`'s records (`image_records`) that carry containerd's pin."""
+    return tuple(
+        n
+        for n in image_records(image, records)
+        if records[n].labels.get(PINNED_LABEL) == PINNED_VALUE
+    )
+
+
+def still_pinned_by(image: Image, records: Mapping[str, StoredImage]) -> str:
+    """Who still pins `image` when the runtime reports it pinned once an unpin removed
+    kubegc's pin, as far as containerd's `records` (listed after the unpin) tell: the
+    records of it that still carry containerd's pin label, each named (and whether kubegc's
+    label is on it too: a record the unpin left alone), else the runtime itself."""
+    pinners = pinning_records(image, records)
+    if not pinners:
+        return (f"the runtime still reports it pinned, though no record of it carries "
+                f"{PINNED_LABEL}: its own pin (or its view is not current yet)")  # fmt: skip
+    theirs = [n for n in pinners if own_pin_time(records[n].labels) is None]
+    left = [n for n in pinners if n not in theirs]
+    said = []
+    if theirs:
+        said.append(f"{', '.join(theirs)} ({PINNED_LABEL} not set by kubegc: the runtime's or "
+                    "someone else's pin)")  # fmt: skip
+    if left:
+        said.append(f"{', '.join(left)} (with kubegc's {OWN_PIN_LABEL}, left alone)")
+    return "still pinned by its record(s) " + "; ".join(said)
 
 
 def own_pin_changed(planned: StoredImage, now: StoredImage) -> str:

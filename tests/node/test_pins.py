@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from kubegc_cli.core.pins import OWN_PIN_LABEL
+from kubegc_cli.core.pins import OWN_PIN_LABEL, PINNED_LABEL
 from kubegc_cli.core.units import rfc3339_to_ns
-from kubegc_cli.node.containerd.client import PINNED_LABEL, ContainerdImages
+from kubegc_cli.node.containerd.client import ContainerdImages
 from kubegc_cli.node.cri.client import CriClient
 from kubegc_cli.node.cri.endpoint import Endpoint
 from tests.node.localnode import PAUSE_IMAGE, LocalNode, containerd_version
@@ -179,6 +179,36 @@ def test_unpin_keeps_a_pin_whose_own_label_kubegc_did_not_write(tmp_path: Path) 
         labels = _labels(node, [name])[name]
         assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == "yes"
         assert _pinned(node, planted, True)
+
+
+def test_unpin_reports_an_image_another_pin_still_holds(tmp_path: Path) -> None:
+    """After unpin, the runtime is asked again: an image whose other tag a person pinned by
+    hand is still pinned (CRI `ImageStatus`), so its row is `still-pinned`, PINNED yes,
+    naming the record that pins it; an image nothing else pins is `unpinned`, PINNED no."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        held = node.import_image("docker.io/library/pin-me:1", pad_bytes=1024, seed="held")
+        free = node.import_image("docker.io/library/pin-me:2", pad_bytes=1024, seed="free")
+        assert kubegc(node, tmp_path, *PIN, "--yes").returncode == 0
+        assert _pinned(node, held, True) and _pinned(node, free, True)
+        hand = "docker.io/library/hand-tag:1"
+        _ctr(node, "images", "tag", "docker.io/library/pin-me:1", hand)
+        _ctr(node, "images", "label", hand, f"{PINNED_LABEL}=pinned", f"{OWN_PIN_LABEL}=")
+        assert OWN_PIN_LABEL not in _labels(node, [hand])[hand]
+
+        run = kubegc(node, tmp_path, *UNPIN, "--yes", "-o", "json")
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        rows = {a["id"]: a for a in doc["actions"]}
+        assert rows[free]["result"] == "unpinned" and rows[free]["pinned_after"] is False
+        assert rows[held]["result"] == "still-pinned", rows[held]
+        assert rows[held]["pinned_after"] is True
+        assert hand in rows[held]["error"] and "not set by kubegc" in rows[held]["error"]
+        assert doc["summary"]["unpinned"] == 1 and doc["summary"]["still-pinned"] == 1
+        assert hand in run.stderr  # the warning says who still pins it
+        assert _pinned(node, held, True) and not _pinned(node, free, False)
+        assert _labels(node, [hand])[hand].get(PINNED_LABEL) == "pinned"
 
 
 def test_unpin_never_plans_the_runtimes_sandbox_image(tmp_path: Path) -> None:

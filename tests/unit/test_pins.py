@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,16 +11,29 @@ import pytest
 
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, RuntimeInfo
-from kubegc_cli.core.pins import DONE, KEPT, OWN_PIN_LABEL, PIN, PLANNED, UNPIN, StoredImage
+from kubegc_cli.core.pins import (
+    DONE,
+    KEPT,
+    OWN_PIN_LABEL,
+    PIN,
+    PLANNED,
+    STILL_PINNED,
+    UNPIN,
+    StoredImage,
+)
 from kubegc_cli.policy.pins import (
     NOT_OURS,
     RUNTIME_KEEPS,
+    image_records,
     own_pin_changed,
     own_pin_names,
     own_pin_time,
+    pinning_records,
     plan_pins,
     record_names,
+    still_pinned_by,
 )
+from kubegc_cli.render.pins import render_pins
 from tests.unit.memorycri import MemoryCri, run_cli, use_runtime
 
 D = "sha256:" + "cd" * 32
@@ -261,3 +275,58 @@ def test_a_pin_is_an_audit_row_history_reads(tmp_path: Path) -> None:
     [row] = run["actions"]
     assert row["kind"] == "image-pin" and row["rule"] == "pin" and row["id"] == image.id
     assert row["bytes_freed"] == 0 and row["bytes_expected"] == 0
+
+
+def _stored(name: str, labels: dict[str, str], target: str = "sha256:m1") -> StoredImage:
+    return StoredImage(name, labels, target, 1)
+
+
+@pytest.mark.parametrize(
+    ("records", "needles"),
+    [
+        # a person's pin on another tag of the image (made since it was listed: same target)
+        ({"quay.io/acme/app:1": _stored("quay.io/acme/app:1", {}),
+          "hand:1": _stored("hand:1", THEIRS)},
+         ["hand:1", "not set by kubegc"]),
+        # a record of the image the unpin left alone, still with kubegc's label
+        ({"quay.io/acme/app:1": _stored("quay.io/acme/app:1", OURS)},
+         ["quay.io/acme/app:1", "with kubegc's io.kubegc.pinned, left alone"]),
+        # a pinned record of another image does not count
+        ({"quay.io/acme/app:1": _stored("quay.io/acme/app:1", {}),
+          "other:1": _stored("other:1", THEIRS, "sha256:m2")},
+         ["no record of it carries", "its own pin"]),
+        ({}, ["no record of it carries"]),
+    ],
+)  # fmt: skip
+def test_still_pinned_by_names_who_holds_the_pin(
+    records: dict[str, StoredImage], needles: list[str]
+) -> None:
+    said = still_pinned_by(APP, records)
+    assert all(n in said for n in needles), said
+    assert pinning_records(APP, records) == tuple(
+        n for n in image_records(APP, records) if records[n].labels == THEIRS or
+        records[n].labels == OURS
+    )  # fmt: skip
+    assert "other:1" not in image_records(APP, records)
+
+
+def test_a_still_pinned_image_is_not_shown_unpinned() -> None:
+    """Once acted on, the PINNED column is the runtime's answer and the result says who
+    still pins the image; the summary counts it apart from the unpinned ones."""
+    plan = plan_pins([APP, K8S], ["*"], UNPIN, records={f"quay.io/acme/app@{D}": OURS})
+    plan.dry_run = False
+    [a] = plan.actions
+    a.result, a.pinned_after, a.error = STILL_PINNED, True, "still pinned by its record(s) hand:1"
+    out = io.StringIO()
+    render_pins(plan, "table", out=out)
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("app"))
+    assert " yes " in row and "still-pinned: still pinned by its record(s) hand:1" in row
+    assert "unpinned" not in row
+    assert "0 image(s) unpinned, 1 still pinned by another pin" in out.getvalue()
+    assert plan.to_dict()["summary"]["still-pinned"] == 1
+    assert plan.to_dict()["actions"][0]["pinned_after"] is True
+    a.result, a.pinned_after, a.error = DONE[UNPIN], False, ""
+    out = io.StringIO()
+    render_pins(plan, "table", out=out)
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("app"))
+    assert " no " in row and "unpinned" in row

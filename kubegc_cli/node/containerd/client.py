@@ -24,8 +24,6 @@ from kubegc_cli.node.cri.client import describe_rpc_error
 from kubegc_cli.node.cri.endpoint import Endpoint
 
 NAMESPACE = "k8s.io"
-PINNED_LABEL = "io.cri-containerd.pinned"
-PINNED_VALUE = "pinned"
 #: Why `ContainerdImages.set_labels` wrote nothing to a record gone since it was read.
 GONE = "the runtime has no record of it any more"
 
