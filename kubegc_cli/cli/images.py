@@ -33,7 +33,7 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
     plan = pin_images(
         s, patterns, op, act, ui, show=lambda p: render_pins(p, "table", view=view, asking=True)
     )  # fmt: skip
-    render_pins(plan, s.output, view=view)
+    render_pins(plan, s.output, view=view, quiet=s.quiet)
     if exit_failed(plan):
         raise PartialFailure(f"images {op}: an image could not be {op}ned")
 

@@ -39,12 +39,14 @@ def _row(a: PinAction, acted: bool) -> list[str]:
 
 
 def render_pins(plan: PinPlan, output: str, *, out: IO[str] | None = None,
-                view: View | None = None, asking: bool = False) -> None:  # fmt: skip
+                view: View | None = None, asking: bool = False,
+                quiet: bool = False) -> None:  # fmt: skip
     """Print `plan` as `output` says: `json`/`yaml` (its `to_dict`), `name` (`image/<id>` of
-    each action), else a table of the actions and the matched images left as they are (the
-    PINNED column as the runtime reports each image: once acted on, its answer then,
-    `pinned_cell`), and a summary line (`asking`: the plan a person is
-    about to be asked about)."""
+    each action), else with `quiet` (`-q`) the IDs alone, as `render.plan.render_ids` (the
+    images to change in a dry run; once acted on, those pinned or unpinned), else a table
+    of the actions and the matched images left as they are (the PINNED column as the
+    runtime reports each image: once acted on, its answer then, `pinned_cell`), and a
+    summary line (`asking`: the plan a person is about to be asked about)."""
     if output in ("json", "yaml"):
         dump_document(plan.to_dict(), output)
         return
@@ -52,6 +54,12 @@ def render_pins(plan: PinPlan, output: str, *, out: IO[str] | None = None,
     if output == "name":
         for a in plan.actions:
             screen.line(f"image/{safe_text(a.id)}")
+        return
+    if quiet:
+        shown = PLANNED if plan.dry_run else DONE[plan.op]
+        for a in plan.actions:
+            if a.result == shown:
+                screen.line(safe_text(a.id))
         return
     acted = not plan.dry_run
     verb = "Pin" if plan.op == "pin" else "Unpin"

@@ -190,7 +190,8 @@ def test_unpin_reports_an_image_another_pin_still_holds(tmp_path: Path) -> None:
     with LocalNode(tmp_path / "node") as node:
         held = node.import_image("docker.io/library/pin-me:1", pad_bytes=1024, seed="held")
         free = node.import_image("docker.io/library/pin-me:2", pad_bytes=1024, seed="free")
-        assert kubegc(node, tmp_path, *PIN, "--yes").returncode == 0
+        run = kubegc(node, tmp_path, "-q", *PIN, "--yes")  # -q: the IDs of the images pinned
+        assert (run.returncode, run.stdout.split()) == (0, sorted([held, free])), run.stderr
         assert _pinned(node, held, True) and _pinned(node, free, True)
         hand = "docker.io/library/hand-tag:1"
         _ctr(node, "images", "tag", "docker.io/library/pin-me:1", hand)

@@ -330,3 +330,27 @@ def test_a_still_pinned_image_is_not_shown_unpinned() -> None:
     render_pins(plan, "table", out=out)
     row = next(line for line in out.getvalue().splitlines() if line.startswith("app"))
     assert " no " in row and "unpinned" in row
+
+
+def test_quiet_prints_only_the_image_ids(tmp_path: Path) -> None:
+    """`-q` on images pin|unpin prints the IDs alone, as on the gc commands: in a dry run
+    the images to change; once acted on, those pinned or unpinned only (not one still
+    pinned, skipped or failed); `-o json` still wins."""
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name="containerd", version="v2.1.0")  # fmt: skip
+    base = ["--state-dir", str(tmp_path / "s"), "images", "pin", "*", "--dry-run"]
+    with use_runtime(cri):
+        code, out, err = run_cli(["-q", *base])
+    assert (code, out) == (0, "sha256:k8s\n"), err
+    with use_runtime(cri):
+        code, out, err = run_cli(["-q", *base, "-o", "json"])
+    assert json.loads(out)["kind"] == "ImagePinPlan"
+
+    records = {f"quay.io/acme/app@{D}": OURS, "registry.k8s.io/pause:3.9": OURS}
+    plan = plan_pins([APP, K8S, PAUSE], ["*"], UNPIN, records=records)
+    plan.dry_run = False
+    unpinned, still = plan.actions
+    unpinned.result, still.result = DONE[UNPIN], STILL_PINNED
+    buf = io.StringIO()
+    render_pins(plan, "table", out=buf, quiet=True)
+    assert buf.getvalue() == f"{unpinned.id}\n"
