@@ -18,7 +18,6 @@ containerd, nothing is changed and the run says so (exit 2).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -52,6 +51,7 @@ from kubegc_cli.policy.pins import (
     own_pin_names,
     pinning_records,
     plan_pins,
+    reads_pins,
     record_names,
     still_pinned_by,
 )
@@ -59,8 +59,6 @@ from kubegc_cli.policy.pins import (
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
 
-#: The first containerd whose CRI reports `io.cri-containerd.pinned` as CRI `pinned`.
-FIRST_PINNING_CONTAINERD = (1, 7)
 #: How long, in all, the runtime's CRI view is waited for to show what the records now say
 #: (containerd's CRI follows its image events), once acted; and how often it is asked.
 SETTLE_SECONDS = 2.0
@@ -76,8 +74,7 @@ def pins_supported(info: RuntimeInfo, endpoint: str) -> None:
             f"images pin is not supported on {info.name or 'this runtime'} {info.version} at "
             f"{endpoint}: only containerd reads pins from an image label; nothing was changed"
         )
-    found = re.match(r"v?(\d+)\.(\d+)", info.version)
-    if found is None or (int(found[1]), int(found[2])) < FIRST_PINNING_CONTAINERD:
+    if not reads_pins(info):
         raise BadInput(
             f"images pin is not supported on containerd {info.version} at {endpoint}: its CRI "
             "reports pins (io.cri-containerd.pinned) from containerd 1.7 on, so the kubelet "

@@ -15,10 +15,11 @@ record of one carries kubegc's label: containerd pins them itself and expects th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from kubegc_cli.core.errors import BadInput
-from kubegc_cli.core.model import Image
+from kubegc_cli.core.model import Image, RuntimeInfo
 from kubegc_cli.core.pins import (
     KEPT,
     OWN_PIN_LABEL,
@@ -33,6 +34,9 @@ from kubegc_cli.core.pins import (
 from kubegc_cli.core.units import ns_to_rfc3339, rfc3339_to_ns
 from kubegc_cli.policy.images import matches_keep
 
+#: The first containerd whose CRI reports `io.cri-containerd.pinned` as CRI `pinned`.
+FIRST_PINNING_CONTAINERD = (1, 7)
+
 #: Why `images unpin` keeps an image the runtime keeps for itself (after what it is).
 RUNTIME_KEEPS = "which the runtime keeps for itself and pins: kubegc never unpins it"
 
@@ -41,6 +45,38 @@ NOT_OURS = (
     "pinned by the runtime or someone else, not by kubegc: change it by hand with "
     "`ctr -n k8s.io images label <name> io.cri-containerd.pinned=`"
 )
+
+
+def reads_pins(info: RuntimeInfo) -> bool:
+    """Whether the runtime `info` (its CRI Version) reports containerd's pin label as CRI
+    `pinned`: containerd 1.7 or later (CRI-O, cri-dockerd and containerd 1.6 do not)."""
+    found = re.match(r"v?(\d+)\.(\d+)", info.version)
+    return (
+        info.name == "containerd"
+        and found is not None
+        and (int(found[1]), int(found[2])) >= FIRST_PINNING_CONTAINERD
+    )
+
+
+def own_pin_reasons(images: Iterable[Image], records: Mapping[str, StoredImage]) -> dict[str, str]:
+    """Image ID → why it is pinned, for each pinned image of `images` a record of which
+    (`image_records`: its names, and other records pointing at the same manifest; `records`
+    are containerd's, by name) carries kubegc's own pin (`own_pin_time`): `pinned by kubegc
+    (images pin, <RFC 3339 time of its earliest pin>)`, and `, and by the runtime or someone
+    else` when another record of it carries containerd's pin without kubegc's label. An image
+    pinned with no kubegc pin on any record is not in the result."""
+    out: dict[str, str] = {}
+    for img in images:
+        if not img.pinned:
+            continue
+        names = image_records(img, records)
+        times = sorted(t for n in names if (t := own_pin_time(records[n].labels)))
+        if not times:
+            continue
+        others = [n for n in pinning_records(img, records) if not own_pin_time(records[n].labels)]
+        also = ", and by the runtime or someone else" if others else ""
+        out[img.id] = f"pinned by kubegc (images pin, {times[0]}){also}"
+    return out
 
 
 def check_patterns(patterns: Iterable[str]) -> tuple[str, ...]:

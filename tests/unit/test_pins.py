@@ -27,6 +27,7 @@ from kubegc_cli.policy.pins import (
     image_records,
     own_pin_changed,
     own_pin_names,
+    own_pin_reasons,
     own_pin_time,
     pinning_records,
     plan_pins,
@@ -354,3 +355,73 @@ def test_quiet_prints_only_the_image_ids(tmp_path: Path) -> None:
     buf = io.StringIO()
     render_pins(plan, "table", out=buf, quiet=True)
     assert buf.getvalue() == f"{unpinned.id}\n"
+
+
+def test_own_pin_reasons_tell_kubegcs_pins_from_the_runtimes() -> None:
+    """gc images' reason for a pinned image: kubegc's own pin with its time (the earliest of
+    its records'), also another's when a record without kubegc's label pins it too; an image
+    only the runtime or a person pinned, or one not pinned, gets none (it stays "pinned by
+    the runtime")."""
+    t1, t2 = "2026-01-01T00:00:00Z", "2026-02-01T00:00:00.000000001Z"
+    records = {
+        f"quay.io/acme/app@{D}": _stored(f"quay.io/acme/app@{D}", {**THEIRS, OWN_PIN_LABEL: t2}),
+        "quay.io/acme/app:1": _stored("quay.io/acme/app:1", {**THEIRS, OWN_PIN_LABEL: t1}),
+        "registry.k8s.io/pause:3.9": _stored("registry.k8s.io/pause:3.9", THEIRS, "sha256:p"),
+        "sha256:pause": _stored("sha256:pause", {**THEIRS, OWN_PIN_LABEL: "planted"}, "sha256:p"),
+        "registry.k8s.io/coredns:1": _stored("registry.k8s.io/coredns:1", OURS, "sha256:c"),
+    }
+    assert own_pin_reasons(IMAGES, records) == {
+        "sha256:app": f"pinned by kubegc (images pin, {t1})"  # K8S is not pinned; PAUSE not ours
+    }
+    records["hand:1"] = _stored("hand:1", THEIRS)  # a person's pin on another tag of APP
+    assert own_pin_reasons(IMAGES, records)["sha256:app"] == (
+        f"pinned by kubegc (images pin, {t1}), and by the runtime or someone else"
+    )
+
+
+def test_plan_images_takes_the_reason_of_a_pin_it_is_given() -> None:
+    from kubegc_cli.policy.images import ImageGCPolicy, plan_images
+
+    plan = plan_images([APP, PAUSE], [], {}, ImageGCPolicy(), 10**18, began=0,
+                       pinned_by={"sha256:app": "pinned by kubegc (images pin, x)"})  # fmt: skip
+    assert {d.image.id: (d.rule, d.reason) for d in plan.kept} == {
+        "sha256:app": ("pinned", "pinned by kubegc (images pin, x)"),
+        "sha256:pause": ("pinned", "pinned by the runtime"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "asked"),
+    [("cri-o", "1.30.0", False), ("containerd", "1.6.20~ds1", False),
+     ("containerd", "v2.1.0", True)],
+)  # fmt: skip
+def test_gc_images_asks_containerd_of_pins_only_where_its_label_is_read(
+    tmp_path: Path, name: str, version: str, asked: bool
+) -> None:
+    """On CRI-O and containerd 1.6 gc images never calls containerd's images API and a
+    pinned image stays "pinned by the runtime"; on containerd 1.7+ it is asked (once an
+    image is pinned) and, when it does not answer, the wording stays the same (-v says why).
+    The runtime is a stand-in whose endpoint counts the uses of its socket address."""
+
+    class CountingEndpoint:
+        """Stand-in endpoint: a socket no one serves, counting how often it is dialled."""
+
+        display = "unix:///nonexistent/kubegc-test.sock"
+        dialled = 0
+
+        @property
+        def address(self) -> str:
+            CountingEndpoint.dialled += 1
+            return self.display
+
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name=name, version=version, endpoint=CountingEndpoint())  # fmt: skip
+    with use_runtime(cri):
+        code, out, err = run_cli(["-v", "--host-root", str(tmp_path), "--state-dir",
+                                  str(tmp_path / "s"), "-o", "json", "gc", "images",
+                                  "--timeout", "5s", "--dry-run"])  # fmt: skip
+    assert code == 0, err
+    kept = {k["id"]: (k["rule"], k["reason"]) for k in json.loads(out)["kept"]}
+    assert kept["sha256:app"] == ("pinned", "pinned by the runtime")
+    assert (CountingEndpoint.dialled > 0) is asked
+    assert ("kubegc's own pins not told apart" in err) is asked
