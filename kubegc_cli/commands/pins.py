@@ -247,7 +247,7 @@ def _settle(
             said = "the runtime has no such image any more"
         if said:
             a.error = "; ".join(filter(None, [a.error, said]))
-            ui.warn(f"{a.id}: {said}")
+            ui.warn(f"{a.id}: {'still pinned: ' if got else ''}{said}")
 
 
 def _labels(records: dict[str, StoredImage]) -> dict[str, Mapping[str, str]]:

@@ -154,7 +154,7 @@ def still_pinned_by(image: Image, records: Mapping[str, StoredImage]) -> str:
                     "someone else's pin)")  # fmt: skip
     if left:
         said.append(f"{', '.join(left)} (with kubegc's {OWN_PIN_LABEL}, left alone)")
-    return "still pinned by its record(s) " + "; ".join(said)
+    return "pinned by its record(s) " + "; ".join(said)
 
 
 def own_pin_changed(planned: StoredImage, now: StoredImage) -> str:
