@@ -33,7 +33,7 @@ def _run(ctx: click.Context, op: str, patterns: tuple[str, ...], opts: dict[str,
     plan = pin_images(
         s, patterns, op, act, ui, show=lambda p: render_pins(p, "table", view=view, asking=True)
     )  # fmt: skip
-    render_pins(plan, s.output, view=view)
+    render_pins(plan, s.output, view=view, quiet=s.quiet)
     if exit_failed(plan):
         raise PartialFailure(f"images {op}: an image could not be {op}ned")
 
@@ -86,9 +86,12 @@ def unpin(ctx: click.Context, /, patterns: tuple[str, ...], **opts: Any) -> None
     """Undo kubegc's own pins of the images matching the patterns.
 
     As images pin, the other way, for the pins kubegc made only: the records that carry
-    kubegc's label io.kubegc.pinned lose it and containerd's io.cri-containerd.pinned. Every
-    other pin stays, with the reason (the runtime's own, as its sandbox image; one set with
-    ctr images label; one by a kubegc that did not set io.kubegc.pinned yet).
+    kubegc's label io.kubegc.pinned (the time of the pin, as images pin writes it) lose it
+    and containerd's io.cri-containerd.pinned. Every other pin stays, with the reason (the
+    runtime's own; one set with ctr images label; one by a kubegc that did not set
+    io.kubegc.pinned yet; one whose io.kubegc.pinned holds another value), and so does the
+    pin of each image the runtime keeps for itself (its sandbox and pinned images, as gc
+    images finds them), whoever made it.
 
     \b
     Examples:

@@ -89,6 +89,7 @@ from kubegc_cli.policy.images import (
     sandbox_image_mismatch,
 )
 from kubegc_cli.policy.logs import link_state, plan_logs
+from kubegc_cli.policy.pins import own_pin_reasons, reads_pins
 from kubegc_cli.policy.sandboxes import plan_sandboxes
 from kubegc_cli.policy.scope import Scope
 
@@ -747,7 +748,7 @@ def plan_images_on(
     ip = plan_images(
         snap.images, snap.containers, records, policy, now,
         began=began, capacity=fs.capacity, available=fs.available, protected=protected,
-        filesystem=imagefs,
+        filesystem=imagefs, pinned_by=_own_pins(s, client, snap, ui),
     )  # fmt: skip
 
     def stored_now(acting: bool) -> bool:
@@ -819,6 +820,27 @@ def plan_images_on(
         return [Stage(remover, ("image",))]
 
     return ImagesPlanned(plan, stages, imagefs=imagefs, fs=fs, save=save)
+
+
+def _own_pins(s: Settings, client: CriClient, snap: NodeSnapshot, ui: Ui) -> dict[str, str]:
+    """Image ID → "pinned by kubegc (images pin, <when>)" for the pinned images kubegc
+    pinned (`policy.pins.own_pin_reasons`), from one `images List` of containerd's own API
+    on the CRI socket — asked only when an image is pinned and the runtime reads containerd's
+    pin label (containerd 1.7 on, `reads_pins`); {} otherwise (CRI-O, containerd 1.6: every
+    pinned image stays "pinned by the runtime"), and when containerd does not answer (-v
+    says why)."""
+    if not any(i.pinned for i in snap.images) or not reads_pins(snap.runtime):
+        return {}
+    # deferred: tests/unit/test_cli.py::test_help_and_version_do_not_import_heavy_modules
+    from kubegc_cli.node.containerd.client import ContainerdImages
+
+    try:
+        with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
+            records = ctd.list_records()
+    except RuntimeUnavailable as exc:
+        ui.info(f"kubegc's own pins not told apart from the runtime's: {exc}")
+        return {}
+    return own_pin_reasons(snap.images, records)
 
 
 def forget_removed_images(s: Settings, plan: Plan[Any], ui: Ui) -> None:

@@ -8,32 +8,61 @@ newly matching is left for the next run), then labels every containerd record of
 (`node.containerd.client`): pin sets containerd's pin label and kubegc's own
 (`core.pins.OWN_PIN_LABEL`, the time of the pin); unpin plans from containerd's records
 (listed once) and removes both labels from the records that carry kubegc's, keeping every
-pin kubegc did not make. Only containerd 1.7 and later report pins through CRI: on any
-other runtime, or an older containerd, nothing is changed and the run says so (exit 2).
+pin kubegc did not make — each record read again right before its write, and left alone
+when it is no longer the record planned (`policy.pins.own_pin_changed`: made again, pointing
+at another image, or without kubegc's label). unpin never plans an image the runtime keeps
+for itself (`node.sandboximages.runtime_sandbox_images`: its sandbox and pinned images).
+Only containerd 1.7 and later report pins through CRI: on any other runtime, or an older
+containerd, nothing is changed and the run says so (exit 2).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import ActOptions, open_client
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
 from kubegc_cli.core.model import RuntimeInfo
-from kubegc_cli.core.pins import DONE, FAILED, OWN_PIN_LABEL, PIN, SKIPPED, UNPIN, PinPlan
+from kubegc_cli.core.pins import (
+    DONE,
+    FAILED,
+    OWN_PIN_LABEL,
+    PIN,
+    PINNED_LABEL,
+    PINNED_VALUE,
+    SKIPPED,
+    STILL_PINNED,
+    UNPIN,
+    PinAction,
+    PinPlan,
+    StoredImage,
+)
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import ns_to_rfc3339
-from kubegc_cli.node.containerd.client import PINNED_LABEL, PINNED_VALUE, ContainerdImages
+from kubegc_cli.node.containerd.client import GONE, ContainerdImages
+from kubegc_cli.node.sandboximages import runtime_sandbox_images
 from kubegc_cli.node.state import AuditLog, check_state_dir, node_lock
-from kubegc_cli.policy.pins import check_patterns, own_pin_names, plan_pins, record_names
+from kubegc_cli.policy.pins import (
+    check_patterns,
+    own_pin_changed,
+    own_pin_names,
+    pinning_records,
+    plan_pins,
+    reads_pins,
+    record_names,
+    still_pinned_by,
+)
 
 if TYPE_CHECKING:
     from kubegc_cli.node.cri.client import CriClient
 
-#: The first containerd whose CRI reports `io.cri-containerd.pinned` as CRI `pinned`.
-FIRST_PINNING_CONTAINERD = (1, 7)
+#: How long, in all, the runtime's CRI view is waited for to show what the records now say
+#: (containerd's CRI follows its image events), once acted; and how often it is asked.
+SETTLE_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.05
 
 
 def pins_supported(info: RuntimeInfo, endpoint: str) -> None:
@@ -45,8 +74,7 @@ def pins_supported(info: RuntimeInfo, endpoint: str) -> None:
             f"images pin is not supported on {info.name or 'this runtime'} {info.version} at "
             f"{endpoint}: only containerd reads pins from an image label; nothing was changed"
         )
-    found = re.match(r"v?(\d+)\.(\d+)", info.version)
-    if found is None or (int(found[1]), int(found[2])) < FIRST_PINNING_CONTAINERD:
+    if not reads_pins(info):
         raise BadInput(
             f"images pin is not supported on containerd {info.version} at {endpoint}: its CRI "
             "reports pins (io.cri-containerd.pinned) from containerd 1.7 on, so the kubelet "
@@ -66,9 +94,11 @@ def pin_images(
     """`kubegc images pin` (`op` PIN) or `unpin` (UNPIN) of the images matching `patterns`
     (globs over tags and repo digests, as `--keep`). `show` renders the plan before a person
     is asked. Returns the plan with each action's result (`pinned`/`unpinned`, `skipped`,
-    `failed`). Raises `BadInput` for bad patterns or a runtime that does not read pins (see
-    `pins_supported`), `RuntimeUnavailable` when the runtime cannot be reached, `Busy` when
-    another run holds the node lock."""
+    `failed`; for unpin `still-pinned`: kubegc's pin undone, the runtime still reporting the
+    image pinned, and who pins it) and, once acted, whether the runtime reports each image
+    pinned (`pinned_after`, CRI `ImageStatus`). Raises `BadInput` for bad patterns or a
+    runtime that does not read pins (see `pins_supported`), `RuntimeUnavailable` when the
+    runtime cannot be reached, `Busy` when another run holds the node lock."""
     check_patterns(patterns)
     if s.snapshot is not None:
         raise BadInput(f"images {op} works on the runtime, not a snapshot (drop --snapshot)")
@@ -77,7 +107,7 @@ def pin_images(
     client = open_client(s, ui)
     try:
         pins_supported(client.check(), client.endpoint.display)
-        plan, _ = _plan(s, client, patterns, op)
+        plan, _ = _plan(s, client, patterns, op, ui)
         if act.dry_run or not plan.actions:
             return plan
         if not act.yes:
@@ -106,25 +136,36 @@ def pin_images(
 
 
 def _plan(
-    s: Settings, client: CriClient, patterns: tuple[str, ...], op: str
-) -> tuple[PinPlan, dict[str, dict[str, str]]]:
+    s: Settings, client: CriClient, patterns: tuple[str, ...], op: str, ui: Ui
+) -> tuple[PinPlan, dict[str, StoredImage]]:
     """The plan from the runtime's images now, and (for unpin; {} for pin) containerd's image
-    records by name → labels, listed once."""
+    records by name, listed once. An unpin keeps the images the runtime keeps for itself; it
+    raises `RuntimeUnavailable` (nothing changed) when the runtime names its sandbox image
+    in a form kubegc cannot read, as that image is then unknown."""
     images = client.list_images()
-    records: dict[str, dict[str, str]] = {}
+    records: dict[str, StoredImage] = {}
+    protected: dict[str, str] = {}
     if op == UNPIN:
         with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
-            records = ctd.list_labels()
-    plan = plan_pins(images, patterns, op, records=records)
+            records = ctd.list_records()
+        kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
+        if kept.status_error:
+            raise RuntimeUnavailable(
+                f"{kept.status_error}: the sandbox image the runtime keeps is unknown, so "
+                "images unpin undoes no pin; nothing was changed"
+            )
+        protected = kept.protected_ids(images)
+    plan = plan_pins(images, patterns, op, records=_labels(records), protected=protected)
     plan.source = client.endpoint.display
     return plan, records
 
 
 def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None:
     """Under the node lock: plan again, then label each image still to change (pin: every
-    record, containerd's label and kubegc's; unpin: both off the records with kubegc's)."""
+    record, containerd's label and kubegc's; unpin: both off the records with kubegc's, each
+    only while it is still the record planned, `own_pin_changed`)."""
     plan.dry_run = False
-    again, records = _plan(s, client, plan.patterns, op)
+    again, records = _plan(s, client, plan.patterns, op, ui)
     fresh = {a.id: a for a in again.actions}
     if op == PIN:
         labels = {PINNED_LABEL: PINNED_VALUE, OWN_PIN_LABEL: ns_to_rfc3339(edges().clock())}
@@ -136,17 +177,88 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
             if now is None:
                 a.result, a.error = SKIPPED, "changed since the plan (gone, or its pin changed)"
                 continue
-            names = record_names(now.image) if op == PIN else own_pin_names(now.image, records)
+            if op == PIN:
+                names, own = record_names(now.image), {}
+            else:
+                own = {n: records[n] for n in own_pin_names(now.image, _labels(records))}
+                names = tuple(own)
+            done: list[str] = []
+            changed: list[str] = []
             try:
-                done = tuple(n for n in names if ctd.set_labels(n, labels))
+                for n in names:
+                    planned = own.get(n)
+                    check = None if planned is None else _unchanged(planned)
+                    why = ctd.set_labels(n, labels, check=check)
+                    if not why:
+                        done.append(n)
+                    elif why != GONE:
+                        changed.append(why)
             except RuntimeUnavailable as exc:
                 a.result, a.error = FAILED, str(exc)
                 continue
+            left = f"changed since the plan: {'; '.join(changed)}" if changed else ""
             if not done:
-                a.result, a.error = SKIPPED, "the runtime has no record of it any more"
+                a.result, a.error = SKIPPED, left or GONE
                 continue
-            a.result, a.names = DONE[op], done
+            a.result, a.names, a.error = DONE[op], tuple(done), left
             ui.info(f"{DONE[op]} {a.id}: {', '.join(done)}")
+            if left:
+                ui.warn(f"{a.id}: {left}; left alone")
+        _settle(client, ctd, [a for a in plan.actions if a.result == DONE[op]], op, ui)
+
+
+def _settle(
+    client: CriClient, ctd: ContainerdImages, acted: list[PinAction], op: str, ui: Ui
+) -> None:
+    """Once labelled, ask the runtime (CRI `ImageStatus`) whether each image of `acted` is
+    pinned now, and record its answer (`pinned_after`): the records are listed once more,
+    and each image is asked until the runtime's answer agrees with them (pin: pinned; unpin:
+    pinned while a record of it still carries containerd's pin) or `SETTLE_SECONDS` have
+    passed in all. An unpinned image the runtime still reports pinned becomes `still-pinned`,
+    saying who pins it (`still_pinned_by`); a pinned one it does not, says so. A runtime that
+    does not answer leaves `pinned_after` None, with a warning."""
+    if not acted:
+        return
+    try:
+        records = ctd.list_records()
+    except RuntimeUnavailable as exc:
+        ui.warn(f"cannot list the image records again: {exc}")
+        records = {}
+    deadline = time.monotonic() + SETTLE_SECONDS
+    for a in acted:
+        want = op == PIN or bool(pinning_records(a.image, records))
+        try:
+            while True:
+                now = client.image_status(a.id)
+                got = None if now is None else now.pinned
+                if got is None or got == want or time.monotonic() >= deadline:
+                    break
+                time.sleep(SETTLE_POLL_SECONDS)
+        except RuntimeUnavailable as exc:
+            ui.warn(f"{a.id}: cannot ask the runtime whether it is pinned now: {exc}")
+            continue
+        a.pinned_after = got
+        said = ""
+        if op == UNPIN and got:
+            a.result, said = STILL_PINNED, still_pinned_by(a.image, records)
+        elif op == PIN and got is False:
+            said = "the runtime does not report it pinned (yet)"
+        elif got is None:
+            said = "the runtime has no such image any more"
+        if said:
+            a.error = "; ".join(filter(None, [a.error, said]))
+            ui.warn(f"{a.id}: {'still pinned: ' if got else ''}{said}")
+
+
+def _labels(records: dict[str, StoredImage]) -> dict[str, Mapping[str, str]]:
+    """containerd's records by name → labels (what the planner reads)."""
+    return {name: r.labels for name, r in records.items()}
+
+
+def _unchanged(planned: StoredImage) -> Callable[[StoredImage], str]:
+    """The check `set_labels` asks at the moment of an unpin's write: why the record read
+    then is not `planned` with kubegc's pin any more ("" when it still is)."""
+    return lambda now: own_pin_changed(planned, now)
 
 
 def exit_failed(plan: PinPlan) -> bool:

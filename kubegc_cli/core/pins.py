@@ -9,6 +9,7 @@ pins whose records carry it, never one the runtime or a person made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -18,6 +19,25 @@ from kubegc_cli.core.model import API_VERSION, Image
 PIN = "pin"
 UNPIN = "unpin"
 
+
+@dataclass(frozen=True, slots=True)
+class StoredImage:
+    """One of containerd's image records (it keeps one per name: tag, digest, ID): `name`,
+    its `labels`, `target` (the digest of the manifest or index it points at) and `created`
+    (when containerd made the record, ns since the epoch: a record removed and made again
+    under the same name has a new one; an update of its labels keeps it)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    target: str = ""
+    created: int = 0
+
+
+#: containerd's pin: its CRI reports an image `pinned` while a record of it carries this
+#: label with this value (containerd `internal/cri/labels`).
+PINNED_LABEL = "io.cri-containerd.pinned"
+PINNED_VALUE = "pinned"
+
 #: The label kubegc sets beside containerd's pin label on each image record it pins (its
 #: value: when, RFC 3339 UTC); `images unpin` changes only records that carry it.
 OWN_PIN_LABEL = "io.kubegc.pinned"
@@ -25,11 +45,13 @@ OWN_PIN_LABEL = "io.kubegc.pinned"
 
 class PinResult(StrEnum):
     """What became of a `PinAction`: planned, done (`pinned` / `unpinned`), kept (nothing to
-    do), skipped (changed since the plan), failed."""
+    do), skipped (changed since the plan), failed; `still-pinned`: an unpin removed kubegc's
+    pin, but the runtime still reports the image pinned (another pin holds it)."""
 
     PLANNED = "planned"
     PINNED = "pinned"
     UNPINNED = "unpinned"
+    STILL_PINNED = "still-pinned"
     KEPT = "kept"
     SKIPPED = "skipped"
     FAILED = "failed"
@@ -39,6 +61,7 @@ PLANNED = PinResult.PLANNED
 KEPT = PinResult.KEPT
 SKIPPED = PinResult.SKIPPED
 FAILED = PinResult.FAILED
+STILL_PINNED = PinResult.STILL_PINNED
 DONE = {PIN: PinResult.PINNED, UNPIN: PinResult.UNPINNED}
 
 
@@ -46,7 +69,10 @@ DONE = {PIN: PinResult.PINNED, UNPIN: PinResult.UNPINNED}
 class PinAction:
     """Pin or unpin one image (`op`: PIN or UNPIN), or why it is left as it is (`result`
     KEPT, `reason`). `names` are the runtime's records of the image that were labelled (set
-    once acted on); `error` why it was skipped or failed."""
+    once acted on); `error` why it was skipped or failed, or what else is to know of the
+    result (who still pins an image `still-pinned`); `pinned_after` whether the runtime
+    reports the image pinned once acted on (CRI `ImageStatus`; None: not asked, or no
+    answer)."""
 
     image: Image
     op: str
@@ -54,6 +80,7 @@ class PinAction:
     result: PinResult = PLANNED
     error: str = ""
     names: tuple[str, ...] = ()
+    pinned_after: bool | None = None
 
     kind = "image-pin"
     bytes_freed = 0  # (an audit row's bytes: a pin frees none)
@@ -80,6 +107,7 @@ class PinAction:
             "result": self.result.value,
             "error": self.error,
             "names": list(self.names),
+            "pinned_after": self.pinned_after,
         }
 
 
@@ -100,8 +128,10 @@ class PinPlan:
     kind = "ImagePinPlan"
 
     def counts(self) -> dict[str, int]:
-        """How many actions ended each way (planned, pinned/unpinned, skipped, failed)."""
-        out = {r.value: 0 for r in (PLANNED, DONE[self.op], SKIPPED, FAILED)}
+        """How many actions ended each way (planned, pinned/unpinned, for unpin still-pinned,
+        skipped, failed)."""
+        ends = (DONE[self.op], STILL_PINNED) if self.op == UNPIN else (DONE[self.op],)
+        out = {r.value: 0 for r in (PLANNED, *ends, SKIPPED, FAILED)}
         for a in self.actions:
             out[a.result.value] = out.get(a.result.value, 0) + 1
         return out

@@ -333,6 +333,7 @@ def plan_images(
     available: int | None = None,
     protected: Iterable[str] | Mapping[str, str] = (),
     filesystem: str = "",
+    pinned_by: Mapping[str, str] | None = None,
 ) -> ImagePlan:
     """Plan the kubelet's image GC. Times are nanoseconds since the epoch.
 
@@ -343,7 +344,9 @@ def plan_images(
     and `prune_unused` apply. `protected` are image IDs never to remove (the sandbox image):
     a mapping gives each one's reason (`SandboxImages.protected_ids`: which image, named
     where), an iterable of IDs keeps each as "the sandbox image". An image that cannot be
-    pulled again (`unpullable_reason`) is kept unless `policy.allow_unpullable`.
+    pulled again (`unpullable_reason`) is kept unless `policy.allow_unpullable`. A pinned
+    image is kept "pinned by the runtime", or with its reason in `pinned_by` (image ID →
+    reason: kubegc's own pins, `policy.pins.own_pin_reasons`).
     Returns an `ImagePlan` with the updated `records`. Raises `GCFailed` for capacity 0, in
     every mode.
     """
@@ -373,7 +376,8 @@ def plan_images(
             reason = used_by_text(holders)
             plan.kept.append(ImageDecision(img, rec, KEEP_IN_USE, reason, False, holders))
         elif img.pinned:
-            plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, "pinned by the runtime", False))
+            pin = (pinned_by or {}).get(iid, "pinned by the runtime")
+            plan.kept.append(ImageDecision(img, rec, KEEP_PINNED, pin, False))
         elif iid in protected_ids:
             reason = protected_ids[iid]
             plan.kept.append(ImageDecision(img, rec, KEEP_PROTECTED, reason, False))

@@ -88,7 +88,9 @@ def test_the_sandbox_image_of_the_running_containerds_own_config_is_kept(tmp_pat
         plan = json.loads(dry.stdout)
         assert plan["actions"] == []  # the runtime pinned it itself: kubegc's pin added nothing
         (held,) = [k for k in plan["kept"] if k["id"] == pause]
-        assert held["reason"].startswith("pinned by the runtime or someone else, not by kubegc")
+        # kept as the runtime's own sandbox image, named from the running containerd's config
+        assert held["reason"].startswith(f"the sandbox image {OWN_PAUSE}"), held
+        assert "kubegc never unpins it" in held["reason"]
 
 
 def test_images_that_cannot_be_pulled_again_stay_unless_allowed(tmp_path: Path) -> None:

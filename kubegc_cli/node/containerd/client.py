@@ -11,20 +11,27 @@ containerd's image events (containerd `internal/cri/store/image`, `internal/cri/
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import grpc
 from google.protobuf.field_mask_pb2 import FieldMask
 
 from kubegc_cli.core.errors import RuntimeUnavailable
+from kubegc_cli.core.pins import StoredImage
 from kubegc_cli.node.containerd.images.v1 import images_pb2, images_pb2_grpc
 from kubegc_cli.node.cri.client import describe_rpc_error
 from kubegc_cli.node.cri.endpoint import Endpoint
 
 NAMESPACE = "k8s.io"
-PINNED_LABEL = "io.cri-containerd.pinned"
-PINNED_VALUE = "pinned"
+#: Why `ContainerdImages.set_labels` wrote nothing to a record gone since it was read.
+GONE = "the runtime has no record of it any more"
+
+
+def stored_image(image: Any) -> StoredImage:
+    """containerd's image message as a `StoredImage`."""
+    created = image.created_at.seconds * 1_000_000_000 + image.created_at.nanos
+    return StoredImage(str(image.name), dict(image.labels), str(image.target.digest), created)
 
 
 class ContainerdImages:
@@ -82,8 +89,8 @@ class ContainerdImages:
                 out[name] = found
         return out
 
-    def list_labels(self) -> dict[str, dict[str, str]]:
-        """Every image record in the namespace, by name → its labels (one `images List`)."""
+    def list_records(self) -> dict[str, StoredImage]:
+        """Every image record in the namespace, by name (one `images List`)."""
         pb: Any = images_pb2
         try:
             r = self._images.List(
@@ -93,20 +100,38 @@ class ContainerdImages:
             raise RuntimeUnavailable(
                 describe_rpc_error(err, self.endpoint.display, "images List", self.timeout)
             ) from None
-        return {str(i.name): dict(i.labels) for i in r.images}
+        return {str(i.name): stored_image(i) for i in r.images}
 
-    def set_labels(self, name: str, labels: Mapping[str, str]) -> bool:
+    def set_labels(
+        self,
+        name: str,
+        labels: Mapping[str, str],
+        *,
+        check: Callable[[StoredImage], str] | None = None,
+    ) -> str:
         """Set each label of `labels` (key → value; a value "" removes the label) on the image
         record `name`, nothing else: the record as containerd holds it now, sent back whole
         with one Update and the field mask `labels.<key>` per key (containerd drops a label
         whose value is empty). The whole record, target included, because containerd 2.x's
         Update dereferences the target before it looks at the mask: an image without one
-        crashes the daemon. False when containerd has no record `name` (gone since it was
-        read). Raises `RuntimeUnavailable` when a call fails otherwise."""
+        crashes the daemon.
+
+        `check` is asked about the record as read right before the Update: a non-empty
+        answer (why the record is not the one to change any more) leaves it alone. containerd
+        has no conditional update, so the record could still change between that read and
+        the Update: two calls back to back, the narrowest window its API allows.
+
+        Returns why nothing was written: "" when the labels were set, `GONE` when containerd
+        has no record `name` (gone since it was read), else `check`'s answer. Raises
+        `RuntimeUnavailable` when a call fails otherwise."""
         pb: Any = images_pb2
         image = self._get(name)
         if image is None:
-            return False
+            return GONE
+        if check is not None:
+            why = check(stored_image(image))
+            if why:
+                return why
         for key, value in labels.items():
             if value:
                 image.labels[key] = value
@@ -121,9 +146,9 @@ class ContainerdImages:
         except grpc.RpcError as err:
             code = err.code() if hasattr(err, "code") else None
             if code == grpc.StatusCode.NOT_FOUND:
-                return False
+                return GONE
             what = f"images Update {name}"
             raise RuntimeUnavailable(
                 describe_rpc_error(err, self.endpoint.display, what, self.timeout)
             ) from None
-        return True
+        return ""

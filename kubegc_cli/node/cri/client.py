@@ -472,16 +472,17 @@ class CriClient:
     def list_images(self) -> list[Image]:
         """`ListImages` with no filter."""
         r = self._call(self.images.ListImages, api_pb2.ListImagesRequest(), "ListImages")
-        return [
-            Image(
-                id=i.id,
-                repo_tags=tuple(i.repo_tags),
-                repo_digests=tuple(i.repo_digests),
-                size=i.size,
-                pinned=i.pinned,
-            )
-            for i in r.images
-        ]
+        return [image_from_pb(i) for i in r.images]
+
+    def image_status(self, image: str) -> Image | None:
+        """`ImageStatus` of `image` (an ID, tag or digest): the image as the runtime reports
+        it now, `pinned` included; None when the runtime has no such image."""
+        r = self._call(
+            self.images.ImageStatus,
+            api_pb2.ImageStatusRequest(image=api_pb2.ImageSpec(image=image)),
+            "ImageStatus",
+        )
+        return image_from_pb(r.image) if r.HasField("image") and r.image.id else None
 
     def image_exists(self, image_id: str) -> bool:
         """`ImageStatus`: whether the runtime still has the image."""
@@ -516,6 +517,17 @@ class CriClient:
             )
 
         return [conv(f) for f in r.image_filesystems], [conv(f) for f in r.container_filesystems]
+
+
+def image_from_pb(i: Any) -> Image:
+    """A CRI `Image` message as an `Image`."""
+    return Image(
+        id=i.id,
+        repo_tags=tuple(i.repo_tags),
+        repo_digests=tuple(i.repo_digests),
+        size=i.size,
+        pinned=i.pinned,
+    )
 
 
 def sandbox_from_pb(s: Any) -> Sandbox:
