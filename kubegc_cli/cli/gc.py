@@ -323,7 +323,8 @@ def gc_all(ctx: click.Context, /, **opts: Any) -> None:
 def gc_images(ctx: click.Context, /, **opts: Any) -> None:
     """Remove unused images as the kubelet's image GC would, remembering them across runs.
 
-    Images used by any container (exited ones too), pinned by the runtime, the runtime's
+    Images used by any container (exited ones too), pinned (by the runtime, a person, or
+    kubegc images pin: the reason says which kubegc can tell), the runtime's
     sandbox and pinned images (its Status, its config file: --runtime-config, CRI-O's, the
     cri-dockerd flag) and --keep matches are never removed; images that cannot be pulled
     again are kept unless --allow-unpullable. At usage >= high, least recently used

@@ -260,7 +260,11 @@ def recheck_saved_plan(
         if img is None:
             _skip(a, GONE)
         elif img.pinned:
-            _skip(a, "pinned by the runtime")
+            _skip(
+                a,
+                "pinned now (the runtime's ImageStatus: by the runtime, a person or "
+                "kubegc images pin)",
+            )
         elif refs & {img.id, *names}:
             _skip(a, "the sandbox image")
         elif any(fnmatch.fnmatchcase(n, k) for n in names for k in saved_patterns):

@@ -474,7 +474,9 @@ def test_apply_of_a_tampered_image_plan_removes_only_what_the_node_allows(
             assert result["error"].startswith("used by ") and result["error"].endswith(" now")
             assert f"{ns}/p app (EXITED)" in result["error"] or "more" in result["error"]
         else:
-            assert result["error"] in ("pinned by the runtime", "the sandbox image"), result
+            assert result["error"] == "the sandbox image" or result["error"].startswith(
+                "pinned now (the runtime's ImageStatus"
+            ), result
         assert image in {i.id for i in node.list_images()}
     res = kubegc(node, tmp_path, "apply", str(edited(plan_file, only_mine, "mine")), "--yes",
                  "-o", "json")  # fmt: skip
