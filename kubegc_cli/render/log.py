@@ -25,16 +25,36 @@ from contextlib import contextmanager
 from typing import Any
 
 from kubegc_cli.core.units import safe_text
-from kubegc_cli.render.table import prose, terminal_width
+from kubegc_cli.render.table import terminal_width, width_function
 
 PROGRESS_MIN = 5
 
 
 def wrapped(line: str, width: int) -> str:
-    """A text line for a terminal of `width` columns: wrapped at spaces (an ID or a path is
-    never split by the terminal's wrap; a word longer than a row stays whole), each row after
-    the first indented by two spaces, so that it is not taken for a line of its own."""
-    rows = prose(line, width - 2)
+    """A text line for a terminal of `width` columns, as rows none wider than it (terminal
+    cells: a wide character takes two), so that the terminal never wraps one: wrapped at
+    spaces (an ID or path that fits a row is never split), a word longer than a row cut at
+    its end, each row after the first indented by two spaces. So only a line's first row
+    starts at the left edge: text from a file or the runtime cannot start a row that reads
+    as a line of kubegc's own."""
+    cells = width_function([line])
+    rows: list[str] = []
+    row = ""
+    for word in line.split(" "):
+        room = width if not rows else width - 2
+        joined = f"{row} {word}" if row else word
+        if cells(joined) <= room:
+            row = joined
+            continue
+        if row:
+            rows.append(row)
+            row, room = "", width - 2
+        while cells(word) > room:  # longer than a row: cut where the row ends
+            cut = next(n for n in range(len(word), 0, -1) if cells(word[:n]) <= room or n == 1)
+            rows.append(word[:cut])
+            word, room = word[cut:], width - 2
+        row = word
+    rows.append(row)
     return "\n  ".join(rows)
 
 

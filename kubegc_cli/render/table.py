@@ -81,7 +81,7 @@ class View:
 Line = tuple[str, str | None]
 
 
-def _width_function(texts: Sequence[str]) -> Callable[[str], int]:
+def width_function(texts: Sequence[str]) -> Callable[[str], int]:
     """`len` when every text is printable ASCII (one terminal cell a character), else rich's
     cell width (wide characters take two cells)."""
     joined = "".join(texts)
@@ -102,7 +102,7 @@ def grid_lines(grid: Grid, width: int | None, view: View | None = None) -> list[
     cols = [grid.columns[i] for i in keep]
     rows = [([cells[i] for i in keep], style) for cells, style in grid.rows]
     every = [c.name for c in cols] + [c for cells, _ in rows for c in cells]
-    cell = _width_function([grid.title, *every])
+    cell = width_function([grid.title, *every])
     natural = [max([cell(c.name)] + [cell(r[i]) for r, _ in rows]) for i, c in enumerate(cols)]
 
     def span(idx: list[int]) -> int:
