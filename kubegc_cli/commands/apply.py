@@ -65,6 +65,7 @@ from kubegc_cli.core.plan import GONE, POD_RULES, Plan, Result
 from kubegc_cli.core.podlogs import container_id_from_link
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.execute.actions import (
     ContainerRemover,
     ImageRemover,
@@ -163,9 +164,11 @@ def recheck_saved_plan(
     glob patterns of the config file in force now (`gc.images.keep`), which protect as the
     saved `--keep` patterns do. `match_kubelet`, `include_terminated_pods` and
     `allow_unpullable` are `apply`'s own flags: what the file says of them counts for nothing.
-    Objects in
-    the plan are replaced by the runtime's; log actions get their local paths re-made under
-    `host_root` and their bytes re-measured. Reads the log directories' sizes, nothing else.
+    Objects in the plan are replaced by the runtime's; log actions get their local paths
+    re-made under `host_root` and their bytes re-measured. An object changed since the plan
+    is skipped: an image with a name the plan did not show (removing it would take that name
+    too), a pod log directory holding more than the plan counted (with the logs of the plan's
+    containers of that pod). Reads the log directories' sizes, nothing else.
     """
 
     todo = [a for a in plan.actions if a.result is Result.PLANNED]
@@ -219,6 +222,11 @@ def recheck_saved_plan(
     live_uids = {c.pod_uid for c in left if c.pod_uid}
     # both directories resolved as the host resolves them, as `gc logs` lists them
     roots = LogRoots(host_root, pod_logs_root or "/", CONTAINER_LOGS_DIR)
+    # the saved logs of the plan's containers, by pod: a pod log directory's saved bytes
+    # leave them out when the plan removes those containers first (`gc all`)
+    logs_of: dict[str, int] = {}
+    for c in (a.container for a in plan.actions if a.kind == "container"):
+        logs_of[c.pod_uid] = logs_of.get(c.pod_uid, 0) + (c.log_bytes or 0)
     for a in (a for a in todo if a.kind in LOG_KINDS):
         name = os.path.basename(a.path)
         if a.kind == "log-symlink":
@@ -244,6 +252,9 @@ def recheck_saved_plan(
             _skip(a, "the runtime has containers of it now")
         elif (size := pod_log_dir_bytes(a.local_path)) is None:
             _skip(a, GONE)
+        elif size > a.bytes + logs_of.get(a.pod_uid, 0):  # written to since the plan
+            _skip(a, f"changed since the plan: {format_bytes(a.bytes)} then (its containers' "
+                     f"logs aside), {format_bytes(size)} now; plan again")  # fmt: skip
         else:
             a.bytes = size
 
@@ -275,6 +286,9 @@ def recheck_saved_plan(
             _skip(a, f"{used_by_text(users[img.id])} now")
         elif not allow_unpullable and (never := unpullable_reason(img)):
             _skip(a, f"it {never}; apply --allow-unpullable removes it")
+        elif added := sorted(set(names) - {*a.image.repo_tags, *a.image.repo_digests}):
+            # removing it would take names nobody saw in the plan
+            _skip(a, f"changed since the plan: now also named {', '.join(added)}")
         else:
             a.image = img
 

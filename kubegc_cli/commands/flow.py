@@ -259,9 +259,9 @@ def may_act(
 CHANGES_LISTED = 20
 
 
-#: Kinds whose objects do not grow on their own once selected: an exited container's log and
-#: layer (the runtime may report its layer late: containerd measures every 10 s), an image
-#: (its ID is its content), a pod object (no node bytes).
+#: Kinds whose bytes are not compared for a change: a container's writable layer (the
+#: runtime may report it late: containerd measures every 10 s; its log is compared), an
+#: image (its ID is its content; its names are compared), a pod object (no node bytes).
 _FIXED_SIZE = frozenset({"container", "image", "pod"})
 #: The residue findings that are such runtime objects.
 _FIXED_SIZE_FINDINGS = frozenset({DEAD_CONTAINER, DEAD_SANDBOX, UNUSED_IMAGE})
@@ -270,21 +270,30 @@ _FIXED_SIZE_FINDINGS = frozenset({DEAD_CONTAINER, DEAD_SANDBOX, UNUSED_IMAGE})
 def changed_since(asked: Any, now: Any) -> str:
     """Why the object of action `asked` (as the question showed it) is not the one `now` (the
     same kind and ID, planned again) shows, or "" when it is the same: an image that gained a
-    name (a tag or digest someone added: removing the image would take it too), or an object
-    that grew (a directory or file written to since: something still uses it, and the
-    person agreed to fewer bytes)."""
+    name (a tag or digest someone added: removing the image would take it too), a dead
+    container whose log grew, or an object whose bytes changed (a directory or file written
+    to, emptied or refilled since: something still uses it, and the person agreed to other
+    bytes)."""
     if asked.kind == "image":
         names = set(now.image.repo_tags) | set(now.image.repo_digests)
         added = sorted(names - set(asked.image.repo_tags) - set(asked.image.repo_digests))
         return f"changed since the question: now also named {', '.join(added)}" if added else ""
+    if asked.kind == "container":
+        was, grown = asked.container.log_bytes, now.container.log_bytes
+        if was is not None and grown is not None and grown > was:
+            return (
+                f"changed since the question: its log grew from {format_bytes(was)} to "
+                f"{format_bytes(grown)}"
+            )
+        return ""
     if (
         asked.kind not in _FIXED_SIZE
         and getattr(asked, "type", "") not in _FIXED_SIZE_FINDINGS
-        and now.planned_bytes > asked.planned_bytes
+        and now.planned_bytes != asked.planned_bytes
     ):
         return (
-            f"changed since the question: grew from {format_bytes(asked.planned_bytes)} to "
-            f"{format_bytes(now.planned_bytes)}"
+            f"changed since the question: {format_bytes(asked.planned_bytes)} then, "
+            f"{format_bytes(now.planned_bytes)} now"
         )
     return ""
 

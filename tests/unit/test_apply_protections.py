@@ -224,6 +224,25 @@ def test_apply_allow_unpullable_on_its_command_line_lets_them_go(work: Path) -> 
     assert cri.images == {}  # no config file: nothing keeps registry.k8s.io/kept
 
 
+def test_apply_keeps_an_image_that_gained_a_name_since_the_plan(work: Path) -> None:
+    """The plan showed `app:1`; since, the same image was tagged `prod:7`: removing it would
+    take a name nobody saw in the plan, so it is skipped as changed."""
+    cri = image_node()
+    f = tampered_image_plan(work, cri)
+    app = cri.images["sha256:app"]
+    cri.images["sha256:app"] = Image(app.id, (*app.repo_tags, "docker.io/library/prod:7"),
+                                     app.repo_digests, size=app.size)  # fmt: skip
+    with use_runtime(cri):
+        code, out, err = run_cli([*base(work), "-o", "json", "apply", str(f), "--yes",
+                                  "--allow-unpullable"])  # fmt: skip
+    assert code == 0, err
+    assert results(out)["sha256:app"] == (
+        "skipped",
+        "changed since the plan: now also named docker.io/library/prod:7",
+    )
+    assert "sha256:app" in cri.images and "sha256:kept" not in cri.images
+
+
 # -- 4: the hint names every option the plan's protections came from -------------------------
 
 
@@ -315,3 +334,33 @@ def test_a_yaml_plan_too_large_for_apply_is_not_written(work: Path, monkeypatch:
                                 "--plan-out", str(f)])  # fmt: skip
     assert code == 2 and "save it under a .json name" in err, err
     assert not f.exists()
+
+
+def test_apply_keeps_a_pod_log_directory_written_to_since_the_plan(tmp_path: Path) -> None:
+    """A deleted pod's log directory saved at what it held then (its containers' logs aside)
+    is skipped when it holds more now: something wrote to it since the plan; one that holds
+    the same goes, at what it holds now."""
+    from kubegc_cli.commands.apply import recheck_saved_plan
+    from kubegc_cli.core.model import NodeSnapshot
+    from kubegc_cli.core.plan import LogAction, Plan, Result
+    from kubegc_cli.core.pods import inventory_of
+    from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
+
+    logs = tmp_path / "var/log/pods"
+    actions = []
+    for name in ("same", "grown"):
+        d = logs / f"ns_{name}_uid-{name}" / "c"
+        d.mkdir(parents=True)
+        (d / "0.log").write_bytes(b"x" * 5000)
+        size = pod_log_dir_bytes(str(d.parent))
+        assert size
+        actions.append(LogAction("pod-log-dir", f"/var/log/pods/{d.parent.name}", "", f"uid-{name}",
+                                 "deleted-pod", "gone", bytes=size))  # fmt: skip
+    (logs / "ns_grown_uid-grown/c/1.log").write_bytes(b"y" * 100_000)  # since the plan
+    plan: Plan[Any] = Plan(kind="LogGCPlan", policy={}, now=NOW, actions=actions)
+    recheck_saved_plan(plan, NodeSnapshot(captured_at=NOW), inventory_of([]),
+                       host_root=tmp_path, pod_logs_root="/var/log/pods")  # fmt: skip
+    got = {a.pod_uid: (a.result, a.error) for a in plan.actions}
+    assert got["uid-same"] == (Result.PLANNED, "")
+    result, why = got["uid-grown"]
+    assert result is Result.SKIPPED and why.startswith("changed since the plan: "), why

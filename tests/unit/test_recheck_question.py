@@ -118,10 +118,11 @@ def _one(kind: str, *actions: Any) -> Plan[Any]:
          "changed since the question: now also named a.example/x@sha256:bb"),
         # a name gone, or none added: the same image
         (_image("a.example/x:1", "a.example/y:1"), _image("a.example/x:1"), ""),
-        # a directory written to since: something still uses it, and more would go
+        # a directory written to, emptied or refilled since: something still uses it
         (_log_dir(12288), _log_dir(52441088),
-         "changed since the question: grew from 12Ki to 50Mi"),
-        (_log_dir(12288), _log_dir(8192), ""),  # smaller: less goes than was asked about
+         "changed since the question: 12Ki then, 50Mi now"),
+        (_log_dir(40960), _log_dir(4096), "changed since the question: 40Ki then, 4Ki now"),
+        (_log_dir(12288), _log_dir(12288), ""),
     ],
 )  # fmt: skip
 def test_an_object_that_changed_while_asked_is_skipped(asked: Any, now: Any, why: str) -> None:
@@ -136,11 +137,20 @@ def test_an_object_that_changed_while_asked_is_skipped(asked: Any, now: Any, why
 
 def test_a_container_whose_layer_is_reported_late_is_the_same_container() -> None:
     """containerd measures writable layers every 10 s: a dead container reported with 0 bytes
-    at the question and 8Ki after it is the one asked about, not a changed one."""
+    at the question and 8Ki after it is the one asked about, not a changed one; one whose log
+    grew since (something writes to it) is not."""
     asked, now = plan("a"), plan("a")
     asked.actions[0].layer_bytes, now.actions[0].layer_bytes = 0, 8192
     recheck_after_question(asked, now, Said())
     assert outcome(asked) == [("a", "planned", "")]
+    asked = Plan(kind="ContainerGCPlan", policy={}, now=NOW, actions=[
+        ContainerAction(ctr("a", log_bytes=4096), "max-per-pod-container", "")])  # fmt: skip
+    now = Plan(kind="ContainerGCPlan", policy={}, now=NOW, actions=[
+        ContainerAction(ctr("a", log_bytes=286720), "max-per-pod-container", "")])  # fmt: skip
+    recheck_after_question(asked, now, Said())
+    assert outcome(asked) == [
+        ("a", "skipped", "changed since the question: its log grew from 4Ki to 280Ki")
+    ]
 
 
 def test_the_api_is_named_where_it_changed() -> None:
