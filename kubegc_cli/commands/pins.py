@@ -141,7 +141,8 @@ def _plan(
     """The plan from the runtime's images now, and (for unpin; {} for pin) containerd's image
     records by name, listed once. An unpin keeps the images the runtime keeps for itself; it
     raises `RuntimeUnavailable` (nothing changed) when the runtime names its sandbox image
-    in a form kubegc cannot read, as that image is then unknown."""
+    in a form kubegc cannot read, or a config file of the runtime cannot be read, as that
+    image is then unknown."""
     images = client.list_images()
     records: dict[str, StoredImage] = {}
     protected: dict[str, str] = {}
@@ -149,10 +150,11 @@ def _plan(
         with ContainerdImages(client.endpoint, timeout=s.timeout) as ctd:
             records = ctd.list_records()
         kept = runtime_sandbox_images(client, s.host_root, s.runtime_config, ui.warn)
-        if kept.status_error:
+        if why := kept.status_error or (kept.warnings[0] if kept.warnings else ""):
+            # (a config file that cannot be read may name a sandbox image kubegc cannot see)
             raise RuntimeUnavailable(
-                f"{kept.status_error}: the sandbox image the runtime keeps is unknown, so "
-                "images unpin undoes no pin; nothing was changed"
+                f"{why}: the sandbox image the runtime keeps is unknown, so images unpin "
+                "undoes no pin; nothing was changed"
             )
         protected = kept.protected_ids(images)
     plan = plan_pins(images, patterns, op, records=_labels(records), protected=protected)

@@ -5,6 +5,7 @@ why; containerd 1.6, whose CRI reports no pins, is refused with nothing changed.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -240,6 +241,17 @@ def test_unpin_never_plans_the_runtimes_sandbox_image(tmp_path: Path) -> None:
         labels = _labels(node, [PAUSE_IMAGE])[PAUSE_IMAGE]
         assert labels[PINNED_LABEL] == "pinned" and labels[OWN_PIN_LABEL] == own[OWN_PIN_LABEL]
         assert _pinned(node, pause, True)
+        # a config file of the runtime that cannot be read may name a sandbox image kubegc
+        # cannot see: unpin changes nothing (exit 3), whatever the patterns
+        fifo = tmp_path / "imported.toml"
+        os.mkfifo(fifo)
+        cfg = tmp_path / "config.toml"
+        cfg.write_text(f'version = 2\nimports = ["{fifo}"]\n[plugins."io.containerd.grpc.v1.cri"]'
+                       f'\nsandbox_image = "{PAUSE_IMAGE}"\n')  # fmt: skip
+        run = kubegc(node, tmp_path, "--runtime-config", str(cfg), *unpin[:-1], "*", "--yes")
+        assert run.returncode == 3 and "nothing was changed" in run.stderr, run.stderr
+        assert str(fifo) in run.stderr
+        assert _labels(node, [PAUSE_IMAGE])[PAUSE_IMAGE] == labels
 
 
 def test_unpin_leaves_a_record_another_client_changed_while_it_ran(
