@@ -951,7 +951,9 @@ def _notes(report: DfReport, pods: PodInventory, rt: RuntimeView | None, w: Walk
         )
     if rt is not None:
         report.notes.append(
-            "reclaimable is at most: gc images keeps images first seen less than MinAge "
+            "the images' reclaimable bytes are an estimate: the sizes the runtime reports "
+            "(removing an image also frees its unpacked layers, and not the layers images that "
+            "stay share); and gc images keeps images first seen less than MinAge "
             "(minimumImageTTLDuration) ago"
         )
     if report.mounted:

@@ -38,6 +38,7 @@ from kubegc_cli.core.model import (
     SandboxState,
 )
 from kubegc_cli.core.plan import (
+    ESTIMATE_NOTE,
     ContainerAction,
     ImageAction,
     LogAction,
@@ -801,6 +802,7 @@ def plan_images_on(
             "reserved blocks count)",
             *ip.notes,
             *([mismatch] if mismatch else []),
+            *([ESTIMATE_NOTE] if ip.remove else []),
         ],
         source=snap.endpoint,
     )

@@ -252,12 +252,6 @@ def _assemble(plans: list[Plan[Any]], before: dict[str, FsStats], s: Settings) -
     notes: list[str] = []
     for p in plans:
         notes += [n for n in p.notes if n not in notes]
-    if any(a.kind == "image" for a in actions):
-        notes.append(
-            "image bytes are the sizes the runtime reports (as the kubelet counts them): "
-            "removing an image also frees its unpacked layers, and not the layers images that "
-            "stay share, so the disk regained may be more or less"
-        )
     plan = ReclaimPlan(
         kind=PLAN_KIND,
         policy={p.kind: p.policy for p in plans},

@@ -447,6 +447,12 @@ GOING = (Result.PLANNED, Result.REMOVED)
 #: layers as well, and not the layers an image that stays shares: the disk regained may be
 #: more or less.
 ESTIMATED_KINDS = frozenset({"image"})
+#: The note a plan removing images carries, saying why its expected bytes are an estimate.
+ESTIMATE_NOTE = (
+    "image bytes are the sizes the runtime reports (as the kubelet counts them): removing an "
+    "image also frees its unpacked layers, and not the layers images that stay share, so the "
+    "disk regained may be more or less"
+)
 
 
 def expected_bytes(actions: Iterable[Any]) -> int:

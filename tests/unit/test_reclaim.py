@@ -17,6 +17,7 @@ from kubegc_cli.commands.flow import ActOptions
 from kubegc_cli.commands.reclaim import ReclaimOptions, reclaim
 from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.model import Image, Sandbox, SandboxState
+from kubegc_cli.core.plan import ESTIMATE_NOTE
 from kubegc_cli.core.settings import Settings
 from kubegc_cli.core.units import format_bytes
 from kubegc_cli.node.host.du import tree_usage
@@ -119,6 +120,7 @@ def test_the_table_rows_and_headline_are_computed_from_the_same_rows(host: Path)
     assert expected == sum(a["expected_bytes"] for a in doc["actions"])
     assert sum(k["count"] for k in doc["by_kind"]) == len(doc["actions"])
     assert doc["summary"]["bytes_expected_is_estimate"]  # (images among the rows)
+    assert doc["notes"].count(ESTIMATE_NOTE) == 1  # why, said once
     assert (
         f"{len(rows)} object(s) to remove, about {format_bytes(expected)} expected (image "
         "sizes as the runtime reports them);"
