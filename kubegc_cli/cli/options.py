@@ -152,7 +152,8 @@ GLOBAL_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "is_flag": True,
             "help": "Tables without their titles and column header lines (a "
-            "plan's table: its rows alone, without notes or summary).",
+            "plan's table: the rows of what it removes alone, without kept objects, notes or "
+            "summary).",
         },
     ),
     (

@@ -571,7 +571,7 @@ def render_plan(
 
     Tables are laid out by `render.table` (no number or ID cut at any width; into a pipe or
     file each row is one whole line); `view` without headers (`--no-headers`) writes the rows
-    alone: no title, header line, note, footer or summary. Runtime-supplied text is never
+    alone: no title, header line, kept object, note, footer or summary. Runtime-supplied text is never
     parsed as markup (pod names may contain `[`) and control characters are escaped. With
     `verbose`, every kept object is listed with its reason. Without it each table lists at
     most `limit` rows (`--limit`, default `PLAN_ROWS`; 0 = no limit) and every failed one,
@@ -613,7 +613,7 @@ def render_plan(
             screen.line(f"  {more} {_NOT_LISTED}")
     elif prose:
         screen.line(f"{title}: nothing to remove.", style="bold")
-    if shown_kept:
+    if shown_kept and prose:  # (--no-headers: the plan's own rows, none a script may mistake)
         screen.grid(grid("Kept (not removed)", shown_kept, lambda k: "dim"))
         if more_kept and prose:
             screen.line(f"  {more_kept} {_NOT_LISTED}")

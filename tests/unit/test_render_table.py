@@ -158,6 +158,9 @@ def test_no_headers_writes_a_plans_rows_alone(tmp_path: Path) -> None:
     lines = out.splitlines()
     assert [ln.split()[0] for ln in lines] == [f"{0:064x}"[:13], f"{1:064x}"[:13]]
     assert "CONTAINER" not in out and "Container GC" not in out and "to remove" not in out
+    code, out, err = run_cli([*_snapshot(tmp_path), "-v", "gc", "containers", "--no-headers"])
+    assert [ln.split()[0] for ln in out.splitlines()] == [f"{0:064x}"[:13], f"{1:064x}"[:13]]
+    assert "kept" not in out  # no kept object: a script reading the rows takes only these
     code, out, err = run_cli([*_snapshot(tmp_path), "gc", "sandboxes", "--no-headers"])
     assert (code, out) == (0, ""), err
 
