@@ -571,9 +571,9 @@ def render_plan(
 
     Tables are laid out by `render.table` (no number or ID cut at any width; into a pipe or
     file each row is one whole line); `view` without headers (`--no-headers`) writes the rows
-    alone: no title, header line, kept object, note, footer or summary. Runtime-supplied text is never
-    parsed as markup (pod names may contain `[`) and control characters are escaped. With
-    `verbose`, every kept object is listed with its reason. Without it each table lists at
+    alone: no title, header line, kept object, note, footer or summary. Runtime-supplied text
+    is never parsed as markup (pod names may contain `[`) and control characters are escaped.
+    With `verbose`, every kept object is listed with its reason. Without it each table lists at
     most `limit` rows (`--limit`, default `PLAN_ROWS`; 0 = no limit) and every failed one,
     says how many more there are, and the summary line is printed before it too.
     """
