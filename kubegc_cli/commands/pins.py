@@ -109,6 +109,7 @@ def pin_images(
         pins_supported(client.check(), client.endpoint.display)
         plan, _ = _plan(s, client, patterns, op, ui)
         if act.dry_run or not plan.actions:
+            plan.dry_run = act.dry_run  # (nothing to change is no dry run unless asked for)
             return plan
         if not act.yes:
             if not ui.interactive():

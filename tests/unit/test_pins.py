@@ -241,6 +241,17 @@ def test_pin_dry_run_on_containerd_shows_the_plan_and_changes_nothing(tmp_path: 
     assert not any(i.pinned for i in [cri.images["sha256:k8s"]])
 
 
+def test_nothing_to_pin_with_yes_is_no_dry_run(tmp_path: Path) -> None:
+    """`--yes` with nothing to change says so as a run that acted would, not as a dry run."""
+    cri = OtherRuntime(containers={}, sandboxes={}, images={i.id: i for i in IMAGES},
+                       name="containerd", version="v2.1.0")  # fmt: skip
+    with use_runtime(cri):
+        code, out, err = run_cli(["--state-dir", str(tmp_path / "s"), "images", "pin",
+                                  "nothing.example/*", "--yes"])  # fmt: skip
+    assert code == 0, err
+    assert "dry run" not in out and "0 image(s) pinned" in out, out
+
+
 def test_without_patterns_pin_takes_the_config_files_keep_list(tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     cfg.write_text("gc:\n  images:\n    keep: ['registry.k8s.io/core*', 'quay.io/*']\n")
