@@ -843,6 +843,13 @@ def _layer_lines(rt: RuntimeView, w: Walker, removed: frozenset[str], command: s
         if kept
         else ""
     )
+    zero = sum(1 for c in dead if layer_of(rt.layers, c.id) == 0)
+    if zero:  # containerd measures a layer every 10 s: 0 until it has
+        unmeasured = (
+            f"{zero} report 0 bytes: the runtime may not have measured them yet (containerd "
+            "does every 10 s after a container exits)"
+        )
+        note = f"{note}; {unmeasured}" if note else unmeasured
     cmd = command if back else ""
     return [
         Line(LAYERS, size(rt.containers), len(rt.containers), back, cmd),

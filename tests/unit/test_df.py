@@ -765,3 +765,22 @@ def test_eviction_defaults_follow_the_nodes_kubelet_version(
     signals = {r["signal"] for f in report.to_dict()["filesystems"] for r in f["eviction"]}
     assert "imagefs.available" in signals, signals
     assert ("imagefs.inodesFree" in signals) is inodes_default, signals
+
+
+def test_dead_layers_reported_as_0_bytes_are_said_to_be_maybe_not_measured() -> None:
+    """containerd reports a writable layer as 0 until it has measured it (every 10 s after a
+    container exits): df's dead-layers line says so, and its table shows that note without
+    -v (a line of objects adding up to 0 bytes)."""
+    from types import SimpleNamespace
+
+    from kubegc_cli.commands.df import LAYERS_DEAD, _layer_lines
+
+    dead = [ctr(f"d{i}", ContainerState.EXITED, "app", "sha256:a", f"/l/{i}.log", i)
+            for i in range(3)]  # fmt: skip
+    pods: dict[str, Any] = {}
+    w = SimpleNamespace(pod=lambda uid: pods.setdefault(uid, SimpleNamespace(writable_layers=None)))
+    for layers, said in (({c.id: (0, 0) for c in dead}, True), ({c.id: (4096, 1) for c in dead},
+                                                                False)):  # fmt: skip
+        rt = SimpleNamespace(containers=dead, layers=layers)
+        [line] = [ln for ln in _layer_lines(rt, w, frozenset(), "") if ln.key == LAYERS_DEAD]
+        assert ("3 report 0 bytes: the runtime may not have measured them yet" in line.note) is said
