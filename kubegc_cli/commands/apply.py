@@ -65,7 +65,7 @@ from kubegc_cli.core.plan import GONE, POD_RULES, Plan, Result
 from kubegc_cli.core.podlogs import container_id_from_link
 from kubegc_cli.core.pods import NO_POD_SOURCE, PodInventory, against_runtime
 from kubegc_cli.core.settings import Settings
-from kubegc_cli.core.units import format_bytes
+from kubegc_cli.core.units import format_bytes, ns_to_rfc3339
 from kubegc_cli.node.execute.actions import (
     ContainerRemover,
     ImageRemover,
@@ -75,7 +75,7 @@ from kubegc_cli.node.execute.actions import (
 from kubegc_cli.node.host.kubelet import CONTAINER_LOGS_DIR, kubelet_config_for
 from kubegc_cli.node.host.logs import LogRoots
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
+from kubegc_cli.node.host.podlogs import pod_log_dir_usage
 from kubegc_cli.node.observe import observe_node
 from kubegc_cli.node.planfile import LOG_KINDS, load_saved_plan, write_plan_file
 from kubegc_cli.node.sandboximages import runtime_sandbox_images
@@ -168,7 +168,9 @@ def recheck_saved_plan(
     re-made under `host_root` and their bytes re-measured. An object changed since the plan
     is skipped: an image with a name the plan did not show (removing it would take that name
     too), a pod log directory holding more than the plan counted (with the logs of the plan's
-    containers of that pod). Reads the log directories' sizes, nothing else.
+    containers of that pod) or written to after the plan observed the node (its tree's newest
+    mtime or ctime later than the plan's time). Reads the log directories' sizes and times,
+    nothing else.
     """
 
     todo = [a for a in plan.actions if a.result is Result.PLANNED]
@@ -225,6 +227,7 @@ def recheck_saved_plan(
     # the saved logs of the plan's containers, by pod: a pod log directory's saved bytes
     # leave them out when the plan removes those containers first (`gc all`)
     logs_of: dict[str, int] = {}
+    saved_ns = plan.now  # when the plan observed the node (ns): a later write is a change
     for c in (a.container for a in plan.actions if a.kind == "container"):
         logs_of[c.pod_uid] = logs_of.get(c.pod_uid, 0) + (c.log_bytes or 0)
     for a in (a for a in todo if a.kind in LOG_KINDS):
@@ -250,13 +253,16 @@ def recheck_saved_plan(
             _skip(a, why)
         elif a.pod_uid in live_uids:
             _skip(a, "the runtime has containers of it now")
-        elif (size := pod_log_dir_bytes(a.local_path)) is None:
+        elif (usage := pod_log_dir_usage(a.local_path)) is None:
             _skip(a, GONE)
-        elif size > a.bytes + logs_of.get(a.pod_uid, 0):  # written to since the plan
+        elif (size := usage[0]) > a.bytes + logs_of.get(a.pod_uid, 0):  # grown since the plan
             _skip(a, f"changed since the plan: {format_bytes(a.bytes)} then (its containers' "
                      f"logs aside), {format_bytes(size)} now; plan again")  # fmt: skip
+        elif saved_ns and usage[1] > saved_ns:  # written to after the plan was made
+            _skip(a, f"changed since the plan: written to at {ns_to_rfc3339(usage[1])}, after "
+                     "the plan; plan again")  # fmt: skip
         else:
-            a.bytes = size
+            a.bytes, a.changed_ns = size, usage[1]
 
     images = {i.id: i for i in snap.images}
     refs = set(protected)

@@ -271,9 +271,9 @@ def changed_since(asked: Any, now: Any) -> str:
     """Why the object of action `asked` (as the question showed it) is not the one `now` (the
     same kind and ID, planned again) shows, or "" when it is the same: an image that gained a
     name (a tag or digest someone added: removing the image would take it too), a dead
-    container whose log grew, or an object whose bytes changed (a directory or file written
-    to, emptied or refilled since: something still uses it, and the person agreed to other
-    bytes)."""
+    container whose log grew, or a directory whose bytes or latest change (`changed_ns`, its
+    tree's newest mtime or ctime) differ (written to, emptied or refilled since: something
+    still uses it, and the person agreed to other content)."""
     if asked.kind == "image":
         names = set(now.image.repo_tags) | set(now.image.repo_digests)
         added = sorted(names - set(asked.image.repo_tags) - set(asked.image.repo_digests))
@@ -286,15 +286,16 @@ def changed_since(asked: Any, now: Any) -> str:
                 f"{format_bytes(grown)}"
             )
         return ""
-    if (
-        asked.kind not in _FIXED_SIZE
-        and getattr(asked, "type", "") not in _FIXED_SIZE_FINDINGS
-        and now.planned_bytes != asked.planned_bytes
-    ):
+    if asked.kind in _FIXED_SIZE or getattr(asked, "type", "") in _FIXED_SIZE_FINDINGS:
+        return ""
+    if now.planned_bytes != asked.planned_bytes:
         return (
             f"changed since the question: {format_bytes(asked.planned_bytes)} then, "
             f"{format_bytes(now.planned_bytes)} now"
         )
+    was, since = getattr(asked, "changed_ns", 0), getattr(now, "changed_ns", 0)
+    if was and since and since != was:  # a write within the same blocks, a file replaced
+        return "changed since the question: written to since"
     return ""
 
 

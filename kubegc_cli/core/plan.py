@@ -271,6 +271,7 @@ class LogAction:
     error: str = ""
     bytes_freed: int = 0
     log_note: str = ""
+    changed_ns: int = 0  # the latest change below it when sized (`TreeUsage.changed_ns`)
 
     @property
     def id(self) -> str:

@@ -21,7 +21,8 @@ class PodLogDir:
     `mounts_unknown` is "" or why the mount table could not be read (then it is never
     removed either: anything may be mounted below it); `stalled` is "" or the local path
     below it that gave no answer within `--timeout` when it was sized (a hung mount: `bytes`
-    is partial, and it is never removed, as the removal would hang there)."""
+    is partial, and it is never removed, as the removal would hang there). `changed_ns`: the
+    latest change below it when it was sized (`TreeUsage.changed_ns`; 0 not sized)."""
 
     name: str
     path: str
@@ -31,6 +32,7 @@ class PodLogDir:
     mount: str = ""
     mounts_unknown: str = ""
     stalled: str = ""
+    changed_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)

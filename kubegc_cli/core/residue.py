@@ -116,6 +116,7 @@ class Finding:
     error: str = ""
     bytes_freed: int = 0
     log_note: str = ""
+    changed_ns: int = 0  # a directory's latest change below it when sized (0: not measured)
 
     kind = "finding"
 

@@ -111,7 +111,8 @@ def plan_logs(
             rule, result = KEEP_MOUNT, True
         else:
             rule, why, result = RULE_DELETED, pods.deletion_reason(d.uid), False
-        action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes)
+        action = LogAction("pod-log-dir", host, d.path, d.uid, rule, why, d.bytes,
+                           changed_ns=d.changed_ns)  # fmt: skip
         if result:
             action.result = Result.KEPT
             plan.kept.append(action)

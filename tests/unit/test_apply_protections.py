@@ -364,3 +364,19 @@ def test_apply_keeps_a_pod_log_directory_written_to_since_the_plan(tmp_path: Pat
     assert got["uid-same"] == (Result.PLANNED, "")
     result, why = got["uid-grown"]
     assert result is Result.SKIPPED and why.startswith("changed since the plan: "), why
+
+    # a line appended after the plan observed the node: the same blocks, a later write
+    import copy
+    import time
+
+    planned_at = time.time_ns()
+    time.sleep(0.02)
+    with (logs / "ns_same_uid-same/c/0.log").open("ab") as f:
+        f.write(b"a late line\n")
+    again: Plan[Any] = Plan(kind="LogGCPlan", policy={}, now=planned_at,
+                            actions=[copy.copy(actions[0])])  # fmt: skip
+    again.actions[0].result, again.actions[0].error = Result.PLANNED, ""
+    recheck_saved_plan(again, NodeSnapshot(captured_at=planned_at), inventory_of([]),
+                       host_root=tmp_path, pod_logs_root="/var/log/pods")  # fmt: skip
+    [late] = again.actions
+    assert late.result is Result.SKIPPED and "written to at" in late.error, late.error

@@ -171,3 +171,13 @@ def test_a_run_that_would_ask_but_has_nothing_to_ask_about_is_no_dry_run() -> No
     dry = plan("a")
     dry.dry_run = True
     assert may_act(Mode.DRY_RUN, dry, Said(), "container") is False and dry.dry_run
+
+
+def test_a_directory_written_to_within_its_blocks_is_changed() -> None:
+    """The same bytes on disk, but a later latest change below it (`changed_ns`): written to
+    while the question waited (a line appended to a log, a file replaced by one as large)."""
+    asked, now = _log_dir(12288), _log_dir(12288)
+    asked.changed_ns, now.changed_ns = 1_000, 2_000
+    assert changed_since(asked, now) == "changed since the question: written to since"
+    now.changed_ns = 1_000
+    assert changed_since(asked, now) == ""

@@ -132,3 +132,29 @@ def test_the_terminated_pods_hint_counts_what_removing_the_containers_frees() ->
     assert kept.planned_bytes == LAYER
     [hint] = [n for n in plan.notes if "terminated pod(s)" in n]
     assert "kept, 1Mi on disk (logs and writable layers)" in hint, hint
+
+
+def test_a_write_within_the_same_blocks_moves_a_trees_latest_change(tmp_path: Path) -> None:
+    """`TreeUsage.changed_ns` is the newest mtime or ctime below a tree: a write that adds no
+    block, a file replaced by one as large, and a backdated mtime all move it, where the
+    allocated bytes stay the same."""
+    import os
+    import time
+
+    from kubegc_cli.node.host.du import tree_usage
+
+    log = tmp_path / "pod" / "app" / "0.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"x" * 56)
+    first = tree_usage(str(tmp_path / "pod"))
+    assert first.changed_ns >= log.stat().st_ctime_ns > 0
+    for change in (
+        lambda: log.write_bytes(b"x" * 167),  # the same 4Ki block
+        lambda: (log.unlink(), log.write_bytes(b"y" * 167)),  # replaced
+        lambda: os.utime(log, ns=(0, 0)),  # backdated: its ctime moves
+    ):
+        before = tree_usage(str(tmp_path / "pod"))
+        time.sleep(0.02)
+        change()
+        after = tree_usage(str(tmp_path / "pod"))
+        assert after.bytes == before.bytes and after.changed_ns > before.changed_ns

@@ -31,7 +31,11 @@ class TreeUsage:
     `bytes`), the first of them (`first_unreadable`) and why (`first_reason`). `size` is the
     apparent size (`st_size`) of its regular files, each inode once. `stalled` is "" or the
     path the walk was stuck at when it gave up (no answer within `--timeout`: a hung mount?):
-    the figures are then partial, and that path counts as unreadable."""
+    the figures are then partial, and that path counts as unreadable. `changed_ns` is the
+    latest change of any entry counted (its `st_mtime_ns` or `st_ctime_ns`, whichever is
+    later: a write, an entry made or removed, a rename; a backdated mtime still moves the
+    ctime), 0 for nothing counted: two walks of a tree with the same `changed_ns` saw the
+    same content."""
 
     bytes: int = 0
     inodes: int = 0
@@ -41,6 +45,7 @@ class TreeUsage:
     first_reason: str = ""
     size: int = 0
     stalled: str = ""
+    changed_ns: int = 0
 
 
 #: Errors that mean the entry is gone (a busy node changes under the walk), not unreadable.
@@ -54,6 +59,7 @@ class _Sum:
     bytes: int = 0
     inodes: int = 0
     size: int = 0
+    changed_ns: int = 0
     unreadable: int = 0
     first: str = ""
     reason: str = ""
@@ -71,7 +77,7 @@ class _Sum:
     def usage(self, stalled: str = "") -> TreeUsage:
         return TreeUsage(
             self.bytes, self.inodes, tuple(sorted(self.skipped)), self.unreadable, self.first,
-            self.reason, self.size, stalled,
+            self.reason, self.size, stalled, self.changed_ns,
         )  # fmt: skip
 
 
@@ -125,6 +131,7 @@ def _walk(
             acc.cannot_read(path, exc)
             return
         acc.bytes, acc.inodes, acc.top_dev = on_disk(top.st_blocks), 1, top.st_dev
+        acc.changed_ns = max(top.st_mtime_ns, top.st_ctime_ns)
         if not stat.S_ISDIR(top.st_mode):
             if top.st_nlink > 1:
                 if (top.st_dev, top.st_ino) in seen:
@@ -161,6 +168,7 @@ def _walk(
                 seen.add(key)
             acc.bytes += on_disk(st.st_blocks)
             acc.inodes += 1
+            acc.changed_ns = max(acc.changed_ns, st.st_mtime_ns, st.st_ctime_ns)
             if stat.S_ISREG(st.st_mode):
                 acc.size += st.st_size
             continue

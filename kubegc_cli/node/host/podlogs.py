@@ -41,7 +41,7 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
             continue
         mount = stalled = ""
         unknown = "" if is_link else mounts.error
-        size = 0
+        size = changed = 0
         if not is_link:  # an entry of the real root, not a link: its path is real
             if mounts.is_mount_point(e.path):
                 mount = e.path
@@ -49,7 +49,7 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
                 below = [p for p in mounts.points if p.startswith(e.path.rstrip("/") + "/")]
                 mount = min(below) if below else ""
                 usage = tree_usage(e.path, mounts)
-                size, stalled = usage.bytes, usage.stalled
+                size, stalled, changed = usage.bytes, usage.stalled, usage.changed_ns
         out.append(
             PodLogDir(
                 name=e.name,
@@ -60,16 +60,25 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
                 mount=mount,
                 mounts_unknown=unknown,
                 stalled=stalled,
+                changed_ns=changed,
             )
         )
     return out
 
 
 def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int | None:
-    """The bytes on disk of the pod log directory `local_path` (a real local path: allocated
-    blocks, the directories' own included), walked as `read_pod_log_dirs` walks it
-    (`tree_usage`: partial if a call hangs past `--timeout`); 0 when it is a symlink, no
-    directory or gives no answer, None when it is gone."""
+    """The bytes on disk of the pod log directory `local_path` (`pod_log_dir_usage`), or
+    None when it is gone."""
+    usage = pod_log_dir_usage(local_path, mounts)
+    return None if usage is None else usage[0]
+
+
+def pod_log_dir_usage(local_path: str, mounts: MountTable | None = None) -> tuple[int, int] | None:
+    """(bytes on disk, latest change in ns) of the pod log directory `local_path` (a real
+    local path: allocated blocks, the directories' own included), walked as
+    `read_pod_log_dirs` walks it (`tree_usage`: partial if a call hangs past `--timeout`;
+    its `changed_ns`); (0, 0) when it is a symlink, no directory or gives no answer, None
+    when it is gone."""
 
     def mode(watch: Watch) -> int:
         watch.at(local_path)
@@ -80,8 +89,11 @@ def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int 
     except FileNotFoundError:
         return None
     except OSError:  # (`Stalled` too)
-        return 0
-    return tree_usage(local_path, mounts).bytes if stat.S_ISDIR(kind) else 0
+        return 0, 0
+    if not stat.S_ISDIR(kind):
+        return 0, 0
+    usage = tree_usage(local_path, mounts)
+    return usage.bytes, usage.changed_ns
 
 
 def _host_path(real_root: str, local: str) -> str | None:

@@ -318,6 +318,7 @@ def _pod_dir_finding(ctx: ScanContext, pods_host: str, uid: str, local: str) -> 
         action=DIR_ACTION.format(path=host),
         details={"uid": uid, "volumes": volumes, "mounts_below": facts.mounts},
         manual=_release_mounts(POD_DIR, facts.mounts),
+        changed_ns=usage.changed_ns,
     )
 
 
@@ -436,6 +437,7 @@ def scan_pod_log_dirs(ctx: ScanContext) -> list[Finding]:
                 action=DIR_ACTION.format(path=host),
                 details={"uid": d.uid, "mounts_below": mounts},
                 manual=_release_mounts(POD_LOG_DIR, mounts),
+                changed_ns=usage.changed_ns,
             )
         )
     links_host = ctx.container_logs_dir.rstrip("/")
