@@ -294,7 +294,7 @@ def changed_since(asked: Any, now: Any) -> str:
             f"{format_bytes(now.planned_bytes)} now"
         )
     was, since = getattr(asked, "changed_ns", 0), getattr(now, "changed_ns", 0)
-    if was and since and since != was:  # a write within the same blocks, a file replaced
+    if was and since > was:  # a write within the same blocks, a file replaced
         return "changed since the question: written to since"
     return ""
 

@@ -424,7 +424,16 @@ def test_apply_of_a_tampered_log_plan_removes_only_what_the_node_allows(
     assert res.returncode == 0, res.stderr
     assert action(json.loads(res.stdout), f"/var/log/pods/{evil.name}")["result"] == "removed"
     assert not evil.is_symlink() and tree(victim) == before_of(before, victim)
-    # The plan as saved: exactly its two objects go.
+    # The plan as saved: the directory was made again after it (by the cases above), so it
+    # is skipped as written to since the plan; a plan made now takes exactly its two objects.
+    res = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "apply", str(plan_file),
+                 "--dry-run", "-o", "json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    stale = action(json.loads(res.stdout), dir_id)
+    assert stale["result"] == "skipped" and "after the plan" in stale["error"], stale
+    dry = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "gc", "logs", "--plan-out",
+                 str(plan_file))  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
     res = kubegc(node, tmp_path, *base, "--pods-file", str(pods), "apply", str(plan_file),
                  "--yes", "-o", "json")  # fmt: skip
     assert res.returncode == 0, res.stderr
