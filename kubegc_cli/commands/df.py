@@ -198,7 +198,8 @@ class Line:
     """One line of a filesystem's breakdown. `bytes` None = unknown (the runtime was not
     read). `count`: objects behind it (images, containers, pods, volumes, findings) or None.
     `reclaimable`: bytes a kubegc command can free (`command`). `parent`: the key of the line
-    this one details ("" for a top-level line; only top-level lines add up to used)."""
+    this one details ("" for a top-level line; only top-level lines add up to used).
+    `note_shown`: its note is shown without -v too (it says its figure may be wrong)."""
 
     key: str
     bytes: int | None
@@ -206,6 +207,7 @@ class Line:
     reclaimable: int | None = 0
     command: str = ""
     note: str = ""
+    note_shown: bool = False
 
     @property
     def label(self) -> str:
@@ -854,7 +856,7 @@ def _layer_lines(rt: RuntimeView, w: Walker, removed: frozenset[str], command: s
     return [
         Line(LAYERS, size(rt.containers), len(rt.containers), back, cmd),
         Line(LAYERS_RUNNING, size(running), len(running)),
-        Line(LAYERS_DEAD, size(dead), len(dead), back, cmd, note),
+        Line(LAYERS_DEAD, size(dead), len(dead), back, cmd, note, note_shown=bool(zero)),
     ]
 
 

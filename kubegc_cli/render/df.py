@@ -170,10 +170,7 @@ def _filesystem(screen: Screen, f: Filesystem, verbose: int) -> None:
            bytes_cell(f.reclaimable()), ""], "bold")  # fmt: skip
     screen.grid(t)
     for ln in f.lines:
-        # (a line of objects that add up to 0 bytes says why too: not measured yet)
-        if ln.note and (
-            verbose or ln.bytes is None or ln.key == "other" or (ln.count and ln.bytes == 0)
-        ):
+        if ln.note and (verbose or ln.bytes is None or ln.key == "other" or ln.note_shown):
             screen.note(f"{ln.label}: {safe_text(ln.note)}")
     for note in f.notes:
         screen.note("note: " + safe_text(note), style="yellow")

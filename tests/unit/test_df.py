@@ -770,7 +770,7 @@ def test_eviction_defaults_follow_the_nodes_kubelet_version(
 def test_dead_layers_reported_as_0_bytes_are_said_to_be_maybe_not_measured() -> None:
     """containerd reports a writable layer as 0 until it has measured it (every 10 s after a
     container exits): df's dead-layers line says so, and its table shows that note without
-    -v (a line of objects adding up to 0 bytes)."""
+    -v, also beside older dead containers whose layers were measured."""
     from types import SimpleNamespace
 
     from kubegc_cli.commands.df import LAYERS_DEAD, _layer_lines
@@ -784,3 +784,4 @@ def test_dead_layers_reported_as_0_bytes_are_said_to_be_maybe_not_measured() -> 
         rt = SimpleNamespace(containers=dead, layers=layers)
         [line] = [ln for ln in _layer_lines(rt, w, frozenset(), "") if ln.key == LAYERS_DEAD]
         assert ("3 report 0 bytes: the runtime may not have measured them yet" in line.note) is said
+        assert line.note_shown is said  # shown without -v, whatever the line adds up to
