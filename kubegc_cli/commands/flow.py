@@ -285,6 +285,8 @@ def changed_since(asked: Any, now: Any) -> str:
                 f"changed since the question: its log grew from {format_bytes(was)} to "
                 f"{format_bytes(grown)}"
             )
+        if asked.log_changed_ns and now.log_changed_ns > asked.log_changed_ns:
+            return "changed since the question: its log was written to since"
         return ""
     if asked.kind in _FIXED_SIZE or getattr(asked, "type", "") in _FIXED_SIZE_FINDINGS:
         return ""

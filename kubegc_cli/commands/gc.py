@@ -174,9 +174,11 @@ def _note_logs_left(plan: Plan[Any], sizer: LogSizer) -> None:
     """Give each planned container removal whose log may not be removed where the kubelet
     puts it (its directory a symlink, not a directory, a mount point, or one that gave no
     answer in time: `LogSizer.note_for`) that note, so a dry run says what `--yes` would
-    leave; and say in the plan's notes which log directories gave no answer (their sizes
-    are unknown)."""
+    leave; give each its log's latest change as `sizer` read it (`log_changed_ns`); and say
+    in the plan's notes which log directories gave no answer (their sizes are unknown)."""
     for a in plan.actions:
+        if a.kind == "container":  # (compared after a question: `flow.changed_since`)
+            a.log_changed_ns = sizer.changed_of(a.container.log_path)
         if a.kind == "container" and a.result is Result.PLANNED and not a.log_note:
             a.log_note = sizer.note_for(a.container.log_path)
     if sizer.stalled:
@@ -246,11 +248,14 @@ def gc_containers(
         _note_logs_left(plan, sizer)
 
         def again() -> Plan[ContainerAction]:  # after a person's yes, under the node lock
+            fresh = LogSizer(LogRoots(s.host_root, kcfg.pod_logs_dir), mounts)  # (read anew)
             now = _observe_for_containers(
                 client, s, scope, kcfg.pod_logs_dir, mounts,
-                sandboxes=scope.selector is not None or pods.known, sizer=sizer,
+                sandboxes=scope.selector is not None or pods.known, sizer=fresh,
             )  # fmt: skip
-            return plan_from(now, now.endpoint, client)
+            replanned = plan_from(now, now.endpoint, client)
+            _note_logs_left(replanned, fresh)
+            return replanned
 
         if may_act(mode, plan, ui, "container", act, again=again):
             remover = ContainerRemover(

@@ -100,6 +100,7 @@ class ContainerAction:
     bytes_freed: int = 0
     log_note: str = ""
     layer_bytes: int | None = None
+    log_changed_ns: int = 0  # its log files' latest mtime or ctime when sized (0: not read)
 
     kind = "container"
 

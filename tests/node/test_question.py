@@ -187,8 +187,9 @@ def test_reclaim_answers_for_the_node_as_it_is_after_the_question(tmp_path: Path
     """`reclaim` (a node of its own: it plans over every pod): while the question waits a
     timer's run removes two of the containers asked about, a live pod's init runs once more
     and a new orphaned pod directory appears. The yes takes the lock, says so, skips the two as
-    gone, removes the rest it asked about, and neither the container selected since (init1)
-    nor the new directory."""
+    gone and the deleted pod's log directory as changed (the timer removed a log in it),
+    removes the rest it asked about, and neither the container selected since (init1) nor
+    the new directory."""
     from tests.node.test_gc_containers import write_pods_file
     from tests.node.test_residue import orphan_dir
 
@@ -220,9 +221,12 @@ def test_reclaim_answers_for_the_node_as_it_is_after_the_question(tmp_path: Path
         doc = json.loads(out)
         got = {a["id"]: (a["result"], a["error"] or "") for a in doc["actions"]}
         assert got.pop(init0) == got.pop(gone_ctr) == ("skipped", "gone since the question")
+        # (the timer's run removed a log in the deleted pod's log directory: it changed
+        # while the question waited, so it waits for the next run)
+        gone_logs = str(node.pod_logs_dir / f"ns1_gone_{gone.uid}")
         assert got == {
             gone.sandbox_id: ("removed", ""),
-            str(node.pod_logs_dir / f"ns1_gone_{gone.uid}"): ("removed", ""),
+            gone_logs: ("skipped", "changed since the question: written to since"),
             str(orphan): ("removed", ""),
         }
         gone_now = [f"container {init0}", f"container {gone_ctr}"]
@@ -293,3 +297,28 @@ def test_apply_rechecks_the_saved_plan_against_the_node_after_the_question(
     assert shown("the node changed while the question waited:", said)
     assert shown(f"container {init0}: gone since the question; not removed", said)
     assert node.container_ids(namespace=ns) == {init2}
+
+
+def test_a_line_appended_to_a_dead_containers_log_while_asked_keeps_it(
+    node: LocalNode, ns: str, tmp_path: Path
+) -> None:
+    """`gc containers`: while the question waits, a line is appended to the log of the dead
+    container asked about — within the same block, so its bytes on disk stay the same. The
+    yes reads the logs anew: the container (and its log) stay, as changed."""
+    p = node.run_pod("p", namespace=ns)
+    init0 = node.add_container(p, "init", attempt=0)
+    node.add_container(p, "init", attempt=1)
+    log = next((node.pod_logs_dir / f"{ns}_p_{p.uid}" / "init").glob("0.log"))
+    before = log.stat().st_blocks
+    person = asking(node, tmp_path, "--lock-timeout", "60s", "gc", "containers", "-n", ns,
+                    "-o", "json")  # fmt: skip
+    person.wait_for(QUESTION)
+    with log.open("a") as f:
+        f.write("2026-12-05T13:00:00Z stdout F a late line\n")
+    assert log.stat().st_blocks == before  # the same blocks: only its times tell
+    code, out, terminal = person.answer("y")
+    assert code == 0, terminal
+    assert [(a["id"], a["result"], a["error"]) for a in json.loads(out)["actions"]] == [
+        (init0, "skipped", "changed since the question: its log was written to since")
+    ]
+    assert init0 in node.container_ids(namespace=ns) and "a late line" in log.read_text()

@@ -32,9 +32,9 @@ class TreeUsage:
     apparent size (`st_size`) of its regular files, each inode once. `stalled` is "" or the
     path the walk was stuck at when it gave up (no answer within `--timeout`: a hung mount?):
     the figures are then partial, and that path counts as unreadable. `changed_ns` is the
-    latest change of any file counted, directories aside (its `st_mtime_ns` or
-    `st_ctime_ns`, whichever is later: a write, a file made, replaced or renamed; a
-    backdated mtime still moves the ctime; a file removed shows in `bytes`), 0 for no file:
+    latest change of any entry counted, the top and its directories included (its
+    `st_mtime_ns` or `st_ctime_ns`, whichever is later: a write, an entry made, removed,
+    replaced or renamed; a backdated mtime still moves the ctime), 0 for nothing counted:
     two walks of a tree with the same `bytes` and `changed_ns` saw the same content."""
 
     bytes: int = 0
@@ -131,8 +131,8 @@ def _walk(
             acc.cannot_read(path, exc)
             return
         acc.bytes, acc.inodes, acc.top_dev = on_disk(top.st_blocks), 1, top.st_dev
+        acc.changed_ns = max(top.st_mtime_ns, top.st_ctime_ns)
         if not stat.S_ISDIR(top.st_mode):
-            acc.changed_ns = max(top.st_mtime_ns, top.st_ctime_ns)
             if top.st_nlink > 1:
                 if (top.st_dev, top.st_ino) in seen:
                     acc.bytes = acc.inodes = 0
@@ -168,8 +168,7 @@ def _walk(
                 seen.add(key)
             acc.bytes += on_disk(st.st_blocks)
             acc.inodes += 1
-            if not stat.S_ISDIR(st.st_mode):  # (a directory's own times move as entries go)
-                acc.changed_ns = max(acc.changed_ns, st.st_mtime_ns, st.st_ctime_ns)
+            acc.changed_ns = max(acc.changed_ns, st.st_mtime_ns, st.st_ctime_ns)
             if stat.S_ISREG(st.st_mode):
                 acc.size += st.st_size
             continue

@@ -552,6 +552,8 @@ class LogSizer:
         self._prefix = roots.layout_prefix
         # (pod dir, ctr dir) -> bytes by log name; None when it gave no answer in time
         self._dirs: dict[tuple[str, str], dict[str, int] | None] = {}
+        # (pod dir, ctr dir) -> latest mtime or ctime (ns) by log name, grouped as `_dirs`
+        self._changed: dict[tuple[str, str], dict[str, int]] = {}
         self._why: dict[tuple[str, str], str] = {}
         self.stalled: list[str] = []  # host paths of the directories given up
 
@@ -562,7 +564,9 @@ class LogSizer:
         it before a dot (`0.log.20261130-010101.gz` for `0.log.20261130-010101`, `0.log` and
         `0`), so a log's total is the log with its rotated siblings."""
         sums: dict[str, int] = {}
+        changed: dict[str, int] = {}
         self._dirs[key] = sums
+        self._changed[key] = changed
         pod_dir, ctr_dir = key
         try:
             opened = open_log_dir(
@@ -582,11 +586,14 @@ class LogSizer:
                 if not stat.S_ISREG(st.st_mode):
                     continue  # symlinks and the rest free nothing (as in `log_bytes`)
                 size = on_disk(st.st_blocks)
+                when = max(st.st_mtime_ns, st.st_ctime_ns)
                 dot = name.find(".")
                 while dot != -1:
                     sums[name[:dot]] = sums.get(name[:dot], 0) + size
+                    changed[name[:dot]] = max(changed.get(name[:dot], 0), when)
                     dot = name.find(".", dot + 1)
                 sums[name] = sums.get(name, 0) + size
+                changed[name] = max(changed.get(name, 0), when)
         except OSError:
             pass
         finally:
@@ -613,6 +620,14 @@ class LogSizer:
     def _size(self, key: tuple[str, str], name: str) -> int | None:
         sums = self._dirs.get(key)
         return None if sums is None else sums.get(name, 0)
+
+    def changed_of(self, log_path: str) -> int:
+        """The latest mtime or ctime (ns) of `log_path`'s files (the log and its rotated
+        siblings) as this sizer read them; 0 when not read or not in the kubelet's layout."""
+        parts = _layout_parts(self._prefix, log_path) if log_path else None
+        if parts is None:
+            return 0
+        return self._changed.get((parts[0], parts[1]), {}).get(parts[2], 0)
 
     def note_for(self, log_path: str) -> str:
         """ "" or why no file of `log_path` (a path this sizer measured) may be removed or
