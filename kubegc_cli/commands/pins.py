@@ -170,6 +170,7 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
     plan.dry_run = False
     again, records = _plan(s, client, plan.patterns, op, ui)
     fresh = {a.id: a for a in again.actions}
+    by_name = _labels(records)  # (once: every action looks its records up in it)
     if op == PIN:
         labels = {PINNED_LABEL: PINNED_VALUE, OWN_PIN_LABEL: ns_to_rfc3339(edges().clock())}
     else:
@@ -183,7 +184,7 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
             if op == PIN:
                 names, own = record_names(now.image), {}
             else:
-                own = {n: records[n] for n in own_pin_names(now.image, _labels(records))}
+                own = {n: records[n] for n in own_pin_names(now.image, by_name)}
                 names = tuple(own)
             done: list[str] = []
             changed: list[str] = []

@@ -198,6 +198,12 @@ def _utf8(data: str | bytes, what: str) -> str:
         raise Malformed(f"{what} is not UTF-8 text: {exc.reason} at byte {exc.start}") from None
 
 
+def _unreadable_number(what: str, exc: ValueError) -> Malformed:
+    """The error for a document holding a number Python will not read (an integer of more
+    than 4,300 digits: `int()`'s limit), naming `what` and the first clause of `exc`."""
+    return Malformed(f"{what} holds a number kubegc cannot read: {str(exc).split(';')[0]}")
+
+
 def _too_deep(what: str) -> str:
     return (
         f"{what} is nested too deeply to be what kubegc reads (more than {MAX_NESTING} "
@@ -290,8 +296,7 @@ def decode_yaml(text: str, what: str, *, unique_keys: bool = False) -> Any:
     except RecursionError:
         raise Malformed(_too_deep(what)) from None
     except ValueError as exc:  # an integer of more than 4,300 digits (Python's int() limit)
-        why = str(exc).split(";")[0]
-        raise Malformed(f"{what} holds a number kubegc cannot read: {why}") from None
+        raise _unreadable_number(what, exc) from None
     if "*" in text:  # an alias: the document may be a graph, not a tree
         size = _expanded_size(
             doc, limit=ALIAS_EXPANSION_BASE + ALIAS_EXPANSION_PER_BYTE * len(text)
@@ -325,8 +330,7 @@ def decode_toml(data: str | bytes, what: str) -> dict[str, Any]:
     except RecursionError:
         raise Malformed(_too_deep(what)) from None
     except ValueError as exc:  # an integer of more than 4,300 digits (Python's int() limit)
-        why = str(exc).split(";")[0]
-        raise Malformed(f"{what} holds a number kubegc cannot read: {why}") from None
+        raise _unreadable_number(what, exc) from None
     # Each level below the document is a `[`, a `{` or a `.` of a dotted key or table header.
     _check_nesting(doc, 1 + sum(text.count(c) for c in "[{."), what)
     return doc
