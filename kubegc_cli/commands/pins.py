@@ -125,7 +125,7 @@ def pin_images(
         with node_lock(s.state_dir, s.lock_timeout, host_root=s.host_root, warn=ui.warn):
             audit = AuditLog(s.state_dir, f"images {op}", edges().clock(), ui.warn, info=ui.info)
             try:
-                _act(s, client, plan, op, ui)
+                _act(s, client, plan, op, ui, audit)
             finally:
                 # (a row reads kind, id, rule, reason, result.value, error and bytes_freed,
                 # which a PinAction has, though its results are not a removal's); a pin frees
@@ -163,10 +163,12 @@ def _plan(
     return plan, records
 
 
-def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None:
+def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui, audit: AuditLog) -> None:
     """Under the node lock: plan again, then label each image still to change (pin: every
     record, containerd's label and kubegc's; unpin: both off the records with kubegc's, each
-    only while it is still the record planned, `own_pin_changed`)."""
+    only while it is still the record planned, `own_pin_changed`). Each image's audit row is
+    written `in-flight` before its first write (`AuditLog.begin`): a run killed mid-image
+    leaves a row saying so; the caller's `finish` writes the outcomes."""
     plan.dry_run = False
     again, records = _plan(s, client, plan.patterns, op, ui)
     fresh = {a.id: a for a in again.actions}
@@ -188,6 +190,7 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui) -> None
                 names = tuple(own)
             done: list[str] = []
             changed: list[str] = []
+            audit.begin(cast("Any", a))  # (a PinAction has what a row reads)
             try:
                 for n in names:
                     planned = own.get(n)

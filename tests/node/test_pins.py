@@ -330,3 +330,38 @@ def test_gc_images_reads_the_kubelets_pull_record_of_a_real_image(tmp_path: Path
         assert risk[image] == {"digest": True, "registry": "quay.io", "pull_record": "recorded",
                                "credentials": ["secret"]}  # fmt: skip
         assert risk[other]["pull_record"] == "none" and risk[other]["registry"] == "docker.io"
+
+
+_KILLED_AFTER_THE_FIRST_WRITE = """
+import os, runpy, signal, sys
+from kubegc_cli.node.containerd import client
+real = client.ContainerdImages.set_labels
+def set_labels(self, *args, **kwargs):  # the write, then SIGKILL: a fault on demand
+    real(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+client.ContainerdImages.set_labels = set_labels
+sys.argv = ["kubegc", *sys.argv[1:]]
+runpy.run_module("kubegc_cli", run_name="__main__")
+"""
+
+
+def test_an_unpin_killed_after_a_write_leaves_its_row_in_flight(tmp_path: Path) -> None:
+    """SIGKILL right after unpin's first label write (a stand-in around `set_labels` kills
+    the process; containerd is real): `history` holds that image's row as `in-flight` — the
+    row is written before the first write — so no change to the runtime goes unrecorded."""
+    if containerd_version() < (1, 7):
+        pytest.skip("containerd before 1.7 refuses pin (test_pin_then_unpin_... covers it)")
+    with LocalNode(tmp_path / "node") as node:
+        image = node.import_image("docker.io/library/pin-me:1", pad_bytes=2048, seed="kill")
+        assert kubegc(node, tmp_path, *PIN, "--yes").returncode == 0
+        argv = ["-r", node.endpoint, "--kubelet-config", str(node.kubelet_config),
+                "--state-dir", str(tmp_path / "state"), *UNPIN, "--yes"]  # fmt: skip
+        import sys
+
+        killed = subprocess.run([sys.executable, "-c", _KILLED_AFTER_THE_FIRST_WRITE, *argv],
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert killed.returncode == -9, killed.stderr
+        runs = json.loads(kubegc(node, tmp_path, "history", "-o", "json").stdout)["items"]
+        [unpin] = [r for r in runs if r["command"] == "images unpin"]
+        assert unpin["by_result"] == {"in-flight": 1}, unpin
+        assert [a["id"] for a in unpin["actions"]] == [image]
