@@ -12,7 +12,7 @@ how they reach the node's outside — the CRI runtime (`open_client`), the pod s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
@@ -438,6 +438,13 @@ def runtime_fs_paths(client: Any, ui: Ui) -> dict[str, str]:
     except RuntimeUnavailable as exc:
         ui.info(f"the runtime's filesystems not measured: {exc}")
         return {}
+    return fs_roles(images, containers)
+
+
+def fs_roles(images: Sequence[Any], containers: Sequence[Any]) -> dict[str, str]:
+    """The roles of the runtime's filesystems as CRI `ImageFsInfo` gives them (each with a
+    `mountpoint`, a host path): `imagefs` the first image filesystem, `containerfs` the first
+    container filesystem, else the image filesystem (where writable layers live)."""
     image = images[0].mountpoint if images else ""
     return {"imagefs": image, "containerfs": containers[0].mountpoint if containers else image}
 

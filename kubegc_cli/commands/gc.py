@@ -21,6 +21,7 @@ from kubegc_cli.commands.flow import (
     Stage,
     carry_out,
     decide_mode,
+    fs_roles,
     load_pod_inventory,
     log_stages,
     may_act,
@@ -670,11 +671,13 @@ def check_image_inputs(s: Settings, policy: Any, assume_detected_at: int | None)
 @dataclass(frozen=True)
 class ImagesPlanned(Planned):
     """The plan of `gc images` (`plan_images_on`): `imagefs` the image filesystem's host path,
-    `fs` its figures when planned; `save(acting)` stores the image records this run saw (and,
+    `containerfs` the container filesystem's (from the same `ImageFsInfo`), `fs` the image
+    filesystem's figures when planned; `save(acting)` stores the image records this run saw (and,
     with --assume-detected-at, the assumed times only when `acting`) and notes what it
     stored."""
 
     imagefs: str = ""
+    containerfs: str = ""  # where the writable layers live (`flow.fs_roles`), a host path
     fs: FsStats | None = None
     save: Callable[[bool], None] = lambda acting: None
 
@@ -826,7 +829,8 @@ def plan_images_on(
         remover = ImageRemover(client, concurrency=concurrency)
         return [Stage(remover, ("image",))]
 
-    return ImagesPlanned(plan, stages, imagefs=imagefs, fs=fs, save=save)
+    layers = fs_roles(snap.image_filesystems, snap.container_filesystems)["containerfs"]
+    return ImagesPlanned(plan, stages, imagefs=imagefs, containerfs=layers, fs=fs, save=save)
 
 
 def _own_pins(s: Settings, client: CriClient, snap: NodeSnapshot, ui: Ui) -> dict[str, str]:

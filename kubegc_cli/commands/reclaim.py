@@ -33,7 +33,6 @@ from kubegc_cli.commands.flow import (
     load_pod_inventory,
     may_act,
     open_client,
-    runtime_fs_paths,
 )
 from kubegc_cli.commands.gc import (
     check_image_inputs,
@@ -205,7 +204,7 @@ def _reclaim(s: Settings, opts: ReclaimOptions, act: ActOptions, ui: Ui) -> Recl
         scan = scan_for_clean(s, ui, residue)
         paths = {"nodefs": root_dir, "logs": logs_root, "imagefs": images.imagefs}
         before = {role: fs_stats(s.host_root, path) for role, path in paths.items()}
-        layers = runtime_fs_paths(client, ui).get("containerfs", "")
+        layers = images.containerfs  # (from the images' ImageFsInfo: not asked again)
         if layers:  # where writable layers live: the same filesystems, dry run or not
             try:
                 before["containerfs"] = fs_stats(s.host_root, layers)
