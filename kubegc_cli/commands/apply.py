@@ -49,6 +49,7 @@ from kubegc_cli.commands.flow import (
     load_pod_inventory,
     log_stages,
     may_act,
+    names_added,
     open_client,
     runtime_fs_paths,
 )
@@ -292,7 +293,7 @@ def recheck_saved_plan(
             _skip(a, f"{used_by_text(users[img.id])} now")
         elif not allow_unpullable and (never := unpullable_reason(img)):
             _skip(a, f"it {never}; apply --allow-unpullable removes it")
-        elif added := sorted(set(names) - {*a.image.repo_tags, *a.image.repo_digests}):
+        elif added := names_added(a.image, img):
             # removing it would take names nobody saw in the plan
             _skip(a, f"changed since the plan: now also named {', '.join(added)}")
         else:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.core.errors import BadInput, RuntimeUnavailable
-from kubegc_cli.core.model import Container, ContainerState
+from kubegc_cli.core.model import Container, ContainerState, Image
 from kubegc_cli.core.plan import (
     INTERRUPTED,
     REMOVAL_CONCURRENCY,
@@ -267,6 +267,12 @@ _FIXED_SIZE = frozenset({"container", "image", "pod"})
 _FIXED_SIZE_FINDINGS = frozenset({DEAD_CONTAINER, DEAD_SANDBOX, UNUSED_IMAGE})
 
 
+def names_added(was: Image, now: Image) -> list[str]:
+    """The tags and repo digests image `now` has that `was` (the same image as seen before)
+    did not, sorted: names that removing it would take too."""
+    return sorted({*now.repo_tags, *now.repo_digests} - {*was.repo_tags, *was.repo_digests})
+
+
 def changed_since(asked: Any, now: Any) -> str:
     """Why the object of action `asked` (as the question showed it) is not the one `now` (the
     same kind and ID, planned again) shows, or "" when it is the same: an image that gained a
@@ -275,8 +281,7 @@ def changed_since(asked: Any, now: Any) -> str:
     tree's newest mtime or ctime) differ (written to, emptied or refilled since: something
     still uses it, and the person agreed to other content)."""
     if asked.kind == "image":
-        names = set(now.image.repo_tags) | set(now.image.repo_digests)
-        added = sorted(names - set(asked.image.repo_tags) - set(asked.image.repo_digests))
+        added = names_added(asked.image, now.image)
         return f"changed since the question: now also named {', '.join(added)}" if added else ""
     if asked.kind == "container":
         was, grown = asked.container.log_bytes, now.container.log_bytes
