@@ -44,12 +44,14 @@ POD_ALIVE = "the pod is alive now"
 #: kubelet removes one container at a time (it runs beside the pods); crictl sends every
 #: removal at once. Each kubegc removal makes about three calls (ContainerStatus, a pod
 #: re-check shared among removals of one pod, RemoveContainer) where a bare loop makes one,
-#: so it needs more in flight to keep the runtime as busy; past 8 the runtime's own CPU is what
-#: limits a 2-core node, and CPU per removal keeps falling only slowly (docs/PERFORMANCE.md §13).
+#: so it needs more in flight to keep the runtime as busy; past 8 the runtime's own CPU, or on
+#: a fast runtime kubegc's own, is what limits a 2-core node: 8, 16 and 24 removed at rates
+#: within each other's run-to-run spread (docs/PERFORMANCE.md §13, §17), and 8 loads the node
+#: least.
 REMOVAL_CONCURRENCY = 8
 #: The `--concurrency` kubegc recommends for a node under pressure (disk filling, an eviction
-#: near): the most removals per second measured, with less CPU per removal than 8; at 32 the
-#: client's threads and the runtime's locks cost more CPU than the overlap gains.
+#: near): the fastest value measured in some runs, never clearly slower than 8; at 32 the
+#: client's threads and the runtime's locks cost more CPU than the overlap gains (§13).
 PRESSURE_CONCURRENCY = 16
 #: `--concurrency` of the unattended agent and of `evict` (API calls): a background run spares
 #: the node, as the kubelet does.
