@@ -102,11 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             for label, command in commands.items():
                 began = time.perf_counter()
-                done = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL)
+                timed = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL)
                 samples[label].append(time.perf_counter() - began)
-                if done.returncode != 0:
-                    raise SystemExit(f"{label} failed ({done.returncode})")
-    rows = []
+                if timed.returncode != 0:
+                    raise SystemExit(f"{label} failed ({timed.returncode})")
+    rows: list[dict[str, Any]] = []
     for label, runs in samples.items():
         stats = summarize_ms(runs)
         kinds = planned[label]
