@@ -1,4 +1,4 @@
-"""Whole-process removal: kubegc against the crictl one-liner and a bare loop, fresh processes.
+"""Whole-process removal: kubegc against crictl, crictl's calls from Python, a bare loop.
 
 An operator clearing a node compares whole commands, start-up included. On a private
 containerd (``tests/node/localnode.py``), each contender in turn gets its own batch of N EXITED
@@ -148,8 +148,8 @@ SETTLE_LIMIT_S = 30.0
 
 def settle(node: LocalNode, before: dict[int, float]) -> tuple[float, float]:
     """Wait until the runtime is quiet (`SETTLE_CPU_S` over `SETTLE_WINDOW_S`, at most
-    `SETTLE_LIMIT_S`). Returns (its CPU seconds since `before`, `time.perf_counter()` when it
-    became quiet: the start of the quiet window)."""
+    `SETTLE_LIMIT_S`). Returns (its CPU seconds since `before` and `time.perf_counter()`, both
+    at the start of the quiet window)."""
 
     def used() -> float:
         now = runtime_cpu(node)
@@ -165,7 +165,7 @@ def settle(node: LocalNode, before: dict[int, float]) -> tuple[float, float]:
         if samples[-1][0] - window[0][0] >= SETTLE_WINDOW_S - step / 2 and (
             samples[-1][1] - window[0][1] < SETTLE_CPU_S
         ):
-            return samples[-1][1], window[0][0]
+            return window[0][1], window[0][0]
     return samples[-1][1], samples[-1][0]
 
 
@@ -253,6 +253,7 @@ def one_run(
     scratch = node.workdir.parent / f"wp-{serial:03d}"
     scratch.mkdir()
     command = _command(contender, node, concurrency, scratch, crictl, pods_file)
+    settle(node, runtime_cpu(node))  # the batch's own making and stopping done first
     before_rt = runtime_cpu(node)
     before_cpu = _children_cpu_s()
     began = time.perf_counter()
@@ -332,25 +333,35 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if ra is None or rb is None:
                 continue
             removed = ra["all_removed"] and rb["all_removed"]
+            best: float | None
             if what == "rate":
                 value = ra["per_s"] / rb["per_s"]
                 best = ra["best_per_s"] / rb["best_per_s"]
                 met = value >= target
             else:
                 value = ra["total_cpu_ms_per_c"] / max(rb["total_cpu_ms_per_c"], 1e-9)
-                best = float("nan")
+                best = None
                 met = value <= target
             out.append(
                 {
                     "size": size,
                     "ratio": f"{what}: {a} / {b}",
                     "value": round(value, 3),
-                    "best": round(best, 3),
+                    "best": None if best is None else round(best, 3),
                     "target": f"{sense} {target}" if target else "",
                     "met": (met and removed) if target else None,
                 }
             )
     return out
+
+
+def _shown_concurrency(row: dict[str, Any]) -> str:
+    """The `c` column: crictl removes every ID at once; the older tree runs at its own default."""
+    if row["contender"] == CRICTL:
+        return "all"
+    if row["contender"] == BEFORE:
+        return "its default"
+    return str(row["concurrency"])
 
 
 def render_text(result: dict[str, Any]) -> str:
@@ -381,7 +392,7 @@ def render_text(result: dict[str, Any]) -> str:
                 [
                     r["contender"],
                     r["size"],
-                    r["concurrency"],
+                    _shown_concurrency(r),
                     r["median_s"],
                     r["min_s"],
                     r.get("settled_s", ""),
@@ -401,14 +412,14 @@ def render_text(result: dict[str, Any]) -> str:
         "(a target is MISSED too when either side left a container or exited non-zero)",
         "",
         format_table(
-            ["n", "ratio", "median", "best", "target", ""],
+            ["n", "ratio", "median", "best", "target", "verdict"],
             [
                 [
                     t["size"],
                     t["ratio"],
                     t["value"],
-                    t["best"],
-                    t["target"],
+                    "-" if t["best"] is None else t["best"],
+                    t["target"] or "(no target)",
                     "" if t["met"] is None else verdict(t["met"]),
                 ]
                 for t in result["targets"]
