@@ -367,17 +367,13 @@ def _decide(mode: Mode, plan: Plan[Any], ui: Ui, noun: str) -> bool:
         ui.warn("not a terminal and no --yes: dry run only, nothing removed (add --yes to act)")
     if mode in (Mode.DRY_RUN, Mode.NO_TTY):
         return False
-    if mode is Mode.ASK:
-        if not todo:  # nothing to ask about: a run that would have acted, not a dry run
-            plan.dry_run = False
-            return False
-        plan.dry_run = False  # shown as what is about to happen
+    plan.dry_run = False  # a run that acts, or would have: shown as what is about to happen
+    if mode is Mode.ASK and todo:
         ui.show_plan(plan)
         if not ui.confirm(f"Remove {todo} {noun}(s)?"):
             plan.dry_run, plan.declined = True, True
             ui.warn("declined; nothing removed")
             return False
-    plan.dry_run = False
     return bool(todo)
 
 

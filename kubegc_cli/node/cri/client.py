@@ -486,12 +486,7 @@ class CriClient:
 
     def image_exists(self, image_id: str) -> bool:
         """`ImageStatus`: whether the runtime still has the image."""
-        r = self._call(
-            self.images.ImageStatus,
-            api_pb2.ImageStatusRequest(image=api_pb2.ImageSpec(image=image_id)),
-            "ImageStatus",
-        )
-        return bool(r.HasField("image") and r.image.id)
+        return self.image_status(image_id) is not None
 
     def remove_image(self, image_id: str) -> bool:
         """`RemoveImage`. False when the runtime says the image is already gone."""
