@@ -42,6 +42,7 @@ from typing import Any
 from kubegc_cli.commands.edges import Ui, edges
 from kubegc_cli.commands.flow import (
     ActOptions,
+    Mode,
     Stage,
     add_writable_layers,
     carry_out,
@@ -346,7 +347,6 @@ def apply_plan(
                     "only pod log directories there are removed (--pod-logs-dir names another "
                     "root)"
                 )
-    asked = copy.deepcopy(plan)  # re-checked again, from the start, after a person's yes
     pods = NO_POD_SOURCE
     if any(a.rule in POD_RULES for a in todo):
         pods = load_pod_inventory(s, ui)
@@ -369,6 +369,8 @@ def apply_plan(
                 f"{flag} too"
             )
     mode = decide_mode(s, act, ui)
+    # re-checked again, from the start, after a person's yes (only a question has one)
+    asked = copy.deepcopy(plan) if mode is Mode.ASK else None
     if not kinds:
         may_act(mode, plan, ui, "object", act)
         return plan
@@ -418,6 +420,7 @@ def apply_plan(
             what is still to go as its actions, what the re-check skips (not gone) kept with
             why."""
             nonlocal mounts, existing
+            assert asked is not None  # `may_act` asks again only after a question
             fresh = copy.deepcopy(asked)
             mounts, existing = recheck(fresh)
             kept = [a for a in fresh.actions if a.result is Result.SKIPPED and a.error != GONE]

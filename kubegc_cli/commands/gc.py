@@ -606,11 +606,12 @@ def gc_images(
     cannot read and no `pod_infra_image` is given (the image it protects is unknown)."""
 
     check_image_inputs(s, policy, assume_detected_at)
-    if root_dir is not None and not root_dir.startswith("/"):
+    if root_dir is None:
+        root_dir = DEFAULT_ROOT_DIR
+    elif not root_dir.startswith("/"):
         raise BadInput(f"invalid value for --root-dir: {root_dir!r} must be an absolute path")
-    if root_dir is not None:  # a mistyped flag is never "no pull records"
+    else:  # a mistyped flag is never "no pull records"
         needed_dir(s.host_root, root_dir, "the kubelet root", lambda: root_dir_hint(s.host_root))
-    root_dir = DEFAULT_ROOT_DIR if root_dir is None else root_dir
     mode = decide_mode(s, act, ui)
     client = open_client(s, ui)
     try:
