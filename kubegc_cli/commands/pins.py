@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from kubegc_cli.commands.edges import Ui, edges
@@ -192,9 +193,8 @@ def _act(s: Settings, client: CriClient, plan: PinPlan, op: str, ui: Ui, audit: 
             changed: list[str] = []
             audit.begin(cast("Any", a))  # (a PinAction has what a row reads)
             try:
-                for n in names:
-                    planned = own.get(n)
-                    check = None if planned is None else _unchanged(planned)
+                for n in names:  # (an unpin writes only while the record is the one planned)
+                    check = partial(own_pin_changed, own[n]) if own else None
                     why = ctd.set_labels(n, labels, check=check)
                     if not why:
                         done.append(n)
@@ -226,11 +226,12 @@ def _settle(
     does not answer leaves `pinned_after` None, with a warning."""
     if not acted:
         return
-    try:
-        records = ctd.list_records()
-    except RuntimeUnavailable as exc:
-        ui.warn(f"cannot list the image records again: {exc}")
-        records = {}
+    records: dict[str, StoredImage] = {}
+    if op == UNPIN:  # (a pin wants the image pinned, whatever its records say)
+        try:
+            records = ctd.list_records()
+        except RuntimeUnavailable as exc:
+            ui.warn(f"cannot list the image records again: {exc}")
     deadline = time.monotonic() + SETTLE_SECONDS
     for a in acted:
         want = op == PIN or bool(pinning_records(a.image, records))
@@ -260,12 +261,6 @@ def _settle(
 def _labels(records: dict[str, StoredImage]) -> dict[str, Mapping[str, str]]:
     """containerd's records by name → labels (what the planner reads)."""
     return {name: r.labels for name, r in records.items()}
-
-
-def _unchanged(planned: StoredImage) -> Callable[[StoredImage], str]:
-    """The check `set_labels` asks at the moment of an unpin's write: why the record read
-    then is not `planned` with kubegc's pin any more ("" when it still is)."""
-    return lambda now: own_pin_changed(planned, now)
 
 
 def exit_failed(plan: PinPlan) -> bool:

@@ -73,7 +73,7 @@ def own_pin_reasons(images: Iterable[Image], records: Mapping[str, StoredImage])
         times = sorted(t for n in names if (t := own_pin_time(records[n].labels)))
         if not times:
             continue
-        others = [n for n in pinning_records(img, records) if not own_pin_time(records[n].labels)]
+        others = [n for n in names if _pins(records[n]) and not own_pin_time(records[n].labels)]
         also = ", and by the runtime or someone else" if others else ""
         out[img.id] = f"pinned by kubegc (images pin, {times[0]}){also}"
     return out
@@ -130,11 +130,12 @@ def image_records(image: Image, records: Mapping[str, StoredImage]) -> tuple[str
 
 def pinning_records(image: Image, records: Mapping[str, StoredImage]) -> tuple[str, ...]:
     """The names of `image`'s records (`image_records`) that carry containerd's pin."""
-    return tuple(
-        n
-        for n in image_records(image, records)
-        if records[n].labels.get(PINNED_LABEL) == PINNED_VALUE
-    )
+    return tuple(n for n in image_records(image, records) if _pins(records[n]))
+
+
+def _pins(record: StoredImage) -> bool:
+    """Whether `record` carries containerd's pin label."""
+    return record.labels.get(PINNED_LABEL) == PINNED_VALUE
 
 
 def still_pinned_by(image: Image, records: Mapping[str, StoredImage]) -> str:
@@ -208,6 +209,7 @@ def plan_pins(
     if op not in (PIN, UNPIN):
         raise BadInput(f"unknown pin operation {op!r}")
     given = check_patterns(patterns)
+    protected, records = protected or {}, records or {}
     plan = PinPlan(op, given)
     by_id = {i.id: i for i in images}
     for iid in sorted(by_id):
@@ -218,11 +220,11 @@ def plan_pins(
             plan.kept.append(PinAction(img, op, "already pinned", KEPT))
         elif op == UNPIN and not img.pinned:
             plan.kept.append(PinAction(img, op, "not pinned", KEPT))
-        elif op == UNPIN and img.id in (protected or {}):
-            why = f"{(protected or {})[img.id]}, {RUNTIME_KEEPS}"
+        elif op == UNPIN and img.id in protected:
+            why = f"{protected[img.id]}, {RUNTIME_KEEPS}"
             plan.kept.append(PinAction(img, op, why, KEPT))
-        elif op == UNPIN and not own_pin_names(img, records or {}):
-            why = planted_own_labels(img, records or {}) or NOT_OURS
+        elif op == UNPIN and not own_pin_names(img, records):
+            why = planted_own_labels(img, records) or NOT_OURS
             plan.kept.append(PinAction(img, op, why, KEPT))
         else:
             reason = "matches " + ", ".join(p for p in given if matches_keep(img, (p,)))
