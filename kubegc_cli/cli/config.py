@@ -197,35 +197,38 @@ def _kubelet_values(
     of the command sets but its run reads (`LOG_ROTATION_READERS`)."""
     names = {p.name for p in cmd.params}
     rotation = path in LOG_ROTATION_READERS
-    if not ({"image_gc_high_threshold", "pod_logs_dir", *EVICTION_OPTIONS} & names or rotation):
-        return {}, []
-    kcfg = kubelet_config_for(s)
-    if kcfg.fallback:
-        ConsoleUi(0, s.output).warn(f"{kcfg.fallback}; the kubelet's config file is shown instead")
+    gc_or_logs = {"image_gc_high_threshold", "pod_logs_dir"} & names
+    eviction = EVICTION_OPTIONS.keys() <= names  # (read by `eviction_config`, its own way)
     out: dict[str, list[tuple[Any, str]]] = {}
-    for name, value in kcfg.image_gc.items():
-        if name in names:
-            shown = value if "threshold" in name else format_go_duration(value)
-            where = kcfg.sources.get(name, kcfg.source)
-            out[name] = [(shown, _kubelet_source(where, CONFIG_FIELDS[name]))]
-    if "pod_logs_dir" in names:  # unset in every file: the kubelet's default
-        where = kcfg.sources.get("pod_logs_dir", SOURCE_DEFAULT)
-        out["pod_logs_dir"] = [(kcfg.pod_logs_dir, _kubelet_source(where, "podLogsDir"))]
-    if EVICTION_OPTIONS.keys() <= names:
+    extra: list[dict[str, Any]] = []
+    if gc_or_logs or rotation:
+        kcfg = kubelet_config_for(s)
+        if kcfg.fallback:
+            ConsoleUi(0, s.output).warn(
+                f"{kcfg.fallback}; the kubelet's config file is shown instead"
+            )
+        for name, value in kcfg.image_gc.items():
+            if name in names:
+                shown = value if "threshold" in name else format_go_duration(value)
+                where = kcfg.sources.get(name, kcfg.source)
+                out[name] = [(shown, _kubelet_source(where, CONFIG_FIELDS[name]))]
+        if "pod_logs_dir" in names:  # unset in every file: the kubelet's default
+            where = kcfg.sources.get("pod_logs_dir", SOURCE_DEFAULT)
+            out["pod_logs_dir"] = [(kcfg.pod_logs_dir, _kubelet_source(where, "podLogsDir"))]
+        if rotation:
+            r = kcfg.log_rotation
+            for name, value in (("container_log_max_size", r.max_size),
+                                ("container_log_max_files", r.max_files)):  # fmt: skip
+                field = CONFIG_FIELDS[name]
+                where = _kubelet_source(kcfg.sources.get(name, SOURCE_DEFAULT), field)
+                extra.append({"key": f"kubelet.{field}", "value": value, "source": where})
+    if eviction:
         for name, entries in kubelet_eviction_settings(s, ConsoleUi(s.verbose, s.output)).items():
             groups: dict[str, list[str]] = {}
             for text, where in entries:
                 groups.setdefault(_kubelet_source(where), []).append(text)
             if groups:
                 out[name] = [(texts, where) for where, texts in groups.items()]
-    extra: list[dict[str, Any]] = []
-    if rotation:
-        r = kcfg.log_rotation
-        for name, value in (("container_log_max_size", r.max_size),
-                            ("container_log_max_files", r.max_files)):  # fmt: skip
-            field = CONFIG_FIELDS[name]
-            where = _kubelet_source(kcfg.sources.get(name, SOURCE_DEFAULT), field)
-            extra.append({"key": f"kubelet.{field}", "value": value, "source": where})
     return out, extra
 
 
