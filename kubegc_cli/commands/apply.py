@@ -257,14 +257,14 @@ def recheck_saved_plan(
             _skip(a, "the runtime has containers of it now")
         elif (usage := pod_log_dir_usage(a.local_path)) is None:
             _skip(a, GONE)
-        elif (size := usage[0]) > a.bytes + logs_of.get(a.pod_uid, 0):  # grown since the plan
+        elif (size := usage.bytes) > a.bytes + logs_of.get(a.pod_uid, 0):  # grown since the plan
             _skip(a, f"changed since the plan: {format_bytes(a.bytes)} then (its containers' "
                      f"logs aside), {format_bytes(size)} now; plan again")  # fmt: skip
-        elif saved_ns and usage[1] > saved_ns:  # written to after the plan was made
-            _skip(a, f"changed since the plan: written to at {ns_to_rfc3339(usage[1])}, after "
-                     "the plan; plan again")  # fmt: skip
+        elif saved_ns and usage.changed_ns > saved_ns:  # written to after the plan was made
+            at = ns_to_rfc3339(usage.changed_ns)
+            _skip(a, f"changed since the plan: written to at {at}, after the plan; plan again")
         else:
-            a.bytes, a.changed_ns = size, usage[1]
+            a.bytes, a.changed_ns = size, usage.changed_ns
 
     images = {i.id: i for i in snap.images}
     refs = set(protected)

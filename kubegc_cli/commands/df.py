@@ -482,8 +482,9 @@ def disk_usage(
         s.host_root, given_root, "the kubelet root", lambda: root_dir_hint(s.host_root)
     )
     if opts.pod_logs_dir is not None:  # one given that is not there is a mistyped flag
-        needed_dir(s.host_root, given_logs, "the pod log directory (--pod-logs-dir)")
-    logs_dir = host_real_or_given(s.host_root, given_logs)
+        logs_dir = needed_dir(s.host_root, given_logs, "the pod log directory (--pod-logs-dir)")
+    else:
+        logs_dir = host_real_or_given(s.host_root, given_logs)
 
     rt: RuntimeView | None = None
     runtime_error = ""

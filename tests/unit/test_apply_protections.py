@@ -344,7 +344,7 @@ def test_apply_keeps_a_pod_log_directory_written_to_since_the_plan(tmp_path: Pat
     from kubegc_cli.core.model import NodeSnapshot
     from kubegc_cli.core.plan import LogAction, Plan, Result
     from kubegc_cli.core.pods import inventory_of
-    from kubegc_cli.node.host.podlogs import pod_log_dir_bytes
+    from kubegc_cli.node.host.podlogs import pod_log_dir_usage
 
     logs = tmp_path / "var/log/pods"
     actions = []
@@ -352,7 +352,7 @@ def test_apply_keeps_a_pod_log_directory_written_to_since_the_plan(tmp_path: Pat
         d = logs / f"ns_{name}_uid-{name}" / "c"
         d.mkdir(parents=True)
         (d / "0.log").write_bytes(b"x" * 5000)
-        size = pod_log_dir_bytes(str(d.parent))
+        size = pod_log_dir_usage(str(d.parent)).bytes
         assert size
         actions.append(LogAction("pod-log-dir", f"/var/log/pods/{d.parent.name}", "", f"uid-{name}",
                                  "deleted-pod", "gone", bytes=size))  # fmt: skip

@@ -19,7 +19,7 @@ from kubegc_cli.core.sizes import BLOCK, left_in_pod_log_dir, on_disk
 from kubegc_cli.node.host.du import tree_usage
 from kubegc_cli.node.host.logs import LogRoots, LogSizer, log_bytes
 from kubegc_cli.node.host.mounts import MountTable
-from kubegc_cli.node.host.podlogs import pod_log_dir_bytes, read_pod_log_dirs
+from kubegc_cli.node.host.podlogs import pod_log_dir_usage, read_pod_log_dirs
 from kubegc_cli.policy.containers import ContainerGCPolicy, plan_containers
 from kubegc_cli.policy.residue import dead_objects
 from tests.unit.factories import NOW, ctr
@@ -58,7 +58,7 @@ def test_every_reader_sizes_a_pod_log_directory_in_blocks_on_disk(tmp_path: Path
     """A deleted pod's log directory holding a 56-byte log, its rotated sibling and a file no
     container owns: the container's log counts its blocks (never its 56 bytes), the same in
     `log_bytes` and `LogSizer`; the directory counts every inode's blocks, as `du` does, the
-    same in `read_pod_log_dirs`, `pod_log_dir_bytes` and `tree_usage`; what stays once the
+    same in `read_pod_log_dirs`, `pod_log_dir_usage` and `tree_usage`; what stays once the
     log goes is the directories' blocks and the stray file's."""
     root = tmp_path / "var/log/pods"
     pod = root / "ns_p_0f0e0d0c-0b0a-0908-0706-050403020100"
@@ -78,7 +78,7 @@ def test_every_reader_sizes_a_pod_log_directory_in_blocks_on_disk(tmp_path: Path
     whole = _blocks(pod, ctr_dir, ctr_dir / "0.log", ctr_dir / "0.log.20261130-010101",
                     pod / "stray.txt")  # fmt: skip
     [d] = read_pod_log_dirs(str(root), NO_MOUNTS)
-    assert d.bytes == whole == pod_log_dir_bytes(str(pod), NO_MOUNTS)
+    assert d.bytes == whole == pod_log_dir_usage(str(pod), NO_MOUNTS).bytes
     assert tree_usage(str(pod), NO_MOUNTS).bytes == whole
     assert left_in_pod_log_dir(d.bytes, logs) == _blocks(pod, ctr_dir, pod / "stray.txt")
 

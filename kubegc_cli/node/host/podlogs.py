@@ -18,7 +18,7 @@ from kubegc_cli.core.podlogs import (
     pod_uid_from_dir,
 )
 from kubegc_cli.node.host.bounded import Stalled, Watch, bounded, bounded_each, listdir
-from kubegc_cli.node.host.du import tree_usage
+from kubegc_cli.node.host.du import TreeUsage, tree_usage
 from kubegc_cli.node.host.logs import resolve_on_host
 from kubegc_cli.node.host.mounts import MountTable
 from kubegc_cli.node.host.tree import Pin, Refused, TreeRemoval, remove_tree
@@ -66,19 +66,12 @@ def read_pod_log_dirs(local_root: str, mounts: MountTable) -> list[PodLogDir]:
     return out
 
 
-def pod_log_dir_bytes(local_path: str, mounts: MountTable | None = None) -> int | None:
-    """The bytes on disk of the pod log directory `local_path` (`pod_log_dir_usage`), or
-    None when it is gone."""
-    usage = pod_log_dir_usage(local_path, mounts)
-    return None if usage is None else usage[0]
-
-
-def pod_log_dir_usage(local_path: str, mounts: MountTable | None = None) -> tuple[int, int] | None:
-    """(bytes on disk, latest change in ns) of the pod log directory `local_path` (a real
-    local path: allocated blocks, the directories' own included), walked as
-    `read_pod_log_dirs` walks it (`tree_usage`: partial if a call hangs past `--timeout`;
-    its `changed_ns`); (0, 0) when it is a symlink, no directory or gives no answer, None
-    when it is gone."""
+def pod_log_dir_usage(local_path: str, mounts: MountTable | None = None) -> TreeUsage | None:
+    """What the pod log directory `local_path` (a real local path) holds: its `bytes` on disk
+    (allocated blocks, the directories' own included) and latest change `changed_ns`, walked
+    as `read_pod_log_dirs` walks it (`tree_usage`: partial if a call hangs past `--timeout`);
+    an empty `TreeUsage` when it is a symlink, no directory or gives no answer, None when it
+    is gone."""
 
     def mode(watch: Watch) -> int:
         watch.at(local_path)
@@ -89,11 +82,10 @@ def pod_log_dir_usage(local_path: str, mounts: MountTable | None = None) -> tupl
     except FileNotFoundError:
         return None
     except OSError:  # (`Stalled` too)
-        return 0, 0
+        return TreeUsage()
     if not stat.S_ISDIR(kind):
-        return 0, 0
-    usage = tree_usage(local_path, mounts)
-    return usage.bytes, usage.changed_ns
+        return TreeUsage()
+    return tree_usage(local_path, mounts)
 
 
 def _host_path(real_root: str, local: str) -> str | None:
