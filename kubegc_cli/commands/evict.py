@@ -74,7 +74,7 @@ from kubegc_cli.node.host.kubelet import (
 )
 from kubegc_cli.node.host.logs import on_host
 from kubegc_cli.node.host.processes import find_kubelet_cmdline
-from kubegc_cli.node.host.stall import Stall, Swap, cgroup_swap
+from kubegc_cli.node.host.stall import Stall, Swap, cgroup_swap, swapping
 from kubegc_cli.node.imagefs import FsLayout, runtime_filesystems
 from kubegc_cli.node.kubeletapi import kubelet_configz
 from kubegc_cli.node.pods.api import (
@@ -149,8 +149,7 @@ class EvictionReport:
         """Whether the ranking for `signal` shows each pod's swap: a memory signal on a node
         with swap (SwapTotal > 0), where the pods' swapped-out bytes, which no memory signal
         counts, sit beside their working sets (as `memory available` shows them)."""
-        swapping = self.swap is not None and self.swap.total > 0
-        return swapping and signal.split(".", 1)[0] in MEMORY_FAMILIES
+        return swapping(self.swap) and signal.split(".", 1)[0] in MEMORY_FAMILIES
 
     def met(self) -> list[Any]:
         return [r for r in self.results if r.met]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING, Any
 
 from kubegc_cli.core.units import format_bytes, safe_text
+from kubegc_cli.node.host.stall import swapping
 from kubegc_cli.render.table import Column, Grid, Line, Screen, View, grid_lines, prose
 
 if TYPE_CHECKING:
@@ -57,15 +58,15 @@ def memory_lines(
     if report.pods:
         shown = len(report.pods)
         # a node with swap: each pod's swapped-out bytes, which no memory signal counts
-        swapping = report.swap is not None and report.swap.total > 0
+        with_swap = swapping(report.swap)
         pt = Grid(
             f"Pods by working set (top {shown} of {report.pod_count})",
             [Column("POD", "id"), Column("QOS", "word"), Column("WORKING SET", "num"),
              Column("USAGE", "num"), Column("INACTIVE FILE", "num"), Column("ACTIVE FILE", "num"),
-             *([Column("SWAP", "num")] if swapping else []), Column("UID", "word")],
+             *([Column("SWAP", "num")] if with_swap else []), Column("UID", "word")],
         )  # fmt: skip
         for p in report.pods:
-            swap = [bytes_cell(p.swap) if p.swap is not None else "-"] if swapping else []
+            swap = [bytes_cell(p.swap) if p.swap is not None else "-"] if with_swap else []
             pt.add([
                 f"{safe_text(p.namespace or '?')}/{safe_text(p.name or '?')}", p.qos,
                 bytes_cell(p.working_set), bytes_cell(p.usage), bytes_cell(p.inactive_file),

@@ -127,6 +127,12 @@ class Swap:
         return {"total": self.total, "used": self.used, "pods": self.pods}
 
 
+def swapping(swap: Swap | None) -> bool:
+    """Whether the node has swap (SwapTotal > 0): then the pods' swapped-out bytes, which no
+    memory signal counts, are shown beside their working sets."""
+    return swap is not None and swap.total > 0
+
+
 def node_swap(meminfo: dict[str, int]) -> tuple[int, int]:
     """(SwapTotal, SwapTotal − SwapFree) in bytes from a read /proc/meminfo (0, 0 without
     the lines)."""
