@@ -590,8 +590,9 @@ def render_plan(
     shown_kept, more_kept = _capped(worth, verbose, limit)
     unlisted = len(plan.kept) - len(shown_kept)
     prose = screen.view.headers  # --no-headers: the rows alone, for a script to read
+    summary = summary_line(plan, layout, unlisted_kept=unlisted)
     if (more or more_kept) and prose:  # a long table: the totals first, where they are seen
-        screen.line(summary_line(plan, layout, unlisted_kept=unlisted))
+        screen.line(summary)
 
     def style_of(a: Any) -> str | None:
         return RESULT_STYLE[a.result] if acted or a.result is Result.HELD_BACK else None
@@ -607,24 +608,26 @@ def render_plan(
             )
         return g
 
+    if not prose:  # (--no-headers: the plan's own rows, none a script may mistake)
+        if plan.actions:
+            screen.grid(grid(title, shown, style_of))
+        return
     if plan.actions:
         screen.grid(grid(title, shown, style_of))
-        if more and prose:
+        if more:
             screen.line(f"  {more} {_NOT_LISTED}")
-    elif prose:
+    else:
         screen.line(f"{title}: nothing to remove.", style="bold")
-    if shown_kept and prose:  # (--no-headers: the plan's own rows, none a script may mistake)
+    if shown_kept:
         screen.grid(grid("Kept (not removed)", shown_kept, lambda k: "dim"))
-        if more_kept and prose:
+        if more_kept:
             screen.line(f"  {more_kept} {_NOT_LISTED}")
-    if not prose:
-        return
     for note in plan.notes:
         screen.note(safe_text(note))
     for extra in (layout.footer or _measured_footer)(plan):
         screen.line("")
         screen.grid(extra)
-    screen.line(summary_line(plan, layout, unlisted_kept=unlisted), style="bold")
+    screen.line(summary, style="bold")
 
 
 _NOT_LISTED = "more not listed (--limit 0 or -v lists all; -o json has every one)"
