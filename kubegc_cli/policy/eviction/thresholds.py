@@ -866,31 +866,34 @@ def resolve(
         else:
             hard_thresholds.append(replace(t, source=source))
 
+    def sourced(
+        values: Mapping[str, str] | None, attr: str, default: str
+    ) -> dict[str, tuple[str, str]]:
+        """Signal → (value, the source that set that key, else `default`) of one map."""
+        keys = _key_sources(layers, attr)
+        return {sig: (v, keys.get((attr, sig), default)) for sig, v in (values or {}).items()}
+
     soft_parsed: list[Threshold] = []
-    soft = soft or {}
-    soft_keys = _key_sources(layers, "soft")
-    for signal in soft:
-        _check_signal(signal, where=soft_keys.get(("soft", signal), soft_source))
-    for signal in _ordered(soft):
-        where = soft_keys.get(("soft", signal), soft_source)
-        t = parse_threshold_value(signal, soft[signal], where=where)
+    soft_entries = sourced(soft, "soft", soft_source)
+    for signal in soft_entries:
+        _check_signal(signal, where=soft_entries[signal][1])
+    for signal in _ordered(soft_entries):
+        text, where = soft_entries[signal]
+        t = parse_threshold_value(signal, text, where=where)
         if t is None:
-            cfg.disabled.append((signal, soft[signal], where))
+            cfg.disabled.append((signal, text, where))
         else:
             soft_parsed.append(replace(t, source=where))
 
-    grace = grace or {}
-    gk = _key_sources(layers, "grace")
+    grace_entries = sourced(grace, "grace", grace_source)
     periods = {
-        s: parse_grace_period(s, grace[s], where=gk.get(("grace", s), grace_source)) for s in grace
+        sig: parse_grace_period(sig, text, where=where)
+        for sig, (text, where) in grace_entries.items()
     }
-    min_reclaim = min_reclaim or {}
-    mk = _key_sources(layers, "min_reclaim")
+    reclaim_entries = sourced(min_reclaim, "min_reclaim", min_reclaim_source)
     reclaims = {
-        s: parse_min_reclaim(
-            s, min_reclaim[s], where=mk.get(("min_reclaim", s), min_reclaim_source)
-        )
-        for s in min_reclaim
+        sig: parse_min_reclaim(sig, text, where=where)
+        for sig, (text, where) in reclaim_entries.items()
     }
 
     soft_thresholds: list[Threshold] = []
@@ -912,7 +915,7 @@ def resolve(
     for signal in _ordered(periods):
         if signal not in soft_signals:
             cfg.notes.append(
-                f"grace period {signal}={grace[signal]} ({grace_source}) is ignored: "
+                f"grace period {signal}={grace_entries[signal][0]} ({grace_source}) is ignored: "
                 f"no soft threshold for {signal}"
             )
 
@@ -922,7 +925,7 @@ def resolve(
             value = reclaims[t.signal]
             thresholds[i] = replace(
                 t,
-                min_reclaim=min_reclaim[t.signal],
+                min_reclaim=reclaim_entries[t.signal][0],
                 min_reclaim_amount=value.quantity,
                 min_reclaim_percentage=value.percentage,
                 min_reclaim_source=min_reclaim_source,
@@ -952,13 +955,9 @@ def resolve(
             )
     cfg.thresholds = thresholds
     cfg.maps = {
-        "hard": [(sig, *hard_entries[sig]) for sig in _ordered(hard_entries)],
-        "soft": [(sig, soft[sig], soft_keys.get(("soft", sig), soft_source))
-                 for sig in _ordered(soft)],
-        "grace": [(sig, grace[sig], gk.get(("grace", sig), grace_source))
-                  for sig in _ordered(grace)],
-        "min_reclaim": [(sig, min_reclaim[sig], mk.get(("min_reclaim", sig), min_reclaim_source))
-                        for sig in _ordered(min_reclaim)],
+        name: [(sig, *entries[sig]) for sig in _ordered(entries)]
+        for name, entries in (("hard", hard_entries), ("soft", soft_entries),
+                              ("grace", grace_entries), ("min_reclaim", reclaim_entries))
     }  # fmt: skip
 
     cfg.max_pod_grace_period, cfg.setting_sources["max_pod_grace_period"] = _first_scalar(
