@@ -38,7 +38,6 @@ import ipaddress
 import os
 import re
 import ssl
-import stat
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from kubegc_cli.core.errors import BadInput
 from kubegc_cli.core.inputs import Malformed, decode_json
 from kubegc_cli.core.pods import PodInventory, inventory_from_podlist
 from kubegc_cli.core.settings import Settings
+from kubegc_cli.node.host.regular import read_regular
 from kubegc_cli.node.pods.api import (
     ApiSource,
     ApiUnavailable,
@@ -195,18 +195,10 @@ def _ca_text(path: str) -> str:
     that open file (a FIFO or a device swapped in between a look and the open would be read
     forever). Raises `BadInput` naming the file: missing, unreadable, not a regular file,
     over `MAX_CA_BYTES`, not text."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:  # (`NotRegularFile` says "not a regular file")
+        data = read_regular(path, MAX_CA_BYTES)
     except OSError as exc:
         raise BadInput(f"cannot use --kubelet-ca {path}: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadInput(f"cannot use --kubelet-ca {path}: not a regular file")
-        data = os.read(fd, MAX_CA_BYTES + 1)
-    except OSError as exc:
-        raise BadInput(f"cannot use --kubelet-ca {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
     if len(data) > MAX_CA_BYTES:
         raise BadInput(f"cannot use --kubelet-ca {path}: larger than 1 MiB")
     try:

@@ -71,7 +71,6 @@ import fcntl
 import math
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -81,6 +80,7 @@ from typing import Any
 from kubegc_cli.core.errors import BadInput, ExitCode, KubegcError
 from kubegc_cli.core.plan import Result, expected_bytes, measured_bytes
 from kubegc_cli.core.residue import CNI_IP, NETNS, POD_CGROUP, POD_DIR
+from kubegc_cli.node.host.regular import NotRegularFile, read_regular
 from kubegc_cli.node.outfile import replace_file
 
 SUFFIX = ".prom"
@@ -567,24 +567,16 @@ def read_previous(path: Path) -> dict[Key, float]:
     a regular file kubegc may read: a symbolic link (never followed), a FIFO or device
     (opened without blocking, then refused: never a wait), or over 16 MiB."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_regular(str(path), MAX_PREVIOUS_BYTES, follow_symlinks=False)
     except FileNotFoundError:
         return {}
+    except NotRegularFile:
+        raise MetricsError(
+            f"the previous metrics file {path} is not a regular file; remove it"
+        ) from None
     except OSError as exc:
         why = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else exc.strerror
         raise MetricsError(f"cannot read the previous metrics file {path}: {why or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise MetricsError(f"the previous metrics file {path} is not a regular file; remove it")
-        data = os.read(fd, MAX_PREVIOUS_BYTES + 1)
-        while len(data) <= MAX_PREVIOUS_BYTES and (chunk := os.read(fd, 1 << 20)):
-            data += chunk
-    except OSError as exc:
-        raise MetricsError(
-            f"cannot read the previous metrics file {path}: {exc.strerror or exc}"
-        ) from None
-    finally:
-        os.close(fd)
     if len(data) > MAX_PREVIOUS_BYTES:
         raise MetricsError(f"the previous metrics file {path} is larger than 16 MiB")
     return parse_samples(data.decode("utf-8", errors="replace"))
